@@ -1,0 +1,28 @@
+// Lint runs in `npm test`. House habits from STYLE.md: type over interface, no enum, no `any` leaks.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', 'dist/**', 'data/**', 'build/output/**', 'test-results/**', 'renderer/dist/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { ecmaVersion: 2023, sourceType: 'module' },
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'error',
+      '@typescript-eslint/consistent-type-definitions': ['error', 'type'],
+      '@typescript-eslint/no-non-null-assertion': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': 'error',
+      'no-restricted-syntax': ['error', { selector: 'TSEnumDeclaration', message: 'Use a string union, not enum.' }],
+    },
+  },
+  {
+    files: ['shared/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [
+        { group: ['node:*', 'fs', 'path', 'crypto', 'electron', 'react', 'pg', 'better-sqlite3'], message: 'shared/ is isomorphic: no Node, DOM or Electron imports.' },
+      ] }],
+    },
+  },
+);

@@ -1,0 +1,170 @@
+import type { FromSchema } from 'json-schema-to-ts';
+import {
+  BASE_PROPERTIES,
+  BASE_REQUIRED,
+  CLOSE_REASONS,
+  ID,
+  NULLABLE_ID,
+  NULLABLE_TEXT,
+  NULLABLE_TIMESTAMP,
+  STAGE_CATEGORIES,
+  TASK_STATUSES,
+  TEXT,
+} from './common.ts';
+
+/** A pipeline stage. Names are workspace configuration; the category carries the meaning. */
+export const stageSchema = {
+  title: 'stages',
+  version: 0,
+  primaryKey: 'id',
+  type: 'object',
+  properties: {
+    ...BASE_PROPERTIES,
+    name: { type: 'string', minLength: 1, maxLength: 100 },
+    colorHex: { type: 'string', pattern: '^#[0-9a-fA-F]{6}$' },
+    category: { type: 'string', enum: STAGE_CATEGORIES },
+    position: { type: 'integer', minimum: 0 },
+  },
+  required: [...BASE_REQUIRED, 'name', 'colorHex', 'category', 'position'],
+  additionalProperties: false,
+} as const;
+export type Stage = FromSchema<typeof stageSchema>;
+
+export const tagSchema = {
+  title: 'tags',
+  version: 0,
+  primaryKey: 'id',
+  type: 'object',
+  properties: {
+    ...BASE_PROPERTIES,
+    name: { type: 'string', minLength: 1, maxLength: 100 },
+    color: { type: 'string', pattern: '^#[0-9a-fA-F]{6}$' },
+  },
+  required: [...BASE_REQUIRED, 'name', 'color'],
+  additionalProperties: false,
+} as const;
+export type Tag = FromSchema<typeof tagSchema>;
+
+/** A lead group with its columns. A column is a variable type; its display name is a merge field. */
+export const leadGroupSchema = {
+  title: 'leadGroups',
+  version: 0,
+  primaryKey: 'id',
+  type: 'object',
+  properties: {
+    ...BASE_PROPERTIES,
+    name: { type: 'string', minLength: 1, maxLength: 200 },
+    columns: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          id: ID,
+          name: { type: 'string', minLength: 1, maxLength: 100 },
+          /** null for custom columns; the lead field name for built-in ones (e.g. firstName). */
+          builtInType: NULLABLE_TEXT,
+        },
+        required: ['id', 'name', 'builtInType'],
+        additionalProperties: false,
+      },
+    },
+  },
+  required: [...BASE_REQUIRED, 'name', 'columns'],
+  additionalProperties: false,
+} as const;
+export type LeadGroup = FromSchema<typeof leadGroupSchema>;
+export type LeadGroupColumn = LeadGroup['columns'][number];
+
+/** One person, once per workspace (deduplicated by socialUrl, else email). */
+export const leadSchema = {
+  title: 'leads',
+  version: 0,
+  primaryKey: 'id',
+  type: 'object',
+  properties: {
+    ...BASE_PROPERTIES,
+    /** The group the lead was created in. */
+    leadGroupId: ID,
+    /** Every group the lead is linked to (includes leadGroupId); enrollment links more. */
+    groupIds: { type: 'array', items: ID },
+    tagId: NULLABLE_ID,
+    leadIdentifier: TEXT,
+    firstName: TEXT,
+    lastName: TEXT,
+    fullName: TEXT,
+    email: TEXT,
+    company: TEXT,
+    jobTitle: TEXT,
+    location: TEXT,
+    phone: TEXT,
+    /** Seniority level (e.g. senior, director, vp, c_level) used by company relay. */
+    seniority: TEXT,
+    leadFitScore: { type: 'number' },
+    rankingScore: { type: 'number' },
+    socialUrl: TEXT,
+    personalSocialUrl: TEXT,
+    companySocialUrl: TEXT,
+    websiteUrl: TEXT,
+    profilePictureUrl: TEXT,
+    pipelineStageId: NULLABLE_ID,
+    closeReason: { type: ['string', 'null'], enum: [...CLOSE_REASONS, null] },
+    closedFromCategory: { type: ['string', 'null'], enum: [...STAGE_CATEGORIES, null] },
+    stageSetManuallyAt: NULLABLE_TIMESTAMP,
+    followUpAt: NULLABLE_TIMESTAMP,
+    lastActivityAt: NULLABLE_TIMESTAMP,
+    meetingBookedAt: NULLABLE_TIMESTAMP,
+    meetingBookedSource: NULLABLE_TEXT,
+    cycle: { type: 'integer', minimum: 0 },
+    doNotContact: { type: 'boolean' },
+    blocklisted: { type: 'boolean' },
+    /** Custom and built-in variable values by variable type (column) id. */
+    variables: { type: 'object', additionalProperties: { type: 'string' } },
+  },
+  required: [
+    ...BASE_REQUIRED,
+    'leadGroupId', 'groupIds', 'tagId', 'leadIdentifier', 'firstName', 'lastName', 'fullName', 'email',
+    'company', 'jobTitle', 'location', 'phone', 'seniority', 'leadFitScore', 'rankingScore', 'socialUrl',
+    'personalSocialUrl', 'companySocialUrl', 'websiteUrl', 'profilePictureUrl', 'pipelineStageId',
+    'closeReason', 'closedFromCategory', 'stageSetManuallyAt', 'followUpAt', 'lastActivityAt',
+    'meetingBookedAt', 'meetingBookedSource', 'cycle', 'doNotContact', 'blocklisted', 'variables',
+  ],
+  additionalProperties: false,
+} as const;
+export type Lead = FromSchema<typeof leadSchema>;
+
+/** Notes, tasks and system timeline events of a lead. */
+export const activitySchema = {
+  title: 'activities',
+  version: 0,
+  primaryKey: 'id',
+  type: 'object',
+  properties: {
+    ...BASE_PROPERTIES,
+    leadId: ID,
+    /** Author of a note, creator of a task; for events, the member or sender that caused it. */
+    userId: ID,
+    type: { type: 'string', enum: ['NOTE', 'TASK', 'EVENT'] },
+    content: { type: 'string', maxLength: 20000 },
+    metadata: {
+      type: 'object',
+      properties: {
+        taskStatus: { type: 'string', enum: TASK_STATUSES },
+        assigneeId: ID,
+        completedAt: NULLABLE_TIMESTAMP,
+        completedBy: NULLABLE_ID,
+        /** For events: what happened (stage_changed, message_sent, reply_received, ...). */
+        eventKind: TEXT,
+        campaignId: ID,
+        messageId: ID,
+        sdrProfileId: ID,
+      },
+      additionalProperties: false,
+    },
+    dueAt: NULLABLE_TIMESTAMP,
+    remindAt: NULLABLE_TIMESTAMP,
+    scheduledFor: NULLABLE_TIMESTAMP,
+  },
+  required: [...BASE_REQUIRED, 'leadId', 'userId', 'type', 'content', 'metadata', 'dueAt', 'remindAt', 'scheduledFor'],
+  additionalProperties: false,
+} as const;
+export type Activity = FromSchema<typeof activitySchema>;

@@ -1,0 +1,57 @@
+/** How an operation is declared. One registry (shared/ops/index.ts) holds them all and every
+ * transport (HTTP, IPC, WebSocket) serves it through `execute`. */
+import type { z } from 'zod';
+import type { Ctx } from '../context.ts';
+import type { Role } from '../model/index.ts';
+
+/** `member`: any member; `campaigns.launch`: owner or admin (start campaigns, raise limits);
+ * `admin`: owner or admin (manage members). */
+export type Permission = 'member' | 'campaigns.launch' | 'admin';
+
+export const ROLE_PERMISSIONS: Record<Role, readonly Permission[]> = {
+  owner: ['member', 'campaigns.launch', 'admin'],
+  admin: ['member', 'campaigns.launch', 'admin'],
+  member: ['member'],
+};
+
+export const hasPermission = (role: Role, p: Permission): boolean => ROLE_PERMISSIONS[role].includes(p);
+
+export type OpDef<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> = {
+  name: string;
+  method: 'GET' | 'POST';
+  /** One sentence for the OpenAPI document and the command palette. */
+  summary: string;
+  input: I;
+  output: O;
+  permission: Permission;
+  /** Accepts `dryRun: true` to preview. */
+  dryRun: boolean;
+  /** Writes documents (false for reads). */
+  mutates: boolean;
+  /** Runs only where the authoritative secrets live (the sync server): the desktop forwards it. */
+  serverOnly?: boolean;
+  /** Needs a channel (network) and cannot run offline. */
+  needsChannel?: boolean;
+  /** Method syntax on purpose: the registry holds operations of different input types. */
+  handler(input: z.output<I>, ctx: Ctx): Promise<z.input<O>>;
+};
+
+/** Keeps the literal name and the schema types of one operation. */
+export function defineOp<const N extends string, I extends z.ZodType, O extends z.ZodType>(
+  def: OpDef<I, O> & { name: N },
+): OpDef<I, O> & { name: N } {
+  return def;
+}
+
+type Named = { name: string };
+type ByName<T extends readonly Named[]> = { [K in T[number] as K['name']]: K };
+
+/** Turns a list of operations into a record keyed by name, refusing duplicates. */
+export function opsByName<const T extends readonly (OpDef & Named)[]>(...ops: T): ByName<T> {
+  const out: Record<string, OpDef> = {};
+  for (const op of ops) {
+    if (out[op.name]) throw new Error(`Operation ${op.name} is defined twice.`);
+    out[op.name] = op;
+  }
+  return out as ByName<T>;
+}

@@ -1,0 +1,87 @@
+/** Runs one operation: parse input, check permission, run the handler over a Tx, validate the staged
+ * writes with the rules, commit (unless dryRun), check the output. Every transport calls this. */
+import type { z } from 'zod';
+import type { Actor, Clock, Ctx, Ids, Secrets } from '../context.ts';
+import type { ChannelHost } from '../engine/channel.ts';
+import { DomainError } from '../errors.ts';
+import { validateWrites } from '../rules/index.ts';
+import type { AnyWrite, Store } from '../store.ts';
+import { Tx } from '../tx.ts';
+import { hasPermission } from './define.ts';
+import type { OpDef } from './define.ts';
+import { operations } from './index.ts';
+import type { OpName, OpInput, OpOutput } from './index.ts';
+
+export type ExecEnv = {
+  actor: Actor;
+  store: Store;
+  clock: Clock;
+  ids: Ids;
+  random: () => number;
+  secrets: Secrets;
+  channels?: ChannelHost | null;
+  /** Called with the committed writes (live updates, audit); not called for dry runs or refusals. */
+  onCommit?: (writes: readonly AnyWrite[]) => void;
+};
+
+export function getOperation(name: string): OpDef {
+  const op = (operations as Record<string, OpDef>)[name];
+  if (!op || !Object.prototype.hasOwnProperty.call(operations, name)) {
+    throw new DomainError('UNKNOWN_OPERATION', `There is no operation named ${name}.`, { name });
+  }
+  return op;
+}
+
+/** Turns zod issues into one readable sentence and a list for clients. */
+export function invalidInput(error: z.ZodError): DomainError {
+  const issues = error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+  const first = issues[0];
+  const where = first && first.path ? `${first.path}: ` : '';
+  return new DomainError('INVALID_INPUT', `${where}${first?.message ?? 'invalid input'}`, { issues });
+}
+
+export async function execute<N extends OpName>(name: N, rawInput: unknown, env: ExecEnv): Promise<OpOutput<N>>;
+export async function execute(name: string, rawInput: unknown, env: ExecEnv): Promise<unknown>;
+export async function execute(name: string, rawInput: unknown, env: ExecEnv): Promise<unknown> {
+  const op = getOperation(name);
+  const parsed = op.input.safeParse(rawInput ?? {});
+  if (!parsed.success) throw invalidInput(parsed.error);
+  const input = parsed.data as Record<string, unknown>;
+
+  if (!env.actor.isSystem && !hasPermission(env.actor.role, op.permission)) {
+    throw new DomainError('PERMISSION_DENIED', `${op.name} needs the ${op.permission} permission (owner or admin).`, { permission: op.permission });
+  }
+  if (op.needsChannel && !env.channels) {
+    throw new DomainError('CHANNEL_ERROR', `${op.name} needs a connection to the sender's network; it cannot run offline.`);
+  }
+
+  const dryRun = op.dryRun && input.dryRun === true;
+  const tx = new Tx(env.store);
+  const ctx: Ctx = {
+    actor: env.actor,
+    clock: env.clock,
+    ids: env.ids,
+    random: env.random,
+    db: tx,
+    secrets: env.secrets,
+    channels: env.channels ?? null,
+    dryRun,
+  };
+  const raw = await op.handler(input, ctx);
+  const writes = tx.writes();
+  if (writes.length > 0) {
+    if (!op.mutates) throw new DomainError('INTERNAL', `${op.name} is a read but tried to write.`);
+    await validateWrites(writes, { actor: env.actor, read: tx, now: env.clock.now() });
+    if (!dryRun) {
+      await env.store.commit(writes);
+      env.onCommit?.(writes);
+    }
+  }
+  const out = op.output.safeParse(raw);
+  if (!out.success) {
+    throw new DomainError('INTERNAL', `${op.name} produced a response that does not match its schema: ${invalidInput(out.error).message}`);
+  }
+  return out.data;
+}
+
+export type { OpName, OpInput, OpOutput };

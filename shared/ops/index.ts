@@ -1,0 +1,35 @@
+/** The one registry of operations. Find an operation by its dotted name in the area file. */
+import type { z } from 'zod';
+import { activitiesOps } from './activities.ts';
+import { campaignsOps } from './campaigns.ts';
+import { leadsOps } from './leads.ts';
+import { sendersOps } from './senders.ts';
+import { sequenceOps } from './sequence.ts';
+import { socialOps } from './social.ts';
+import { workspaceOps } from './workspace.ts';
+import type { OpDef } from './define.ts';
+
+function combine<const T extends readonly Record<string, OpDef>[]>(...areas: T): UnionToIntersection<T[number]> {
+  const out: Record<string, OpDef> = {};
+  for (const area of areas) {
+    for (const [name, op] of Object.entries(area)) {
+      if (out[name]) throw new Error(`Operation ${name} is registered twice.`);
+      out[name] = op;
+    }
+  }
+  return out as UnionToIntersection<T[number]>;
+}
+
+type UnionToIntersection<U> = (U extends unknown ? (x: U) => void : never) extends (x: infer I) => void ? I : never;
+
+export const operations = combine(activitiesOps, leadsOps, campaignsOps, sequenceOps, sendersOps, socialOps, workspaceOps);
+
+export type Operations = typeof operations;
+export type OpName = keyof Operations & string;
+type DefOf<N extends OpName> = Operations[N] extends OpDef<infer I, infer O> ? { i: I; o: O } : never;
+/** What a caller sends (before defaults and coercion). */
+export type OpInput<N extends OpName> = z.input<DefOf<N>['i']>;
+/** What a caller receives. */
+export type OpOutput<N extends OpName> = z.output<DefOf<N>['o']>;
+
+export const OPERATION_NAMES = Object.keys(operations) as OpName[];

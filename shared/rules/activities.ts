@@ -1,0 +1,68 @@
+/** Notes and tasks: ownership and the task state machine (spec: States and transitions, Task status). */
+import { DomainError } from '../errors.ts';
+import type { Activity } from '../model/index.ts';
+import type { Rule } from './types.ts';
+
+const statusOf = (a: Activity): string | undefined => a.metadata.taskStatus;
+
+const TASK_EDITABLE: readonly (keyof Activity)[] = ['content', 'dueAt', 'remindAt', 'scheduledFor'];
+
+const assigneeOf = (a: Activity): string | undefined => a.metadata.assigneeId;
+
+export const activityRules: readonly Rule<'activities'>[] = [
+  function identityIsFixed({ before, after }) {
+    if (!before || !after) return;
+    if (before.leadId !== after.leadId || before.userId !== after.userId || before.type !== after.type) {
+      throw new DomainError('RULE_VIOLATION', 'An activity keeps its lead, author and type.', { activityId: after.id });
+    }
+  },
+
+  function authorCreatesAsThemselves({ before, after }, { actor }) {
+    if (before || !after || actor.isSystem) return;
+    if ((after.type === 'NOTE' || after.type === 'TASK') && after.userId !== actor.memberId) {
+      throw new DomainError('RULE_VIOLATION', 'Notes and tasks are created in the name of the member who writes them.');
+    }
+    if (after.type === 'TASK' && statusOf(after) !== 'open') {
+      throw new DomainError('RULE_VIOLATION', 'A task starts open.');
+    }
+  },
+
+  function noteOwnership({ before, after }, { actor }) {
+    const note = before ?? after;
+    if (!note || note.type !== 'NOTE' || !before) return;
+    if (before.userId !== actor.memberId) {
+      throw new DomainError('NOT_AUTHOR', after ? 'Only the author of a note may edit it.' : 'Only the author of a note may delete it.', {
+        activityId: before.id,
+        authorId: before.userId,
+      });
+    }
+  },
+
+  function taskTransitions({ before, after }, { actor }) {
+    if (!before || before.type !== 'TASK') return;
+    const isCreator = before.userId === actor.memberId;
+    if (!after) {
+      if (!isCreator) throw new DomainError('NOT_CREATOR', 'Only the creator of a task may delete it.', { activityId: before.id });
+      return;
+    }
+    const from = statusOf(before);
+    const to = statusOf(after);
+    const edited =
+      TASK_EDITABLE.some((f) => JSON.stringify(before[f]) !== JSON.stringify(after[f])) || assigneeOf(before) !== assigneeOf(after);
+
+    if (from !== to) {
+      if (to === 'completed' || to === 'cancelled') {
+        if (to === 'cancelled' && !isCreator) throw new DomainError('NOT_CREATOR', 'Only the creator of a task may cancel it.', { activityId: before.id });
+        if (from !== 'open') throw new DomainError('TASK_NOT_OPEN', `The task is ${from}; only an open task can be ${to}.`, { activityId: before.id, status: from });
+      } else if (to === 'open') {
+        if (!isCreator) throw new DomainError('NOT_CREATOR', 'Only the creator of a task may reopen it.', { activityId: before.id });
+      } else {
+        throw new DomainError('RULE_VIOLATION', `Unknown task status ${String(to)}.`);
+      }
+    }
+    if (edited) {
+      if (!isCreator) throw new DomainError('NOT_CREATOR', 'Only the creator of a task may edit it.', { activityId: before.id });
+      if (to !== 'open') throw new DomainError('TASK_NOT_OPEN', 'Only an open task can be edited.', { activityId: before.id, status: to });
+    }
+  },
+];

@@ -1,0 +1,24 @@
+/** Lead pipeline rules: lost stages need a close reason, on-hold stages a wake date. */
+import { DomainError } from '../errors.ts';
+import type { Rule } from './types.ts';
+
+export const leadRules: readonly Rule<'leads'>[] = [
+  async function stageCategories({ before, after }, { read }) {
+    if (!after || after.pipelineStageId === null) return;
+    const stageChanged = before?.pipelineStageId !== after.pipelineStageId;
+    const stage = await read.get('stages', after.pipelineStageId);
+    if (!stage) throw new DomainError('NOT_FOUND', `Pipeline stage ${after.pipelineStageId} was not found in this workspace.`, { what: 'pipeline stage', id: after.pipelineStageId });
+    if (stage.category === 'LOST' && after.closeReason === null) {
+      throw new DomainError('CLOSE_REASON_REQUIRED', `Moving a lead to "${stage.name}" needs a close reason.`, { pipelineStageId: stage.id });
+    }
+    if (stageChanged && stage.category === 'ON_HOLD' && after.followUpAt === null) {
+      throw new DomainError('WAKE_DATE_REQUIRED', `Moving a lead to "${stage.name}" needs a wake date.`, { pipelineStageId: stage.id });
+    }
+  },
+
+  function groupMembership({ after }) {
+    if (after && !after.groupIds.includes(after.leadGroupId)) {
+      throw new DomainError('RULE_VIOLATION', 'A lead stays linked to the group it was created in.', { leadId: after.id });
+    }
+  },
+];

@@ -1,0 +1,3 @@
+import type { Rule } from './types.ts';
+
+export const senderRules: readonly Rule<'senders'>[] = [];

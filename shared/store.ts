@@ -1,0 +1,66 @@
+/**
+ * The Store port every operation runs against. One Store is scoped to one workspace: reads only see
+ * that workspace's documents (a foreign id is simply absent) and writes are stamped with it.
+ * Implementations: MemoryStore (tests), the desktop's RxDB store, the sync server's Postgres store.
+ */
+import type { CollectionName, Docs } from './model/index.ts';
+
+/** A condition over top-level (or dotted) document fields. */
+export type Cond =
+  | { op: 'eq'; field: string; value: string | number | boolean | null }
+  | { op: 'neq'; field: string; value: string | number | boolean | null }
+  | { op: 'in'; field: string; values: ReadonlyArray<string | number | boolean | null> }
+  | { op: 'lt' | 'lte' | 'gt' | 'gte'; field: string; value: string | number }
+  /** Case-insensitive substring match against any of the fields. */
+  | { op: 'contains'; fields: readonly string[]; value: string }
+  /** The array field holds the value. */
+  | { op: 'has'; field: string; value: string }
+  | { op: 'and'; conds: readonly Cond[] }
+  | { op: 'or'; conds: readonly Cond[] }
+  | { op: 'not'; cond: Cond };
+
+export type Sort = { field: string; dir: 'asc' | 'desc' };
+
+export type Query = {
+  where?: Cond;
+  /** Ties are broken by id ascending, so pages are stable. */
+  orderBy?: readonly Sort[];
+  /** Omit for every matching document. */
+  limit?: number;
+  /** Opaque cursor returned as `nextCursor` by the previous page of the same query. */
+  cursor?: string | null;
+};
+
+export type Page<T> = { docs: T[]; nextCursor: string | null };
+
+/** A staged write: the document's new state (or a deletion) and the state it was based on. */
+export type Write<C extends CollectionName = CollectionName> = {
+  collection: C;
+  id: string;
+  /** null = soft delete. */
+  after: Docs[C] | null;
+  /** What the writer read; null for a creation. The store refuses the commit (CONFLICT) when the
+   * stored document no longer equals it. */
+  before: Docs[C] | null;
+};
+
+export type AnyWrite = { [C in CollectionName]: Write<C> }[CollectionName];
+
+export type StoreReader = {
+  get<C extends CollectionName>(collection: C, id: string): Promise<Docs[C] | null>;
+  getMany<C extends CollectionName>(collection: C, ids: readonly string[]): Promise<Docs[C][]>;
+  query<C extends CollectionName>(collection: C, query?: Query): Promise<Page<Docs[C]>>;
+  count<C extends CollectionName>(collection: C, where?: Cond): Promise<number>;
+};
+
+export type Store = StoreReader & {
+  readonly workspaceId: string;
+  /** Commits every write atomically, or none (throws DomainError CONFLICT on a stale `before`). */
+  commit(writes: readonly AnyWrite[]): Promise<void>;
+};
+
+/** Opens a workspace-scoped Store for the length of one unit of work (one DB transaction on the
+ * server); `fn`'s writes are committed together. */
+export type StoreProvider = {
+  withStore<T>(workspaceId: string, fn: (store: Store) => Promise<T>): Promise<T>;
+};

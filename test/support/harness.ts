@@ -1,0 +1,153 @@
+/** A workspace in memory with a fake clock and deterministic ids, for operation and rule tests. */
+import { expect } from 'vitest';
+import { nodeSecrets } from '../../sync-server/secrets.ts';
+import type { Actor, Clock, Ids, Secrets } from '../../shared/context.ts';
+import { DomainError } from '../../shared/errors.ts';
+import type { ErrorCode } from '../../shared/errors.ts';
+import { MemoryDatabase } from '../../shared/memory-store.ts';
+import type { Lead, Sender, Campaign, Step, Role } from '../../shared/model/index.ts';
+import { newCampaign, newLead, newSender, newStep } from '../../shared/model/factories.ts';
+import { execute } from '../../shared/ops/execute.ts';
+import type { OpName, OpInput, OpOutput } from '../../shared/ops/index.ts';
+import type { AnyWrite, Store } from '../../shared/store.ts';
+import { workspaceCreation } from '../../shared/workspace-setup.ts';
+import type { ChannelHost } from '../../shared/engine/channel.ts';
+
+export class FakeClock implements Clock {
+  private t: number;
+  constructor(iso = '2026-11-16T10:00:00.000Z') {
+    this.t = Date.parse(iso);
+  }
+  now(): Date {
+    return new Date(this.t);
+  }
+  set(iso: string): void {
+    this.t = Date.parse(iso);
+  }
+  advance(ms: number): void {
+    this.t += ms;
+  }
+}
+
+/** Deterministic RFC 4122 v4-shaped ids from a counter. */
+export function sequentialIds(prefix = 0): Ids {
+  let n = 0;
+  return {
+    uuid() {
+      n++;
+      const hex = (prefix * 1e9 + n).toString(16).padStart(20, '0');
+      return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${n.toString(16).padStart(12, '0')}`;
+    },
+  };
+}
+
+/** A seeded PRNG (mulberry32). */
+export function seededRandom(seed = 42): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export const testSecrets: Secrets = nodeSecrets;
+
+export type Harness = Awaited<ReturnType<typeof makeHarness>>;
+
+export async function makeHarness(opts: { channels?: ChannelHost | null; subscription?: 'active' | 'trialing' | 'past_due' | 'canceled' } = {}) {
+  const db = new MemoryDatabase();
+  const clock = new FakeClock();
+  const ids = sequentialIds(1);
+  const random = seededRandom(7);
+  const now = () => clock.now().toISOString();
+
+  async function createWorkspace(name: string) {
+    const w = workspaceCreation(ids, now(), { name, owner: { name: `${name} Owner`, email: `owner@${name.toLowerCase().replace(/\W/g, '')}.test` }, subscriptionStatus: opts.subscription ?? 'active' });
+    await db.forWorkspace(w.workspaceId).commit(w.writes);
+    return w;
+  }
+
+  const main = await createWorkspace('Acme');
+  const other = await createWorkspace('Globex');
+  const store: Store = db.forWorkspace(main.workspaceId);
+
+  /** Writes documents directly (no rules): test fixtures. */
+  async function seed(writes: AnyWrite[]): Promise<void> {
+    await store.commit(writes);
+  }
+  const stamp = () => ({ id: ids.uuid(), workspaceId: main.workspaceId, now: now() });
+
+  async function addMember(name: string, role: Role = 'member'): Promise<Actor> {
+    const id = ids.uuid();
+    await seed([{ collection: 'members', id, before: null, after: { id, workspaceId: main.workspaceId, createdAt: now(), updatedAt: now(), name, email: `${name.toLowerCase()}@acme.test`, role } }]);
+    return { workspaceId: main.workspaceId, memberId: id, role };
+  }
+
+  const owner: Actor = { workspaceId: main.workspaceId, memberId: main.ownerId, role: 'owner' };
+  const member = await addMember('Bob', 'member');
+  const admin = await addMember('Ada', 'admin');
+  const foreignOwner: Actor = { workspaceId: other.workspaceId, memberId: other.ownerId, role: 'owner' };
+
+  async function call<N extends OpName>(name: N, input: OpInput<N>, as: Actor = owner): Promise<OpOutput<N>> {
+    return execute(name, input, {
+      actor: as,
+      store: db.forWorkspace(as.workspaceId),
+      clock,
+      ids,
+      random,
+      secrets: testSecrets,
+      channels: opts.channels ?? null,
+    });
+  }
+
+  /** Asserts that the call is refused with `code` and that nothing was stored. */
+  async function expectRefused(promise: Promise<unknown>, code: ErrorCode): Promise<DomainError> {
+    const before = db.snapshot();
+    const commits = db.commits;
+    let caught: unknown;
+    try {
+      await promise;
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught, `expected refusal ${code}`).toBeInstanceOf(DomainError);
+    expect((caught as DomainError).code).toBe(code);
+    expect(db.commits).toBe(commits);
+    expect(db.snapshot()).toEqual(before);
+    return caught as DomainError;
+  }
+
+  async function addLead(fields: Partial<Lead> = {}, leadGroupId = main.leadGroupId): Promise<Lead> {
+    const lead = newLead(stamp(), leadGroupId, fields);
+    await seed([{ collection: 'leads', id: lead.id, before: null, after: lead }]);
+    return lead;
+  }
+
+  async function addSender(fields: Partial<Sender> & { name?: string } = {}): Promise<Sender> {
+    const sender = newSender(stamp(), { name: fields.name ?? 'Sam Sender', ownerMemberId: main.ownerId, channel: 'sandbox', ...fields });
+    await seed([{ collection: 'senders', id: sender.id, before: null, after: sender }]);
+    return sender;
+  }
+
+  /** A paused campaign with the given senders and steps (default: one message step). */
+  async function addCampaign(fields: Partial<Campaign> & { senderIds?: string[]; steps?: Step[] } = {}): Promise<Campaign> {
+    const { senderIds = [], ...rest } = fields;
+    const c = newCampaign(stamp(), fields.name ?? 'Q4 outreach', fields.leadGroupId ?? main.leadGroupId, ids.uuid());
+    const campaign: Campaign = {
+      ...c,
+      ...rest,
+      senders: senderIds.map((sdrProfileId) => ({ sdrProfileId, paused: false })),
+      steps: fields.steps ?? [newStep(ids.uuid(), 'SEND_MESSAGE', { content: 'Hi {{First name|there}}' })],
+    };
+    await seed([{ collection: 'campaigns', id: campaign.id, before: null, after: campaign }]);
+    return campaign;
+  }
+
+  return {
+    db, clock, ids, random, store, main, other, owner, member, admin, foreignOwner,
+    call, expectRefused, seed, stamp, addMember, addLead, addSender, addCampaign, now,
+  };
+}
