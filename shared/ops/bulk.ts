@@ -1,0 +1,3 @@
+import { opsByName } from './define.ts';
+
+export const bulkOps = opsByName();
