@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { MemoryDatabase } from '../../shared/memory-store.ts';
+import { Tx } from '../../shared/tx.ts';
+import { newLead } from '../../shared/model/factories.ts';
+import { DomainError } from '../../shared/errors.ts';
+import { execute } from '../../shared/ops/execute.ts';
+import { makeHarness } from '../support/harness.ts';
+
+const ws = 'a0000000-0000-4000-8000-000000000001';
+const other = 'a0000000-0000-4000-8000-000000000002';
+const now = '2026-11-16T10:00:00.000Z';
+const lead = (id: string, workspaceId = ws, fields = {}) => newLead({ id, workspaceId, now }, 'b0000000-0000-4000-8000-000000000001', fields);
+
+describe('MemoryStore', () => {
+  it('scopes reads to its workspace: a foreign id is simply absent', async () => {
+    const db = new MemoryDatabase();
+    await db.forWorkspace(other).commit([{ collection: 'leads', id: 'l-x', before: null, after: lead('l-x', other) }]);
+    const store = db.forWorkspace(ws);
+    expect(await store.get('leads', 'l-x')).toBeNull();
+    expect((await store.query('leads')).docs).toEqual([]);
+    expect(await store.count('leads')).toBe(0);
+  });
+
+  it('commits all writes or none, refusing a stale before with CONFLICT', async () => {
+    const db = new MemoryDatabase();
+    const store = db.forWorkspace(ws);
+    const a = lead('l-a');
+    await store.commit([{ collection: 'leads', id: a.id, before: null, after: a }]);
+    const b = lead('l-b');
+    const staleEdit = { ...a, firstName: 'Stale' };
+    const err = await store
+      .commit([
+        { collection: 'leads', id: b.id, before: null, after: b },
+        { collection: 'leads', id: a.id, before: { ...a, firstName: 'Other' }, after: staleEdit },
+      ])
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DomainError);
+    expect((err as DomainError).code).toBe('CONFLICT');
+    expect(await store.get('leads', 'l-b')).toBeNull();
+    expect((await store.get('leads', 'l-a'))?.firstName).toBe('');
+  });
+
+  it('keeps soft-deleted documents out of reads', async () => {
+    const db = new MemoryDatabase();
+    const store = db.forWorkspace(ws);
+    const a = lead('l-a');
+    await store.commit([{ collection: 'leads', id: a.id, before: null, after: a }]);
+    await store.commit([{ collection: 'leads', id: a.id, before: a, after: null }]);
+    expect(await store.get('leads', a.id)).toBeNull();
+    expect(await store.count('leads')).toBe(0);
+  });
+});
+
+describe('Tx', () => {
+  it('lets reads see staged writes and reports each changed document once, based on what was first read', async () => {
+    const db = new MemoryDatabase();
+    const store = db.forWorkspace(ws);
+    const a = lead('l-a', ws, { firstName: 'Ann' });
+    const b = lead('l-b', ws, { firstName: 'Bea' });
+    await store.commit([
+      { collection: 'leads', id: a.id, before: null, after: a },
+      { collection: 'leads', id: b.id, before: null, after: b },
+    ]);
+    const tx = new Tx(store);
+    const readA = await tx.get('leads', a.id);
+    expect(readA?.firstName).toBe('Ann');
+    await tx.put('leads', { ...a, firstName: 'Anna' });
+    await tx.put('leads', { ...a, firstName: 'Annie' });
+    await tx.put('leads', { ...b }); // unchanged: not a write
+    await tx.remove('leads', b.id);
+    await tx.put('leads', lead('l-c', ws, { firstName: 'Cy' }));
+    expect((await tx.get('leads', a.id))?.firstName).toBe('Annie');
+    expect(await tx.get('leads', b.id)).toBeNull();
+    const page = await tx.query('leads', { orderBy: [{ field: 'firstName', dir: 'asc' }] });
+    expect(page.docs.map((d) => d.firstName)).toEqual(['Annie', 'Cy']);
+    expect(await tx.count('leads', { op: 'eq', field: 'firstName', value: 'Cy' })).toBe(1);
+
+    const writes = tx.writes();
+    expect(writes.map((w) => [w.id, w.before === null, w.after === null])).toEqual([
+      ['l-a', false, false],
+      ['l-b', false, true],
+      ['l-c', true, false],
+    ]);
+    expect((writes[0]?.before as { firstName: string }).firstName).toBe('Ann');
+    expect(await store.get('leads', 'l-c')).toBeNull();
+  });
+});
+
+describe('execute', () => {
+  it('refuses unknown operations and malformed input without touching the store', async () => {
+    const h = await makeHarness();
+    const env = { actor: h.owner, store: h.store, clock: h.clock, ids: h.ids, random: h.random, secrets: { newApiKey: () => 'live_x', hash: (s: string) => s } };
+    await h.expectRefused(execute('nope.nothing', {}, env), 'UNKNOWN_OPERATION');
+    await h.expectRefused(execute('toString', {}, env), 'UNKNOWN_OPERATION');
+    const err = await h.expectRefused(execute('tags.create', { name: 42 }, env), 'INVALID_INPUT');
+    expect(err.message).toContain('name');
+    await h.expectRefused(execute('tags.create', 'not an object', env), 'INVALID_INPUT');
+  });
+});
