@@ -1,0 +1,86 @@
+/** The lead filter of "Search leads", as a Store condition, shared by search and by the bulk
+ * operations that act on a filter selection (so both select exactly the same people). */
+import { DomainError, notFound } from '../errors.ts';
+import { STAGE_CATEGORIES } from '../model/index.ts';
+import type { StageCategory } from '../model/index.ts';
+import type { Cond, StoreReader } from '../store.ts';
+
+export type LeadFilter = { campaignId?: string; tagId?: string; query?: string; pipelineStage?: string };
+
+/** The lead fields the free-text query matches (spec: names, email, company, phone, profile URLs). */
+export const LEAD_QUERY_FIELDS: readonly string[] = [
+  'firstName',
+  'lastName',
+  'fullName',
+  'email',
+  'company',
+  'phone',
+  'socialUrl',
+  'personalSocialUrl',
+];
+
+const isCategory = (s: string): s is StageCategory => (STAGE_CATEGORIES as readonly string[]).includes(s);
+
+/** Matches no document: an empty `in` list. */
+const NOTHING: Cond = { op: 'in', field: 'id', values: [] };
+
+/** The stages a pipelineStage filter names, and whether unstaged leads count as matching. */
+async function stageCond(db: StoreReader, raw: string): Promise<Cond> {
+  const wanted = raw.trim();
+  const { docs: stages } = await db.query('stages', {});
+  const upper = wanted.toUpperCase();
+  let matched = isCategory(upper) ? stages.filter((s) => s.category === upper) : null;
+  let includeUnstaged = upper === 'NEW';
+  if (matched === null || (matched.length === 0 && !includeUnstaged)) {
+    const lower = wanted.toLowerCase();
+    const byName = stages.filter((s) => s.name.toLowerCase() === lower);
+    if (byName.length > 0) {
+      matched = byName;
+      // Unstaged leads sit in the first column of the board, so naming a NEW-category stage finds them too.
+      includeUnstaged = byName.some((s) => s.category === 'NEW');
+    } else if (matched === null) {
+      const names = stages.map((s) => s.name).join(', ');
+      throw new DomainError(
+        'INVALID_INPUT',
+        `pipelineStage: "${wanted}" is neither a stage category (${STAGE_CATEGORIES.join(', ')}) nor a stage name of this workspace (${names}).`,
+        { field: 'pipelineStage', value: wanted },
+      );
+    }
+  }
+  const ids = matched.map((s) => s.id);
+  const inStages: Cond = ids.length > 0 ? { op: 'in', field: 'pipelineStageId', values: ids } : NOTHING;
+  return includeUnstaged ? { op: 'or', conds: [{ op: 'eq', field: 'pipelineStageId', value: null }, inStages] } : inStages;
+}
+
+/** The Cond selecting the workspace's live leads that match the filter. Throws NOT_FOUND for an
+ * unknown campaign or tag id, INVALID_INPUT for an unknown pipelineStage. */
+export async function leadFilterCond(db: StoreReader, filter: LeadFilter): Promise<Cond> {
+  const conds: Cond[] = [];
+
+  if (filter.campaignId !== undefined) {
+    const campaign = await db.get('campaigns', filter.campaignId);
+    if (!campaign) throw notFound('Campaign', filter.campaignId);
+    const { docs } = await db.query('enrollments', { where: { op: 'eq', field: 'campaignId', value: campaign.id } });
+    const leadIds = [...new Set(docs.map((e) => e.leadId))];
+    conds.push(leadIds.length > 0 ? { op: 'in', field: 'id', values: leadIds } : NOTHING);
+  }
+
+  const tagId = filter.tagId?.trim();
+  if (tagId && tagId !== 'all') {
+    if (tagId === 'uncategorized') conds.push({ op: 'eq', field: 'tagId', value: null });
+    else {
+      const tag = await db.get('tags', tagId);
+      if (!tag) throw notFound('Tag', tagId);
+      conds.push({ op: 'eq', field: 'tagId', value: tag.id });
+    }
+  }
+
+  const query = filter.query?.trim();
+  if (query) conds.push({ op: 'contains', fields: LEAD_QUERY_FIELDS, value: query });
+
+  if (filter.pipelineStage !== undefined && filter.pipelineStage.trim() !== '') {
+    conds.push(await stageCond(db, filter.pipelineStage));
+  }
+
+  return { op: 'and', conds };
+}
