@@ -8,6 +8,7 @@ import { campaignRules } from './campaigns.ts';
 import { leadGroupRules } from './leadGroups.ts';
 import { leadRules } from './leads.ts';
 import { senderRules } from './senders.ts';
+import { enrollmentRules } from './enrollments.ts';
 import { workspaceRules, memberRules, apiKeyRules } from './workspace.ts';
 import type { Change, Rule, RuleCtx, RuleSet } from './types.ts';
 
@@ -31,6 +32,7 @@ export const RULES: RuleSet = {
   campaigns: campaignRules,
   leadGroups: leadGroupRules,
   senders: senderRules,
+  enrollments: enrollmentRules,
   workspaces: workspaceRules,
   members: memberRules,
   apiKeys: apiKeyRules,

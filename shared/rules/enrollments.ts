@@ -1,0 +1,63 @@
+/** Enrollment rules: a lead runs in at most one sequence at a time, enrollments point at a real lead
+ * and campaign of the workspace, and the assigned sender is one of the campaign's senders. They judge
+ * each change on its own, so a replication push from a desktop gets the same answer as an operation. */
+import { DomainError } from '../errors.ts';
+import type { Rule } from './types.ts';
+
+export const enrollmentRules: readonly Rule<'enrollments'>[] = [
+  function identityIsFixed({ before, after }) {
+    if (!before || !after) return;
+    if (before.leadId !== after.leadId || before.campaignId !== after.campaignId) {
+      throw new DomainError('RULE_VIOLATION', 'An enrollment keeps its lead and campaign; enroll the lead again instead.', { enrollmentId: after.id });
+    }
+  },
+
+  async function leadAndCampaignExist({ before, after }, { read }) {
+    // Only on creation: a lead deleted later stops its enrollments in the same commit, and those
+    // updates must still pass.
+    if (before || !after) return;
+    const lead = await read.get('leads', after.leadId);
+    if (!lead) throw new DomainError('NOT_FOUND', `Lead ${after.leadId} was not found in this workspace.`, { what: 'lead', id: after.leadId });
+    const campaign = await read.get('campaigns', after.campaignId);
+    if (!campaign) throw new DomainError('NOT_FOUND', `Campaign ${after.campaignId} was not found in this workspace.`, { what: 'campaign', id: after.campaignId });
+    if (after.status === 'IN_PROGRESS' && (lead.doNotContact || lead.blocklisted)) {
+      throw new DomainError('RULE_VIOLATION', `Lead ${lead.id} is ${lead.doNotContact ? 'marked Do Not Contact' : 'blocklisted'} and cannot be enrolled.`, { leadId: lead.id });
+    }
+  },
+
+  async function assignedSenderIsOnTheCampaign({ before, after }, { read }) {
+    // Checked when the assignment changes only: a sender removed from a campaign keeps the leads it
+    // is in conversation with until they are moved, and those enrollments still progress.
+    if (!after || after.sdrProfileId === null || before?.sdrProfileId === after.sdrProfileId) return;
+    const campaign = await read.get('campaigns', after.campaignId);
+    if (!campaign || !campaign.senders.some((s) => s.sdrProfileId === after.sdrProfileId)) {
+      throw new DomainError('RULE_VIOLATION', `Sender ${after.sdrProfileId} is not a sender of campaign ${after.campaignId}.`, {
+        enrollmentId: after.id,
+        sdrProfileId: after.sdrProfileId,
+      });
+    }
+  },
+
+  async function oneRunningSequencePerLead({ before, after }, { read }) {
+    if (!after || after.status !== 'IN_PROGRESS' || before?.status === 'IN_PROGRESS') return;
+    const running = await read.query('enrollments', {
+      where: {
+        op: 'and',
+        conds: [
+          { op: 'eq', field: 'leadId', value: after.leadId },
+          { op: 'eq', field: 'status', value: 'IN_PROGRESS' },
+          { op: 'neq', field: 'id', value: after.id },
+        ],
+      },
+      limit: 1,
+    });
+    const other = running.docs[0];
+    if (other) {
+      throw new DomainError('RULE_VIOLATION', `Lead ${after.leadId} already runs a sequence in campaign ${other.campaignId}; stop or complete it first.`, {
+        leadId: after.leadId,
+        campaignId: other.campaignId,
+        enrollmentId: other.id,
+      });
+    }
+  },
+];
