@@ -1,3 +1,247 @@
-import { opsByName } from './define.ts';
+/** Sender profiles (sdrProfiles): connect, list, daily limits, pausing and usage. */
+import { DateTime, IANAZone } from 'luxon';
+import { z } from 'zod';
+import { nowIso } from '../context.ts';
+import type { Ctx } from '../context.ts';
+import { DomainError, notFound } from '../errors.ts';
+import { emptyUsage, newSender } from '../model/factories.ts';
+import { CHANNEL_KINDS, LIMIT_KEYS } from '../model/index.ts';
+import type { ChannelKind, LimitKey, LimitSet, Sender, SenderCapability } from '../model/index.ts';
+import { canRaiseLimits } from '../rules/senders.ts';
+import { defineOp, opsByName } from './define.ts';
+import { dryRun, uuid } from './params.ts';
 
-export const sendersOps = opsByName();
+const count = z.number().int().min(0);
+const limitSetOut = z.object(Object.fromEntries(LIMIT_KEYS.map((k) => [k, count])) as Record<LimitKey, typeof count>);
+const usageKeys = [...LIMIT_KEYS, 'emails', 'searches'] as const;
+const usageSetOut = z.object(Object.fromEntries(usageKeys.map((k) => [k, count])) as Record<(typeof usageKeys)[number], typeof count>);
+
+const senderOut = z.object({
+  id: z.string(),
+  sdrProfileId: z.string(),
+  name: z.string(),
+  status: z.string(),
+  channel: z.enum(CHANNEL_KINDS),
+  limits: limitSetOut,
+  planMax: limitSetOut,
+  searchLimit: count,
+  premium: z.boolean(),
+  capabilities: z.array(z.string()),
+  timeZone: z.string(),
+  outreachPaused: z.boolean(),
+  statusReason: z.string().nullable(),
+  backoffUntil: z.string().nullable(),
+});
+
+const summary = (s: Sender): z.input<typeof senderOut> => ({
+  id: s.id,
+  sdrProfileId: s.id,
+  name: s.name,
+  status: s.status,
+  channel: s.channel,
+  limits: { ...s.limits },
+  planMax: { ...s.planMax },
+  searchLimit: s.searchLimit,
+  premium: s.premium,
+  capabilities: [...s.capabilities],
+  timeZone: s.timeZone,
+  outreachPaused: s.outreachPaused,
+  statusReason: s.statusReason,
+  backoffUntil: s.backoffUntil,
+});
+
+const timeZone = z.string().min(1).max(64).refine((tz) => IANAZone.isValidZone(tz), { message: 'must be an IANA time zone such as Europe/Paris' });
+const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a day like 2026-11-16').refine((d) => DateTime.fromISO(d).isValid, { message: 'must be a real calendar day' });
+
+const emailConfig = z.object({
+  host: z.string().trim().min(1).max(253),
+  port: z.number().int().min(1).max(65535),
+  secure: z.boolean(),
+  user: z.string().max(320),
+  from: z.string().trim().min(3).max(320),
+  /** Accepted so clients can send the whole SMTP form, never stored: see the handler. */
+  password: z.string().optional(),
+}).strict();
+const httpConfig = z.object({ baseUrl: z.string().url().refine((u) => /^https?:\/\//.test(u), { message: 'must be an http(s) URL' }) }).strict();
+const sandboxConfig = z.object({ seed: z.union([z.string().min(1).max(200), z.number().int()]).optional() }).strict();
+
+const createBase = { name: z.string().trim().min(1).max(200), timeZone: timeZone.optional(), premium: z.boolean().optional() };
+const createInput = z.discriminatedUnion('channel', [
+  z.object({ ...createBase, channel: z.literal('email'), channelConfig: emailConfig }),
+  z.object({ ...createBase, channel: z.literal('http'), channelConfig: httpConfig }),
+  z.object({ ...createBase, channel: z.literal('sandbox'), channelConfig: sandboxConfig.optional() }),
+]);
+
+const SOCIAL_CAPABILITIES: readonly SenderCapability[] = ['message', 'connection_request', 'profile_visit', 'reaction', 'voice_note', 'post_reading'];
+
+/** What a sender of this channel can do: email senders only email; social senders everything else,
+ * InMail only with a premium account. */
+export function capabilitiesFor(channel: ChannelKind, premium: boolean): SenderCapability[] {
+  if (channel === 'email') return ['email'];
+  return premium ? [...SOCIAL_CAPABILITIES, 'inmail'] : [...SOCIAL_CAPABILITIES];
+}
+
+async function senderOrNotFound(ctx: Ctx, id: string): Promise<Sender> {
+  const s = await ctx.db.get('senders', id);
+  if (!s) throw notFound('Sender', id);
+  return s;
+}
+
+/** Today (or `at`) as YYYY-MM-DD in the sender's time zone: usage counters roll over at its midnight. */
+export function senderDay(sender: Pick<Sender, 'timeZone'>, at: Date): string {
+  const d = DateTime.fromJSDate(at, { zone: sender.timeZone });
+  return (d.isValid ? d : DateTime.fromJSDate(at, { zone: 'UTC' })).toISODate() ?? at.toISOString().slice(0, 10);
+}
+
+const limitsInput = z.object(Object.fromEntries(LIMIT_KEYS.map((k) => [k, z.number().int().min(0).max(100_000).optional()])) as Record<LimitKey, z.ZodOptional<z.ZodNumber>>).strict();
+
+export const sendersOps = opsByName(
+  defineOp({
+    name: 'sdrProfiles.list',
+    method: 'GET',
+    summary: 'Lists the sender profiles of the workspace with their limits, plan maximums and status.',
+    input: z.object({}),
+    output: z.object({ sdrProfiles: z.array(senderOut) }),
+    permission: 'member',
+    dryRun: false,
+    mutates: false,
+    async handler(_input, ctx) {
+      const { docs } = await ctx.db.query('senders', { orderBy: [{ field: 'name', dir: 'asc' }] });
+      return { sdrProfiles: docs.map(summary) };
+    },
+  }),
+
+  defineOp({
+    name: 'sdrProfiles.create',
+    method: 'POST',
+    summary: 'Connects a sender: the sandbox network, an SMTP mailbox or an HTTP connector.',
+    input: createInput,
+    output: senderOut.extend({ warnings: z.array(z.string()) }),
+    permission: 'member',
+    dryRun: false,
+    mutates: true,
+    async handler(input, ctx) {
+      const id = ctx.ids.uuid();
+      const premium = input.premium ?? false;
+      const warnings: string[] = [];
+      let channelConfig: Sender['channelConfig'];
+      if (input.channel === 'email') {
+        // The sender document replicates to every member's desktop: the SMTP password must not be
+        // in it. The desktop that hosts this sender keeps the secret in its local credential store.
+        const { password, ...rest } = input.channelConfig;
+        channelConfig = rest;
+        if (password !== undefined) warnings.push('The SMTP password was not stored in the workspace; enter it on the desktop that hosts this sender, which keeps it locally.');
+      } else if (input.channel === 'http') {
+        channelConfig = { baseUrl: input.channelConfig.baseUrl };
+      } else {
+        channelConfig = { seed: input.channelConfig?.seed ?? id };
+      }
+      const sender = newSender(
+        { id, workspaceId: ctx.actor.workspaceId, now: nowIso(ctx) },
+        {
+          name: input.name,
+          ownerMemberId: ctx.actor.memberId,
+          channel: input.channel,
+          channelConfig,
+          premium,
+          capabilities: capabilitiesFor(input.channel, premium),
+          timeZone: input.timeZone ?? 'UTC',
+        },
+      );
+      await ctx.db.put('senders', sender);
+      return { ...summary(sender), warnings };
+    },
+  }),
+
+  defineOp({
+    name: 'sdrProfiles.setDailyLimits',
+    method: 'POST',
+    summary: "Changes a sender's daily limits; requests above the plan maximum are lowered and reported.",
+    input: z.object({ sdrProfileId: uuid, limits: limitsInput, dryRun }),
+    output: z.object({
+      dryRun: z.boolean(),
+      sdrProfileId: z.string(),
+      name: z.string(),
+      before: limitSetOut,
+      after: limitSetOut,
+      planMax: limitSetOut,
+      changes: z.array(z.object({ limit: z.string(), before: count, after: count })),
+      cappedAtPlan: z.array(z.object({ limit: z.string(), requested: count, planMax: count })),
+    }),
+    permission: 'member',
+    dryRun: true,
+    mutates: true,
+    async handler(input, ctx) {
+      const sender = await senderOrNotFound(ctx, input.sdrProfileId);
+      const before: LimitSet = { ...sender.limits };
+      const after: LimitSet = { ...sender.limits };
+      const cappedAtPlan: { limit: LimitKey; requested: number; planMax: number }[] = [];
+      for (const k of LIMIT_KEYS) {
+        const requested = input.limits[k];
+        if (requested === undefined) continue;
+        const max = sender.planMax[k];
+        if (requested > max) cappedAtPlan.push({ limit: k, requested, planMax: max });
+        after[k] = Math.min(requested, max);
+      }
+      const changes = LIMIT_KEYS.filter((k) => after[k] !== before[k]).map((k) => ({ limit: k, before: before[k], after: after[k] }));
+      const raised = changes.filter((c) => c.after > c.before).map((c) => c.limit);
+      if (raised.length > 0 && !canRaiseLimits(ctx.actor)) {
+        throw new DomainError('PERMISSION_DENIED', `Raising daily limits (${raised.join(', ')}) needs the same permission as starting a campaign (owner or admin).`, {
+          permission: 'campaigns.launch',
+          limits: raised,
+        });
+      }
+      if (changes.length > 0) await ctx.db.put('senders', { ...sender, limits: after, updatedAt: nowIso(ctx) });
+      return { dryRun: ctx.dryRun, sdrProfileId: sender.id, name: sender.name, before, after, planMax: { ...sender.planMax }, changes, cappedAtPlan };
+    },
+  }),
+
+  defineOp({
+    name: 'sdrProfiles.pauseOutreach',
+    method: 'POST',
+    summary: 'Pauses (or resumes) a sender on every campaign at once; its leads stay assigned and wait.',
+    input: z.object({ sdrProfileId: uuid, paused: z.boolean().default(true) }),
+    output: z.object({ sdrProfileId: z.string(), outreachPaused: z.boolean(), status: z.string() }),
+    permission: 'member',
+    dryRun: false,
+    mutates: true,
+    async handler(input, ctx) {
+      const sender = await senderOrNotFound(ctx, input.sdrProfileId);
+      const now = nowIso(ctx);
+      let status: Sender['status'];
+      if (sender.status === 'disconnected') {
+        // Pausing or resuming does not reconnect an account: keep showing the problem to fix.
+        status = 'disconnected';
+      } else if (input.paused) {
+        status = 'paused';
+      } else {
+        status = sender.backoffUntil !== null && sender.backoffUntil > now ? 'limited' : 'available';
+      }
+      const next: Sender = { ...sender, outreachPaused: input.paused, status };
+      if (next.outreachPaused !== sender.outreachPaused || next.status !== sender.status) {
+        await ctx.db.put('senders', { ...next, updatedAt: now });
+      }
+      return { sdrProfileId: sender.id, outreachPaused: next.outreachPaused, status: next.status };
+    },
+  }),
+
+  defineOp({
+    name: 'sdrProfiles.getUsage',
+    method: 'GET',
+    summary: "A sender's actions on one day (default today in the sender's time zone) against its limits.",
+    input: z.object({ sdrProfileId: uuid, day: day.optional() }),
+    output: z.object({ sdrProfileId: z.string(), day: z.string(), used: usageSetOut, limits: usageSetOut.omit({ emails: true }), remaining: usageSetOut.omit({ emails: true }) }),
+    permission: 'member',
+    dryRun: false,
+    mutates: false,
+    async handler(input, ctx) {
+      const sender = await senderOrNotFound(ctx, input.sdrProfileId);
+      const d = input.day ?? senderDay(sender, ctx.clock.now());
+      const usage = (await ctx.db.get('usage', `${sender.id}:${d}`)) ?? emptyUsage(ctx.actor.workspaceId, sender.id, d, nowIso(ctx));
+      const limits = { ...sender.limits, searches: sender.searchLimit };
+      const remaining = { ...limits };
+      for (const k of [...LIMIT_KEYS, 'searches'] as const) remaining[k] = Math.max(0, limits[k] - usage.counts[k]);
+      return { sdrProfileId: sender.id, day: d, used: { ...usage.counts }, limits, remaining };
+    },
+  }),
+);
