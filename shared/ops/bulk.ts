@@ -1,3 +1,290 @@
-import { opsByName } from './define.ts';
+/** Bulk lead operations: enroll many leads in a campaign, move many leads to another sender. */
+import { z } from 'zod';
+import { nowIso } from '../context.ts';
+import type { Ctx } from '../context.ts';
+import { DomainError, notFound } from '../errors.ts';
+import { newCampaign, newEnrollment, newLeadGroup } from '../model/factories.ts';
+import type { Campaign, Enrollment } from '../model/index.ts';
+import type { StoreReader } from '../store.ts';
+import { defineOp, opsByName } from './define.ts';
+import { dryRun, uuid } from './params.ts';
+import { resolveSelection, scopeSchema, selectionSchema } from './selection.ts';
 
-export const bulkOps = opsByName();
+const count = z.number().int().min(0);
+
+/** Above this many leads one scan of the enrollments is cheaper than many `in` queries. */
+const IN_QUERY_LIMIT = 1000;
+const IN_CHUNK = 200;
+
+/** Every enrollment of the given leads, grouped by lead id. */
+async function enrollmentsOfLeads(db: StoreReader, leadIds: readonly string[]): Promise<Map<string, Enrollment[]>> {
+  const wanted = new Set(leadIds);
+  const docs: Enrollment[] = [];
+  if (leadIds.length > IN_QUERY_LIMIT) {
+    docs.push(...(await db.query('enrollments')).docs.filter((e) => wanted.has(e.leadId)));
+  } else {
+    for (let i = 0; i < leadIds.length; i += IN_CHUNK) {
+      const values = leadIds.slice(i, i + IN_CHUNK);
+      docs.push(...(await db.query('enrollments', { where: { op: 'in', field: 'leadId', values } })).docs);
+    }
+  }
+  const out = new Map<string, Enrollment[]>();
+  for (const e of docs) {
+    const list = out.get(e.leadId);
+    if (list) list.push(e);
+    else out.set(e.leadId, [e]);
+  }
+  return out;
+}
+
+/** The sender that last worked the lead: the newest of its enrollments that has a sender assigned. */
+function currentOwner(enrollments: readonly Enrollment[]): string | null {
+  let best: Enrollment | null = null;
+  for (const e of enrollments) {
+    if (e.sdrProfileId === null) continue;
+    if (!best || e.createdAt > best.createdAt || (e.createdAt === best.createdAt && e.updatedAt > best.updatedAt)) best = e;
+  }
+  return best?.sdrProfileId ?? null;
+}
+
+/** The first step a new (or restarted) enrollment executes: the head of the main path. */
+const firstStepId = (c: Campaign): string | null => c.steps.find((s) => s.parentStepId === null)?.id ?? null;
+
+const isSenderOf = (c: Campaign, sdrProfileId: string): boolean => c.senders.some((s) => s.sdrProfileId === sdrProfileId);
+
+const SENDER_MODES = ['keep', 'keep_where_possible', 'unassign'] as const;
+
+const destinationSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('existing'), campaignId: uuid }),
+  z.object({ kind: z.literal('new'), name: z.string().trim().min(1).max(200) }),
+]);
+
+const enrollOutput = z.object({
+  dryRun: z.boolean(),
+  campaignId: z.string(),
+  createdCampaign: z.boolean(),
+  enrolled: count,
+  alreadyEnrolled: count,
+  skippedMissing: count,
+  skippedDoNotContact: count,
+  skippedBlocklisted: count,
+  skippedActive: count,
+  stoppedActive: count,
+  completedActive: count,
+  keptOwnerCount: count,
+  reassignedCount: count,
+  linkedLeads: count,
+  /** Senders that joined the destination because `keep` kept a lead with its owner. */
+  addedSenders: z.array(z.string()),
+});
+
+/** Creates the paused campaign (with its own lead group of built-in columns) a `new` destination names. */
+async function createDestination(ctx: Ctx, name: string): Promise<Campaign> {
+  const now = nowIso(ctx);
+  const workspaceId = ctx.actor.workspaceId;
+  const group = newLeadGroup({ id: ctx.ids.uuid(), workspaceId, now }, name, () => ctx.ids.uuid());
+  const campaign = newCampaign({ id: ctx.ids.uuid(), workspaceId, now }, name, group.id, ctx.ids.uuid());
+  await ctx.db.put('leadGroups', group);
+  await ctx.db.put('campaigns', campaign);
+  return campaign;
+}
+
+const bulkEnrollInCampaign = defineOp({
+  name: 'campaigns.leads.bulkEnrollInCampaign',
+  method: 'POST',
+  summary: 'Enrolls many leads in an existing or a new campaign (never starts it); skips Do Not Contact and blocklisted people.',
+  input: z.object({
+    scope: scopeSchema,
+    selection: selectionSchema,
+    destination: destinationSchema,
+    /** keep: the lead's owner follows it (joining the destination's senders if needed);
+     * keep_where_possible: kept only when that sender already sends in the destination;
+     * unassign: the destination's senders pick the leads up; or one of the destination's senders. */
+    sender: z.union([z.enum(SENDER_MODES), uuid], { message: 'must be keep, keep_where_possible, unassign or a sender id of the destination campaign' }).default('keep_where_possible'),
+    activeConflictPolicy: z.enum(['stop', 'skip', 'complete']).default('stop'),
+    dryRun,
+  }),
+  output: enrollOutput,
+  permission: 'member',
+  dryRun: true,
+  mutates: true,
+  async handler(input, ctx) {
+    const now = nowIso(ctx);
+    const workspaceId = ctx.actor.workspaceId;
+
+    // A dry run with a new destination creates (and discards) that campaign too, so the ids it
+    // reports are previews: the real call generates its own.
+    let campaign: Campaign;
+    if (input.destination.kind === 'existing') {
+      const found = await ctx.db.get('campaigns', input.destination.campaignId);
+      if (!found) throw notFound('Campaign', input.destination.campaignId);
+      campaign = found;
+    } else {
+      campaign = await createDestination(ctx, input.destination.name);
+    }
+    const createdCampaign = input.destination.kind === 'new';
+
+    const explicitSender = (SENDER_MODES as readonly string[]).includes(input.sender) ? null : input.sender;
+    if (explicitSender !== null && !isSenderOf(campaign, explicitSender)) {
+      throw new DomainError('INVALID_INPUT', `sender: ${explicitSender} is not a sender of the destination campaign "${campaign.name}".`, {
+        field: 'sender',
+        sdrProfileId: explicitSender,
+        campaignId: campaign.id,
+      });
+    }
+
+    const { leads, missingIds } = await resolveSelection(ctx.db, input.scope, input.selection);
+    const enrollments = await enrollmentsOfLeads(ctx.db, leads.map((l) => l.id));
+    const firstStep = firstStepId(campaign);
+
+    const counts = {
+      enrolled: 0, alreadyEnrolled: 0, skippedMissing: missingIds.length, skippedDoNotContact: 0, skippedBlocklisted: 0,
+      skippedActive: 0, stoppedActive: 0, completedActive: 0, keptOwnerCount: 0, reassignedCount: 0, linkedLeads: 0,
+    };
+    const addedSenders: string[] = [];
+    const knownSenders = new Map<string, boolean>();
+    const senderExists = async (id: string): Promise<boolean> => {
+      let ok = knownSenders.get(id);
+      if (ok === undefined) {
+        ok = (await ctx.db.get('senders', id)) !== null;
+        knownSenders.set(id, ok);
+      }
+      return ok;
+    };
+
+    for (const lead of leads) {
+      if (lead.doNotContact) {
+        counts.skippedDoNotContact++;
+        continue;
+      }
+      if (lead.blocklisted) {
+        counts.skippedBlocklisted++;
+        continue;
+      }
+      const mine = enrollments.get(lead.id) ?? [];
+      if (mine.some((e) => e.campaignId === campaign.id)) {
+        counts.alreadyEnrolled++;
+        continue;
+      }
+      const running = mine.filter((e) => e.status === 'IN_PROGRESS');
+      if (running.length > 0) {
+        if (input.activeConflictPolicy === 'skip') {
+          counts.skippedActive++;
+          continue;
+        }
+        for (const e of running) {
+          const ended: Enrollment =
+            input.activeConflictPolicy === 'stop'
+              ? { ...e, status: 'STOPPED', stoppedReason: 'moved', nextActionAt: null, updatedAt: now }
+              : { ...e, status: 'COMPLETED', completedAt: now, nextActionAt: null, updatedAt: now };
+          await ctx.db.put('enrollments', ended);
+        }
+        if (input.activeConflictPolicy === 'stop') counts.stoppedActive++;
+        else counts.completedActive++;
+      }
+
+      const owner = currentOwner(mine);
+      let assigned: string | null;
+      if (explicitSender !== null) assigned = explicitSender;
+      else if (input.sender === 'unassign' || owner === null) assigned = null;
+      else if (isSenderOf(campaign, owner)) assigned = owner;
+      else if (input.sender === 'keep' && (await senderExists(owner))) {
+        // The owner follows the lead: it joins the destination's senders (not paused), as
+        // campaigns.updateSenders would add it.
+        campaign = { ...campaign, senders: [...campaign.senders, { sdrProfileId: owner, paused: false }], updatedAt: now };
+        await ctx.db.put('campaigns', campaign);
+        addedSenders.push(owner);
+        assigned = owner;
+      } else assigned = null;
+      if (assigned !== null && assigned === owner) counts.keptOwnerCount++;
+      else counts.reassignedCount++;
+
+      const enrollment = newEnrollment({ id: ctx.ids.uuid(), workspaceId, now }, lead.id, campaign.id, {
+        status: 'IN_PROGRESS',
+        sdrProfileId: assigned,
+        currentStepId: firstStep,
+        nextActionAt: now,
+      });
+      await ctx.db.put('enrollments', enrollment);
+      counts.enrolled++;
+
+      if (!lead.groupIds.includes(campaign.leadGroupId)) {
+        await ctx.db.put('leads', { ...lead, groupIds: [...lead.groupIds, campaign.leadGroupId], updatedAt: now });
+        counts.linkedLeads++;
+      }
+    }
+
+    return { dryRun: ctx.dryRun, campaignId: campaign.id, createdCampaign, ...counts, addedSenders };
+  },
+});
+
+const bulkChangeSender = defineOp({
+  name: 'campaigns.leads.bulkChangeSender',
+  method: 'POST',
+  summary: "Moves many of a campaign's running leads to another of its senders, keeping their place or restarting the sequence.",
+  input: z.object({
+    scope: z.object({
+      kind: z.literal('campaign', { message: 'the scope must name the campaign: {kind: "campaign", campaignId}' }),
+      campaignId: uuid,
+    }),
+    selection: selectionSchema,
+    targetSdrProfileId: uuid,
+    mode: z.enum(['keep_position', 'restart']).default('keep_position'),
+    dryRun,
+  }),
+  output: z.object({
+    dryRun: z.boolean(),
+    campaignId: z.string(),
+    changedCount: count,
+    skipped: z.object({ notEnrolled: count, completed: count, paused: count, alreadyAssigned: count }),
+  }),
+  permission: 'member',
+  dryRun: true,
+  mutates: true,
+  async handler(input, ctx) {
+    const now = nowIso(ctx);
+    const campaign = await ctx.db.get('campaigns', input.scope.campaignId);
+    if (!campaign) throw notFound('Campaign', input.scope.campaignId);
+    const target = input.targetSdrProfileId;
+    if (!isSenderOf(campaign, target)) {
+      throw new DomainError('INVALID_INPUT', `targetSdrProfileId: ${target} is not a sender of this campaign ("${campaign.name}").`, {
+        field: 'targetSdrProfileId',
+        sdrProfileId: target,
+        campaignId: campaign.id,
+      });
+    }
+
+    const { leads, missingIds } = await resolveSelection(ctx.db, input.scope, input.selection);
+    const { docs } = await ctx.db.query('enrollments', { where: { op: 'eq', field: 'campaignId', value: campaign.id } });
+    // One enrollment per lead and campaign; should older data hold several, act on the running one.
+    const byLead = new Map<string, Enrollment>();
+    for (const e of docs) {
+      const seen = byLead.get(e.leadId);
+      if (!seen || (seen.status !== 'IN_PROGRESS' && (e.status === 'IN_PROGRESS' || e.createdAt > seen.createdAt))) byLead.set(e.leadId, e);
+    }
+
+    const skipped = { notEnrolled: missingIds.length, completed: 0, paused: 0, alreadyAssigned: 0 };
+    let changedCount = 0;
+    const firstStep = firstStepId(campaign);
+    for (const lead of leads) {
+      const e = byLead.get(lead.id);
+      if (!e) skipped.notEnrolled++;
+      else if (e.status === 'PAUSED') skipped.paused++;
+      else if (e.status !== 'IN_PROGRESS') skipped.completed++;
+      else if (e.sdrProfileId === target) skipped.alreadyAssigned++;
+      else {
+        // A conversation (reply, accepted request) belongs to the old account: the new sender
+        // starts without one, so steps that need a connection are judged afresh.
+        const moved: Enrollment = { ...e, sdrProfileId: target, inConversationAt: null, updatedAt: now };
+        await ctx.db.put(
+          'enrollments',
+          input.mode === 'restart' ? { ...moved, currentStepId: firstStep, doneSteps: [], nextActionAt: now, attempts: 0, completedAt: null } : moved,
+        );
+        changedCount++;
+      }
+    }
+    return { dryRun: ctx.dryRun, campaignId: campaign.id, changedCount, skipped };
+  },
+});
+
+export const bulkOps = opsByName(bulkEnrollInCampaign, bulkChangeSender);
