@@ -1,0 +1,330 @@
+/**
+ * The desktop's RxDB storage: RxDB's free memory storage answers every read, query and index, and
+ * every successful write is also committed to a better-sqlite3 file (one row per document, the whole
+ * RxDB document as JSON with `_rev`, `_meta` and `_deleted`) before the write resolves. Opening a
+ * storage instance loads its rows back into memory.
+ *
+ * Why a wrapper of our own: RxDB's open edition has no free persistent storage for Node, and the
+ * memory storage is fast enough to hold one workspace (100k leads). This file touches the storage
+ * interface of rxdb 17.6.0 (pinned exactly in package.json).
+ *
+ * Pitfalls handled here:
+ * - The memory storage keeps each collection's state in a module-level map after close. A reopen
+ *   would silently reuse that RAM (and hide a disk that lost data), so a closed instance's state is
+ *   dropped, and a stale state found at open is discarded before loading from disk.
+ * - The write order: a bulk write is first categorized (conflict check) against the memory state,
+ *   then the accepted rows are committed to SQLite in one transaction, and only then applied to
+ *   memory. All three steps run synchronously (better-sqlite3 is synchronous, and the memory
+ *   storage categorizes and applies synchronously), so no other write can interleave, and a failed
+ *   SQLite write rejects the bulk write with memory untouched: memory is never ahead of disk.
+ * - cleanup() purges tombstones from memory without a bulkWrite; the purged ids are mirrored on disk.
+ * - RxDB's internal store and the replication meta instances are storage instances created through
+ *   this storage too, so checkpoints and collection metadata persist like documents.
+ * - One process owns the file: SQLite runs in EXCLUSIVE locking mode and takes the write lock at
+ *   open, so a second opener (another process, or another database object in this process) gets a
+ *   StorageLockedError at once. The OS drops the lock when the owner dies, even by SIGKILL.
+ */
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
+import type { Observable } from 'rxjs';
+import { RXDB_VERSION, categorizeBulkWriteRows, ensureRxStorageInstanceParamsAreCorrect, getPrimaryFieldOfPrimaryKey } from 'rxdb';
+import type {
+  BulkWriteRow,
+  EventBulk,
+  PreparedQuery,
+  RxDocumentData,
+  RxJsonSchema,
+  RxStorage,
+  RxStorageBulkWriteResponse,
+  RxStorageChangeEvent,
+  RxStorageCountResult,
+  RxStorageDefaultCheckpoint,
+  RxStorageInstance,
+  RxStorageInstanceCreationParams,
+  RxStorageQueryResult,
+} from 'rxdb';
+import { getMemoryCollectionKey, getRxStorageMemory } from 'rxdb/plugins/storage-memory';
+import type { RxStorageInstanceMemory } from 'rxdb/plugins/storage-memory';
+
+export type PersistedMemorySettings = {
+  /** Folder holding one SQLite file per RxDB database name. */
+  directory: string;
+  /**
+   * FULL (default): every acknowledged write is fsynced, so it survives a power cut or an OS crash,
+   * not only a killed process. It costs one fsync per bulk write (per user action or per
+   * replication batch, never per document), a few milliseconds on a laptop disk, which is invisible
+   * next to a click. NORMAL skips that fsync in WAL mode: still safe against a crashed or killed
+   * app, but a power cut may drop the last few acknowledged writes. Offline edits may exist nowhere
+   * else, so durability wins by default.
+   */
+  synchronous?: 'FULL' | 'NORMAL';
+};
+
+/** Another process (or another database object in this process) owns the database file. */
+export class StorageLockedError extends Error {
+  readonly code = 'DATABASE_LOCKED';
+  constructor(readonly file: string, reason: string) {
+    super(`The local database ${file} is already open ${reason}. Only one copy of the app may use a data folder at a time; close the other one (or pick another data folder) and try again.`);
+    this.name = 'StorageLockedError';
+  }
+}
+
+/** Version of the on-disk layout, so a future layout change is detected instead of misread. */
+const FORMAT_VERSION = 1;
+
+/** One SQLite file shared by every storage instance of one RxDB database (collections, the internal
+ * store, replication metadata): one connection, one lock, one transaction per bulk write. */
+class SqliteFile {
+  private refs = 0;
+  private readonly upsert: Statement<[string, string, string]>;
+  private readonly deleteOne: Statement<[string, string]>;
+  private readonly deleteInstance: Statement<[string]>;
+  private readonly loadInstance: Statement<[string], string>;
+
+  constructor(
+    readonly path: string,
+    readonly owner: string,
+    private readonly db: SqliteDatabase,
+  ) {
+    this.upsert = db.prepare('INSERT INTO docs (inst, id, data) VALUES (?, ?, ?) ON CONFLICT (inst, id) DO UPDATE SET data = excluded.data');
+    this.deleteOne = db.prepare('DELETE FROM docs WHERE inst = ? AND id = ?');
+    this.deleteInstance = db.prepare('DELETE FROM docs WHERE inst = ?');
+    this.loadInstance = db.prepare<[string], string>('SELECT data FROM docs WHERE inst = ?').pluck();
+  }
+
+  retain(): void {
+    this.refs++;
+  }
+
+  /** Returns true when this was the last user (the connection is closed and the lock released). */
+  release(): boolean {
+    this.refs--;
+    if (this.refs > 0) return false;
+    OPEN_FILES.delete(this.path);
+    this.db.close();
+    return true;
+  }
+
+  load(inst: string): string[] {
+    return this.loadInstance.all(inst);
+  }
+
+  /** Writes every row in one transaction; throws (and writes nothing) if SQLite fails. */
+  write(inst: string, rows: readonly { id: string; json: string }[]): void {
+    this.db.transaction(() => {
+      for (const r of rows) this.upsert.run(inst, r.id, r.json);
+    })();
+  }
+
+  purge(inst: string, ids: readonly string[]): void {
+    this.db.transaction(() => {
+      for (const id of ids) this.deleteOne.run(inst, id);
+    })();
+  }
+
+  drop(inst: string): void {
+    this.deleteInstance.run(inst);
+  }
+}
+
+/** Open files by absolute path. A second database object in this process must not share one. */
+const OPEN_FILES = new Map<string, SqliteFile>();
+
+const isBusy = (e: unknown): boolean =>
+  e instanceof Error && ((e as { code?: unknown }).code === 'SQLITE_BUSY' || (e as { code?: unknown }).code === 'SQLITE_LOCKED');
+
+function openFile(path: string, owner: string, synchronous: 'FULL' | 'NORMAL'): SqliteFile {
+  const existing = OPEN_FILES.get(path);
+  if (existing) {
+    if (existing.owner !== owner) throw new StorageLockedError(path, 'by another database object in this process');
+    existing.retain();
+    return existing;
+  }
+  // timeout 0: a locked file must fail at once with a clear error, not hang for the busy timeout.
+  const db = new Database(path, { timeout: 0 });
+  try {
+    // EXCLUSIVE before WAL: the lock is held from the first write until close, and WAL then needs
+    // no shared-memory index (no other connection may read anyway).
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.pragma('journal_mode = WAL');
+    db.pragma(`synchronous = ${synchronous}`);
+    // Take the write lock now, so the second opener is refused at open and not at its first write.
+    db.exec('BEGIN EXCLUSIVE');
+    db.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS docs (inst TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (inst, id));`);
+    const row = db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'format'").get();
+    if (!row) db.prepare("INSERT INTO meta (key, value) VALUES ('format', ?)").run(String(FORMAT_VERSION));
+    else if (Number(row.value) !== FORMAT_VERSION) {
+      throw new Error(`The local database ${path} has storage format ${row.value}; this version of the app reads format ${FORMAT_VERSION}. Update the app.`);
+    }
+    db.exec('COMMIT');
+  } catch (e) {
+    db.close();
+    if (isBusy(e)) throw new StorageLockedError(path, 'by another process');
+    throw e;
+  }
+  const file = new SqliteFile(path, owner, db);
+  file.retain();
+  OPEN_FILES.set(path, file);
+  return file;
+}
+
+/** A file name for an RxDB database name (RxDB names are already tame; this keeps paths safe). */
+const fileNameFor = (databaseName: string): string => `${databaseName.replace(/[^A-Za-z0-9_.-]/g, '_')}.sqlite`;
+
+type MemoryStorage = ReturnType<typeof getRxStorageMemory>;
+
+export type PersistedMemoryInternals = { file: string; inst: string };
+
+const LOAD_CONTEXT = 'persisted-memory-load';
+
+class PersistedMemoryInstance<RxDocType> implements RxStorageInstance<RxDocType, PersistedMemoryInternals, object, RxStorageDefaultCheckpoint> {
+  readonly databaseName: string;
+  readonly collectionName: string;
+  readonly schema: Readonly<RxJsonSchema<RxDocumentData<RxDocType>>>;
+  readonly options: object;
+  readonly internals: PersistedMemoryInternals;
+  private readonly primaryPath: string;
+  private closed = false;
+
+  constructor(
+    private readonly memoryStorage: MemoryStorage,
+    private readonly memory: RxStorageInstanceMemory<RxDocType>,
+    private readonly file: SqliteFile,
+    private readonly memoryKey: string,
+    inst: string,
+  ) {
+    this.databaseName = memory.databaseName;
+    this.collectionName = memory.collectionName;
+    this.schema = memory.schema;
+    this.options = memory.options;
+    this.internals = { file: file.path, inst };
+    this.primaryPath = getPrimaryFieldOfPrimaryKey(memory.schema.primaryKey);
+  }
+
+  private ensureOpen(): void {
+    if (this.closed) throw new Error(`The storage instance ${this.databaseName}/${this.collectionName} is closed.`);
+  }
+
+  bulkWrite(rows: BulkWriteRow<RxDocType>[], context: string): Promise<RxStorageBulkWriteResponse<RxDocType>> {
+    this.ensureOpen();
+    // Everything up to memory.bulkWrite's synchronous part runs in this tick: the categorization
+    // below is exactly the one the memory storage will repeat, since nothing can change in between.
+    this.memory.ensurePersistence();
+    const categorized = categorizeBulkWriteRows<RxDocType>(this, this.primaryPath as never, this.memory.internals.documents, rows, context);
+    const accepted = [...categorized.bulkInsertDocs, ...categorized.bulkUpdateDocs];
+    if (accepted.length > 0) {
+      const diskRows = accepted.map((r) => ({ id: String((r.document as Record<string, unknown>)[this.primaryPath]), json: JSON.stringify(r.document) }));
+      // Throws on failure: the write is rejected and memory was not touched.
+      this.file.write(this.internals.inst, diskRows);
+    }
+    return this.memory.bulkWrite(rows, context);
+  }
+
+  findDocumentsById(ids: string[], withDeleted: boolean): Promise<RxDocumentData<RxDocType>[]> {
+    this.ensureOpen();
+    return this.memory.findDocumentsById(ids, withDeleted);
+  }
+
+  query(preparedQuery: PreparedQuery<RxDocType>): Promise<RxStorageQueryResult<RxDocType>> {
+    this.ensureOpen();
+    return this.memory.query(preparedQuery);
+  }
+
+  count(preparedQuery: PreparedQuery<RxDocType>): Promise<RxStorageCountResult> {
+    this.ensureOpen();
+    return this.memory.count(preparedQuery);
+  }
+
+  getAttachmentData(): Promise<Blob> {
+    return Promise.reject(new Error('The persisted-memory storage does not store attachments.'));
+  }
+
+  changeStream(): Observable<EventBulk<RxStorageChangeEvent<RxDocumentData<RxDocType>>, RxStorageDefaultCheckpoint>> {
+    this.ensureOpen();
+    return this.memory.changeStream();
+  }
+
+  async cleanup(minimumDeletedTime: number): Promise<boolean> {
+    this.ensureOpen();
+    this.memory.ensurePersistence();
+    const docs = this.memory.internals.documents;
+    const tombstones: string[] = [];
+    for (const [id, doc] of docs) if (doc._deleted) tombstones.push(id);
+    const done = await this.memory.cleanup(minimumDeletedTime);
+    const purged = tombstones.filter((id) => !docs.has(id));
+    // Memory first here: if the disk purge failed, the disk would keep tombstones memory no longer
+    // has, and a reopen would merely bring back deleted documents, which a later cleanup purges.
+    if (purged.length > 0) this.file.purge(this.internals.inst, purged);
+    return done;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.memory.close();
+    this.dropMemoryStateIfUnused();
+    this.file.release();
+  }
+
+  async remove(): Promise<void> {
+    this.ensureOpen();
+    this.file.drop(this.internals.inst);
+    this.closed = true;
+    await this.memory.remove();
+    this.dropMemoryStateIfUnused();
+    this.file.release();
+  }
+
+  /** The memory storage would keep the state for the next open; the disk is the truth instead. */
+  private dropMemoryStateIfUnused(): void {
+    const state = this.memoryStorage.collectionStates.get(this.memoryKey);
+    if (state && state.refCount <= 0) this.memoryStorage.collectionStates.delete(this.memoryKey);
+  }
+}
+
+export type RxStoragePersistedMemory = RxStorage<PersistedMemoryInternals, object> & { readonly directory: string };
+
+/** Creates the storage; pass it to createRxDatabase. */
+export function getRxStoragePersistedMemory(settings: PersistedMemorySettings): RxStoragePersistedMemory {
+  const directory = resolve(settings.directory);
+  const synchronous = settings.synchronous ?? 'FULL';
+  const memoryStorage = getRxStorageMemory();
+
+  async function createStorageInstance<RxDocType>(
+    params: RxStorageInstanceCreationParams<RxDocType, object>,
+  ): Promise<RxStorageInstance<RxDocType, PersistedMemoryInternals, object>> {
+    ensureRxStorageInstanceParamsAreCorrect(params);
+    if (params.schema.attachments) throw new Error(`Collection ${params.collectionName}: the persisted-memory storage does not store attachments.`);
+    mkdirSync(directory, { recursive: true });
+    const file = openFile(join(directory, fileNameFor(params.databaseName)), params.databaseInstanceToken, synchronous);
+    try {
+      const memoryKey = getMemoryCollectionKey(params.databaseName, params.collectionName, params.schema.version);
+      const state = memoryStorage.collectionStates.get(memoryKey);
+      // A live state belongs to another instance of this same database (same owner, checked by
+      // openFile) and already mirrors the disk; a dead one is left over and must not be trusted.
+      const shared = state !== undefined && state.refCount > 0;
+      if (state && !shared) memoryStorage.collectionStates.delete(memoryKey);
+      const memory = (await memoryStorage.createStorageInstance(params)) as RxStorageInstanceMemory<RxDocType>;
+      const inst = `${params.collectionName}-${params.schema.version}`;
+      if (!shared) {
+        const rows = file.load(inst);
+        if (rows.length > 0) {
+          const result = await memory.bulkWrite(rows.map((json) => ({ document: JSON.parse(json) as RxDocumentData<RxDocType> })), LOAD_CONTEXT);
+          if (result.error.length > 0) {
+            await memory.close();
+            throw new Error(`Loading ${params.collectionName} from ${file.path} failed for ${result.error.length} documents (first: ${result.error[0]?.documentId ?? '?'}).`);
+          }
+        }
+      }
+      return new PersistedMemoryInstance<RxDocType>(memoryStorage, memory, file, memoryKey, inst);
+    } catch (e) {
+      file.release();
+      throw e;
+    }
+  }
+
+  return { name: 'persisted-memory', rxdbVersion: RXDB_VERSION, directory, createStorageInstance };
+}
