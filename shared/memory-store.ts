@@ -50,10 +50,12 @@ class MemoryStore implements Store {
     readonly workspaceId: string,
   ) {}
 
+  /** The stored (uncloned) live documents; callers clone only what they return, so a query over a
+   * large collection costs a scan, not a deep copy of every document. */
   private live<C extends CollectionName>(c: C): Docs[C][] {
     const out: Docs[C][] = [];
     for (const r of this.db.rows(c).values()) {
-      if (!r.deleted && (r.doc as { workspaceId: string }).workspaceId === this.workspaceId) out.push(structuredClone(r.doc) as Docs[C]);
+      if (!r.deleted && (r.doc as { workspaceId: string }).workspaceId === this.workspaceId) out.push(r.doc as Docs[C]);
     }
     return out;
   }
@@ -74,7 +76,8 @@ class MemoryStore implements Store {
   }
 
   async query<C extends CollectionName>(c: C, q?: Query): Promise<Page<Docs[C]>> {
-    return runQuery(this.live(c), q);
+    const page = runQuery(this.live(c), q);
+    return { docs: page.docs.map((d) => structuredClone(d)), nextCursor: page.nextCursor };
   }
 
   async count<C extends CollectionName>(c: C, where?: Cond): Promise<number> {
