@@ -198,6 +198,9 @@ export const enrollmentSchema = {
     variants: { type: 'object', additionalProperties: { type: 'string' } },
     /** Number of attempts of the current step that failed transiently. */
     attempts: { type: 'integer', minimum: 0 },
+    /** Why nextActionAt was moved by the runner (outside the sending window, daily limit reached,
+     * sender backing off); null or absent when the enrollment simply waits for its step. */
+    waitReason: { type: ['string', 'null'], enum: ['outside_window', 'daily_limit', 'sender_limited', null] },
   },
   required: [
     ...BASE_REQUIRED, 'leadId', 'campaignId', 'status', 'sdrProfileId', 'currentStepId', 'nextActionAt',
@@ -235,6 +238,11 @@ export const senderSchema = {
     planMax: LIMIT_SET,
     searchLimit: { type: 'integer', minimum: 0 },
     connectionNoteMaxLength: { type: 'integer', minimum: 1 },
+    /** The runner (desktop or sync server) that holds this sender's lease; never two at once. */
+    runnerId: NULLABLE_TEXT,
+    runnerLeaseUntil: NULLABLE_TIMESTAMP,
+    /** Where the runner continues reading the channel's events (opaque, from the channel). */
+    pollCursor: NULLABLE_TEXT,
   },
   required: [
     ...BASE_REQUIRED, 'name', 'firstName', 'lastName', 'ownerMemberId', 'channel', 'channelConfig', 'status',
