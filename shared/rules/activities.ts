@@ -27,6 +27,24 @@ export const activityRules: readonly Rule<'activities'>[] = [
     }
   },
 
+  async function leadExists({ before, after }, { read }) {
+    // On creation only: a lead deleted later keeps its timeline, and its tasks can still be closed.
+    if (before || !after) return;
+    if (!(await read.get('leads', after.leadId))) {
+      throw new DomainError('NOT_FOUND', `Lead ${after.leadId} was not found in this workspace.`, { what: 'lead', id: after.leadId });
+    }
+  },
+
+  async function taskAssigneeIsMember({ before, after }, { read }) {
+    if (!after || after.type !== 'TASK') return;
+    const assignee = assigneeOf(after);
+    if (before && assigneeOf(before) === assignee) return;
+    if (assignee === undefined) throw new DomainError('RULE_VIOLATION', 'A task is assigned to a member.', { activityId: after.id });
+    if (!(await read.get('members', assignee))) {
+      throw new DomainError('NOT_FOUND', `Member ${assignee} was not found in this workspace.`, { what: 'member', id: assignee });
+    }
+  },
+
   function noteOwnership({ before, after }, { actor }) {
     const note = before ?? after;
     if (!note || note.type !== 'NOTE' || !before) return;
