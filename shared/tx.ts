@@ -63,7 +63,8 @@ export class Tx implements StoreReader {
     const byId = new Map<string, Docs[C]>();
     for (const d of all.docs) byId.set((d as { id: string }).id, d);
     for (const s of mine) {
-      if (s.after === null) byId.delete(s.id);
+      // Only staged documents that match are copied: rules query once per write of a large commit.
+      if (s.after === null || !matches(s.after, q.where)) byId.delete(s.id);
       else byId.set(s.id, structuredClone(s.after) as Docs[C]);
     }
     return runQuery(byId.values(), q);
