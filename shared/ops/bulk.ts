@@ -92,7 +92,8 @@ async function createDestination(ctx: Ctx, name: string): Promise<Campaign> {
 const bulkEnrollInCampaign = defineOp({
   name: 'campaigns.leads.bulkEnrollInCampaign',
   method: 'POST',
-  summary: 'Enrolls many leads in an existing or a new campaign (never starts it); skips Do Not Contact and blocklisted people.',
+  summary:
+    'Enrolls many leads in an existing or a new campaign (never starts it); skips Do Not Contact and blocklisted people. A dry run with a new destination reports a preview campaignId: the real call creates the campaign under a new id.',
   input: z.object({
     scope: scopeSchema,
     selection: selectionSchema,
@@ -100,7 +101,12 @@ const bulkEnrollInCampaign = defineOp({
     /** keep: the lead's owner follows it (joining the destination's senders if needed);
      * keep_where_possible: kept only when that sender already sends in the destination;
      * unassign: the destination's senders pick the leads up; or one of the destination's senders. */
-    sender: z.union([z.enum(SENDER_MODES), uuid], { message: 'must be keep, keep_where_possible, unassign or a sender id of the destination campaign' }).default('keep_where_possible'),
+    sender: z
+      .string()
+      .refine((v) => (SENDER_MODES as readonly string[]).includes(v) || uuid.safeParse(v).success, {
+        message: 'must be keep, keep_where_possible, unassign or the id of one of the destination campaign\'s senders',
+      })
+      .default('keep_where_possible'),
     activeConflictPolicy: z.enum(['stop', 'skip', 'complete']).default('stop'),
     dryRun,
   }),

@@ -16,7 +16,7 @@ export const scopeSchema = z.discriminatedUnion('kind', [campaignScope, z.object
 export type Scope = z.output<typeof scopeSchema>;
 
 export const selectionSchema = z.discriminatedUnion('mode', [
-  z.object({ mode: z.literal('ids'), leadIds: z.array(uuid).min(1).max(MAX_SELECTED_IDS) }),
+  z.object({ mode: z.literal('ids'), leadIds: z.array(uuid).max(MAX_SELECTED_IDS) }),
   z.object({
     mode: z.literal('filter'),
     tagId: z.string().trim().min(1).max(100).optional(),

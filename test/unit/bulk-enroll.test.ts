@@ -224,7 +224,8 @@ describe('campaigns.leads.bulkEnrollInCampaign', () => {
     await h.expectRefused(h.call('campaigns.leads.bulkEnrollInCampaign', { ...base, destination: { kind: 'new', name: 'Fresh' }, sender: a.id }), 'INVALID_INPUT');
     await h.expectRefused(h.call('campaigns.leads.bulkEnrollInCampaign', { ...base, destination: { kind: 'existing', campaignId: MISSING_ID } }), 'NOT_FOUND');
     await h.expectRefused(h.call('campaigns.leads.bulkEnrollInCampaign', { ...base, destination: { kind: 'existing', campaignId: dest.id } }, h.foreignOwner), 'NOT_FOUND');
-    await h.expectRefused(h.call('campaigns.leads.bulkEnrollInCampaign', { ...base, destination: { kind: 'existing', campaignId: dest.id }, sender: 'everyone' } as never), 'INVALID_INPUT');
+    const badMode = await h.expectRefused(h.call('campaigns.leads.bulkEnrollInCampaign', { ...base, destination: { kind: 'existing', campaignId: dest.id }, sender: 'everyone' }), 'INVALID_INPUT');
+    expect(badMode.message).toMatch(/keep, keep_where_possible, unassign/);
     await h.expectRefused(h.call('campaigns.leads.bulkEnrollInCampaign', { ...base, destination: { kind: 'existing', campaignId: dest.id }, activeConflictPolicy: 'ignore' } as never), 'INVALID_INPUT');
   });
 
