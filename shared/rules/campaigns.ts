@@ -79,13 +79,13 @@ export const campaignRules: readonly Rule<'campaigns'>[] = [
   function sequenceKeepsItsShape({ before, after }) {
     if (!after || (before && same(before.steps, after.steps))) return;
     const problems = structureProblems(after.steps);
-    // Emptying a path that had steps is the specification's own refusal; other shape problems are
-    // broken steps.
+    // Broken steps first (an orphan also empties the path it left). Emptying a path that had steps
+    // is the specification's own refusal; a condition that never had a step on a path is broken.
     const emptied = problems.find((p) => {
       if (p.code !== 'LAST_STEP_OF_BRANCH' || !before || p.stepId === null) return false;
       return before.steps.some((s) => s.parentStepId === p.stepId);
     });
-    const first = emptied ?? problems.find((p) => p.code === 'STEP_INVALID') ?? problems[0];
+    const first = problems.find((p) => p.code === 'STEP_INVALID') ?? emptied ?? problems[0];
     if (first) {
       throw new DomainError(first === emptied ? 'LAST_STEP_OF_BRANCH' : 'STEP_INVALID', first.message, { campaignId: after.id, stepId: first.stepId });
     }
