@@ -12,6 +12,12 @@ const hexColor = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'must be a color like #1a
 const tagOut = z.object({ id: z.string(), name: z.string(), color: z.string() });
 const stageOut = z.object({ id: z.string(), name: z.string(), colorHex: z.string(), category: z.string(), position: z.number() });
 const memberOut = z.object({ id: z.string(), name: z.string(), email: z.string(), role: z.enum(ROLES) });
+const leadGroupOut = z.object({
+  id: z.string(),
+  name: z.string(),
+  createdAt: z.string(),
+  columns: z.array(z.object({ id: z.string(), name: z.string(), builtInType: z.string().nullable() })),
+});
 const keyOut = z.object({ id: z.string(), name: z.string(), prefix: z.string(), createdAt: z.string(), lastUsedAt: z.string().nullable() });
 
 /** Creates an API key document for a member; the secret is returned once and only its hash kept. */
@@ -72,6 +78,20 @@ export const workspaceOps = opsByName(
     async handler(_input, ctx) {
       const { docs } = await ctx.db.query('stages', { orderBy: [{ field: 'position', dir: 'asc' }] });
       return { stages: docs.map((s) => ({ id: s.id, name: s.name, colorHex: s.colorHex, category: s.category, position: s.position })) };
+    },
+  }),
+  defineOp({
+    name: 'leadGroups.getAll',
+    method: 'GET',
+    summary: 'Lists the lead groups (lead lists) with their columns, the merge fields and import targets.',
+    input: z.object({}),
+    output: z.object({ leadGroups: z.array(leadGroupOut) }),
+    permission: 'member',
+    dryRun: false,
+    mutates: false,
+    async handler(_input, ctx) {
+      const { docs } = await ctx.db.query('leadGroups', { orderBy: [{ field: 'createdAt', dir: 'asc' }] });
+      return { leadGroups: docs.map((g) => ({ id: g.id, name: g.name, createdAt: g.createdAt, columns: g.columns.map((c) => ({ id: c.id, name: c.name, builtInType: c.builtInType })) })) };
     },
   }),
   defineOp({
