@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { runQuery, compareValues, matches } from '../../shared/query.ts';
-import type { Query } from '../../shared/store.ts';
+import type { Page, Query } from '../../shared/store.ts';
 
 type Row = { id: string; name: string | null; n: number; tags: string[] };
 const rows: Row[] = Array.from({ length: 57 }, (_, i) => ({
@@ -14,7 +14,7 @@ function pages(q: Query): Row[] {
   const out: Row[] = [];
   let cursor: string | null = null;
   for (let guard = 0; guard < 100; guard++) {
-    const page = runQuery(rows, { ...q, cursor });
+    const page: Page<Row> = runQuery(rows, { ...q, cursor });
     out.push(...page.docs);
     if (!page.nextCursor) return out;
     cursor = page.nextCursor;
