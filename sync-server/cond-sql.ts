@@ -1,0 +1,247 @@
+/** The Store port's query language (shared/store.ts) as SQL over the `documents` table, with the
+ * semantics of shared/query.ts: null sorts first ascending, strings compare by code point (COLLATE
+ * "C"), `contains` is a case-insensitive substring, keyset cursors continue the same order.
+ *
+ * Field types come from the collection's JSON schema, so a typed field compiles to a plain expression
+ * (`doc->>'createdAt'`) that the indexes of the migrations match; a field the schema does not type
+ * falls back to jsonb comparisons. Documents are schema-validated before they are stored, which is
+ * what makes the typed shortcuts exact. */
+import { COLLECTIONS } from '../shared/model/index.ts';
+import type { CollectionName } from '../shared/model/index.ts';
+import { LEAD_QUERY_FIELDS } from '../shared/ops/lead-search.ts';
+import type { Cond, Sort } from '../shared/store.ts';
+
+/** Collects query parameters; `add` returns the placeholder. */
+export class Params {
+  readonly values: unknown[] = [];
+  add(v: unknown): string {
+    this.values.push(v);
+    return `$${this.values.length}`;
+  }
+}
+
+type Kind = 'text' | 'number' | 'boolean' | 'json';
+type Field = {
+  kind: Kind;
+  /** Expression of the typed value (text, float8 or boolean); for json the jsonb value. */
+  value: string;
+  /** The value as text (->> / #>>), null for JSON null or a missing field. */
+  text: string;
+  /** jsonb of the field (for json kind and typeof checks). */
+  json: string;
+  /** Never null for schema-valid documents: sorts can skip NULLS clauses and match indexes. */
+  notNull: boolean;
+};
+
+/** Field path parts: identifiers, and the uuid keys of maps such as `variables.<column id>`. */
+const PART = /^[A-Za-z0-9_-]+$/;
+
+/** The lower-cased concatenation indexed by leads_search (001_documents.sql); keep them identical. */
+export const LEAD_SEARCH_SQL = `lower(${LEAD_QUERY_FIELDS.map((f) => `coalesce(doc->>'${f}', '')`).join(` || E'\\x1f' || `)})`;
+const LEAD_QUERY_SET = new Set(LEAD_QUERY_FIELDS);
+
+type JsonSchemaNode = { type?: string | readonly string[]; properties?: Record<string, JsonSchemaNode>; required?: readonly string[] };
+
+function schemaField(collection: CollectionName, path: readonly string[]): { kind: Kind; notNull: boolean } {
+  let node: JsonSchemaNode | undefined = COLLECTIONS[collection].schema as JsonSchemaNode;
+  let notNull = true;
+  for (const part of path) {
+    if (!node?.properties || !Object.prototype.hasOwnProperty.call(node.properties, part)) return { kind: 'json', notNull: false };
+    if (!node.required?.includes(part)) notNull = false;
+    node = node.properties[part];
+  }
+  const types = node?.type === undefined ? [] : typeof node.type === 'string' ? [node.type] : [...node.type];
+  if (types.includes('null')) notNull = false;
+  const real = types.filter((t) => t !== 'null');
+  if (real.length !== 1) return { kind: 'json', notNull: false };
+  const t = real[0];
+  if (t === 'string') return { kind: 'text', notNull };
+  if (t === 'number' || t === 'integer') return { kind: 'number', notNull };
+  if (t === 'boolean') return { kind: 'boolean', notNull };
+  return { kind: 'json', notNull: false };
+}
+
+export function field(collection: CollectionName, name: string): Field {
+  if (name === 'id') return { kind: 'text', value: 'id', text: 'id', json: 'to_jsonb(id)', notNull: true };
+  const path = name.split('.');
+  if (!path.every((p) => PART.test(p))) throw new Error(`Field name ${JSON.stringify(name)} cannot be queried.`);
+  const text = path.length === 1 ? `(doc->>'${name}')` : `(doc#>>'{${path.join(',')}}')`;
+  const json = path.length === 1 ? `(doc->'${name}')` : `(doc#>'{${path.join(',')}}')`;
+  const { kind, notNull } = schemaField(collection, path);
+  const value = kind === 'number' ? `(${text}::float8)` : kind === 'boolean' ? `(${text}::boolean)` : kind === 'json' ? json : text;
+  return { kind, value, text, json, notNull };
+}
+
+const TRUE = 'TRUE';
+const FALSE = 'FALSE';
+
+type Scalar = string | number | boolean | null;
+
+/** The field equals the value with JavaScript's strict equality (missing counts as null). */
+function eqSql(f: Field, value: Scalar, p: Params): string {
+  if (value === null) return f.kind === 'json' ? `(${f.json} IS NULL OR ${f.json} = 'null'::jsonb)` : `${f.text} IS NULL`;
+  switch (f.kind) {
+    case 'text':
+      return typeof value === 'string' ? `${f.value} = ${p.add(value)}` : FALSE;
+    case 'number':
+      return typeof value === 'number' ? `${f.value} = ${p.add(value)}::float8` : FALSE;
+    case 'boolean':
+      return typeof value === 'boolean' ? `${f.value} = ${p.add(value)}::boolean` : FALSE;
+    case 'json':
+      return `${f.json} = ${p.add(JSON.stringify(value))}::jsonb`;
+  }
+}
+
+function inSql(f: Field, values: readonly Scalar[], p: Params): string {
+  const parts: string[] = [];
+  if (values.includes(null)) parts.push(eqSql(f, null, p));
+  const rest = values.filter((v): v is string | number | boolean => v !== null);
+  if (f.kind === 'json') {
+    if (rest.length > 0) parts.push(`${f.json} IN (SELECT jsonb_array_elements(${p.add(JSON.stringify(rest))}::jsonb))`);
+  } else {
+    const want = f.kind === 'text' ? 'string' : f.kind;
+    const same = rest.filter((v) => typeof v === want);
+    const cast = f.kind === 'text' ? 'text[]' : f.kind === 'number' ? 'float8[]' : 'boolean[]';
+    if (same.length > 0) parts.push(`${f.value} = ANY(${p.add(same)}::${cast})`);
+  }
+  if (parts.length === 0) return FALSE;
+  return parts.length === 1 ? (parts[0] as string) : `(${parts.join(' OR ')})`;
+}
+
+const CMP = { lt: '<', lte: '<=', gt: '>', gte: '>=' } as const;
+
+/** compareValues semantics: numbers numerically when both are numbers, otherwise as strings. */
+function compareSql(f: Field, op: keyof typeof CMP, value: string | number, p: Params): string {
+  const o = CMP[op];
+  if (f.kind === 'number' && typeof value === 'number') return `${f.value} ${o} ${p.add(value)}::float8`;
+  if (f.kind === 'json') {
+    const asText = `(${f.text} COLLATE "C" ${o} ${p.add(String(value))}::text)`;
+    if (typeof value !== 'number') return `(jsonb_typeof(${f.json}) <> 'null' AND ${asText})`;
+    return `(CASE jsonb_typeof(${f.json}) WHEN 'number' THEN (${f.text})::float8 ${o} ${p.add(value)}::float8 WHEN 'null' THEN FALSE ELSE ${asText} END)`;
+  }
+  return `${f.text} COLLATE "C" ${o} ${p.add(String(value))}::text`;
+}
+
+const escapeLike = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+function containsSql(collection: CollectionName, fields: readonly string[], value: string, p: Params): string {
+  if (fields.length === 0) return FALSE;
+  const pattern = p.add(`%${escapeLike(value.toLowerCase())}%`);
+  const perField = fields.map((name) => {
+    const f = field(collection, name);
+    if (f.kind === 'text') return `lower(${f.text}) LIKE ${pattern}`;
+    return `(jsonb_typeof(${f.json}) = 'string' AND lower(${f.text}) LIKE ${pattern})`;
+  });
+  const exact = `(${perField.join(' OR ')})`;
+  const indexed = collection === 'leads' && fields.length === LEAD_QUERY_SET.size && fields.every((f) => LEAD_QUERY_SET.has(f));
+  // The concatenation can match across a field boundary, so it only narrows (through the trigram
+  // index); the per-field test decides.
+  return indexed ? `(${LEAD_SEARCH_SQL} LIKE ${pattern} AND ${exact})` : exact;
+}
+
+/** A WHERE fragment; NULL counts as false (only `not` needs to say so explicitly). */
+export function condSql(collection: CollectionName, cond: Cond | undefined, p: Params): string {
+  if (!cond) return TRUE;
+  switch (cond.op) {
+    case 'eq':
+      return eqSql(field(collection, cond.field), cond.value, p);
+    case 'neq':
+      return `NOT COALESCE(${eqSql(field(collection, cond.field), cond.value, p)}, FALSE)`;
+    case 'in':
+      return inSql(field(collection, cond.field), cond.values, p);
+    case 'lt':
+    case 'lte':
+    case 'gt':
+    case 'gte':
+      return compareSql(field(collection, cond.field), cond.op, cond.value, p);
+    case 'contains':
+      return containsSql(collection, cond.fields, cond.value, p);
+    case 'has': {
+      const f = field(collection, cond.field);
+      return `COALESCE(jsonb_typeof(${f.json}) = 'array' AND ${f.json} @> ${p.add(JSON.stringify([cond.value]))}::jsonb, FALSE)`;
+    }
+    case 'and':
+      return cond.conds.length === 0 ? TRUE : `(${cond.conds.map((c) => condSql(collection, c, p)).join(' AND ')})`;
+    case 'or':
+      return cond.conds.length === 0 ? FALSE : `(${cond.conds.map((c) => condSql(collection, c, p)).join(' OR ')})`;
+    case 'not':
+      return `NOT COALESCE(${condSql(collection, cond.cond, p)}, FALSE)`;
+  }
+}
+
+/** Generic (json) fields sort by (null < number < other), then numerically, then as text. */
+const rankSql = (f: Field): string =>
+  `(CASE WHEN ${f.json} IS NULL OR jsonb_typeof(${f.json}) = 'null' THEN 0 WHEN jsonb_typeof(${f.json}) = 'number' THEN 1 ELSE 2 END)`;
+const numSql = (f: Field): string => `(CASE WHEN jsonb_typeof(${f.json}) = 'number' THEN (${f.text})::float8 END)`;
+const sortable = (f: Field): string => (f.kind === 'text' ? `${f.value} COLLATE "C"` : f.value);
+
+export function orderSql(collection: CollectionName, orderBy: readonly Sort[]): string {
+  const keys: string[] = [];
+  for (const s of orderBy) {
+    const f = field(collection, s.field);
+    const dir = s.dir === 'asc' ? 'ASC' : 'DESC';
+    if (f.kind === 'json') {
+      keys.push(`${rankSql(f)} ${dir}`, `${numSql(f)} ${dir}`, `${f.text} COLLATE "C" ${dir}`);
+    } else if (f.notNull) {
+      keys.push(`${sortable(f)} ${dir}`);
+    } else {
+      keys.push(`${sortable(f)} ${dir} ${s.dir === 'asc' ? 'NULLS FIRST' : 'NULLS LAST'}`);
+    }
+  }
+  keys.push('id COLLATE "C" ASC');
+  return keys.join(', ');
+}
+
+/** Equality with a cursor value, in the sort's sense. */
+function sameSql(f: Field, v: unknown, p: Params): string {
+  if (v === null || v === undefined) return f.kind === 'json' ? `${rankSql(f)} = 0` : `${f.text} IS NULL`;
+  if (f.kind === 'json' || typeof v === 'object') {
+    if (typeof v === 'number') return `(${rankSql(f)} = 1 AND ${numSql(f)} = ${p.add(v)}::float8)`;
+    return `(${rankSql(f)} = 2 AND ${f.text} = ${p.add(stringOf(v))}::text)`;
+  }
+  return `${f.value} = ${p.add(typed(f, v))}::${castOf(f)}`;
+}
+
+/** Strictly after a cursor value in the given direction. */
+function afterSql(f: Field, v: unknown, dir: Sort['dir'], p: Params): string {
+  const asc = dir === 'asc';
+  if (v === null || v === undefined) {
+    if (!asc) return FALSE;
+    return f.kind === 'json' ? `${rankSql(f)} > 0` : `${f.text} IS NOT NULL`;
+  }
+  if (f.kind === 'json' || typeof v === 'object') {
+    const rank = rankSql(f);
+    if (typeof v === 'number') {
+      const n = p.add(v);
+      return asc ? `(${rank} = 2 OR (${rank} = 1 AND ${numSql(f)} > ${n}::float8))` : `(${rank} = 0 OR (${rank} = 1 AND ${numSql(f)} < ${n}::float8))`;
+    }
+    const s = p.add(stringOf(v));
+    return asc ? `(${rank} = 2 AND ${f.text} COLLATE "C" > ${s}::text)` : `(${rank} < 2 OR (${rank} = 2 AND ${f.text} COLLATE "C" < ${s}::text))`;
+  }
+  const ph = `${p.add(typed(f, v))}::${castOf(f)}`;
+  if (asc) return `${sortable(f)} > ${ph}`;
+  return f.notNull ? `${sortable(f)} < ${ph}` : `(${f.text} IS NULL OR ${sortable(f)} < ${ph})`;
+}
+
+const stringOf = (v: unknown): string => (typeof v === 'string' ? v : typeof v === 'object' ? JSON.stringify(v) : String(v));
+const castOf = (f: Field): string => (f.kind === 'number' ? 'float8' : f.kind === 'boolean' ? 'boolean' : 'text');
+function typed(f: Field, v: unknown): unknown {
+  if (f.kind === 'number') return typeof v === 'number' ? v : Number(v);
+  if (f.kind === 'boolean') return v === true || v === 'true';
+  return stringOf(v);
+}
+
+/** Rows strictly after the cursor position (sort values `k` and tie-breaking id). */
+export function cursorSql(collection: CollectionName, orderBy: readonly Sort[], state: { k: unknown[]; id: string }, p: Params): string {
+  const fields = orderBy.map((s) => field(collection, s.field));
+  const alternatives: string[] = [];
+  for (let i = 0; i <= orderBy.length; i++) {
+    const prefix: string[] = [];
+    for (let j = 0; j < i; j++) prefix.push(sameSql(fields[j] as Field, state.k[j], p));
+    const sort = orderBy[i];
+    const last = sort ? afterSql(fields[i] as Field, state.k[i], sort.dir, p) : `id COLLATE "C" > ${p.add(state.id)}::text`;
+    if (last === FALSE) continue;
+    alternatives.push(prefix.length === 0 ? last : `(${[...prefix, last].join(' AND ')})`);
+  }
+  return alternatives.length === 0 ? FALSE : `(${alternatives.join(' OR ')})`;
+}

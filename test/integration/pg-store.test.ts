@@ -1,0 +1,412 @@
+/** Store conformance: the Postgres/PGlite store answers exactly like the reference MemoryDatabase
+ * (shared/query.ts semantics) for every condition, ordering, cursor page, count and commit. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryDatabase } from '../../shared/memory-store.ts';
+import { DomainError } from '../../shared/errors.ts';
+import { newActivity, newLead } from '../../shared/model/factories.ts';
+import type { Activity, Lead } from '../../shared/model/index.ts';
+import { runQuery } from '../../shared/query.ts';
+import { LEAD_QUERY_FIELDS } from '../../shared/ops/lead-search.ts';
+import type { AnyWrite, Cond, Query, Sort, Store } from '../../shared/store.ts';
+import { PgDatabase } from '../../sync-server/pg-store.ts';
+import { LEAD_SEARCH_SQL, Params, condSql } from '../../sync-server/cond-sql.ts';
+import { seededRandom } from '../support/harness.ts';
+import { BACKENDS, openMigrated, testDatabase } from './support/db.ts';
+import type { TestDatabase } from './support/db.ts';
+
+const WS = 'a0000000-0000-4000-8000-000000000001';
+const OTHER = 'a0000000-0000-4000-8000-000000000002';
+const GROUP = 'b0000000-0000-4000-8000-000000000001';
+const COL = 'c0000000-0000-4000-8000-000000000001';
+const uid = (n: number, prefix = 'd') => `${prefix}0000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
+
+const FIRST = ['Ann', 'ann', 'Bea', 'Émile', 'Zoë', 'zed', 'Ola', 'O%la', 'under_score', '', 'Ärne', 'Bob'];
+const COMPANIES = ['Acme', 'acme corp', 'Globex', 'Initech', '', 'Umbrella', 'Ünïcode GmbH'];
+const STAGES = [null, uid(1, 'e'), uid(2, 'e'), uid(3, 'e')];
+
+/** A deterministic, deliberately messy data set: duplicates for ties, nulls, case and accents. */
+function dataset(): { leads: Lead[]; activities: Activity[] } {
+  const rnd = seededRandom(11);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
+  const leads: Lead[] = [];
+  for (let i = 0; i < 73; i++) {
+    const firstName = pick(FIRST);
+    const lastName = pick(['Smith', 'SMITH', 'Lovelace', 'Ng', 'de la Cruz', '']);
+    const day = 1 + Math.floor(rnd() * 20);
+    const now = `2026-10-${String(day).padStart(2, '0')}T10:00:00.000Z`;
+    const lead = newLead({ id: uid(i + 1), workspaceId: WS, now }, GROUP, {
+      firstName,
+      lastName,
+      email: rnd() < 0.7 ? `${firstName || 'x'}.${lastName || 'y'}${i}@example.com`.toLowerCase() : '',
+      company: pick(COMPANIES),
+      jobTitle: pick(['VP Sales', 'CTO', 'sdr', 'Head of Growth']),
+      leadFitScore: pick([0, 1, 2.5, -3, 10, 100]),
+      rankingScore: Math.round(rnd() * 1000) / 10,
+      tagId: rnd() < 0.4 ? null : pick([uid(1, 'f'), uid(2, 'f')]),
+      pipelineStageId: pick(STAGES),
+      followUpAt: rnd() < 0.5 ? null : `2026-11-${String(1 + Math.floor(rnd() * 28)).padStart(2, '0')}T09:00:00.000Z`,
+      doNotContact: rnd() < 0.2,
+      groupIds: rnd() < 0.3 ? [GROUP, uid(9, 'b')] : [GROUP],
+      variables: rnd() < 0.6 ? { [COL]: pick(['alpha', 'Beta', 'gamma']) } : {},
+      socialUrl: rnd() < 0.5 ? `https://social.example/in/${firstName.toLowerCase() || 'anon'}-${i}` : '',
+    });
+    leads.push(lead);
+  }
+  const activities: Activity[] = [];
+  for (let i = 0; i < 25; i++) {
+    const task = i % 2 === 0;
+    activities.push(
+      newActivity({ id: uid(i + 1, 'a'), workspaceId: WS, now: `2026-10-0${1 + (i % 9)}T10:00:00.000Z` }, uid(1 + (i % 5)), uid(99, 'c'), task ? 'TASK' : 'NOTE', `content ${i}`, {
+        metadata: task ? { taskStatus: pick(['open', 'completed', 'cancelled'] as const), assigneeId: uid(99, 'c') } : {},
+        dueAt: task && rnd() < 0.6 ? `2026-11-${String(1 + (i % 27)).padStart(2, '0')}T09:00:00.000Z` : null,
+      }),
+    );
+  }
+  return { leads, activities };
+}
+
+const CONDS: Record<string, Cond> = {
+  'eq text': { op: 'eq', field: 'firstName', value: 'Ann' },
+  'eq null on nullable': { op: 'eq', field: 'tagId', value: null },
+  'eq number': { op: 'eq', field: 'leadFitScore', value: 2.5 },
+  'eq boolean': { op: 'eq', field: 'doNotContact', value: true },
+  'eq wrong type': { op: 'eq', field: 'leadFitScore', value: '10' },
+  'eq id': { op: 'eq', field: 'id', value: uid(5) },
+  'eq missing field is null': { op: 'eq', field: 'noSuchField', value: null },
+  'eq dotted json': { op: 'eq', field: `variables.${COL}`, value: 'Beta' },
+  'neq text': { op: 'neq', field: 'company', value: 'Acme' },
+  'neq null': { op: 'neq', field: 'followUpAt', value: null },
+  'in with null': { op: 'in', field: 'pipelineStageId', values: [null, uid(2, 'e')] },
+  'in numbers': { op: 'in', field: 'leadFitScore', values: [0, 100, 'x'] },
+  'in ids': { op: 'in', field: 'id', values: [uid(1), uid(3), uid(70), 'nope'] },
+  'in empty': { op: 'in', field: 'id', values: [] },
+  'lt string': { op: 'lt', field: 'createdAt', value: '2026-10-08T00:00:00.000Z' },
+  'lte string': { op: 'lte', field: 'firstName', value: 'Bea' },
+  'gt number': { op: 'gt', field: 'rankingScore', value: 50 },
+  'gte number': { op: 'gte', field: 'leadFitScore', value: 2.5 },
+  'gt on nullable skips nulls': { op: 'gt', field: 'followUpAt', value: '2026-11-10T00:00:00.000Z' },
+  'lt dotted json': { op: 'lt', field: `variables.${COL}`, value: 'b' },
+  'contains indexed lead fields': { op: 'contains', fields: LEAD_QUERY_FIELDS, value: 'SMI' },
+  'contains accent case-insensitively': { op: 'contains', fields: LEAD_QUERY_FIELDS, value: 'émi' },
+  'contains across-boundary text does not match': { op: 'contains', fields: LEAD_QUERY_FIELDS, value: 'ann\u001fsmith' },
+  'contains like metacharacters literally': { op: 'contains', fields: ['firstName'], value: 'o%l' },
+  'contains underscore literally': { op: 'contains', fields: ['firstName'], value: 'r_s' },
+  'contains other fields': { op: 'contains', fields: ['jobTitle', 'company'], value: 'acme' },
+  'contains empty needle': { op: 'contains', fields: ['company'], value: '' },
+  'contains non-string field': { op: 'contains', fields: ['leadFitScore'], value: '1' },
+  'has': { op: 'has', field: 'groupIds', value: uid(9, 'b') },
+  'has on non-array': { op: 'has', field: 'firstName', value: 'Ann' },
+  'and/or/not': {
+    op: 'and',
+    conds: [
+      { op: 'or', conds: [{ op: 'eq', field: 'tagId', value: uid(1, 'f') }, { op: 'eq', field: 'tagId', value: null }] },
+      { op: 'not', cond: { op: 'eq', field: 'pipelineStageId', value: null } },
+    ],
+  },
+  'not of a null comparison': { op: 'not', cond: { op: 'gt', field: 'followUpAt', value: '2026-11-10T00:00:00.000Z' } },
+  'empty and': { op: 'and', conds: [] },
+  'empty or': { op: 'or', conds: [] },
+};
+
+const ORDERS: Record<string, readonly Sort[]> = {
+  'none': [],
+  'createdAt desc': [{ field: 'createdAt', dir: 'desc' }],
+  'nullable asc (nulls first)': [{ field: 'followUpAt', dir: 'asc' }],
+  'nullable desc (nulls last)': [{ field: 'tagId', dir: 'desc' }],
+  'number then text': [{ field: 'leadFitScore', dir: 'desc' }, { field: 'firstName', dir: 'asc' }],
+  'text by code point': [{ field: 'firstName', dir: 'asc' }, { field: 'lastName', dir: 'desc' }],
+  'boolean': [{ field: 'doNotContact', dir: 'desc' }],
+  'json field': [{ field: `variables.${COL}`, dir: 'asc' }],
+  'json field desc': [{ field: `variables.${COL}`, dir: 'desc' }],
+  'id desc': [{ field: 'id', dir: 'desc' }],
+};
+
+const ACTIVITY_QUERIES: Record<string, Query> = {
+  'dotted typed field': { where: { op: 'eq', field: 'metadata.taskStatus', value: 'open' }, orderBy: [{ field: 'dueAt', dir: 'asc' }] },
+  'dotted field null': { where: { op: 'eq', field: 'metadata.taskStatus', value: null } },
+  'dotted sort': { orderBy: [{ field: 'metadata.taskStatus', dir: 'desc' }, { field: 'createdAt', dir: 'asc' }], limit: 4 },
+};
+
+type Subject = { name: string; store: (ws: string) => Store; close: () => Promise<void>; pg?: PgDatabase };
+
+const ids = (docs: readonly { id: string }[]) => docs.map((d) => d.id);
+
+async function allPages(store: Store, collection: 'leads' | 'activities', q: Query): Promise<string[]> {
+  const out: string[] = [];
+  let cursor: string | null = null;
+  for (let guard = 0; guard < 200; guard++) {
+    const page: { docs: { id: string }[]; nextCursor: string | null } = await store.query(collection, { ...q, cursor });
+    out.push(...ids(page.docs));
+    if (!page.nextCursor) return out;
+    cursor = page.nextCursor;
+  }
+  throw new Error('paging did not end');
+}
+
+const subjects: { name: string; make: () => Promise<Subject> }[] = [
+  {
+    name: 'MemoryDatabase',
+    make: async () => {
+      const db = new MemoryDatabase();
+      return { name: 'memory', store: (ws) => db.forWorkspace(ws), close: async () => undefined };
+    },
+  },
+  ...BACKENDS.map((backend) => ({
+    name: `PgStore on ${backend}`,
+    make: async (): Promise<Subject> => {
+      const t: TestDatabase = testDatabase(backend);
+      const sql = await openMigrated(t);
+      const pg = new PgDatabase(sql);
+      return {
+        name: backend,
+        pg,
+        store: (ws) => pg.forWorkspace(ws),
+        close: async () => {
+          await pg.close();
+          await t.cleanup();
+        },
+      };
+    },
+  })),
+];
+
+describe.each(subjects)('Store conformance: $name', ({ make }) => {
+  let s: Subject;
+  const data = dataset();
+  const creation = (docs: readonly (Lead | Activity)[], c: 'leads' | 'activities'): AnyWrite[] =>
+    docs.map((d) => ({ collection: c, id: d.id, before: null, after: d }) as AnyWrite);
+
+  beforeAll(async () => {
+    s = await make();
+    const store = s.store(WS);
+    await store.commit(creation(data.leads, 'leads'));
+    await store.commit(creation(data.activities, 'activities'));
+    // A foreign workspace with look-alike data that must never show up.
+    const foreign = data.leads.slice(0, 10).map((l) => ({ ...l, id: l.id.replace(/^d/, '9'), workspaceId: OTHER }));
+    await s.store(OTHER).commit(creation(foreign, 'leads'));
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  for (const [cname, cond] of Object.entries(CONDS)) {
+    it(`filters like the reference: ${cname}`, async () => {
+      const store = s.store(WS);
+      const want = runQuery(data.leads, { where: cond, orderBy: [{ field: 'createdAt', dir: 'asc' }] }).docs;
+      const got = await store.query('leads', { where: cond, orderBy: [{ field: 'createdAt', dir: 'asc' }] });
+      expect(ids(got.docs)).toEqual(ids(want));
+      expect(await store.count('leads', cond)).toBe(want.length);
+    });
+  }
+
+  it('finds something for most conditions (the data set exercises them)', () => {
+    const nonEmpty = Object.values(CONDS).filter((c) => runQuery(data.leads, { where: c }).docs.length > 0).length;
+    expect(nonEmpty).toBeGreaterThan(Object.keys(CONDS).length - 8);
+  });
+
+  for (const [oname, orderBy] of Object.entries(ORDERS)) {
+    it(`orders and pages like the reference: ${oname}`, async () => {
+      const store = s.store(WS);
+      const where: Cond = { op: 'neq', field: 'company', value: 'Initech' };
+      const full = ids(runQuery(data.leads, { where, orderBy }).docs);
+      expect(ids((await store.query('leads', { where, orderBy })).docs)).toEqual(full);
+      for (const limit of [1, 7, 50, 200]) {
+        expect(await allPages(store, 'leads', { where, orderBy, limit })).toEqual(full);
+      }
+    });
+  }
+
+  for (const [qname, q] of Object.entries(ACTIVITY_QUERIES)) {
+    it(`handles nested fields like the reference: ${qname}`, async () => {
+      const want = ids(runQuery(data.activities, { ...q, limit: undefined }).docs);
+      expect(await allPages(s.store(WS), 'activities', q)).toEqual(want);
+    });
+  }
+
+  it('returns the same first page and cursor as the reference', async () => {
+    const q: Query = { orderBy: [{ field: 'rankingScore', dir: 'desc' }], limit: 10 };
+    const want = runQuery(data.leads, q);
+    const got = await s.store(WS).query('leads', q);
+    expect(ids(got.docs)).toEqual(ids(want.docs));
+    expect(got.nextCursor).toBe(want.nextCursor);
+    const last = await s.store(WS).query('leads', { ...q, limit: 500 });
+    expect(last.nextCursor).toBeNull();
+  });
+
+  it('refuses a tampered cursor with INVALID_INPUT', async () => {
+    const err = await s.store(WS).query('leads', { orderBy: [{ field: 'createdAt', dir: 'asc' }], limit: 5, cursor: 'garbage' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DomainError);
+    expect((err as DomainError).code).toBe('INVALID_INPUT');
+  });
+
+  it('gets one and many by id, in the order asked, only from its workspace', async () => {
+    const store = s.store(WS);
+    const first = data.leads[0] as Lead;
+    expect(await store.get('leads', first.id)).toEqual(first);
+    expect(await store.get('leads', first.id.replace(/^d/, '9'))).toBeNull();
+    expect(await s.store(OTHER).get('leads', first.id)).toBeNull();
+    const many = await store.getMany('leads', [uid(3), 'missing', uid(1), first.id.replace(/^d/, '9'), uid(3)]);
+    expect(ids(many)).toEqual([uid(3), uid(1), uid(3)]);
+    expect(await store.getMany('leads', [])).toEqual([]);
+    expect(await store.count('leads')).toBe(data.leads.length);
+    expect(await s.store(OTHER).count('leads')).toBe(10);
+    expect(await store.get('tags', first.id)).toBeNull();
+  });
+
+  it('commits all writes or none and refuses a stale before with CONFLICT', async () => {
+    const store = s.store(WS);
+    const a = newLead({ id: uid(500), workspaceId: WS, now: '2026-11-01T00:00:00.000Z' }, GROUP, { firstName: 'Atom' });
+    await store.commit([{ collection: 'leads', id: a.id, before: null, after: a }]);
+    const b = newLead({ id: uid(501), workspaceId: WS, now: '2026-11-01T00:00:00.000Z' }, GROUP, { firstName: 'Bond' });
+    const err = await store
+      .commit([
+        { collection: 'leads', id: b.id, before: null, after: b },
+        { collection: 'leads', id: a.id, before: { ...a, firstName: 'Other' }, after: { ...a, firstName: 'Stale' } },
+      ])
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DomainError);
+    expect((err as DomainError).code).toBe('CONFLICT');
+    expect(await store.get('leads', b.id)).toBeNull();
+    expect((await store.get('leads', a.id))?.firstName).toBe('Atom');
+
+    // A creation over an existing document is stale too.
+    const dup = await store.commit([{ collection: 'leads', id: a.id, before: null, after: a }]).catch((e: unknown) => e);
+    expect((dup as DomainError).code).toBe('CONFLICT');
+
+  });
+
+  it('soft-deletes: gone from reads, counts and queries; re-creatable', async () => {
+    const store = s.store(WS);
+    const a = newLead({ id: uid(600), workspaceId: WS, now: '2026-11-01T00:00:00.000Z' }, GROUP, { firstName: 'Ghost' });
+    await store.commit([{ collection: 'leads', id: a.id, before: null, after: a }]);
+    const n = await store.count('leads');
+    await store.commit([{ collection: 'leads', id: a.id, before: a, after: null }]);
+    expect(await store.get('leads', a.id)).toBeNull();
+    expect(await store.getMany('leads', [a.id])).toEqual([]);
+    expect(await store.count('leads')).toBe(n - 1);
+    expect(ids((await store.query('leads', { where: { op: 'eq', field: 'firstName', value: 'Ghost' } })).docs)).toEqual([]);
+    // Deleting again based on the deleted state is stale.
+    const again = await store.commit([{ collection: 'leads', id: a.id, before: a, after: null }]).catch((e: unknown) => e);
+    expect((again as DomainError).code).toBe('CONFLICT');
+    await store.commit([{ collection: 'leads', id: a.id, before: null, after: { ...a, firstName: 'Back' } }]);
+    expect((await store.get('leads', a.id))?.firstName).toBe('Back');
+  });
+
+  it('isolates workspaces: no write can touch or claim a foreign document', async () => {
+    const foreignId = uid(1).replace(/^d/, '9');
+    const foreign = await s.store(OTHER).get('leads', foreignId);
+    expect(foreign).not.toBeNull();
+    const mine = { ...(foreign as Lead), workspaceId: WS };
+    const claim = await s.store(WS).commit([{ collection: 'leads', id: foreignId, before: null, after: mine }]).catch((e: unknown) => e);
+    expect((claim as DomainError).code).toBe('CONFLICT');
+    const wrongStamp = await s.store(WS).commit([{ collection: 'leads', id: uid(700), before: null, after: { ...mine, id: uid(700), workspaceId: OTHER } }]).catch((e: unknown) => e);
+    expect((wrongStamp as DomainError).code).toBe('CONFLICT');
+    const del = await s.store(WS).commit([{ collection: 'leads', id: foreignId, before: null, after: null }]).catch((e: unknown) => e);
+    expect(del === undefined || (del as DomainError).code === 'CONFLICT').toBe(true);
+    expect(await s.store(OTHER).get('leads', foreignId)).toEqual(foreign);
+  });
+});
+
+describe.each(BACKENDS)('PgStore specifics on %s', (backend) => {
+  let t: TestDatabase;
+  let pg: PgDatabase;
+  beforeAll(async () => {
+    t = testDatabase(backend);
+    pg = new PgDatabase(await openMigrated(t));
+  });
+  afterAll(async () => {
+    await pg?.close();
+    await t?.cleanup();
+  });
+
+  it('never stamps server fields into the stored document', async () => {
+    const a = newLead({ id: uid(1), workspaceId: WS, now: '2026-11-01T00:00:00.000Z' }, GROUP, { firstName: 'Pure' });
+    await pg.forWorkspace(WS).commit([{ collection: 'leads', id: a.id, before: null, after: a }]);
+    const rows = await pg.sql.query<{ doc: Lead; seq: string | number; deleted: boolean; workspace_id: string }>(
+      "SELECT doc, seq, deleted, workspace_id FROM documents WHERE collection = 'leads' AND id = $1",
+      [a.id],
+    );
+    expect(rows[0]?.doc).toEqual(a);
+    expect(rows[0]?.workspace_id).toBe(WS);
+    expect(rows[0]?.deleted).toBe(false);
+  });
+
+  it('compares the before by value (jsonb equality), whatever its key order', async () => {
+    const a = newLead({ id: uid(3), workspaceId: WS, now: '2026-11-01T00:00:00.000Z' }, GROUP, { firstName: 'Atom' });
+    const store = pg.forWorkspace(WS);
+    await store.commit([{ collection: 'leads', id: a.id, before: null, after: a }]);
+    const reordered = Object.fromEntries(Object.entries(a).reverse()) as Lead;
+    await store.commit([{ collection: 'leads', id: a.id, before: reordered, after: { ...a, firstName: 'Atomic' } }]);
+    expect((await store.get('leads', a.id))?.firstName).toBe('Atomic');
+  });
+
+  it('assigns a fresh, higher seq on every write, deletes included, in commit order', async () => {
+    const seqOf = async (id: string) =>
+      Number((await pg.sql.query<{ seq: string }>("SELECT seq FROM documents WHERE collection = 'leads' AND id = $1", [id]))[0]?.seq);
+    const a = newLead({ id: uid(2), workspaceId: WS, now: '2026-11-01T00:00:00.000Z' }, GROUP);
+    const store = pg.forWorkspace(WS);
+    await store.commit([{ collection: 'leads', id: a.id, before: null, after: a }]);
+    const s1 = await seqOf(a.id);
+    const b = { ...a, firstName: 'B' };
+    await store.commit([{ collection: 'leads', id: a.id, before: a, after: b }]);
+    const s2 = await seqOf(a.id);
+    await store.commit([{ collection: 'leads', id: a.id, before: b, after: null }]);
+    const s3 = await seqOf(a.id);
+    expect(s2).toBeGreaterThan(s1);
+    expect(s3).toBeGreaterThan(s2);
+  });
+
+  it('serialises concurrent writers of a workspace: seq order equals commit order', async () => {
+    // Two transactions race; the second may only take its seq after the first has committed.
+    const order: string[] = [];
+    const make = (n: number) => newLead({ id: uid(100 + n), workspaceId: WS, now: '2026-11-01T00:00:00.000Z' }, GROUP);
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const first = pg.withStore(WS, async (store) => {
+      await store.commit([{ collection: 'leads', id: uid(100), before: null, after: make(0) }]);
+      order.push('first wrote');
+      await gate;
+      order.push('first commits');
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    const second = pg.withStore(WS, async (store) => {
+      await store.commit([{ collection: 'leads', id: uid(101), before: null, after: make(1) }]);
+      order.push('second wrote');
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    release();
+    await Promise.all([first, second]);
+    expect(order).toEqual(['first wrote', 'first commits', 'second wrote']);
+    const rows = await pg.sql.query<{ id: string; seq: string }>("SELECT id, seq FROM documents WHERE collection = 'leads' AND id = ANY($1::text[]) ORDER BY seq", [[uid(100), uid(101)]]);
+    expect(rows.map((r) => r.id)).toEqual([uid(100), uid(101)]);
+  });
+
+  it('uses the trigram index for the lead query fields', async () => {
+    const many = Array.from({ length: 3000 }, (_, i) =>
+      newLead({ id: uid(10_000 + i), workspaceId: WS, now: '2026-11-01T00:00:00.000Z' }, GROUP, { firstName: `Person${i}`, lastName: i === 7 ? 'Smithereens' : 'Doe', company: `Company ${i % 40}` }),
+    );
+    await pg.forWorkspace(WS).commit(many.map((l) => ({ collection: 'leads', id: l.id, before: null, after: l })));
+    await pg.sql.exec('VACUUM ANALYZE documents');
+    const p = new Params();
+    p.add(WS);
+    const where = condSql('leads', { op: 'contains', fields: LEAD_QUERY_FIELDS, value: 'smith' }, p);
+    const plan = await pg.sql.transaction(async (tx) => {
+      return tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT doc FROM documents WHERE collection = 'leads' AND workspace_id = $1 AND NOT deleted AND ${where}`, p.values);
+    });
+    const text = plan.map((r) => r['QUERY PLAN']).join('\n');
+    expect(text).toContain('leads_search');
+    expect(LEAD_SEARCH_SQL).toContain('personalSocialUrl');
+  });
+
+  it('rolls back every write of a transaction that fails after committing through the store', async () => {
+    const a = newLead({ id: uid(300), workspaceId: WS, now: '2026-11-01T00:00:00.000Z' }, GROUP);
+    const err = await pg
+      .withStore(WS, async (store) => {
+        await store.commit([{ collection: 'leads', id: a.id, before: null, after: a }]);
+        throw new Error('boom after commit');
+      })
+      .catch((e: unknown) => e);
+    expect((err as Error).message).toBe('boom after commit');
+    expect(await pg.forWorkspace(WS).get('leads', a.id)).toBeNull();
+  });
+});

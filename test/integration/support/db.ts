@@ -1,0 +1,67 @@
+/** Test databases: a fresh PGlite folder, or (when DATABASE_URL is set) a fresh schema on the real
+ * PostgreSQL server; each is removed again by `cleanup`. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { openDatabase } from '../../../sync-server/db.ts';
+import type { OpenOptions, SqlDatabase } from '../../../sync-server/db.ts';
+import { migrate } from '../../../sync-server/migrate.ts';
+
+export type Backend = 'pglite' | 'postgres';
+
+/** PGlite always; the real server too whenever DATABASE_URL is set. */
+export const BACKENDS: Backend[] = ['pglite', ...(process.env.DATABASE_URL ? (['postgres'] as const) : [])];
+
+export type TestDatabase = {
+  backend: Backend;
+  /** How to open this database again (restart tests, CLI processes). */
+  options: OpenOptions;
+  /** Environment variables that point a child process at it. */
+  env: Record<string, string>;
+  open(): Promise<SqlDatabase>;
+  cleanup(): Promise<void>;
+};
+
+export function testDatabase(backend: Backend): TestDatabase {
+  if (backend === 'postgres') {
+    const url = process.env.DATABASE_URL;
+    if (!url) throw new Error('DATABASE_URL is not set');
+    const schema = `t_${process.pid}_${randomBytes(4).toString('hex')}`;
+    const options: OpenOptions = { databaseUrl: url, schema, poolSize: 4 };
+    return {
+      backend,
+      options,
+      env: { DATABASE_URL: url, DATABASE_SCHEMA: schema },
+      open: () => openDatabase(options),
+      async cleanup() {
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        try {
+          await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+        } finally {
+          await client.end();
+        }
+      },
+    };
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'crm-pglite-'));
+  const options: OpenOptions = { dataDir: dir };
+  return {
+    backend,
+    options,
+    env: { DATA_DIR: dir },
+    open: () => openDatabase(options),
+    async cleanup() {
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Opens and migrates. */
+export async function openMigrated(t: TestDatabase): Promise<SqlDatabase> {
+  const db = await t.open();
+  await migrate(db);
+  return db;
+}
