@@ -28,6 +28,18 @@ export function compareValues(a: unknown, b: unknown): number {
   return sx < sy ? -1 : sx > sy ? 1 : 0;
 }
 
+/** `in` lists can hold tens of thousands of ids (a campaign's leads): look them up in a Set, built
+ * once per list and reused while the same condition is evaluated over every document. */
+const valueSets = new WeakMap<ReadonlyArray<Scalar>, Set<Scalar>>();
+function valueSet(values: ReadonlyArray<Scalar>): Set<Scalar> {
+  let set = valueSets.get(values);
+  if (!set) {
+    set = new Set(values);
+    valueSets.set(values, set);
+  }
+  return set;
+}
+
 export function matches(doc: unknown, cond: Cond | undefined): boolean {
   if (!cond) return true;
   switch (cond.op) {
@@ -37,7 +49,7 @@ export function matches(doc: unknown, cond: Cond | undefined): boolean {
       return norm(fieldValue(doc, cond.field)) !== cond.value;
     case 'in': {
       const v = norm(fieldValue(doc, cond.field));
-      return cond.values.includes(v);
+      return valueSet(cond.values).has(v);
     }
     case 'lt':
     case 'lte':
