@@ -1,0 +1,66 @@
+/** Daily limits: which counters an action uses, the effective limit (capped at the plan maximum) and
+ * the usage document of a sender's day (in the sender's time zone). */
+import { emptyUsage } from '../model/factories.ts';
+import type { LimitKey, Message, Sender, Usage, UsageCounts } from '../model/index.ts';
+import { dayKey } from './schedule.ts';
+
+export type CounterKey = keyof UsageCounts;
+type Kind = Message['kind'];
+
+/** A limit the runner checks before an action: the counter it increments and its daily limit. */
+export type Budget = { counter: CounterKey; limit: number };
+
+/** The configured limit capped at the plan maximum (a limit above the plan is never honoured). */
+export const effectiveLimit = (sender: Sender, key: LimitKey): number => Math.max(0, Math.min(sender.limits[key], sender.planMax[key]));
+
+/**
+ * The counters an outbound action consumes and the limits that bound them. A connection request
+ * with a note counts as a request and as a request with a note (the with-note allowance is a
+ * sub-limit of all requests). Emails are counted in `emails` and bounded by the sender's messages
+ * limit (an email sender has no other messaging action).
+ */
+export function budgetsFor(sender: Sender, kind: Kind, withNote = false): Budget[] {
+  switch (kind) {
+    case 'message':
+    case 'voice_note':
+      return [{ counter: 'messages', limit: effectiveLimit(sender, 'messages') }];
+    case 'inmail':
+      return [{ counter: 'inmails', limit: effectiveLimit(sender, 'inmails') }];
+    case 'connection_request':
+      return withNote
+        ? [
+            { counter: 'connectionRequests', limit: effectiveLimit(sender, 'connectionRequests') },
+            { counter: 'connectionRequestsWithNote', limit: effectiveLimit(sender, 'connectionRequestsWithNote') },
+          ]
+        : [{ counter: 'connectionRequests', limit: effectiveLimit(sender, 'connectionRequests') }];
+    case 'email':
+      return [{ counter: 'emails', limit: effectiveLimit(sender, 'messages') }];
+    case 'profile_visit':
+      return [{ counter: 'profileVisits', limit: effectiveLimit(sender, 'profileVisits') }];
+    case 'reaction':
+      return [{ counter: 'reactions', limit: effectiveLimit(sender, 'reactions') }];
+  }
+}
+
+export const usageId = (sdrProfileId: string, day: string): string => `${sdrProfileId}:${day}`;
+
+/** The sender's day of `at` (in the sender's zone). */
+export const senderDay = (sender: Sender, at: Date): string => dayKey(sender.timeZone, at);
+
+/** The stored usage of a day, or an empty one (not yet stored). */
+export function usageOrEmpty(stored: Usage | null, sender: Sender, day: string, now: string): Usage {
+  return stored ?? emptyUsage(sender.workspaceId, sender.id, day, now);
+}
+
+/** Whether every budget has room for one more action. */
+export const hasRoom = (usage: Usage, budgets: readonly Budget[]): boolean => budgets.every((b) => usage.counts[b.counter] < b.limit);
+
+/** The usage after one more action. */
+export function consume(usage: Usage, budgets: readonly Budget[], now: string): Usage {
+  const counts = { ...usage.counts };
+  for (const b of budgets) counts[b.counter] += 1;
+  return { ...usage, counts, updatedAt: now };
+}
+
+/** The daily search budget: remaining searches of the day. */
+export const searchesRemaining = (sender: Sender, usage: Usage): number => Math.max(0, sender.searchLimit - usage.counts.searches);
