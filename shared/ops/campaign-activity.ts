@@ -7,7 +7,6 @@
  * paused, due but not yet picked up) are judged here from the same documents the runner reads.
  */
 import { z } from 'zod';
-import type { Ctx } from '../context.ts';
 import { budgetsFor, hasRoom, senderDay, usageId, usageOrEmpty } from '../engine/limits.ts';
 import { dayKey, isOpen, nextOpening, startOfNextDay } from '../engine/schedule.ts';
 import type { Activity, Campaign, Enrollment, Lead, Message, Sender, Step, Usage } from '../model/index.ts';
