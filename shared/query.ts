@@ -30,14 +30,15 @@ export function compareValues(a: unknown, b: unknown): number {
 
 /** `in` lists can hold tens of thousands of ids (a campaign's leads): look them up in a Set, built
  * once per list and reused while the same condition is evaluated over every document. */
-const valueSets = new WeakMap<ReadonlyArray<Scalar>, Set<Scalar>>();
+const valueSets = new WeakMap<ReadonlyArray<Scalar>, { length: number; set: Set<Scalar> }>();
 function valueSet(values: ReadonlyArray<Scalar>): Set<Scalar> {
-  let set = valueSets.get(values);
-  if (!set) {
-    set = new Set(values);
-    valueSets.set(values, set);
+  let entry = valueSets.get(values);
+  // Rebuilt if the list grew or shrank since (conditions are not meant to be mutated, but be safe).
+  if (!entry || entry.length !== values.length) {
+    entry = { length: values.length, set: new Set(values) };
+    valueSets.set(values, entry);
   }
-  return set;
+  return entry.set;
 }
 
 export function matches(doc: unknown, cond: Cond | undefined): boolean {
