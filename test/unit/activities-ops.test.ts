@@ -95,6 +95,8 @@ describe('task transitions', () => {
     const { h, lead } = await withLead();
     const task = await openTask(h, lead.id);
     await h.expectRefused(h.call('leadActivities.taskSetStatus', { activityId: task.id, status: 'cancelled' }, h.member), 'NOT_CREATOR');
+    await h.expectRefused(h.call('leadActivities.taskSetStatus', { activityId: task.id, status: 'cancelled' }, h.foreignOwner), 'NOT_FOUND');
+    await h.expectRefused(h.call('leadActivities.taskSetStatus', { activityId: task.id, status: 'completed' }, h.foreignOwner), 'NOT_FOUND');
     const cancelled = await h.call('leadActivities.taskSetStatus', { activityId: task.id, status: 'cancelled' }, h.owner);
     expect(cancelled.metadata.taskStatus).toBe('cancelled');
     expect(cancelled.metadata.completedAt).toBeNull();

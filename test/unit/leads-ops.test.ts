@@ -283,6 +283,8 @@ describe('Do Not Contact and blocklist', () => {
     expect(await h.store.get('enrollments', live.id)).toMatchObject({ status: 'STOPPED', stoppedReason: 'blocklisted' });
     expect((await h.store.get('leads', lead.id))?.blocklisted).toBe(true);
     expect(await h.call('campaigns.leads.setBlocklisted', { leadIds: [lead.id], blocklisted: false })).toEqual({ changed: 1, skippedMissing: 0 });
+    expect(await h.call('campaigns.leads.setBlocklisted', { leadIds: [lead.id], blocklisted: true }, h.foreignOwner)).toEqual({ changed: 0, skippedMissing: 1 });
+    expect((await h.store.get('leads', lead.id))?.blocklisted).toBe(false);
   });
 });
 
