@@ -111,10 +111,10 @@ class SqliteFile {
     return this.loadInstance.all(inst);
   }
 
-  /** Writes every row in one transaction; throws (and writes nothing) if SQLite fails. */
-  write(inst: string, rows: readonly { id: string; json: string }[]): void {
+  /** Writes every row of every instance in one transaction; throws (and writes nothing) if SQLite fails. */
+  write(groups: readonly DiskRows[]): void {
     this.db.transaction(() => {
-      for (const r of rows) this.upsert.run(inst, r.id, r.json);
+      for (const g of groups) for (const r of g.rows) this.upsert.run(g.inst, r.id, r.json);
     })();
   }
 
@@ -128,6 +128,8 @@ class SqliteFile {
     this.deleteInstance.run(inst);
   }
 }
+
+type DiskRows = { inst: string; rows: { id: string; json: string }[] };
 
 /** Open files by absolute path. A second database object in this process must not share one. */
 const OPEN_FILES = new Map<string, SqliteFile>();
@@ -180,7 +182,7 @@ export type PersistedMemoryInternals = { file: string; inst: string };
 
 const LOAD_CONTEXT = 'persisted-memory-load';
 
-class PersistedMemoryInstance<RxDocType> implements RxStorageInstance<RxDocType, PersistedMemoryInternals, object, RxStorageDefaultCheckpoint> {
+export class PersistedMemoryInstance<RxDocType> implements RxStorageInstance<RxDocType, PersistedMemoryInternals, object, RxStorageDefaultCheckpoint> {
   readonly databaseName: string;
   readonly collectionName: string;
   readonly schema: Readonly<RxJsonSchema<RxDocumentData<RxDocType>>>;
@@ -210,17 +212,40 @@ class PersistedMemoryInstance<RxDocType> implements RxStorageInstance<RxDocType,
 
   bulkWrite(rows: BulkWriteRow<RxDocType>[], context: string): Promise<RxStorageBulkWriteResponse<RxDocType>> {
     this.ensureOpen();
-    // Everything up to memory.bulkWrite's synchronous part runs in this tick: the categorization
-    // below is exactly the one the memory storage will repeat, since nothing can change in between.
+    // Everything up to memory.bulkWrite's synchronous part runs in this tick: the categorization in
+    // plan() is exactly the one the memory storage repeats, since nothing can change in between.
+    const { disk } = this.plan(rows, context);
+    // Throws on failure: the write is rejected and memory was not touched.
+    if (disk.rows.length > 0) this.file.write([disk]);
+    return this.memory.bulkWrite(rows, context);
+  }
+
+  /** @internal The rows the memory storage will accept (conflict check against memory) and their
+   * disk form. Synchronous, so a caller can plan, write to disk and apply within one tick. */
+  plan(rows: BulkWriteRow<RxDocType>[], context: string): { disk: DiskRows; conflicts: number } {
     this.memory.ensurePersistence();
     const categorized = categorizeBulkWriteRows<RxDocType>(this, this.primaryPath as never, this.memory.internals.documents, rows, context);
     const accepted = [...categorized.bulkInsertDocs, ...categorized.bulkUpdateDocs];
-    if (accepted.length > 0) {
-      const diskRows = accepted.map((r) => ({ id: String((r.document as Record<string, unknown>)[this.primaryPath]), json: JSON.stringify(r.document) }));
-      // Throws on failure: the write is rejected and memory was not touched.
-      this.file.write(this.internals.inst, diskRows);
-    }
+    const diskRows = accepted.map((r) => ({ id: String((r.document as Record<string, unknown>)[this.primaryPath]), json: JSON.stringify(r.document) }));
+    return { disk: { inst: this.internals.inst, rows: diskRows }, conflicts: categorized.errors.length };
+  }
+
+  /** @internal */
+  get sqliteFile(): SqliteFile {
+    return this.file;
+  }
+
+  /** @internal Applies rows already planned and written to disk (see writeAtomically). */
+  applyToMemory(rows: BulkWriteRow<RxDocType>[], context: string): Promise<RxStorageBulkWriteResponse<RxDocType>> {
     return this.memory.bulkWrite(rows, context);
+  }
+
+  /** Every stored document (deleted ones included) by id, as it is now. Read-only: synchronous
+   * access for the desktop Store, which must read and write within one tick. */
+  currentDocuments(): ReadonlyMap<string, RxDocumentData<RxDocType>> {
+    this.ensureOpen();
+    this.memory.ensurePersistence();
+    return this.memory.internals.documents;
   }
 
   findDocumentsById(ids: string[], withDeleted: boolean): Promise<RxDocumentData<RxDocType>[]> {
@@ -283,6 +308,53 @@ class PersistedMemoryInstance<RxDocType> implements RxStorageInstance<RxDocType,
     const state = this.memoryStorage.collectionStates.get(this.memoryKey);
     if (state && state.refCount <= 0) this.memoryStorage.collectionStates.delete(this.memoryKey);
   }
+}
+
+/** The persisted-memory instance behind an RxDB collection's (wrapped) storage instance, or null. */
+export function persistedInstanceOf<RxDocType>(instance: unknown): PersistedMemoryInstance<RxDocType> | null {
+  let cur: unknown = instance;
+  for (let i = 0; i < 4 && cur !== null && typeof cur === 'object'; i++) {
+    if (cur instanceof PersistedMemoryInstance) return cur as PersistedMemoryInstance<RxDocType>;
+    cur = (cur as { originalStorageInstance?: unknown }).originalStorageInstance;
+  }
+  return null;
+}
+
+/** A write found a document in another state than its `previous` row: nothing was written. */
+export class AtomicWriteConflict extends Error {
+  constructor(readonly conflicts: number) {
+    super(`${conflicts} document(s) changed since they were read; nothing was written.`);
+    this.name = 'AtomicWriteConflict';
+  }
+}
+
+/**
+ * Writes rows to several storage instances of one database all-or-nothing: one conflict check over
+ * all of them, one SQLite transaction, then memory. Synchronous, so no other write (a replication
+ * pull, another commit) can land in between (the returned promise only reports the outcome).
+ * Throws AtomicWriteConflict or the disk error; in both cases nothing was written anywhere.
+ */
+export async function writeAtomically<RxDocType>(parts: readonly { instance: PersistedMemoryInstance<RxDocType>; rows: BulkWriteRow<RxDocType>[] }[], context: string): Promise<void> {
+  const first = parts[0];
+  if (!first) return;
+  const file = first.instance.sqliteFile;
+  if (new Set(parts.map((p) => p.instance)).size !== parts.length) throw new Error('writeAtomically takes one part per storage instance.');
+  let conflicts = 0;
+  const disk: DiskRows[] = [];
+  for (const p of parts) {
+    if (p.instance.sqliteFile !== file) throw new Error('writeAtomically needs storage instances of one database.');
+    const planned = p.instance.plan(p.rows, context);
+    conflicts += planned.conflicts;
+    disk.push(planned.disk);
+  }
+  if (conflicts > 0) throw new AtomicWriteConflict(conflicts);
+  file.write(disk);
+  // Applied in this same tick (the memory storage applies synchronously and resolves later).
+  const applied = parts.map((p) => p.instance.applyToMemory(p.rows, context));
+  const results = await Promise.all(applied);
+  const failed = results.reduce((n, r) => n + r.error.length, 0);
+  // Cannot happen (planned in the same tick); if it did, memory would now be behind the disk.
+  if (failed > 0) throw new Error(`Memory refused ${failed} row(s) the disk accepted; reopen the database.`);
 }
 
 export type RxStoragePersistedMemory = RxStorage<PersistedMemoryInternals, object> & { readonly directory: string };

@@ -1,0 +1,91 @@
+/**
+ * Opens one workspace's local database: RxDB on the persisted-memory storage (one SQLite file in the
+ * data folder), with the replicated collections of shared/model, and the Store port over it.
+ */
+import { createRxDatabase } from 'rxdb';
+import type { RxCollectionCreator, RxConflictHandler, RxDatabase, RxJsonSchema } from 'rxdb';
+import type { Actor } from '../../shared/context.ts';
+import { COLLECTIONS, REPLICATED_COLLECTIONS } from '../../shared/model/index.ts';
+import type { CollectionName } from '../../shared/model/index.ts';
+import type { Store, StoreProvider } from '../../shared/store.ts';
+import type { OpenLocalDb } from './local-db-port.ts';
+import { RxdbStoreProvider } from './rxdb-store.ts';
+import { getRxStoragePersistedMemory } from './storage/persisted-memory.ts';
+import type { PersistedMemorySettings } from './storage/persisted-memory.ts';
+
+type Json = Record<string, unknown>;
+
+export type LocalDatabase = StoreProvider & {
+  workspaceId: string;
+  actor: Actor;
+  /** The workspace's Store (what operations run against). */
+  store: Store;
+  /** Called once per burst of writes (local commits and replicated pulls) with the collections touched. */
+  onChange(listener: (collections: CollectionName[]) => void): () => void;
+  /** The RxDB database, for replication. */
+  rx: RxDatabase;
+  close(): Promise<void>;
+};
+
+export type OpenLocalDatabaseOptions = {
+  /** Data folder; the workspace's file is `<dir>/crm-<workspaceId>.sqlite`. */
+  dir: string;
+  workspaceId: string;
+  /** The member this desktop acts for. */
+  actor: Actor;
+  /** Conflict handler per collection (replication.ts provides the three-way merge). */
+  conflictHandler?: (collection: CollectionName) => RxConflictHandler<Json>;
+  synchronous?: PersistedMemorySettings['synchronous'];
+};
+
+/** The RxDB database name of a workspace (also its file name). */
+export const localDatabaseName = (workspaceId: string): string => `crm-${workspaceId.toLowerCase()}`;
+
+export async function openLocalDatabase(opts: OpenLocalDatabaseOptions): Promise<LocalDatabase> {
+  if (!/^[A-Za-z0-9-]{1,64}$/.test(opts.workspaceId)) throw new Error(`Not a workspace id: ${opts.workspaceId}`);
+  if (opts.actor.workspaceId !== opts.workspaceId) {
+    throw new Error(`The actor belongs to workspace ${opts.actor.workspaceId}, not ${opts.workspaceId}.`);
+  }
+  const rx = await createRxDatabase({
+    name: localDatabaseName(opts.workspaceId),
+    storage: getRxStoragePersistedMemory({ directory: opts.dir, synchronous: opts.synchronous }),
+    // One process owns the file; there are no other tabs or processes to broadcast to.
+    multiInstance: false,
+    eventReduce: true,
+  });
+  let provider: RxdbStoreProvider;
+  try {
+    const creators: Record<string, RxCollectionCreator> = {};
+    for (const c of REPLICATED_COLLECTIONS) {
+      creators[c] = {
+        // Our schemas are RxDB JSON schemas declared `as const` (readonly) for json-schema-to-ts.
+        schema: COLLECTIONS[c].schema as unknown as RxJsonSchema<Json>,
+        ...(opts.conflictHandler ? { conflictHandler: opts.conflictHandler(c) } : {}),
+      };
+    }
+    await rx.addCollections(creators);
+    provider = new RxdbStoreProvider(rx, REPLICATED_COLLECTIONS);
+  } catch (e) {
+    await rx.close();
+    throw e;
+  }
+  const store = provider.forWorkspace(opts.workspaceId);
+  return {
+    workspaceId: opts.workspaceId,
+    actor: opts.actor,
+    store,
+    rx,
+    onChange: (listener) => provider.onChange(listener),
+    async withStore<T>(workspaceId: string, fn: (s: Store) => Promise<T>): Promise<T> {
+      if (workspaceId !== opts.workspaceId) throw new Error(`This local database holds workspace ${opts.workspaceId}, not ${workspaceId}.`);
+      return fn(store);
+    },
+    async close() {
+      provider.close();
+      await rx.close();
+    },
+  };
+}
+
+// The desktop backend is written against local-db-port.ts; this must stay a drop-in for it.
+const _fitsPort: OpenLocalDb = openLocalDatabase;

@@ -1,0 +1,571 @@
+/**
+ * The Store port over the desktop's RxDB database, so every operation of shared/ops runs locally and
+ * offline through the same rules.
+ *
+ * Reads are answered from a per-collection view of the live documents (RxDB's underscore fields
+ * stripped) kept in step with the storage's change stream, which also carries replicated writes.
+ * Conditions are evaluated in JavaScript with the semantics of shared/query.ts, but compiled once per
+ * query, with hash indexes for `eq`/`in` conjuncts (built on first use, then maintained), sorted
+ * arrays per sort order (maintained for small changes, rebuilt after large ones) and cached
+ * lower-case text for `contains`, so a page of a search does not re-read 100k documents.
+ *
+ * Commits check every write's `before` against the current document and write all collections in
+ * one atomic step of the persisted-memory storage (one SQLite transaction, no interleaving write).
+ */
+import type { BulkWriteRow, RxDatabase, RxDocumentData, RxStorageChangeEvent } from 'rxdb';
+import { createRevision, now as rxNow } from 'rxdb';
+import type { Subscription } from 'rxjs';
+import { DomainError } from '../../shared/errors.ts';
+import type { CollectionName, Docs } from '../../shared/model/index.ts';
+import { compareValues, decodeCursor, encodeCursor } from '../../shared/query.ts';
+import type { AnyWrite, Cond, Page, Query, Sort, Store, StoreProvider } from '../../shared/store.ts';
+import { AtomicWriteConflict, persistedInstanceOf, writeAtomically } from './storage/persisted-memory.ts';
+import type { PersistedMemoryInstance } from './storage/persisted-memory.ts';
+
+type Json = Record<string, unknown>;
+type Raw = RxDocumentData<Json>;
+type Scalar = string | number | boolean | null;
+
+const RX_FIELDS = new Set(['_rev', '_meta', '_deleted', '_attachments']);
+
+/** The document as the Store port knows it: without RxDB's `_rev`, `_meta`, `_deleted`, `_attachments`. */
+export function stripRxFields(raw: Json): Json {
+  const out: Json = {};
+  for (const k of Object.keys(raw)) if (!RX_FIELDS.has(k)) out[k] = raw[k];
+  return out;
+}
+
+/** Deep copy of JSON data; faster than structuredClone for plain documents. */
+function cloneJson<T>(v: T): T {
+  if (v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) return v.map((x: unknown) => cloneJson(x)) as T;
+  const out: Json = {};
+  for (const k of Object.keys(v)) out[k] = cloneJson((v as Json)[k]);
+  return out as T;
+}
+
+/** Equality of JSON values regardless of key order. */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => sameJson(x, b[i]));
+  const ka = Object.keys(a).filter((k) => (a as Json)[k] !== undefined);
+  const kb = Object.keys(b).filter((k) => (b as Json)[k] !== undefined);
+  return ka.length === kb.length && ka.every((k) => sameJson((a as Json)[k], (b as Json)[k]));
+}
+
+type Getter = (doc: Json) => unknown;
+
+/** fieldValue of shared/query.ts with the path split once. */
+function getter(path: string): Getter {
+  const parts = path.split('.');
+  if (parts.length === 1) return (doc) => doc[path];
+  return (doc) => {
+    let cur: unknown = doc;
+    for (const p of parts) {
+      if (cur === null || typeof cur !== 'object') return undefined;
+      cur = (cur as Json)[p];
+    }
+    return cur;
+  };
+}
+
+const norm = (v: unknown): Scalar => (v === undefined ? null : (v as Scalar));
+const isScalar = (v: unknown): v is Scalar => v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
+
+type Cmp = (a: Json, b: Json) => number;
+
+/** sortKeyCompare of shared/query.ts, compiled. */
+function comparator(orderBy: readonly Sort[]): Cmp {
+  const keys = orderBy.map((s) => ({ get: getter(s.field), sign: s.dir === 'asc' ? 1 : -1 }));
+  return (a, b) => {
+    for (const k of keys) {
+      const c = compareValues(k.get(a), k.get(b));
+      if (c !== 0) return c * k.sign;
+    }
+    return compareValues(a.id, b.id);
+  };
+}
+
+/** A document-shaped probe holding a cursor's sort values, to compare documents against. */
+function cursorProbe(state: { k: unknown[]; id: string }, orderBy: readonly Sort[]): Json {
+  const probe: Json = { id: state.id };
+  orderBy.forEach((s, i) => {
+    const parts = s.field.split('.');
+    let cur = probe;
+    for (let j = 0; j < parts.length - 1; j++) {
+      const p = parts[j] as string;
+      const next = cur[p];
+      if (next === null || typeof next !== 'object') cur[p] = {};
+      cur = cur[p] as Json;
+    }
+    cur[parts[parts.length - 1] as string] = state.k[i];
+  });
+  return probe;
+}
+
+/** First index whose document sorts strictly after `probe`. */
+function upperBound(list: readonly Json[], probe: Json, cmp: Cmp): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (cmp(list[mid] as Json, probe) > 0) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+/** First index whose document does not sort before `probe`. */
+function lowerBound(list: readonly Json[], probe: Json, cmp: Cmp): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (cmp(list[mid] as Json, probe) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+type Pred = (doc: Json) => boolean;
+
+/** Above this many changes in one batch, sorted arrays are rebuilt on next use instead of patched. */
+const PATCH_LIMIT = 512;
+/** Sort orders kept per collection. */
+const MAX_SORTED = 8;
+
+/** The live documents of one collection, with the indexes queries build on demand. */
+class CollectionView {
+  readonly live = new Map<string, Json>();
+  private readonly sorted = new Map<string, { cmp: Cmp; docs: Json[] | null }>();
+  private readonly hash = new Map<string, { get: Getter; buckets: Map<Scalar, Set<Json>> }>();
+  private readonly haystacks = new Map<string, WeakMap<Json, string>>();
+
+  constructor(
+    readonly name: CollectionName,
+    readonly instance: PersistedMemoryInstance<Json>,
+  ) {
+    for (const [id, raw] of instance.currentDocuments()) if (!raw._deleted) this.live.set(id, stripRxFields(raw));
+  }
+
+  raw(id: string): Raw | undefined {
+    return this.instance.currentDocuments().get(id);
+  }
+
+  apply(events: readonly RxStorageChangeEvent<Raw>[]): void {
+    const patchSorted = events.length <= PATCH_LIMIT;
+    if (!patchSorted) for (const s of this.sorted.values()) s.docs = null;
+    for (const ev of events) {
+      const id = ev.documentId;
+      const old = this.live.get(id);
+      const next = ev.documentData._deleted ? undefined : stripRxFields(ev.documentData);
+      if (next) this.live.set(id, next);
+      else this.live.delete(id);
+      for (const idx of this.hash.values()) {
+        if (old) this.unindex(idx, old);
+        if (next) this.index(idx, next);
+      }
+      if (patchSorted) {
+        for (const s of this.sorted.values()) {
+          if (!s.docs) continue;
+          if (old) {
+            let at = lowerBound(s.docs, old, s.cmp);
+            if (s.docs[at] !== old) at = s.docs.indexOf(old);
+            if (at >= 0) s.docs.splice(at, 1);
+          }
+          if (next) s.docs.splice(upperBound(s.docs, next, s.cmp), 0, next);
+        }
+      }
+    }
+  }
+
+  private index(idx: { get: Getter; buckets: Map<Scalar, Set<Json>> }, doc: Json): void {
+    const v = norm(idx.get(doc));
+    // Objects and arrays never equal a scalar condition value, so they need no bucket.
+    if (!isScalar(v)) return;
+    let b = idx.buckets.get(v);
+    if (!b) idx.buckets.set(v, (b = new Set()));
+    b.add(doc);
+  }
+
+  private unindex(idx: { get: Getter; buckets: Map<Scalar, Set<Json>> }, doc: Json): void {
+    const v = norm(idx.get(doc));
+    if (!isScalar(v)) return;
+    const b = idx.buckets.get(v);
+    if (!b) return;
+    b.delete(doc);
+    if (b.size === 0) idx.buckets.delete(v);
+  }
+
+  /** Documents whose `field` (normalized) is one of `values`, through a hash index. */
+  lookup(field: string, values: readonly Scalar[]): Json[] {
+    if (field === 'id') {
+      const out: Json[] = [];
+      for (const v of new Set(values)) {
+        const d = typeof v === 'string' ? this.live.get(v) : undefined;
+        if (d) out.push(d);
+      }
+      return out;
+    }
+    this.ensureIndex(field);
+    const idx = this.hash.get(field);
+    const out: Json[] = [];
+    if (!idx) return out;
+    for (const v of new Set(values)) {
+      const b = idx.buckets.get(v);
+      if (b) for (const d of b) out.push(d);
+    }
+    return out;
+  }
+
+  /** How many documents a lookup would return (at most), without building the list; -1 when the
+   * field has no index yet. */
+  lookupSize(field: string, values: readonly Scalar[]): number {
+    if (field === 'id') return values.length;
+    const idx = this.hash.get(field);
+    if (!idx) return -1;
+    let n = 0;
+    for (const v of new Set(values)) n += idx.buckets.get(v)?.size ?? 0;
+    return n;
+  }
+
+  ensureIndex(field: string): void {
+    if (field === 'id' || this.hash.has(field)) return;
+    const idx = { get: getter(field), buckets: new Map<Scalar, Set<Json>>() };
+    for (const d of this.live.values()) this.index(idx, d);
+    this.hash.set(field, idx);
+  }
+
+  sortedBy(orderBy: readonly Sort[]): { cmp: Cmp; docs: Json[] } {
+    const key = JSON.stringify(orderBy);
+    let s = this.sorted.get(key);
+    if (!s) {
+      if (this.sorted.size >= MAX_SORTED) {
+        const oldest = this.sorted.keys().next();
+        if (!oldest.done) this.sorted.delete(oldest.value);
+      }
+      s = { cmp: comparator(orderBy), docs: null };
+      this.sorted.set(key, s);
+    }
+    if (!s.docs) s.docs = [...this.live.values()].sort(s.cmp);
+    return { cmp: s.cmp, docs: s.docs };
+  }
+
+  /** Lower-case text of `fields` joined by a separator no search text contains, cached per document. */
+  haystack(fields: readonly string[], gets: readonly Getter[]): (doc: Json) => string {
+    const key = fields.join('\u0001');
+    let cache = this.haystacks.get(key);
+    if (!cache) this.haystacks.set(key, (cache = new WeakMap()));
+    const c = cache;
+    return (doc) => {
+      let h = c.get(doc);
+      if (h === undefined) {
+        h = gets.map((g) => {
+          const v = g(doc);
+          return typeof v === 'string' ? v.toLowerCase() : '\u0002';
+        }).join('\u0001');
+        c.set(doc, h);
+      }
+      return h;
+    };
+  }
+}
+
+/** matches() of shared/query.ts, compiled once per query. */
+function compile(cond: Cond, view: CollectionView): Pred {
+  switch (cond.op) {
+    case 'eq': {
+      const get = getter(cond.field);
+      const value = cond.value;
+      return (d) => norm(get(d)) === value;
+    }
+    case 'neq': {
+      const get = getter(cond.field);
+      const value = cond.value;
+      return (d) => norm(get(d)) !== value;
+    }
+    case 'in': {
+      const get = getter(cond.field);
+      const values = new Set(cond.values);
+      return (d) => values.has(norm(get(d)));
+    }
+    case 'lt':
+    case 'lte':
+    case 'gt':
+    case 'gte': {
+      const get = getter(cond.field);
+      const value = cond.value;
+      const test = cond.op === 'lt' ? (c: number) => c < 0 : cond.op === 'lte' ? (c: number) => c <= 0 : cond.op === 'gt' ? (c: number) => c > 0 : (c: number) => c >= 0;
+      return (d) => {
+        const v = get(d);
+        return v !== null && v !== undefined && test(compareValues(v, value));
+      };
+    }
+    case 'contains': {
+      const needle = cond.value.toLowerCase();
+      const gets = cond.fields.map(getter);
+      if (needle === '' || needle.includes('\u0001') || needle.includes('\u0002') || gets.length === 0) {
+        return (d) => gets.some((g) => {
+          const v = g(d);
+          return typeof v === 'string' && v.toLowerCase().includes(needle);
+        });
+      }
+      // A non-string field contributes \u0002, which no needle here contains, so it never matches.
+      const text = view.haystack(cond.fields, gets);
+      return (d) => text(d).includes(needle);
+    }
+    case 'has': {
+      const get = getter(cond.field);
+      const value = cond.value;
+      return (d) => {
+        const v = get(d);
+        return Array.isArray(v) && v.includes(value);
+      };
+    }
+    case 'and': {
+      const parts = cond.conds.map((c) => compile(c, view));
+      return (d) => parts.every((p) => p(d));
+    }
+    case 'or': {
+      const parts = cond.conds.map((c) => compile(c, view));
+      return (d) => parts.some((p) => p(d));
+    }
+    case 'not': {
+      const inner = compile(cond.cond, view);
+      return (d) => !inner(d);
+    }
+  }
+}
+
+/** The `eq`/`in` conjuncts of a condition: any matching document is in their lookup. */
+function keyConjuncts(cond: Cond | undefined): { field: string; values: Scalar[] }[] {
+  if (!cond) return [];
+  if (cond.op === 'eq') return [{ field: cond.field, values: [cond.value] }];
+  if (cond.op === 'in') return [{ field: cond.field, values: [...cond.values] }];
+  if (cond.op === 'and') return cond.conds.flatMap(keyConjuncts);
+  return [];
+}
+
+/** Candidates through an index when that is clearly cheaper than a scan, else null. */
+function candidates(view: CollectionView, where: Cond | undefined): Json[] | null {
+  const keys = keyConjuncts(where);
+  if (keys.length === 0) return null;
+  const n = view.live.size;
+  let best: { field: string; values: Scalar[]; size: number } | null = null;
+  for (const k of keys) {
+    let size = view.lookupSize(k.field, k.values);
+    if (size < 0) {
+      // No index yet: build it (once, then it is maintained) when the collection is big enough to care.
+      if (n < 2000) continue;
+      view.ensureIndex(k.field);
+      size = view.lookupSize(k.field, k.values);
+    }
+    if (!best || size < best.size) best = { ...k, size };
+  }
+  if (!best || best.size > n / 8) return null;
+  return view.lookup(best.field, best.values);
+}
+
+/** Where replicated collections are missing (apiKeys): the desktop never holds them. */
+const serverOnly = (c: CollectionName): DomainError =>
+  new DomainError('SERVER_ONLY', `${c} live only on the sync server; this operation must run there.`, { collection: c });
+
+export const STORE_WRITE_CONTEXT = 'desktop-store-commit';
+
+/**
+ * Holds the views of a local RxDB database and hands out workspace-scoped Stores over it.
+ * `collections` are the RxDB collections to serve (the replicated ones).
+ */
+export class RxdbStoreProvider implements StoreProvider {
+  private readonly views = new Map<CollectionName, CollectionView>();
+  private readonly subs: Subscription[] = [];
+  private readonly listeners = new Set<(collections: CollectionName[]) => void>();
+  private pending = new Set<CollectionName>();
+  private flushQueued = false;
+  private tail: Promise<unknown> = Promise.resolve();
+
+  constructor(readonly rx: RxDatabase, collections: readonly CollectionName[]) {
+    for (const name of collections) {
+      const collection = rx.collections[name];
+      if (!collection) throw new Error(`The local database has no ${name} collection.`);
+      const instance = persistedInstanceOf<Json>(collection.storageInstance);
+      if (!instance) throw new Error(`The ${name} collection is not on the persisted-memory storage.`);
+      const view = new CollectionView(name, instance);
+      this.views.set(name, view);
+      // The memory storage emits synchronously inside the write, so views are current when a write
+      // resolves: a read right after a commit (or a replicated pull) sees it.
+      this.subs.push(
+        instance.changeStream().subscribe((bulk) => {
+          if (bulk.events.length === 0) return;
+          view.apply(bulk.events);
+          this.noteChange(name);
+        }),
+      );
+    }
+  }
+
+  private noteChange(c: CollectionName): void {
+    this.pending.add(c);
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    queueMicrotask(() => {
+      this.flushQueued = false;
+      const touched = [...this.pending];
+      this.pending = new Set();
+      for (const l of this.listeners) l(touched);
+    });
+  }
+
+  /** Called (once per burst of writes, local or replicated) with the collections that changed. */
+  onChange(listener: (collections: CollectionName[]) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  view(c: CollectionName): CollectionView | undefined {
+    return this.views.get(c);
+  }
+
+  forWorkspace(workspaceId: string): Store {
+    return new RxdbStore(this, workspaceId);
+  }
+
+  async withStore<T>(workspaceId: string, fn: (store: Store) => Promise<T>): Promise<T> {
+    return fn(this.forWorkspace(workspaceId));
+  }
+
+  /** Runs commits one after another, so each sees the previous one's result. */
+  serialize<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(fn, fn);
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
+  close(): void {
+    for (const s of this.subs) s.unsubscribe();
+    this.subs.length = 0;
+    this.listeners.clear();
+  }
+}
+
+class RxdbStore implements Store {
+  constructor(
+    private readonly provider: RxdbStoreProvider,
+    readonly workspaceId: string,
+  ) {}
+
+  private mine(doc: Json | undefined): doc is Json {
+    return doc !== undefined && doc.workspaceId === this.workspaceId;
+  }
+
+  async get<C extends CollectionName>(c: C, id: string): Promise<Docs[C] | null> {
+    const doc = this.provider.view(c)?.live.get(id);
+    return this.mine(doc) ? (cloneJson(doc) as Docs[C]) : null;
+  }
+
+  async getMany<C extends CollectionName>(c: C, ids: readonly string[]): Promise<Docs[C][]> {
+    const view = this.provider.view(c);
+    const out: Docs[C][] = [];
+    if (!view) return out;
+    for (const id of ids) {
+      const doc = view.live.get(id);
+      if (this.mine(doc)) out.push(cloneJson(doc) as Docs[C]);
+    }
+    return out;
+  }
+
+  async query<C extends CollectionName>(c: C, q: Query = {}): Promise<Page<Docs[C]>> {
+    const view = this.provider.view(c);
+    if (!view) return { docs: [], nextCursor: null };
+    const orderBy = q.orderBy ?? [];
+    const ws = this.workspaceId;
+    const cond = q.where ? compile(q.where, view) : null;
+    const pred: Pred = cond ? (d) => d.workspaceId === ws && cond(d) : (d) => d.workspaceId === ws;
+    const cursor = q.cursor ? decodeCursor(q.cursor, orderBy) : null;
+    const limit = q.limit;
+    if (limit !== undefined && limit <= 0) return { docs: [], nextCursor: null };
+
+    let page: Json[];
+    let more: boolean;
+    const cands = candidates(view, q.where);
+    if (cands) {
+      const cmp = comparator(orderBy);
+      let list = cands.filter(pred).sort(cmp);
+      if (cursor) {
+        const probe = cursorProbe(cursor, orderBy);
+        list = list.slice(upperBound(list, probe, cmp));
+      }
+      more = limit !== undefined && list.length > limit;
+      page = more ? list.slice(0, limit) : list;
+    } else {
+      const { cmp, docs } = view.sortedBy(orderBy);
+      const start = cursor ? upperBound(docs, cursorProbe(cursor, orderBy), cmp) : 0;
+      const want = limit === undefined ? Infinity : limit + 1;
+      const found: Json[] = [];
+      for (let i = start; i < docs.length && found.length < want; i++) {
+        const d = docs[i] as Json;
+        if (pred(d)) found.push(d);
+      }
+      more = limit !== undefined && found.length > limit;
+      page = more ? found.slice(0, limit) : found;
+    }
+    const last = page[page.length - 1];
+    return {
+      docs: page.map((d) => cloneJson(d) as Docs[C]),
+      nextCursor: more && last ? encodeCursor(last, orderBy) : null,
+    };
+  }
+
+  async count<C extends CollectionName>(c: C, where?: Cond): Promise<number> {
+    const view = this.provider.view(c);
+    if (!view) return 0;
+    const ws = this.workspaceId;
+    const cond = where ? compile(where, view) : null;
+    const source = candidates(view, where) ?? view.live.values();
+    let n = 0;
+    for (const d of source) if (d.workspaceId === ws && (!cond || cond(d))) n++;
+    return n;
+  }
+
+  commit(writes: readonly AnyWrite[]): Promise<void> {
+    return this.provider.serialize(() => this.commitNow(writes));
+  }
+
+  /** Checks and writes in one tick (see writeAtomically): nothing can change in between. */
+  private async commitNow(writes: readonly AnyWrite[]): Promise<void> {
+    const byCollection = new Map<CollectionName, { instance: PersistedMemoryInstance<Json>; rows: BulkWriteRow<Json>[] }>();
+    const time = rxNow();
+    const token = this.provider.rx.token;
+    for (const w of writes) {
+      const view = this.provider.view(w.collection);
+      if (!view) throw serverOnly(w.collection);
+      const raw = view.raw(w.id);
+      const current = raw && !raw._deleted ? (view.live.get(w.id) ?? null) : null;
+      if (current && current.workspaceId !== this.workspaceId) {
+        throw new DomainError('CONFLICT', `Document ${w.id} belongs to another workspace.`);
+      }
+      if (!sameJson(current, w.before)) {
+        throw new DomainError('CONFLICT', `${w.collection}/${w.id} changed since it was read; try again.`, { collection: w.collection, id: w.id });
+      }
+      if (w.after && (w.after as { workspaceId: string }).workspaceId !== this.workspaceId) {
+        throw new DomainError('CONFLICT', `A write to ${w.collection}/${w.id} names another workspace.`);
+      }
+      if (!w.after && !current) continue;
+      const meta = { ...(raw?._meta ?? {}), lwt: time };
+      const data: Json = w.after ? cloneJson(w.after as Json) : stripRxFields(raw as Raw);
+      const document = { ...data, _deleted: !w.after, _attachments: {}, _rev: createRevision(token, raw), _meta: meta } as Raw;
+      let part = byCollection.get(w.collection);
+      if (!part) byCollection.set(w.collection, (part = { instance: view.instance, rows: [] }));
+      part.rows.push(raw ? { previous: raw, document } : { document });
+    }
+    if (byCollection.size === 0) return;
+    try {
+      await writeAtomically([...byCollection.values()], STORE_WRITE_CONTEXT);
+    } catch (e) {
+      if (e instanceof AtomicWriteConflict) throw new DomainError('CONFLICT', 'Some documents changed while saving; try again.');
+      throw e;
+    }
+  }
+}
