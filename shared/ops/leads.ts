@@ -129,7 +129,7 @@ const toMessageOut = (m: Message): z.output<typeof messageOut> => ({
 
 const idList = z.array(uuid).min(1).max(MAX_LEADS_PER_REQUEST);
 
-/** Text fields of an imported row; types are loose so one odd row cannot sink the whole import. */
+/** Text fields of an imported row; the content of each row is checked per row, in the handler. */
 const importText = z.string().nullish();
 const importRow = z.object({
   firstName: importText,
@@ -141,7 +141,7 @@ const importRow = z.object({
   phone: importText,
   socialUrl: importText,
   seniority: importText,
-  variables: z.record(z.string(), z.string().nullable()).nullish(),
+  variables: z.record(z.string(), importText).nullish(),
 });
 type ImportRow = z.output<typeof importRow>;
 

@@ -203,10 +203,12 @@ describe('campaigns.leads.create', () => {
         { firstName: 'Cy', variables: { Shoe: '42' } },
         { firstName: 'Di', socialUrl: 'https://network.test/in/di', variables: { 'job title': 'CTO' } },
         { email: 'ex@acme.test', variables: { booth: 'C3' } },
+        { firstName: 'Num', phone: ' 555 1234 ', variables: { Booth: '7' } },
       ],
     }, h.member);
-    expect(res.created).toBe(2);
+    expect(res.created).toBe(3);
     expect(res.duplicates).toBe(3);
+    expect(await h.store.get('leads', res.leadIds[8] ?? '')).toMatchObject({ phone: '555 1234', variables: { [booth?.id ?? '']: '7' } });
     expect(res.errors.map((e) => e.index)).toEqual([1, 2, 5]);
     expect(res.errors[0]?.message).toMatch(/email/);
     expect(res.errors[1]?.message).toMatch(/name, an email or a social profile URL/);
@@ -225,7 +227,7 @@ describe('campaigns.leads.create', () => {
     expect(exDoc?.groupIds).toEqual([h.main.leadGroupId, group.id]);
     expect(exDoc?.firstName).toBe('Ex');
     expect(exDoc?.variables).toEqual({ [booth?.id ?? '']: 'C3' });
-    expect(await h.store.count('leads')).toBe(3);
+    expect(await h.store.count('leads')).toBe(4);
   });
 
   it("refuses another workspace's group and more than 1000 rows", async () => {
