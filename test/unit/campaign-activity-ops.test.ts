@@ -159,3 +159,39 @@ describe('campaigns.getActivity: recent actions and the daily series', () => {
     await h.expectRefused(h.call('campaigns.getActivity', { campaignId: 'nope' }), 'INVALID_INPUT');
   });
 });
+
+describe('campaigns.getEnrollments: what each sender holds', () => {
+  it('counts running leads per sender, including a removed sender still in conversation, and filters by sender', async () => {
+    const h = await makeHarness();
+    const sam = await h.addSender({ name: 'Sam Sender' });
+    const sue = await h.addSender({ name: 'Sue Sender' });
+    const c = await running(h, { senderIds: [sam.id, sue.id] });
+    const talking = await enroll(h, c, { name: 'Tom Talk', sdrProfileId: sue.id, inConversationAt: h.now() });
+    const quiet = await enroll(h, c, { name: 'Quinn Quiet', sdrProfileId: sue.id });
+    await enroll(h, c, { name: 'Sara Sam', sdrProfileId: sam.id });
+    const nobody = await enroll(h, c, { name: 'Una Assigned', sdrProfileId: null });
+    await enroll(h, c, { name: 'Fin Finished', sdrProfileId: sue.id, status: 'COMPLETED' });
+
+    let r = await h.call('campaigns.getEnrollments', { campaignId: c.id });
+    expect(r.total).toBe(4);
+    expect(r.unassigned).toBe(1);
+    expect(r.senders).toEqual([
+      { sdrProfileId: sam.id, name: 'Sam Sender', onCampaign: true, pausedOnCampaign: false, active: 1, inConversation: 0 },
+      { sdrProfileId: sue.id, name: 'Sue Sender', onCampaign: true, pausedOnCampaign: false, active: 2, inConversation: 1 },
+    ]);
+
+    // Removing Sue unassigns the quiet lead and leaves the one in conversation with her.
+    const removal = await h.call('campaigns.updateSenders', { campaignId: c.id, remove: [sue.id] });
+    expect(removal.leads).toEqual({ assigned: 1, inFlight: 1 });
+    r = await h.call('campaigns.getEnrollments', { campaignId: c.id, sdrProfileId: sue.id });
+    expect(r.enrollments.map((e) => e.enrollmentId)).toEqual([talking.id]);
+    expect(r.enrollments[0]).toMatchObject({ leadName: 'Tom Talk', stepLabel: 'step 1 (Message)' });
+    expect(r.senders.find((s) => s.sdrProfileId === sue.id)).toMatchObject({ onCampaign: false, active: 1, inConversation: 1 });
+    r = await h.call('campaigns.getEnrollments', { campaignId: c.id, sdrProfileId: 'unassigned' });
+    expect(r.enrollments.map((e) => e.enrollmentId).sort()).toEqual([quiet.id, nobody.id].sort());
+    expect(r.total).toBe(2);
+    r = await h.call('campaigns.getEnrollments', { campaignId: c.id, inConversation: true });
+    expect(r.enrollments.map((e) => e.enrollmentId)).toEqual([talking.id]);
+    await h.expectRefused(h.call('campaigns.getEnrollments', { campaignId: c.id }, h.foreignOwner), 'NOT_FOUND');
+  });
+});
