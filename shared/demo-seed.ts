@@ -4,7 +4,7 @@
  * both commit the writes it returns. Everything is created fresh (no existing document is updated),
  * so the writes can be committed alone or together with the workspace's own creation writes. */
 import type { Ids } from './context.ts';
-import type { Activity, Campaign, Enrollment, Lead, LeadGroup, Sender, Stage, Step, Tag } from './model/index.ts';
+import type { Activity, Campaign, Enrollment, Lead, LeadGroup, Sender, Stage, Tag } from './model/index.ts';
 import { newActivity, newCampaign, newEnrollment, newLead, newLeadGroup, newSender, newStep } from './model/factories.ts';
 import type { AnyWrite } from './store.ts';
 
