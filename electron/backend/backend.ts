@@ -1,0 +1,271 @@
+/**
+ * The desktop backend's router: runs operations of shared/ops for the signed-in member against the
+ * open workspace's local database, keeps read subscriptions fresh when the data they read changes,
+ * and turns every failure into a {code, message, details} value before it leaves the process. It has
+ * no Electron import: the main process hosts it over IPC, the web host over WebSocket, tests directly.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Clock, Ids, Secrets } from '../../shared/context.ts';
+import type { ChannelHost } from '../../shared/engine/channel.ts';
+import { DomainError, isDomainError } from '../../shared/errors.ts';
+import type { CollectionName } from '../../shared/model/index.ts';
+import { execute, getOperation } from '../../shared/ops/execute.ts';
+import type { Store } from '../../shared/store.ts';
+import { nodeSecrets } from '../../sync-server/secrets.ts';
+import type { BridgeError, BridgeOnlyCode, Result, SessionInfo, SyncStatus } from '../bridge.ts';
+import type { SessionManager } from './session.ts';
+
+export type BackendOptions = {
+  session: SessionManager;
+  clock?: Clock;
+  ids?: Ids;
+  random?: () => number;
+  secrets?: Secrets;
+  /** The channels of the senders hosted here (the sandbox network in the demo); null offline. */
+  channels?: () => ChannelHost | null;
+  /** How long changes are gathered before subscriptions re-run (about one animation frame or three). */
+  coalesceMs?: number;
+  fetch?: typeof fetch;
+  log?: (line: string) => void;
+};
+
+type Listener = (result: Result<unknown>) => void;
+
+type Sub = {
+  op: string;
+  input: unknown;
+  listener: Listener;
+  /** Collections the last run read; a change to any of them re-runs it. Null before the first run. */
+  reads: Set<CollectionName> | null;
+  lastJson: string | null;
+  running: boolean;
+  dirty: boolean;
+  closed: boolean;
+};
+
+const systemClock: Clock = { now: () => new Date() };
+const randomIds: Ids = { uuid: () => randomUUID() };
+
+/** A refusal about the desktop itself rather than about an operation (no workspace open, ...). */
+export class BackendError extends Error {
+  constructor(readonly code: BridgeOnlyCode, message: string) {
+    super(message);
+    this.name = 'BackendError';
+  }
+}
+
+/** Any thrown value as the bridge's error shape. */
+export function toBridgeError(e: unknown, log?: (line: string) => void): BridgeError {
+  if (isDomainError(e)) return { code: e.code, message: e.message, details: e.details };
+  if (e instanceof BackendError) return { code: e.code, message: e.message, details: {} };
+  const message = e instanceof Error ? e.message : String(e);
+  log?.(`Unexpected backend error: ${e instanceof Error && e.stack ? e.stack : message}`);
+  return { code: 'INTERNAL', message: `Something went wrong in the desktop backend: ${message}`, details: {} };
+}
+
+/** A Store that remembers which collections were read through it. */
+function trackingStore(store: Store, reads: Set<CollectionName>): Store {
+  return {
+    workspaceId: store.workspaceId,
+    get: (c, id) => (reads.add(c), store.get(c, id)),
+    getMany: (c, ids) => (reads.add(c), store.getMany(c, ids)),
+    query: (c, q) => (reads.add(c), store.query(c, q)),
+    count: (c, w) => (reads.add(c), store.count(c, w)),
+    commit: (writes) => store.commit(writes),
+  };
+}
+
+export class Backend {
+  readonly session: SessionManager;
+  private readonly subs = new Set<Sub>();
+  private readonly syncListeners = new Set<(s: SyncStatus) => void>();
+  private readonly sessionListeners = new Set<(i: SessionInfo) => void>();
+  private pending = new Set<CollectionName>();
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private unbindDb: (() => void) | null = null;
+  private unbindSync: (() => void) | null = null;
+  private readonly clock: Clock;
+  private readonly ids: Ids;
+  private readonly random: () => number;
+  private readonly secrets: Secrets;
+  private readonly coalesceMs: number;
+  private readonly log: (line: string) => void;
+
+  constructor(private readonly opts: BackendOptions) {
+    this.session = opts.session;
+    this.clock = opts.clock ?? systemClock;
+    this.ids = opts.ids ?? randomIds;
+    // The backend is an I/O edge: handlers get randomness through ctx, and this is where it comes from.
+    this.random = opts.random ?? Math.random;
+    this.secrets = opts.secrets ?? nodeSecrets;
+    this.coalesceMs = opts.coalesceMs ?? 50;
+    this.log = opts.log ?? (() => undefined);
+    this.session.onChange((info) => this.sessionChanged(info));
+    this.bind();
+  }
+
+  /** Runs one operation; never throws. */
+  async call(op: string, input: unknown): Promise<Result<unknown>> {
+    try {
+      return { ok: true, value: await this.run(op, input, null) };
+    } catch (e) {
+      return { ok: false, error: toBridgeError(e, this.log) };
+    }
+  }
+
+  /** Runs a read operation now and whenever a collection it read changes. */
+  subscribe(op: string, input: unknown, listener: Listener): () => void {
+    const sub: Sub = { op, input, listener, reads: null, lastJson: null, running: false, dirty: false, closed: false };
+    this.subs.add(sub);
+    void this.rerun(sub);
+    return () => {
+      sub.closed = true;
+      this.subs.delete(sub);
+    };
+  }
+
+  onSyncStatus(listener: (s: SyncStatus) => void): () => void {
+    this.syncListeners.add(listener);
+    listener(this.session.syncStatus());
+    return () => this.syncListeners.delete(listener);
+  }
+
+  onSession(listener: (i: SessionInfo) => void): () => void {
+    this.sessionListeners.add(listener);
+    return () => this.sessionListeners.delete(listener);
+  }
+
+  /** Re-runs every subscription whose reads intersect `collections` (used by tests and by the
+   * database's change feed). */
+  notifyChanged(collections: readonly CollectionName[]): void {
+    for (const c of collections) this.pending.add(c);
+    if (this.timer) return;
+    this.timer = setTimeout(() => this.flush(), this.coalesceMs);
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    for (const s of this.subs) s.closed = true;
+    this.subs.clear();
+    this.unbindDb?.();
+    this.unbindSync?.();
+    await this.session.shutdown();
+  }
+
+  private async run(op: string, input: unknown, reads: Set<CollectionName> | null): Promise<unknown> {
+    const def = getOperation(op);
+    const open = this.session.current();
+    if (!open) throw new BackendError('NO_WORKSPACE', 'No workspace is open: open the demo workspace or connect to a sync server first.');
+    if (reads && def.mutates) throw new DomainError('INVALID_INPUT', `${op} changes data; only read operations can be subscribed to.`);
+    if (def.serverOnly) {
+      if (open.saved.kind !== 'connected' || !open.saved.serverUrl || !open.apiKey) {
+        throw new DomainError('SERVER_ONLY', `${def.summary.replace(/\.$/, '')}: this is managed by the sync server, and this workspace is a local demo without one. Connect to a sync server in Settings to use it.`, { op });
+      }
+      return this.forward(open.saved.serverUrl, open.apiKey, def.method, op, input);
+    }
+    const store = reads ? trackingStore(open.db.store, reads) : open.db.store;
+    return execute(op, input, {
+      actor: open.actor, store, clock: this.clock, ids: this.ids, random: this.random, secrets: this.secrets,
+      channels: this.opts.channels?.() ?? null,
+    });
+  }
+
+  /** Server-only operations (API keys, new members) run where the secrets live. */
+  private async forward(serverUrl: string, apiKey: string, method: 'GET' | 'POST', op: string, input: unknown): Promise<unknown> {
+    const fetchFn = this.opts.fetch ?? fetch;
+    const headers: Record<string, string> = { authorization: `Bearer ${apiKey}` };
+    let url = `${serverUrl}/${op}`;
+    let body: string | undefined;
+    if (method === 'GET') {
+      const qs = new URLSearchParams();
+      for (const [k, v] of Object.entries((input ?? {}) as Record<string, unknown>)) {
+        if (v === undefined || v === null) continue;
+        if (Array.isArray(v)) for (const item of v) qs.append(k, String(item));
+        else qs.append(k, String(v));
+      }
+      if ([...qs].length > 0) url += `?${qs.toString()}`;
+    } else {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(input ?? {});
+    }
+    let res: Response;
+    try {
+      res = await fetchFn(url, { method, headers, body, signal: AbortSignal.timeout(15_000) });
+    } catch (e) {
+      throw new DomainError('SERVER_ONLY', `${op} runs on the sync server, which could not be reached (${(e as Error).message}). Try again when you are online.`, { op });
+    }
+    const parsed: unknown = await res.json().catch(() => null);
+    if (!res.ok) {
+      const err = (parsed as { error?: BridgeError } | null)?.error;
+      if (err && typeof err.code === 'string') throw new DomainError(err.code as DomainError['code'], err.message, err.details ?? {});
+      throw new DomainError('INTERNAL', `The sync server answered ${res.status} to ${op}.`);
+    }
+    return parsed;
+  }
+
+  private async rerun(sub: Sub): Promise<void> {
+    if (sub.closed) return;
+    if (sub.running) {
+      sub.dirty = true;
+      return;
+    }
+    sub.running = true;
+    const reads = new Set<CollectionName>();
+    let result: Result<unknown>;
+    try {
+      result = { ok: true, value: await this.run(sub.op, sub.input, reads) };
+    } catch (e) {
+      result = { ok: false, error: toBridgeError(e, this.log) };
+    }
+    sub.running = false;
+    if (sub.closed) return;
+    sub.reads = reads;
+    const json = JSON.stringify(result);
+    if (json !== sub.lastJson) {
+      sub.lastJson = json;
+      try {
+        sub.listener(result);
+      } catch (e) {
+        this.log(`A subscription listener failed: ${(e as Error).message}`);
+      }
+    }
+    if (sub.dirty) {
+      sub.dirty = false;
+      await this.rerun(sub);
+    }
+  }
+
+  private flush(): void {
+    this.timer = null;
+    const changed = this.pending;
+    this.pending = new Set();
+    for (const sub of this.subs) {
+      // A subscription that has not finished its first run has no read set yet: it will see the change.
+      if (sub.reads === null || [...sub.reads].some((c) => changed.has(c))) void this.rerun(sub);
+    }
+  }
+
+  private bind(): void {
+    this.unbindDb?.();
+    this.unbindSync?.();
+    const open = this.session.current();
+    this.unbindDb = open ? open.db.onChange((cs) => this.notifyChanged(cs)) : null;
+    this.unbindSync = open?.sync ? open.sync.onStatus((s) => this.emitSync(s)) : null;
+  }
+
+  private emitSync(status: SyncStatus): void {
+    for (const l of this.syncListeners) l(status);
+  }
+
+  private sessionChanged(info: SessionInfo): void {
+    this.bind();
+    for (const l of this.sessionListeners) l(info);
+    this.emitSync(this.session.syncStatus());
+    // Everything a subscription read belongs to the workspace that just closed: run them all again.
+    for (const sub of this.subs) {
+      sub.lastJson = null;
+      void this.rerun(sub);
+    }
+  }
+}

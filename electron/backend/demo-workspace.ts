@@ -1,0 +1,58 @@
+/**
+ * The local demo workspace: a workspace with its owner (you), the realistic CRM of
+ * shared/demo-seed.ts (leads, sandbox senders, campaigns, notes and tasks), and a teammate whose notes
+ * and task show what you can read but not change. The content comes from a fixed seed, so every demo
+ * looks the same; ids are fresh, so two demos never collide on a server.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Ids } from '../../shared/context.ts';
+import { demoSeedWrites } from '../../shared/demo-seed.ts';
+import { newActivity } from '../../shared/model/factories.ts';
+import type { Lead, Member } from '../../shared/model/index.ts';
+import type { AnyWrite } from '../../shared/store.ts';
+import { workspaceCreation } from '../../shared/workspace-setup.ts';
+import { seededRandom } from './demo-workspace-random.ts';
+import type { DemoWorkspace } from './session.ts';
+
+export const DEMO_OWNER = { name: 'Alex Morgan', email: 'alex@demo.outreach.test' };
+export const DEMO_TEAMMATE = { name: 'Jordan Lee', email: 'jordan@demo.outreach.test' };
+
+const TEAMMATE_NOTES = [
+  'Met at SaaStr last spring; prefers short messages and hates calendar links in the first touch.',
+  'Their renewal with the current vendor is in Q3. Worth a catch-up in June.',
+  'Spoke with their assistant: the best time to reach them is Tuesday mornings.',
+];
+
+export function buildDemoWorkspace(opts: { now: Date; ids?: Ids; seed?: number }): DemoWorkspace {
+  const ids: Ids = opts.ids ?? { uuid: () => randomUUID() };
+  const now = opts.now.toISOString();
+  const ws = workspaceCreation(ids, now, { name: 'Demo workspace', owner: DEMO_OWNER, subscriptionStatus: 'active' });
+  const seed = demoSeedWrites({ workspaceId: ws.workspaceId, ownerId: ws.ownerId, leadGroupId: ws.leadGroupId, ids, now, random: seededRandom(opts.seed ?? 20261116) });
+
+  const teammateId = ids.uuid();
+  const teammate: Member = { id: teammateId, workspaceId: ws.workspaceId, createdAt: now, updatedAt: now, name: DEMO_TEAMMATE.name, email: DEMO_TEAMMATE.email, role: 'member' };
+  const leads = seed.writes.flatMap((w) => (w.collection === 'leads' && w.after ? [w.after as Lead] : []));
+  // The teammate worked the first few leads of the list (newest first, as the table shows them).
+  const worked = [...leads].sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : a.id < b.id ? -1 : 1)).slice(0, TEAMMATE_NOTES.length);
+  const stamp = () => ({ id: ids.uuid(), workspaceId: ws.workspaceId, now });
+  const extra: AnyWrite[] = [{ collection: 'members', id: teammateId, before: null, after: teammate }];
+  worked.forEach((lead, i) => {
+    const note = newActivity(stamp(), lead.id, teammateId, 'NOTE', TEAMMATE_NOTES[i] ?? '');
+    extra.push({ collection: 'activities', id: note.id, before: null, after: note });
+  });
+  const first = worked[0];
+  if (first) {
+    const due = new Date(opts.now.getTime() + 2 * 86_400_000).toISOString();
+    const task = newActivity(stamp(), first.id, teammateId, 'TASK', 'Send them the case study from the fintech pilot', {
+      metadata: { taskStatus: 'open', assigneeId: ws.ownerId, completedAt: null, completedBy: null },
+      dueAt: due,
+    });
+    extra.push({ collection: 'activities', id: task.id, before: null, after: task });
+  }
+  return {
+    workspaceId: ws.workspaceId,
+    workspaceName: 'Demo workspace',
+    member: { id: ws.ownerId, name: DEMO_OWNER.name, role: 'owner' },
+    writes: [...ws.writes, ...seed.writes, ...extra],
+  };
+}

@@ -1,0 +1,41 @@
+/**
+ * Assembles the desktop backend with its real parts: the persistent local database (RxDB on the
+ * persisted-memory storage), the demo workspace builder, replication to a sync server and the
+ * outreach runner. The Electron main process, the web host and the UI benchmark all start here.
+ */
+import { join } from 'node:path';
+import { Backend } from './backend.ts';
+import type { BackendOptions } from './backend.ts';
+import { fileCredentialStore } from './credentials.ts';
+import type { CredentialStore } from './credentials.ts';
+import { buildDemoWorkspace } from './demo-workspace.ts';
+import { openLocalDatabase } from './local-db.ts';
+import type { OpenLocalDb } from './local-db-port.ts';
+import { SessionManager } from './session.ts';
+import type { SessionDeps } from './session.ts';
+
+export type DesktopOptions = {
+  dataDir: string;
+  /** Where the sync server's key is kept (default: a private file in the data folder). */
+  credentials?: CredentialStore;
+  openDb?: OpenLocalDb;
+  log?: (line: string) => void;
+  /** Overrides for tests (clock, coalescing, a fake fetch, ...). */
+  session?: Partial<SessionDeps>;
+  backend?: Partial<Omit<BackendOptions, 'session'>>;
+};
+
+export async function createDesktopBackend(opts: DesktopOptions): Promise<Backend> {
+  const log = opts.log ?? ((line: string) => console.error(line));
+  const session = new SessionManager({
+    dataDir: opts.dataDir,
+    openDb: opts.openDb ?? ((o) => openLocalDatabase(o)),
+    credentials: opts.credentials ?? fileCredentialStore(join(opts.dataDir, 'credentials.json')),
+    buildDemo: () => buildDemoWorkspace({ now: new Date() }),
+    log,
+    ...opts.session,
+  });
+  const backend = new Backend({ session, log, ...opts.backend });
+  await session.restore();
+  return backend;
+}

@@ -1,0 +1,319 @@
+/**
+ * Which workspace this desktop has open (the local demo, or one connected to a sync server), as whom,
+ * and where its data lives: `<dataDir>/session.json` remembers the choice across restarts, each
+ * workspace keeps its local database under `<dataDir>/workspaces/<workspaceId>/`, and the server's
+ * API key is kept by the CredentialStore (the OS keychain under Electron).
+ */
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import type { Actor } from '../../shared/context.ts';
+import { DomainError } from '../../shared/errors.ts';
+import { ROLES } from '../../shared/model/index.ts';
+import type { Role } from '../../shared/model/index.ts';
+import type { AnyWrite } from '../../shared/store.ts';
+import type { ConnectInput, SessionInfo, SyncStatus, WorkspaceKind } from '../bridge.ts';
+import type { CredentialStore } from './credentials.ts';
+import type { LocalDb, OpenLocalDb } from './local-db-port.ts';
+
+/** The data folder: DATA_DIR, else ~/.outreach-crm. */
+export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env.DATA_DIR && env.DATA_DIR.trim() !== '' ? env.DATA_DIR : join(homedir(), '.outreach-crm');
+}
+
+type Saved = {
+  kind: WorkspaceKind;
+  workspaceId: string;
+  workspaceName: string;
+  member: { id: string; name: string; role: Role };
+  serverUrl: string | null;
+};
+
+/** Keeps a workspace in step with its sync server; provided by electron/backend/replication.ts. */
+export type SyncHandle = {
+  status(): SyncStatus;
+  onStatus(listener: (s: SyncStatus) => void): () => void;
+  stop(): Promise<void>;
+};
+export type StartSync = (args: { db: LocalDb; dir: string; serverUrl: string; apiKey: string; actor: Actor }) => Promise<SyncHandle>;
+
+/** Runs the workspace's outreach for the senders hosted here. */
+export type RunnerHandle = { stop(): Promise<void> };
+export type StartRunner = (args: { db: LocalDb; actor: Actor; kind: WorkspaceKind }) => RunnerHandle | null;
+
+export type DemoWorkspace = { workspaceId: string; workspaceName: string; member: { id: string; name: string; role: Role }; writes: AnyWrite[] };
+
+export type SessionDeps = {
+  dataDir: string;
+  openDb: OpenLocalDb;
+  credentials: CredentialStore;
+  /** Builds every document of a new demo workspace. */
+  buildDemo: () => DemoWorkspace;
+  startSync?: StartSync;
+  startRunner?: StartRunner;
+  fetch?: typeof fetch;
+  log?: (line: string) => void;
+};
+
+/** An open workspace: its database, the actor every operation runs as, and its background work. */
+export type OpenWorkspace = {
+  saved: Saved;
+  db: LocalDb;
+  actor: Actor;
+  sync: SyncHandle | null;
+  runner: RunnerHandle | null;
+  apiKey: string | null;
+};
+
+const LOCAL_STATUS: SyncStatus = { mode: 'local', pending: 0, lastSyncedAt: null, refusals: [], error: null };
+
+async function readJson(file: string): Promise<unknown> {
+  try {
+    return JSON.parse(await readFile(file, 'utf8'));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw e;
+  }
+}
+
+async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
+  const tmp = `${file}.${process.pid}.tmp`;
+  await writeFile(tmp, JSON.stringify(value, null, 2));
+  await rename(tmp, file);
+}
+
+function isSaved(v: unknown): v is Saved {
+  if (v === null || typeof v !== 'object') return false;
+  const s = v as Partial<Saved>;
+  return (
+    (s.kind === 'demo' || s.kind === 'connected') && typeof s.workspaceId === 'string' && typeof s.workspaceName === 'string' &&
+    typeof s.member?.id === 'string' && typeof s.member.name === 'string' && (ROLES as readonly string[]).includes(s.member.role ?? '')
+  );
+}
+
+const credentialName = (workspaceId: string) => `sync-server:${workspaceId}`;
+
+export class SessionManager {
+  private open: OpenWorkspace | null = null;
+  private readonly listeners = new Set<(info: SessionInfo) => void>();
+  /** Session changes run one at a time (a double click on "Open demo" must not open it twice). */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly deps: SessionDeps) {}
+
+  get dataDir(): string {
+    return this.deps.dataDir;
+  }
+
+  current(): OpenWorkspace | null {
+    return this.open;
+  }
+
+  info(): SessionInfo {
+    const o = this.open;
+    if (!o) return { state: 'none', dataDir: this.deps.dataDir };
+    return {
+      state: 'open', kind: o.saved.kind, dataDir: this.deps.dataDir, workspaceId: o.saved.workspaceId,
+      workspaceName: o.saved.workspaceName, member: o.saved.member, serverUrl: o.saved.serverUrl,
+      runner: this.deps.startRunner ? (o.runner ? 'running' : 'stopped') : 'unavailable',
+    };
+  }
+
+  syncStatus(): SyncStatus {
+    return this.open?.sync?.status() ?? LOCAL_STATUS;
+  }
+
+  onChange(listener: (info: SessionInfo) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private emit(): void {
+    const info = this.info();
+    for (const l of this.listeners) l(info);
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(fn, fn);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private get sessionFile(): string {
+    return join(this.deps.dataDir, 'session.json');
+  }
+  private get demoFile(): string {
+    return join(this.deps.dataDir, 'demo-workspace.json');
+  }
+  workspaceDir(workspaceId: string): string {
+    return join(this.deps.dataDir, 'workspaces', workspaceId);
+  }
+
+  /** Reopens the workspace that was open when the app last quit, if its data is still there. */
+  restore(): Promise<SessionInfo> {
+    return this.serial(async () => {
+      const saved = await readJson(this.sessionFile);
+      if (!isSaved(saved)) return this.info();
+      try {
+        const apiKey = saved.kind === 'connected' ? await this.deps.credentials.get(credentialName(saved.workspaceId)) : null;
+        if (saved.kind === 'connected' && !apiKey) {
+          this.deps.log?.('The saved sync-server key is gone; asking again.');
+          return this.info();
+        }
+        await this.activate(saved, apiKey, null);
+        this.emit();
+      } catch (e) {
+        this.deps.log?.(`Could not reopen workspace ${saved.workspaceId}: ${(e as Error).message}`);
+      }
+      return this.info();
+    });
+  }
+
+  openDemo(): Promise<SessionInfo> {
+    return this.serial(async () => {
+      const known = await readJson(this.demoFile);
+      if (this.open?.saved.kind === 'demo' && isSaved(known) && known.workspaceId === this.open.saved.workspaceId) return this.info();
+      await this.deactivate();
+      if (isSaved(known)) {
+        const reopened = await this.activate(known, null, null, true);
+        if (reopened) {
+          await writeJsonAtomic(this.sessionFile, known);
+          this.emit();
+          return this.info();
+        }
+      }
+      const demo = this.deps.buildDemo();
+      const saved: Saved = { kind: 'demo', workspaceId: demo.workspaceId, workspaceName: demo.workspaceName, member: demo.member, serverUrl: null };
+      await this.activate(saved, null, demo.writes);
+      await writeJsonAtomic(this.demoFile, saved);
+      await writeJsonAtomic(this.sessionFile, saved);
+      this.emit();
+      return this.info();
+    });
+  }
+
+  connect(input: ConnectInput): Promise<SessionInfo> {
+    return this.serial(async () => {
+      const identity = await identify(input, this.deps.fetch ?? fetch);
+      await this.deactivate();
+      const saved: Saved = { kind: 'connected', ...identity };
+      await this.activate(saved, input.apiKey.trim(), null);
+      await this.deps.credentials.set(credentialName(saved.workspaceId), input.apiKey.trim());
+      await writeJsonAtomic(this.sessionFile, saved);
+      this.emit();
+      return this.info();
+    });
+  }
+
+  /** Closes the open workspace; its local data stays, a connected workspace's key is forgotten. */
+  close(): Promise<SessionInfo> {
+    return this.serial(async () => {
+      const was = this.open?.saved;
+      await this.deactivate();
+      await rm(this.sessionFile, { force: true });
+      if (was?.kind === 'connected') await this.deps.credentials.delete(credentialName(was.workspaceId));
+      this.emit();
+      return this.info();
+    });
+  }
+
+  /** Stops background work and closes the database (app quit). */
+  shutdown(): Promise<void> {
+    return this.serial(() => this.deactivate());
+  }
+
+  /** Opens the workspace's database; seeds it when `seed` is given. With `mustExist`, gives up (false)
+   * when the database does not hold the workspace (e.g. its folder was removed). */
+  private async activate(saved: Saved, apiKey: string | null, seed: AnyWrite[] | null, mustExist = false): Promise<boolean> {
+    const actor: Actor = { workspaceId: saved.workspaceId, memberId: saved.member.id, role: saved.member.role };
+    const dir = this.workspaceDir(saved.workspaceId);
+    await mkdir(dir, { recursive: true });
+    const db = await this.deps.openDb({ dir, workspaceId: saved.workspaceId, actor });
+    try {
+      if (seed) {
+        // One commit per collection keeps each write batch a sane size for the local store.
+        const byCollection = new Map<string, AnyWrite[]>();
+        for (const w of seed) byCollection.set(w.collection, [...(byCollection.get(w.collection) ?? []), w]);
+        for (const writes of byCollection.values()) await db.store.commit(writes);
+      } else if (saved.kind === 'demo' || mustExist) {
+        const ws = await db.store.get('workspaces', saved.workspaceId);
+        if (!ws) {
+          await db.close();
+          if (mustExist) return false;
+          throw new Error('its local data is missing');
+        }
+      }
+      const sync = saved.kind === 'connected' && apiKey && this.deps.startSync
+        ? await this.deps.startSync({ db, dir, serverUrl: saved.serverUrl ?? '', apiKey, actor })
+        : null;
+      const runner = this.deps.startRunner?.({ db, actor, kind: saved.kind }) ?? null;
+      this.open = { saved, db, actor, sync, runner, apiKey };
+      return true;
+    } catch (e) {
+      await db.close().catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private async deactivate(): Promise<void> {
+    const o = this.open;
+    if (!o) return;
+    this.open = null;
+    await o.runner?.stop().catch((e: Error) => this.deps.log?.(`Runner stop failed: ${e.message}`));
+    await o.sync?.stop().catch((e: Error) => this.deps.log?.(`Sync stop failed: ${e.message}`));
+    await o.db.close();
+  }
+}
+
+/** Normalises what the user typed: a base URL without a trailing slash. */
+export function normaliseServerUrl(raw: string): string {
+  const trimmed = raw.trim().replace(/\/+$/, '');
+  let url: URL;
+  try {
+    url = new URL(trimmed);
+  } catch {
+    throw new DomainError('INVALID_INPUT', `"${raw}" is not a web address; it should look like https://sync.example.com or http://127.0.0.1:4000.`, { field: 'url' });
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new DomainError('INVALID_INPUT', 'The sync server address must start with http:// or https://.', { field: 'url' });
+  }
+  return trimmed;
+}
+
+type Identity = Omit<Saved, 'kind'>;
+
+/** Finds out, with the key, which workspace and member it acts as: the key's prefix among the
+ * caller's keys gives the member; the members list gives their name and role; the workspace comes
+ * from the replication feed the desktop is about to follow anyway. */
+async function identify(input: ConnectInput, fetchFn: typeof fetch): Promise<Identity> {
+  const serverUrl = normaliseServerUrl(input.url);
+  const apiKey = input.apiKey.trim();
+  if (!/^live_[0-9A-Za-z]{32,}$/.test(apiKey)) {
+    throw new DomainError('INVALID_INPUT', 'An API key starts with live_ followed by at least 32 letters and digits.', { field: 'apiKey' });
+  }
+  const get = async (path: string): Promise<unknown> => {
+    let res: Response;
+    try {
+      res = await fetchFn(`${serverUrl}/${path}`, { headers: { authorization: `Bearer ${apiKey}` }, signal: AbortSignal.timeout(10_000) });
+    } catch (e) {
+      throw new DomainError('INVALID_INPUT', `Could not reach the sync server at ${serverUrl}: ${(e as Error).message}.`, { field: 'url' });
+    }
+    const body: unknown = await res.json().catch(() => null);
+    if (!res.ok) {
+      const err = (body as { error?: { code?: string; message?: string } } | null)?.error;
+      if (res.status === 401) throw new DomainError('UNAUTHENTICATED', `The server refused the key: ${err?.message ?? 'unknown key'}.`, { field: 'apiKey' });
+      throw new DomainError('INVALID_INPUT', `The server at ${serverUrl} answered ${res.status} to ${path}: ${err?.message ?? res.statusText}.`, { field: 'url' });
+    }
+    return body;
+  };
+  const keys = (await get('apiKeys.list')) as { keys?: { prefix: string; memberId: string }[] };
+  const mine = keys.keys?.find((k) => apiKey.startsWith(k.prefix));
+  if (!mine) throw new DomainError('UNAUTHENTICATED', 'The server accepted the key but does not list it among its keys; ask an admin for a new key.', { field: 'apiKey' });
+  const members = (await get('members.list')) as { members?: { id: string; name: string; role: Role }[] };
+  const me = members.members?.find((m) => m.id === mine.memberId);
+  if (!me) throw new DomainError('UNAUTHENTICATED', "The key's member is no longer in the workspace.", { field: 'apiKey' });
+  const pulled = (await get('replication/workspaces/pull?limit=1')) as { documents?: { id: string; name: string }[] };
+  const ws = pulled.documents?.[0];
+  if (!ws) throw new DomainError('INVALID_INPUT', `The server at ${serverUrl} did not share the workspace record; it may be an older version without replication.`, { field: 'url' });
+  return { workspaceId: ws.id, workspaceName: ws.name, member: { id: me.id, name: me.name, role: me.role }, serverUrl };
+}

@@ -1,0 +1,33 @@
+/** The window: the first-run choice until a workspace is open, then the CRM. */
+import { useEffect } from 'react';
+import { bridge } from '../bridge/index.ts';
+import { useApp } from '../state/app-store.ts';
+import { FirstRun } from '../screens/first-run/FirstRun.tsx';
+import { Shell } from './Shell.tsx';
+
+export function App() {
+  const session = useApp((s) => s.session);
+  const setSession = useApp((s) => s.setSession);
+  const setSync = useApp((s) => s.setSync);
+
+  useEffect(() => {
+    const stopSession = bridge.session.subscribe(setSession);
+    const stopSync = bridge.syncStatus.subscribe(setSync);
+    let cancelled = false;
+    const load = () =>
+      bridge.session.get().then(
+        (s) => !cancelled && setSession(s),
+        () => !cancelled && setTimeout(load, 500),
+      );
+    void load();
+    return () => {
+      cancelled = true;
+      stopSession();
+      stopSync();
+    };
+  }, [setSession, setSync]);
+
+  if (!session) return <div className="first-run"><p className="muted">Opening…</p></div>;
+  if (session.state === 'none') return <FirstRun dataDir={session.dataDir} />;
+  return <Shell key={session.workspaceId} />;
+}

@@ -1,0 +1,30 @@
+/** One glance: is this copy in step with the team's server, what is waiting, was anything refused. */
+import { useApp } from '../state/app-store.ts';
+import type { SyncStatus } from '../../../electron/bridge.ts';
+
+export function syncSummary(s: SyncStatus | null): { cls: string; text: string } {
+  if (!s) return { cls: 'connecting', text: 'Starting…' };
+  if (s.refusals.length > 0) return { cls: 'refused', text: `${s.refusals.length} change${s.refusals.length === 1 ? '' : 's'} refused` };
+  switch (s.mode) {
+    case 'local':
+      return { cls: 'local', text: 'Local demo · not synced' };
+    case 'online':
+      return { cls: 'online', text: s.pending > 0 ? `Syncing · ${s.pending} pending` : 'Synced' };
+    case 'offline':
+      return { cls: 'offline', text: s.pending > 0 ? `Offline · ${s.pending} pending` : 'Offline' };
+    case 'connecting':
+      return { cls: 'connecting', text: 'Connecting…' };
+  }
+}
+
+export function SyncIndicator() {
+  const sync = useApp((s) => s.sync);
+  const go = useApp((s) => s.go);
+  const { cls, text } = syncSummary(sync);
+  return (
+    <button className={`sync ${cls}`} onClick={() => go('settings')} title={sync?.error ?? 'Sync status: open Settings for details'} data-testid="sync-indicator">
+      <span className="dot" aria-hidden="true" />
+      {text}
+    </button>
+  );
+}

@@ -1,0 +1,68 @@
+/** Keyboard shortcuts: g l / g p / g t / g r / g s to move, / to search, ? for help, Ctrl/Cmd+K for
+ * the command palette, Escape to close the lead panel. Letters are ignored while typing in a field. */
+import { useEffect } from 'react';
+import { useApp } from '../state/app-store.ts';
+import type { Screen } from '../state/app-store.ts';
+
+const GO: Record<string, Screen> = { l: 'leads', p: 'pipeline', t: 'tasks', r: 'triage', s: 'settings' };
+
+function typing(target: EventTarget | null): boolean {
+  const el = target as HTMLElement | null;
+  if (!el) return false;
+  return el.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName);
+}
+
+export function useShortcuts(): void {
+  useEffect(() => {
+    let pendingG = 0;
+    const onKey = (e: KeyboardEvent) => {
+      const app = useApp.getState();
+      if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === 'k') {
+        e.preventDefault();
+        app.setPalette(!app.paletteOpen);
+        return;
+      }
+      if (e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
+      if (app.paletteOpen || document.querySelector('[role="dialog"]')) return;
+      if (e.key === 'Escape' && app.leadId) {
+        app.openLead(null);
+        return;
+      }
+      if (e.key === '/') {
+        e.preventDefault();
+        document.getElementById('global-search')?.focus();
+        return;
+      }
+      if (e.key === '?') {
+        app.setHelp(true);
+        return;
+      }
+      if (e.key === 'g') {
+        pendingG = Date.now();
+        return;
+      }
+      const target = GO[e.key];
+      if (target && Date.now() - pendingG < 1500) {
+        pendingG = 0;
+        app.go(target);
+      }
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, []);
+}
+
+export const SHORTCUTS: { keys: string; what: string }[] = [
+  { keys: 'Ctrl K / ⌘ K', what: 'Command palette' },
+  { keys: '/', what: 'Search leads' },
+  { keys: 'g l', what: 'Go to leads' },
+  { keys: 'g p', what: 'Go to the pipeline board' },
+  { keys: 'g t', what: 'Go to tasks' },
+  { keys: 'g r', what: 'Go to triage (catch-ups due)' },
+  { keys: 'g s', what: 'Go to settings' },
+  { keys: '↑ ↓ / j k', what: 'Move through leads in the table' },
+  { keys: 'x', what: 'Select the current lead' },
+  { keys: 'Enter', what: 'Open the current lead' },
+  { keys: 'Esc', what: 'Close the lead panel or a dialog' },
+  { keys: '?', what: 'This help' },
+];

@@ -1,0 +1,37 @@
+/** The workspace's configuration that many screens show: stages, tags, campaigns, members, senders.
+ * Each is one shared live subscription. */
+import { useMemo } from 'react';
+import { useOp } from './ops.ts';
+
+export function useStages() {
+  const live = useOp('pipelineStages.getAll', {});
+  const stages = useMemo(() => live.data?.stages ?? [], [live.data]);
+  const byId = useMemo(() => new Map(stages.map((s) => [s.id, s])), [stages]);
+  return { stages, byId, error: live.error, loading: live.loading };
+}
+
+export function useTags() {
+  const live = useOp('tags.getAll', {});
+  const tags = useMemo(() => live.data?.tags ?? [], [live.data]);
+  const byId = useMemo(() => new Map(tags.map((t) => [t.id, t])), [tags]);
+  return { tags, byId, error: live.error };
+}
+
+export function useCampaigns() {
+  const live = useOp('campaigns.getBasic', { pageSize: 200, sortBy: 'name', sortOrder: 'asc' });
+  const campaigns = useMemo(() => live.data?.basicCampaigns ?? [], [live.data]);
+  return { campaigns, error: live.error };
+}
+
+export function useMembers() {
+  const live = useOp('members.list', {});
+  const members = useMemo(() => live.data?.members ?? [], [live.data]);
+  const byId = useMemo(() => new Map(members.map((m) => [m.id, m])), [members]);
+  return { members, byId, error: live.error };
+}
+
+export function useSenders() {
+  const live = useOp('sdrProfiles.list', {});
+  const senders = useMemo(() => live.data?.sdrProfiles ?? [], [live.data]);
+  return { senders, error: live.error };
+}

@@ -1,0 +1,118 @@
+/** Bulk change of sender within one campaign, with a dry-run preview of what changes. */
+import { useEffect, useState } from 'react';
+import type { OpInput, OpOutput } from '../../../../shared/ops/index.ts';
+import { Dialog } from '../../components/Dialog.tsx';
+import { ErrorText } from '../../components/ErrorText.tsx';
+import { errorText, run, useOp } from '../../lib/ops.ts';
+import { useCampaigns } from '../../lib/workspace-data.ts';
+import { useApp } from '../../state/app-store.ts';
+import type { LeadFilters } from '../../state/app-store.ts';
+import { Counts } from './EnrollDialog.tsx';
+import { bulkTarget } from './selection.ts';
+import type { Selection } from './selection.ts';
+
+type ChangeInput = OpInput<'campaigns.leads.bulkChangeSender'>;
+type ChangeOutput = OpOutput<'campaigns.leads.bulkChangeSender'>;
+
+export function ChangeSenderDialog({ selection, filters, onClose, onDone }: { selection: Selection; filters: LeadFilters; onClose: () => void; onDone: () => void }) {
+  const { campaigns } = useCampaigns();
+  const toast = useApp((s) => s.toast);
+  const [campaignId, setCampaignId] = useState(filters.campaignId);
+  const [target, setTarget] = useState('');
+  const [mode, setMode] = useState<'keep_position' | 'restart'>('keep_position');
+  const [preview, setPreview] = useState<ChangeOutput | null>(null);
+  const [previewError, setPreviewError] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const senders = useOp('campaigns.listSenders', campaignId ? { campaignId } : null);
+
+  // A filter selection means "these filters within the campaign"; without a campaign filter on
+  // screen that would act on people the user did not see, so ask them to filter first.
+  const filterWithoutCampaign = selection.mode === 'all' && !filters.campaignId;
+  const { selection: sel } = bulkTarget(selection, { ...filters, campaignId });
+  const input: ChangeInput | null = campaignId && target && !filterWithoutCampaign ? { scope: { kind: 'campaign', campaignId }, selection: sel, targetSdrProfileId: target, mode } : null;
+  const key = JSON.stringify(input);
+
+  useEffect(() => {
+    setPreview(null);
+    setPreviewError(null);
+    if (!input) return;
+    let stale = false;
+    run('campaigns.leads.bulkChangeSender', { ...input, dryRun: true }).then(
+      (r) => !stale && setPreview(r),
+      (e: unknown) => !stale && setPreviewError(errorText(e)),
+    );
+    return () => {
+      stale = true;
+    };
+  }, [key]);
+
+  async function confirm() {
+    if (!input) return;
+    setBusy(true);
+    setError(null);
+    try {
+      const r = await run('campaigns.leads.bulkChangeSender', { ...input, dryRun: false });
+      toast(`Moved ${r.changedCount.toLocaleString()} lead${r.changedCount === 1 ? '' : 's'} to the new sender.`);
+      onDone();
+      onClose();
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <Dialog
+      title="Change sender"
+      onClose={onClose}
+      footer={
+        <>
+          <button className="btn" onClick={onClose}>Cancel</button>
+          <button className="btn primary" disabled={!preview || busy || preview.changedCount === 0} onClick={() => void confirm()}>
+            {busy ? 'Moving…' : preview ? `Move ${preview.changedCount.toLocaleString()} lead${preview.changedCount === 1 ? '' : 's'}` : 'Move'}
+          </button>
+        </>
+      }
+    >
+      {filterWithoutCampaign && <div className="notice warn">Filter the list by a campaign first: a sender change acts on one campaign's leads.</div>}
+      <div className="controls">
+        <label className="field">
+          <span>In campaign</span>
+          <select value={campaignId} onChange={(e) => { setCampaignId(e.target.value); setTarget(''); }} disabled={Boolean(filters.campaignId)} aria-label="Campaign">
+            <option value="">Choose a campaign…</option>
+            {campaigns.map((c) => (
+              <option key={c.id} value={c.id}>{c.name}</option>
+            ))}
+          </select>
+        </label>
+        <label className="field">
+          <span>New sender</span>
+          <select value={target} onChange={(e) => setTarget(e.target.value)} disabled={!campaignId} aria-label="New sender">
+            <option value="">Choose a sender…</option>
+            {(senders.data?.senders ?? []).map((s) => (
+              <option key={s.sdrProfileId} value={s.sdrProfileId}>{s.name}{s.paused ? ' (paused here)' : ''}</option>
+            ))}
+          </select>
+        </label>
+        <label className="field">
+          <span>Sequence position</span>
+          <select value={mode} onChange={(e) => setMode(e.target.value as typeof mode)} aria-label="Sequence position">
+            <option value="keep_position">Keep their place in the sequence</option>
+            <option value="restart">Start again from the first step</option>
+          </select>
+        </label>
+      </div>
+      <ErrorText error={senders.error?.message} />
+      <ErrorText error={previewError} />
+      {preview && (
+        <Counts
+          result={{ changedCount: preview.changedCount, ...preview.skipped }}
+          labels={[['changedCount', 'Will move'], ['notEnrolled', 'Not in this campaign'], ['completed', 'Finished the sequence'], ['paused', 'Paused'], ['alreadyAssigned', 'Already with this sender']]}
+        />
+      )}
+      <ErrorText error={error} />
+    </Dialog>
+  );
+}

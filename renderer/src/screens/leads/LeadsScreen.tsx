@@ -1,0 +1,78 @@
+/** Leads: filters, the virtualized table, bulk actions on the selection, CSV import and export. */
+import { useEffect, useMemo, useState, useSyncExternalStore } from 'react';
+import { ErrorText } from '../../components/ErrorText.tsx';
+import { useApp } from '../../state/app-store.ts';
+import { BulkBar } from './BulkBar.tsx';
+import type { BulkAction } from './BulkBar.tsx';
+import { BulkStageDialog } from './BulkStageDialog.tsx';
+import { BulkTagDialog } from './BulkTagDialog.tsx';
+import { ChangeSenderDialog } from './ChangeSenderDialog.tsx';
+import { EnrollDialog } from './EnrollDialog.tsx';
+import { exportLeadsCsv } from './csv-export.ts';
+import { ImportDialog } from './ImportDialog.tsx';
+import { LeadFiltersBar } from './LeadFiltersBar.tsx';
+import { LeadPager } from './lead-pager.ts';
+import { LeadsTable } from './LeadsTable.tsx';
+import { searchInput, Selection } from './selection.ts';
+
+export function LeadsScreen() {
+  const filters = useApp((s) => s.filters);
+  const intent = useApp((s) => s.intent);
+  const setIntent = useApp((s) => s.setIntent);
+  const toast = useApp((s) => s.toast);
+  const input = useMemo(() => searchInput(filters), [filters]);
+  const pager = useMemo(() => new LeadPager(input), [input]);
+  useEffect(() => () => pager.dispose(), [pager]);
+  useSyncExternalStore(pager.subscribe, pager.getVersion);
+  const [selection, setSelection] = useState(Selection.none());
+  const [dialog, setDialog] = useState<BulkAction | 'import' | null>(null);
+  const [exporting, setExporting] = useState<string | null>(null);
+  const [exportError, setExportError] = useState<string | null>(null);
+
+  // A new filter is a new list: a selection made in the old one would act on people not shown.
+  useEffect(() => setSelection(Selection.none()), [input]);
+
+  async function runExport() {
+    setExportError(null);
+    setExporting('Exporting…');
+    try {
+      const n = await exportLeadsCsv(input, (done) => setExporting(`Exporting… ${done.toLocaleString()} leads`));
+      toast(`Exported ${n.toLocaleString()} leads to CSV.`);
+    } catch (e) {
+      setExportError(`Export failed: ${(e as Error).message}`);
+    } finally {
+      setExporting(null);
+    }
+  }
+
+  useEffect(() => {
+    if (intent === 'import-csv') setDialog('import');
+    if (intent === 'export-csv') void runExport();
+    if (intent) setIntent(null);
+    // runExport reads the current input; only the intent triggers it.
+  }, [intent]);
+
+  const count = pager.loadedCount;
+  return (
+    <>
+      <div className="screen-header">
+        <h1>Leads</h1>
+        <span className="sub" data-testid="leads-count">
+          {pager.loading ? 'Loading…' : pager.hasMore ? `${count.toLocaleString()}+ leads` : `${count.toLocaleString()} lead${count === 1 ? '' : 's'}`}
+        </span>
+        <div className="grow" />
+        <button className="btn" onClick={() => setDialog('import')}>Import CSV</button>
+        <button className="btn" onClick={() => void runExport()} disabled={exporting !== null}>{exporting ?? 'Export CSV'}</button>
+      </div>
+      <LeadFiltersBar />
+      {exportError && <div style={{ margin: '0 16px 10px' }}><ErrorText error={exportError} /></div>}
+      {!selection.isEmpty && <BulkBar selection={selection} pager={pager} onSelection={setSelection} onAction={setDialog} />}
+      <LeadsTable pager={pager} selection={selection} onSelection={setSelection} />
+      {dialog === 'import' && <ImportDialog onClose={() => setDialog(null)} />}
+      {dialog === 'enroll' && <EnrollDialog selection={selection} filters={filters} onClose={() => setDialog(null)} onDone={() => setSelection(Selection.none())} />}
+      {dialog === 'sender' && <ChangeSenderDialog selection={selection} filters={filters} onClose={() => setDialog(null)} onDone={() => setSelection(Selection.none())} />}
+      {dialog === 'tag' && <BulkTagDialog selection={selection} filters={filters} pager={pager} onClose={() => setDialog(null)} />}
+      {dialog === 'stage' && <BulkStageDialog selection={selection} filters={filters} pager={pager} onClose={() => setDialog(null)} />}
+    </>
+  );
+}

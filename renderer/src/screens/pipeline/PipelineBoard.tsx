@@ -1,0 +1,68 @@
+/** The pipeline: a column per stage; drag a card to another column to move the lead (lost asks for a
+ * close reason, on hold for a wake date, as everywhere). */
+import { useState } from 'react';
+import { ErrorText } from '../../components/ErrorText.tsx';
+import { needsPrompt, StageMoveDialog } from '../../components/StageMoveDialog.tsx';
+import type { StageChoice } from '../../components/StageMoveDialog.tsx';
+import { errorText, run } from '../../lib/ops.ts';
+import { useStages } from '../../lib/workspace-data.ts';
+import { useApp } from '../../state/app-store.ts';
+import { PipelineColumn } from './PipelineColumn.tsx';
+
+export type DragLead = { id: string; name: string; stageId: string | null };
+
+export function PipelineBoard() {
+  const { stages, error } = useStages();
+  const campaignId = useApp((s) => s.filters.campaignId);
+  const [dragging, setDragging] = useState<DragLead | null>(null);
+  const [prompt, setPrompt] = useState<{ lead: DragLead; stage: StageChoice } | null>(null);
+  const [moveError, setMoveError] = useState<{ stageId: string; text: string } | null>(null);
+
+  async function move(lead: DragLead, stage: StageChoice) {
+    setMoveError(null);
+    if (lead.stageId === stage.id) return;
+    if (needsPrompt(stage)) {
+      setPrompt({ lead, stage });
+      return;
+    }
+    try {
+      await run('campaigns.leads.updateLeadStage', { leadId: lead.id, pipelineStageId: stage.id });
+    } catch (e) {
+      setMoveError({ stageId: stage.id, text: `${lead.name} was not moved: ${errorText(e)}` });
+    }
+  }
+
+  return (
+    <>
+      <div className="screen-header">
+        <h1>Pipeline</h1>
+        <span className="sub">Drag a card to move a lead to another stage.</span>
+      </div>
+      <ErrorText error={error?.message} />
+      <div className="board" data-testid="board">
+        {stages.map((s) => (
+          <PipelineColumn
+            key={s.id}
+            stage={s}
+            campaignId={campaignId}
+            dragging={dragging}
+            onDragStart={setDragging}
+            onDragEnd={() => setDragging(null)}
+            onDrop={(lead) => void move(lead, s)}
+            error={moveError?.stageId === s.id ? moveError.text : null}
+          />
+        ))}
+      </div>
+      {prompt && (
+        <StageMoveDialog
+          stage={prompt.stage}
+          what={prompt.lead.name}
+          onClose={() => setPrompt(null)}
+          onMove={async (extras) => {
+            await run('campaigns.leads.updateLeadStage', { leadId: prompt.lead.id, pipelineStageId: prompt.stage.id, ...extras });
+          }}
+        />
+      )}
+    </>
+  );
+}
