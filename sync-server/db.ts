@@ -1,6 +1,7 @@
 /** One SQL surface over two engines: PostgreSQL through `pg` (DATABASE_URL) and embedded PGlite (a data
  * folder). Everything above this file writes the same SQL for both. */
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import pg from 'pg';
@@ -44,8 +45,16 @@ export async function openDatabase(opts: OpenOptions = {}): Promise<SqlDatabase>
 }
 
 async function openPglite(dataDir: string): Promise<SqlDatabase> {
-  if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true });
-  const db = await PGlite.create({ dataDir, extensions: { pg_trgm } });
+  const inMemory = dataDir.startsWith('memory://');
+  if (!inMemory) mkdirSync(dataDir, { recursive: true });
+  const release = inMemory ? () => undefined : lockDataDir(dataDir);
+  let db: PGlite;
+  try {
+    db = await PGlite.create({ dataDir, extensions: { pg_trgm } });
+  } catch (e) {
+    release();
+    throw e;
+  }
   const wrap = (q: { query: PGlite['query'] }): SqlExecutor => ({
     async query<R>(text: string, params: readonly unknown[] = []) {
       const res = await q.query<R>(text, [...params]);
@@ -66,8 +75,56 @@ async function openPglite(dataDir: string): Promise<SqlDatabase> {
       const unlisten = await db.listen(channel, handler);
       return async () => unlisten();
     },
-    close: () => db.close(),
+    async close() {
+      try {
+        await db.close();
+      } finally {
+        release();
+      }
+    },
   };
+}
+
+/** An embedded database has exactly one process owning its folder: a second one (a CLI command next
+ * to a running server) would corrupt it. The lock file holds the owner's pid; a dead owner's lock is
+ * taken over. Returns the release function. */
+export function lockDataDir(dataDir: string): () => void {
+  const file = join(dataDir, 'crm-server.lock');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(file, 'wx');
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        try {
+          unlinkSync(file);
+        } catch {
+          // Already gone.
+        }
+      };
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      const pid = Number(readFileSync(file, 'utf8').trim());
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) {
+        throw new Error(`The data folder ${dataDir} is in use by process ${pid} (a running sync server?). Stop it first, or use PostgreSQL (DATABASE_URL) to share one database between processes.`);
+      }
+      if (pid === process.pid) throw new Error(`The data folder ${dataDir} is already open in this process.`);
+      unlinkSync(file);
+    }
+  }
+  throw new Error(`Could not lock the data folder ${dataDir}.`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 async function openPostgres(url: string, schema: string | undefined, max: number): Promise<SqlDatabase> {

@@ -19,7 +19,7 @@ function lit(c: CollectionName): string {
 }
 
 /** What a commit changed, for live updates and replication fan-out. */
-export type CommitEvent = { workspaceId: string; collections: CollectionName[]; maxSeq: number };
+export type CommitEvent = { workspaceId: string; collections: CollectionName[]; maxSeq: number; rows: number };
 
 export class PgStore implements Store {
   /** Writes committed through this store (the transaction may still roll back). */
@@ -139,7 +139,8 @@ export class PgStore implements Store {
     this.committed.push({
       workspaceId: this.workspaceId,
       collections: [...new Set(writes.map((w) => w.collection))],
-      maxSeq: seqs.length > 0 ? Math.max(...seqs) : 0,
+      maxSeq: seqs.reduce((m, s) => (s > m ? s : m), 0),
+      rows: seqs.length,
     });
   }
 }

@@ -1,0 +1,176 @@
+/** `npm run sync-server` serves; `npm run sync-server -- <command> ...` administers workspaces and
+ * prints one JSON object. Bad arguments: a message on stderr and exit code 2. */
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { DomainError, isDomainError } from '../shared/errors.ts';
+import { createMember, createWorkspace, seedDemo, setSubscription } from './admin.ts';
+import type { AdminDeps } from './admin.ts';
+import { buildServer } from './app.ts';
+import { openDatabase } from './db.ts';
+import type { OpenOptions } from './db.ts';
+import { migrate } from './migrate.ts';
+import { PgDatabase } from './pg-store.ts';
+import { nodeSecrets } from './secrets.ts';
+
+const USAGE = `Usage: npm run sync-server [-- <command> [options]]
+
+  (no command) | serve                     serve the API (PORT, default 4000; HOST, default 0.0.0.0)
+  create-workspace --name N --owner-email E [--owner-name NAME]
+                                            -> {"workspaceId", "memberId", "apiKey"}
+  create-member --workspace ID --name N --email E --role owner|admin|member
+                                            -> {"memberId", "apiKey"}
+  set-subscription --workspace ID --status active|trialing|past_due|canceled
+                                            -> {"workspaceId", "status"}
+  seed-demo --workspace ID                  -> counts of the demo data created
+
+Database: DATABASE_URL (PostgreSQL; DATABASE_SCHEMA optionally picks a schema), otherwise an
+embedded PGlite database in DATA_DIR (default ./data), which only one process may open at a time.
+Other settings: RATE_LIMIT_PER_MINUTE (default 1200), BODY_LIMIT_BYTES, LOG_LEVEL (default info).`;
+
+class UsageError extends Error {}
+
+type Spec = Record<string, { type: 'string'; required: boolean }>;
+
+const COMMANDS: Record<string, Spec> = {
+  'create-workspace': { name: { type: 'string', required: true }, 'owner-email': { type: 'string', required: true }, 'owner-name': { type: 'string', required: false } },
+  'create-member': {
+    workspace: { type: 'string', required: true },
+    name: { type: 'string', required: true },
+    email: { type: 'string', required: true },
+    role: { type: 'string', required: true },
+  },
+  'set-subscription': { workspace: { type: 'string', required: true }, status: { type: 'string', required: true } },
+  'seed-demo': { workspace: { type: 'string', required: true } },
+};
+
+function parse(command: string, args: string[]): Record<string, string> {
+  const spec = COMMANDS[command];
+  if (!spec) throw new UsageError(`Unknown command "${command}".`);
+  let values: Record<string, unknown>;
+  try {
+    ({ values } = parseArgs({ args, options: Object.fromEntries(Object.entries(spec).map(([k, v]) => [k, { type: v.type }])), strict: true, allowPositionals: false }));
+  } catch (e) {
+    throw new UsageError(`${command}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(spec)) {
+    const value = values[k];
+    if (typeof value === 'string' && value.trim() !== '') out[k] = value;
+    else if (v.required) throw new UsageError(`${command}: --${k} is required.`);
+  }
+  return out;
+}
+
+function databaseOptions(): OpenOptions {
+  const url = process.env.DATABASE_URL?.trim();
+  if (url) return { databaseUrl: url, ...(process.env.DATABASE_SCHEMA ? { schema: process.env.DATABASE_SCHEMA } : {}) };
+  return { dataDir: process.env.DATA_DIR?.trim() || './data' };
+}
+
+function positiveEnv(name: string): number | undefined {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n <= 0) throw new UsageError(`${name} must be a positive integer, got "${raw}".`);
+  return n;
+}
+
+async function admin(command: string, args: Record<string, string>): Promise<unknown> {
+  const sql = await openDatabase(databaseOptions());
+  try {
+    await migrate(sql);
+    const db = new PgDatabase(sql);
+    const deps: AdminDeps = { clock: { now: () => new Date() }, ids: { uuid: () => randomUUID() }, secrets: nodeSecrets, random: Math.random };
+    const ws = args.workspace ?? '';
+    switch (command) {
+      case 'create-workspace':
+        return await createWorkspace(db, { name: args.name ?? '', ownerEmail: args['owner-email'] ?? '', ownerName: args['owner-name'] }, deps);
+      case 'create-member':
+        return await createMember(db, { workspaceId: ws, name: args.name ?? '', email: args.email ?? '', role: args.role ?? '' }, deps);
+      case 'set-subscription':
+        return await setSubscription(db, { workspaceId: ws, status: args.status ?? '' }, deps);
+      case 'seed-demo':
+        return await seedDemo(db, { workspaceId: ws }, deps);
+      default:
+        throw new UsageError(`Unknown command "${command}".`);
+    }
+  } finally {
+    await sql.close();
+  }
+}
+
+async function serve(): Promise<void> {
+  const port = positiveEnv('PORT') ?? 4000;
+  const host = process.env.HOST?.trim() || '0.0.0.0';
+  const app = await buildServer({
+    open: databaseOptions(),
+    rateLimitPerMinute: positiveEnv('RATE_LIMIT_PER_MINUTE'),
+    bodyLimit: positiveEnv('BODY_LIMIT_BYTES'),
+    logLevel: process.env.LOG_LEVEL?.trim() || 'info',
+  });
+  let closing = false;
+  const shutdown = (signal: string): void => {
+    if (closing) {
+      app.log.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    closing = true;
+    app.log.info({ signal }, 'shutting down: finishing requests in flight, then closing the database');
+    const guard = setTimeout(() => {
+      app.log.error('shutdown took longer than 25 s; exiting');
+      process.exit(1);
+    }, 25_000);
+    guard.unref();
+    app.close().then(
+      () => process.exit(0),
+      (e: unknown) => {
+        app.log.error({ err: e }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  await app.listen({ port, host });
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  try {
+    if (command === undefined || command === 'serve') {
+      if (rest.length > 0) throw new UsageError(`serve takes no arguments (got ${rest.join(' ')}); configure it with environment variables.`);
+      await serve();
+      return -1;
+    }
+    const args = parse(command, rest);
+    const out = await admin(command, args);
+    process.stdout.write(`${JSON.stringify(out)}\n`);
+    return 0;
+  } catch (e) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`${e.message}\n\n${USAGE}\n`);
+      return 2;
+    }
+    if (isDomainError(e)) {
+      // A refused argument value (unknown role, bad email) is a usage problem too.
+      process.stderr.write(`${e.message}\n`);
+      return e.code === 'INVALID_INPUT' ? 2 : 1;
+    }
+    process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n`);
+    return 1;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code;
+  },
+  (e: unknown) => {
+    process.stderr.write(`${e instanceof DomainError || e instanceof Error ? e.message : String(e)}\n`);
+    process.exitCode = 1;
+  },
+);
