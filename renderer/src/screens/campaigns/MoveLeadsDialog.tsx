@@ -1,0 +1,115 @@
+/** Bulk sender change inside a campaign: the leads one sender holds (or every running lead) move to
+ * another of the campaign's senders. A dry run previews the counts before anything changes. */
+import { useEffect, useState } from 'react';
+import type { OpOutput } from '../../../../shared/ops/index.ts';
+import { Dialog } from '../../components/Dialog.tsx';
+import { ErrorText } from '../../components/ErrorText.tsx';
+import { errorText, run, useOp } from '../../lib/ops.ts';
+import { useApp } from '../../state/app-store.ts';
+import { Counts } from '../leads/EnrollDialog.tsx';
+
+type Preview = OpOutput<'campaigns.leads.bulkChangeSender'>;
+
+export function MoveLeadsDialog({ campaignId, from: initialFrom, onClose }: { campaignId: string; from: string | null; onClose: () => void }) {
+  const toast = useApp((s) => s.toast);
+  const [from, setFrom] = useState<string>(initialFrom ?? '');
+  const [target, setTarget] = useState('');
+  const [mode, setMode] = useState<'keep_position' | 'restart'>('keep_position');
+  const [preview, setPreview] = useState<Preview | null>(null);
+  const [previewError, setPreviewError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const senders = useOp('campaigns.listSenders', { campaignId });
+  const held = useOp('campaigns.getEnrollments', { campaignId, ...(from ? { sdrProfileId: from } : {}), limit: 10_000 });
+  const holders = held.data?.senders ?? [];
+  const leadIds = [...new Set((held.data?.enrollments ?? []).filter((e) => e.status === 'IN_PROGRESS').map((e) => e.leadId))];
+  const input = target && held.data ? { scope: { kind: 'campaign' as const, campaignId }, selection: { mode: 'ids' as const, leadIds }, targetSdrProfileId: target, mode } : null;
+  const key = JSON.stringify(input);
+
+  useEffect(() => {
+    setPreview(null);
+    setPreviewError(null);
+    if (!input) return;
+    let stale = false;
+    run('campaigns.leads.bulkChangeSender', { ...input, dryRun: true }).then(
+      (r) => !stale && setPreview(r),
+      (e: unknown) => !stale && setPreviewError(errorText(e)),
+    );
+    return () => {
+      stale = true;
+    };
+  }, [key]);
+
+  async function confirm() {
+    if (!input) return;
+    setBusy(true);
+    setError(null);
+    try {
+      const r = await run('campaigns.leads.bulkChangeSender', { ...input, dryRun: false });
+      toast(`Moved ${r.changedCount.toLocaleString()} lead${r.changedCount === 1 ? '' : 's'} to the new sender.`);
+      onClose();
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <Dialog
+      title="Move leads to another sender"
+      onClose={onClose}
+      footer={
+        <>
+          <button className="btn" onClick={onClose}>Cancel</button>
+          <button className="btn primary" disabled={!preview || busy || preview.changedCount === 0} onClick={() => void confirm()}>
+            {busy ? 'Moving…' : preview ? `Move ${preview.changedCount.toLocaleString()} lead${preview.changedCount === 1 ? '' : 's'}` : 'Move'}
+          </button>
+        </>
+      }
+    >
+      <div className="controls">
+        <label className="field">
+          <span>Leads held by</span>
+          <select value={from} onChange={(e) => setFrom(e.target.value)} aria-label="Move leads from">
+            <option value="">Any sender (every running lead)</option>
+            {holders.map((s) => (
+              <option key={s.sdrProfileId} value={s.sdrProfileId}>{s.name}{s.onCampaign ? '' : ' (removed)'} — {s.active} lead{s.active === 1 ? '' : 's'}</option>
+            ))}
+            <option value="unassigned">Unassigned leads</option>
+          </select>
+        </label>
+        <label className="field">
+          <span>Move to</span>
+          <select value={target} onChange={(e) => setTarget(e.target.value)} aria-label="Move leads to">
+            <option value="">Choose a sender…</option>
+            {(senders.data?.senders ?? []).filter((s) => s.sdrProfileId !== from).map((s) => (
+              <option key={s.sdrProfileId} value={s.sdrProfileId}>{s.name}{s.paused ? ' (paused here)' : ''}</option>
+            ))}
+          </select>
+        </label>
+        <label className="field">
+          <span>Place in the sequence</span>
+          <select value={mode} onChange={(e) => setMode(e.target.value as typeof mode)} aria-label="Sequence position">
+            <option value="keep_position">Keep their place (only the account changes)</option>
+            <option value="restart">Start again from the first step</option>
+          </select>
+        </label>
+      </div>
+      <p className="faint">A conversation stays with the account it started on: the new sender starts without one, so steps that need a connection are judged afresh.</p>
+      <ErrorText error={held.error?.message} />
+      {held.data && <p className="muted">{leadIds.length.toLocaleString()} running lead{leadIds.length === 1 ? '' : 's'} selected.</p>}
+      <h3>Preview</h3>
+      {!input && <p className="muted">Choose the sender to move them to.</p>}
+      {input && !preview && !previewError && <p className="muted">Counting…</p>}
+      <ErrorText error={previewError} />
+      {preview && (
+        <Counts
+          result={{ changedCount: preview.changedCount, ...preview.skipped }}
+          labels={[['changedCount', 'Will move'], ['alreadyAssigned', 'Already with this sender'], ['paused', 'Paused'], ['completed', 'Finished'], ['notEnrolled', 'Not in this campaign']]}
+        />
+      )}
+      <ErrorText error={error} />
+    </Dialog>
+  );
+}

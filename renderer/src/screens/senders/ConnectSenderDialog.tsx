@@ -1,0 +1,140 @@
+/** Connects a sender: the built-in sandbox network (simulated people, safe to try), a mailbox over SMTP,
+ * or a social network through an HTTP connector. Secrets are not stored in the shared workspace. */
+import { useState } from 'react';
+import type { OpInput } from '../../../../shared/ops/index.ts';
+import { Dialog } from '../../components/Dialog.tsx';
+import { ErrorText } from '../../components/ErrorText.tsx';
+import { run, useAction } from '../../lib/ops.ts';
+import { useApp } from '../../state/app-store.ts';
+
+type Channel = 'sandbox' | 'email' | 'http';
+
+const localZone = (): string => {
+  try {
+    return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+  } catch {
+    return 'UTC';
+  }
+};
+
+export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
+  const toast = useApp((s) => s.toast);
+  const [channel, setChannel] = useState<Channel>('sandbox');
+  const [name, setName] = useState('');
+  const [timeZone, setTimeZone] = useState(localZone);
+  const [premium, setPremium] = useState(false);
+  const [smtp, setSmtp] = useState({ host: '', port: '587', secure: false, user: '', from: '', password: '' });
+  const [baseUrl, setBaseUrl] = useState('https://');
+  const [warnings, setWarnings] = useState<string[]>([]);
+  const action = useAction();
+
+  function input(): OpInput<'sdrProfiles.create'> {
+    const base = { name, timeZone, premium };
+    if (channel === 'email') {
+      return {
+        ...base,
+        channel,
+        channelConfig: { host: smtp.host, port: Number(smtp.port), secure: smtp.secure, user: smtp.user, from: smtp.from, ...(smtp.password ? { password: smtp.password } : {}) },
+      };
+    }
+    if (channel === 'http') return { ...base, channel, channelConfig: { baseUrl } };
+    return { ...base, channel };
+  }
+
+  async function connect() {
+    const r = await action.act(() => run('sdrProfiles.create', input()));
+    if (!r) return;
+    toast(`${r.name} is connected.`);
+    if (r.warnings.length > 0) setWarnings(r.warnings);
+    else onClose();
+  }
+
+  return (
+    <Dialog
+      title="Connect a sender"
+      onClose={onClose}
+      footer={
+        warnings.length > 0 ? (
+          <button className="btn primary" onClick={onClose}>Done</button>
+        ) : (
+          <>
+            <button className="btn" onClick={onClose}>Cancel</button>
+            <button className="btn primary" disabled={action.busy || !name.trim()} onClick={() => void connect()}>{action.busy ? 'Connecting…' : 'Connect'}</button>
+          </>
+        )
+      }
+    >
+      {warnings.length > 0 ? (
+        <div className="notice warn">
+          {warnings.map((w) => (
+            <div key={w}>{w}</div>
+          ))}
+        </div>
+      ) : (
+        <form className="stack" onSubmit={(e) => { e.preventDefault(); void connect(); }}>
+          <div className="tabs" role="tablist" style={{ margin: 0 }}>
+            {(['sandbox', 'email', 'http'] as const).map((c) => (
+              <button key={c} type="button" role="tab" aria-selected={channel === c} onClick={() => setChannel(c)}>
+                {c === 'sandbox' ? 'Sandbox network' : c === 'email' ? 'Email (SMTP)' : 'HTTP connector'}
+              </button>
+            ))}
+          </div>
+          {channel === 'sandbox' && <p className="muted">Simulated people who accept, reply and book meetings, deterministically. Nobody real is contacted: try campaigns safely.</p>}
+          {channel === 'http' && <p className="muted">A connector service that speaks the app's HTTP protocol to a social network on your behalf. This app never logs in to a social network itself.</p>}
+          {channel === 'email' && <p className="muted">Sends emails through your mailbox's SMTP server. The password is kept on this computer only, never in the shared workspace.</p>}
+          <div className="controls">
+            <label className="field">
+              <span>Name</span>
+              <input className="input" value={name} onChange={(e) => setName(e.target.value)} placeholder="Alex Morgan" aria-label="Sender name" />
+            </label>
+            <label className="field">
+              <span>Time zone (daily limits reset at its midnight)</span>
+              <input className="input" value={timeZone} onChange={(e) => setTimeZone(e.target.value)} aria-label="Sender time zone" />
+            </label>
+          </div>
+          {channel !== 'email' && (
+            <label className="row check-row">
+              <input type="checkbox" className="check" checked={premium} onChange={(e) => setPremium(e.target.checked)} />
+              <span>Premium account (can send InMails)</span>
+            </label>
+          )}
+          {channel === 'email' && (
+            <div className="controls">
+              <label className="field">
+                <span>SMTP host</span>
+                <input className="input" value={smtp.host} onChange={(e) => setSmtp({ ...smtp, host: e.target.value })} placeholder="smtp.example.com" aria-label="SMTP host" />
+              </label>
+              <label className="field">
+                <span>Port</span>
+                <input className="input" type="number" value={smtp.port} onChange={(e) => setSmtp({ ...smtp, port: e.target.value })} aria-label="SMTP port" />
+              </label>
+              <label className="field">
+                <span>User</span>
+                <input className="input" value={smtp.user} onChange={(e) => setSmtp({ ...smtp, user: e.target.value })} aria-label="SMTP user" autoComplete="off" />
+              </label>
+              <label className="field">
+                <span>Password</span>
+                <input className="input" type="password" value={smtp.password} onChange={(e) => setSmtp({ ...smtp, password: e.target.value })} aria-label="SMTP password" autoComplete="new-password" />
+              </label>
+              <label className="field">
+                <span>From address</span>
+                <input className="input" value={smtp.from} onChange={(e) => setSmtp({ ...smtp, from: e.target.value })} placeholder="Alex Morgan <alex@example.com>" aria-label="From address" />
+              </label>
+              <label className="row check-row">
+                <input type="checkbox" className="check" checked={smtp.secure} onChange={(e) => setSmtp({ ...smtp, secure: e.target.checked })} />
+                <span>TLS from the start (port 465)</span>
+              </label>
+            </div>
+          )}
+          {channel === 'http' && (
+            <label className="field">
+              <span>Connector URL</span>
+              <input className="input" value={baseUrl} onChange={(e) => setBaseUrl(e.target.value)} aria-label="Connector URL" />
+            </label>
+          )}
+          <ErrorText error={action.error} />
+        </form>
+      )}
+    </Dialog>
+  );
+}
