@@ -6,6 +6,8 @@ const ITEMS: { screen: Screen; label: string; keys: string }[] = [
   { screen: 'pipeline', label: 'Pipeline', keys: 'g p' },
   { screen: 'tasks', label: 'Tasks', keys: 'g t' },
   { screen: 'triage', label: 'Triage', keys: 'g r' },
+  { screen: 'campaigns', label: 'Campaigns', keys: 'g c' },
+  { screen: 'senders', label: 'Senders', keys: 'g e' },
   { screen: 'settings', label: 'Settings', keys: 'g s' },
 ];
 

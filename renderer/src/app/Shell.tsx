@@ -9,6 +9,8 @@ import { PipelineBoard } from '../screens/pipeline/PipelineBoard.tsx';
 import { TasksScreen } from '../screens/tasks/TasksScreen.tsx';
 import { TriageScreen } from '../screens/triage/TriageScreen.tsx';
 import { SettingsScreen } from '../screens/settings/SettingsScreen.tsx';
+import { CampaignsScreen } from '../screens/campaigns/CampaignsScreen.tsx';
+import { SendersScreen } from '../screens/senders/SendersScreen.tsx';
 import { CommandPalette } from './CommandPalette.tsx';
 import { Nav } from './Nav.tsx';
 import { ShortcutsHelp } from './ShortcutsHelp.tsx';
@@ -21,6 +23,8 @@ const SCREEN_VIEWS: Record<Screen, () => React.JSX.Element> = {
   pipeline: PipelineBoard,
   tasks: TasksScreen,
   triage: TriageScreen,
+  campaigns: CampaignsScreen,
+  senders: SendersScreen,
   settings: SettingsScreen,
 };
 

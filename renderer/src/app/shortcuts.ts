@@ -4,7 +4,7 @@ import { useEffect } from 'react';
 import { useApp } from '../state/app-store.ts';
 import type { Screen } from '../state/app-store.ts';
 
-const GO: Record<string, Screen> = { l: 'leads', p: 'pipeline', t: 'tasks', r: 'triage', s: 'settings' };
+const GO: Record<string, Screen> = { l: 'leads', p: 'pipeline', t: 'tasks', r: 'triage', c: 'campaigns', e: 'senders', s: 'settings' };
 
 function typing(target: EventTarget | null): boolean {
   const el = target as HTMLElement | null;
@@ -59,6 +59,8 @@ export const SHORTCUTS: { keys: string; what: string }[] = [
   { keys: 'g p', what: 'Go to the pipeline board' },
   { keys: 'g t', what: 'Go to tasks' },
   { keys: 'g r', what: 'Go to triage (catch-ups due)' },
+  { keys: 'g c', what: 'Go to campaigns' },
+  { keys: 'g e', what: 'Go to senders' },
   { keys: 'g s', what: 'Go to settings' },
   { keys: '↑ ↓ / j k', what: 'Move through leads in the table' },
   { keys: 'x', what: 'Select the current lead' },
