@@ -27,7 +27,7 @@ import type { Budget } from './limits.ts';
 import { isOpen, nextOpening, startOfNextDay } from './schedule.ts';
 import { advanceStage, categoryOf, eventActivity } from './timeline.ts';
 import type { EventMeta } from './timeline.ts';
-import { firstOfBranch, resumePoint } from './walk.ts';
+import { firstOfBranch, isAction, resumePoint } from './walk.ts';
 
 export type Spacing = { minSeconds: number; jitterSeconds: number };
 
@@ -99,7 +99,20 @@ type TickState = {
   load: Map<string, Map<string, number>>;
   /** Assignments per variant, per campaign and step (round robin); computed lazily. */
   rr: Map<string, Map<string, number>>;
+  /** Time-zone arithmetic is the costly part of a tick: each answer is computed once per tick. */
+  memo: Map<string, unknown>;
 };
+
+function memo<T>(st: TickState, key: string, compute: () => T): T {
+  if (st.memo.has(key)) return st.memo.get(key) as T;
+  const v = compute();
+  st.memo.set(key, v);
+  return v;
+}
+const openNow = (st: TickState, c: Campaign): boolean => memo(st, `open|${c.id}`, () => isOpen(c.schedule, st.now));
+const dayOf = (st: TickState, s: Sender): string => memo(st, `day|${s.id}|${s.timeZone}`, () => senderDay(s, st.now));
+const dayAfter = (st: TickState, s: Sender): Date => memo(st, `next|${s.id}|${s.timeZone}`, () => startOfNextDay(s.timeZone, st.now));
+const openingFrom = (st: TickState, c: Campaign, from: Date): Date | null => memo(st, `opening|${c.id}|${from.getTime()}`, () => nextOpening(c.schedule, from));
 
 const isConflict = (e: unknown): boolean => e instanceof DomainError && e.code === 'CONFLICT';
 const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
@@ -459,7 +472,7 @@ export function createRunner(opts: RunnerOptions): Runner {
     const asEmail = m.kind === 'email' || !sender.capabilities.includes('message');
     const kind: Message['kind'] = asEmail ? 'email' : 'message';
     const budgets = budgetsFor(sender, kind);
-    const day = senderDay(sender, st.now);
+    const day = dayOf(st, sender);
     const usage = usageOrEmpty(await store.get('usage', usageId(sender.id, day)), sender, day, st.nowIso);
     if (!hasRoom(usage, budgets)) {
       // Stays queued: delivered when the sender's day rolls over.
@@ -576,6 +589,20 @@ export function createRunner(opts: RunnerOptions): Runner {
       await gateEnrollment(st, c, e0);
       return;
     }
+    // Inside the window, an action whose every possible sender is still spacing its actions waits
+    // without a read: at a window's opening hundreds of leads are due and a few can go per tick.
+    const next = currentStep(c, e0);
+    if (next && isAction(next) && openNow(st, c)) {
+      const candidates = e0.sdrProfileId !== null ? [e0.sdrProfileId] : c.senders.filter((x) => !x.paused).map((x) => x.sdrProfileId);
+      const free = candidates.some((id) => {
+        const s = st.senders.get(id);
+        return s !== undefined && senderGate(st, c, id) === null && slotFree(st, s);
+      });
+      if (!free) {
+        st.report.waiting++;
+        return;
+      }
+    }
     let acted = false;
     for (let i = 0; i <= c.steps.length + 1; i++) {
       const r = await stepOnce(st, c, e0.id, acted);
@@ -675,8 +702,8 @@ export function createRunner(opts: RunnerOptions): Runner {
       return step.stopIfSkipped ? 'halt' : 'transition';
     }
 
-    if (!isOpen(c.schedule, st.now)) {
-      const at = nextOpening(c.schedule, st.now);
+    if (!openNow(st, c)) {
+      const at = openingFrom(st, c, st.now);
       if (at) await defer(st, e.id, at, 'outside_window');
       return 'halt';
     }
@@ -714,10 +741,10 @@ export function createRunner(opts: RunnerOptions): Runner {
     }
 
     const budgets = budgetsFor(sender, kind, withNote);
-    const day = senderDay(sender, st.now);
+    const day = dayOf(st, sender);
     const usage = usageOrEmpty(await tx.get('usage', usageId(sender.id, day)), sender, day, st.nowIso);
     if (!hasRoom(usage, budgets)) {
-      const at = nextOpening(c.schedule, startOfNextDay(sender.timeZone, st.now));
+      const at = openingFrom(st, c, dayAfter(st, sender));
       if (at) await defer(st, e.id, at, 'daily_limit');
       return 'halt';
     }
@@ -839,10 +866,10 @@ export function createRunner(opts: RunnerOptions): Runner {
     let busy = false;
     let reset: Date | null = null;
     for (const s of candidates) {
-      const day = senderDay(s, st.now);
+      const day = dayOf(st, s);
       const usage = usageOrEmpty(await tx.get('usage', usageId(s.id, day)), s, day, st.nowIso);
       if (!hasRoom(usage, budgetsFor(s, kind, withNote))) {
-        const r = startOfNextDay(s.timeZone, st.now);
+        const r = dayAfter(st, s);
         if (!reset || r < reset) reset = r;
         continue;
       }
@@ -854,7 +881,7 @@ export function createRunner(opts: RunnerOptions): Runner {
       return s;
     }
     if (busy || !reset) return 'wait';
-    return nextOpening(c.schedule, reset) ?? 'wait';
+    return openingFrom(st, c, reset) ?? 'wait';
   }
 
   async function loadOf(st: TickState, campaignId: string): Promise<Map<string, number>> {
@@ -1029,7 +1056,7 @@ export function createRunner(opts: RunnerOptions): Runner {
       const now = clock.now();
       const st: TickState = {
         now, nowMs: now.getTime(), nowIso: now.toISOString(), report: emptyReport(now.toISOString()),
-        senders: new Map(), held: new Set(), stages: new Map(), groups: new Map(), campaigns: new Map(), load: new Map(), rr: new Map(),
+        senders: new Map(), held: new Set(), stages: new Map(), groups: new Map(), campaigns: new Map(), load: new Map(), rr: new Map(), memo: new Map(),
       };
       const [{ docs: senders }, { docs: stages }] = await Promise.all([store.query('senders'), store.query('stages')]);
       for (const s of senders) st.senders.set(s.id, s);

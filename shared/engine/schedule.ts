@@ -4,10 +4,20 @@ import { DateTime, IANAZone } from 'luxon';
 import { DAYS } from '../model/index.ts';
 import type { Schedule } from '../model/index.ts';
 
-/** A valid IANA zone name, else UTC (a broken zone must not stop the runner or widen a window). */
-export const safeZone = (zone: string): string => (IANAZone.isValidZone(zone) ? zone : 'UTC');
+const zones = new Map<string, IANAZone>();
 
-const local = (at: Date, zone: string): DateTime => DateTime.fromJSDate(at, { zone: safeZone(zone) });
+/** The zone for a name, else UTC (a broken zone must not stop the runner or widen a window).
+ * Zones are cached: validating a name builds an Intl formatter, which is slow. */
+export function safeZone(name: string): IANAZone {
+  let z = zones.get(name);
+  if (!z) {
+    z = IANAZone.isValidZone(name) ? IANAZone.create(name) : IANAZone.create('UTC');
+    zones.set(name, z);
+  }
+  return z;
+}
+
+const local = (at: Date, zone: string): DateTime => DateTime.fromMillis(at.getTime(), { zone: safeZone(zone) });
 
 /** The calendar day (YYYY-MM-DD) of `at` in `zone`. */
 export function dayKey(zone: string, at: Date): string {
