@@ -78,9 +78,9 @@ function Metric({ id, label, value, text, sub }: { id: string; label: string; va
 
 /** Sends and replies per day of the last two weeks, as bars (inline SVG: no chart library). */
 function DailyChart({ daily }: { daily: Activity['daily'] }) {
-  const width = 560;
-  const height = 120;
-  const pad = { left: 28, right: 8, top: 8, bottom: 20 };
+  const width = 1000;
+  const height = 150;
+  const pad = { left: 30, right: 8, top: 10, bottom: 22 };
   const max = Math.max(1, ...daily.map((d) => Math.max(d.sent, d.replies + d.accepted)));
   const slot = (width - pad.left - pad.right) / Math.max(1, daily.length);
   const bar = Math.max(2, slot / 2 - 2);
@@ -94,7 +94,7 @@ function DailyChart({ daily }: { daily: Activity['daily'] }) {
         <span className="legend"><i className="replies" /> Replies {total.replies}</span>
         <span className="legend"><i className="accepted" /> Accepted {total.accepted}</span>
       </div>
-      <svg viewBox={`0 0 ${width} ${height}`} width="100%" height={height} role="img" aria-label={`Sent ${total.sent}, replies ${total.replies}, accepted ${total.accepted} in the last 14 days`}>
+      <svg viewBox={`0 0 ${width} ${height}`} className="chart-svg" role="img" aria-label={`Sent ${total.sent}, replies ${total.replies}, accepted ${total.accepted} in the last 14 days`}>
         <line x1={pad.left} x2={width - pad.right} y1={y(0)} y2={y(0)} className="axis" />
         <text x={pad.left - 4} y={y(max) + 4} textAnchor="end" className="tick">{max}</text>
         <text x={pad.left - 4} y={y(0)} textAnchor="end" className="tick">0</text>

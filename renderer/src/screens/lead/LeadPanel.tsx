@@ -7,6 +7,7 @@ import { useApp } from '../../state/app-store.ts';
 import { Composer } from './Composer.tsx';
 import { LeadControls } from './LeadControls.tsx';
 import { LeadFields } from './LeadFields.tsx';
+import { Conversation } from '../conversation/Conversation.tsx';
 import { Timeline } from './Timeline.tsx';
 
 export function LeadPanel({ leadId, overlay }: { leadId: string; overlay: boolean }) {
@@ -39,6 +40,7 @@ export function LeadPanel({ leadId, overlay }: { leadId: string; overlay: boolea
           <>
             <LeadControls lead={d} />
             <LeadFields lead={d} />
+            <Conversation leadId={d.id} leadName={d.fullName || d.email || 'this lead'} />
             <section className="section" aria-label="Timeline">
               <h3>Timeline</h3>
               <Composer leadId={d.id} />
