@@ -7,7 +7,8 @@
  * Conditions are evaluated in JavaScript with the semantics of shared/query.ts, but compiled once per
  * query, with hash indexes for `eq`/`in` conjuncts (built on first use, then maintained), sorted
  * arrays per sort order (maintained for small changes, rebuilt after large ones) and cached
- * lower-case text for `contains`, so a page of a search does not re-read 100k documents.
+ * lower-case text for `contains` (joined per chunk of documents, so a rare search text is found
+ * with a few indexOf calls), so a page of a search does not re-read 100k documents.
  *
  * Commits check every write's `before` against the current document and write all collections in
  * one atomic step of the persisted-memory storage (one SQLite transaction, no interleaving write).
@@ -139,9 +140,9 @@ const MAX_SORTED = 8;
 /** The live documents of one collection, with the indexes queries build on demand. */
 class CollectionView {
   readonly live = new Map<string, Json>();
-  private readonly sorted = new Map<string, { cmp: Cmp; docs: Json[] | null }>();
+  private readonly sorted = new Map<string, SortedOrder>();
   private readonly hash = new Map<string, { get: Getter; buckets: Map<Scalar, Set<Json>> }>();
-  private readonly haystacks = new Map<string, WeakMap<Json, string>>();
+  private textChunks: TextChunks | null = null;
 
   constructor(
     readonly name: CollectionName,
@@ -163,6 +164,11 @@ class CollectionView {
       const next = ev.documentData._deleted ? undefined : stripRxFields(ev.documentData);
       if (next) this.live.set(id, next);
       else this.live.delete(id);
+      if (this.textChunks) {
+        if (old && next) this.textChunks.replace(old, next);
+        else if (old) this.textChunks.remove(old);
+        else if (next) this.textChunks.add(next);
+      }
       for (const idx of this.hash.values()) {
         if (old) this.unindex(idx, old);
         if (next) this.index(idx, next);
@@ -238,7 +244,13 @@ class CollectionView {
     this.hash.set(field, idx);
   }
 
-  sortedBy(orderBy: readonly Sort[]): { cmp: Cmp; docs: Json[] } {
+  /** The text index, built on first use and maintained from then on. */
+  text(): TextChunks {
+    if (!this.textChunks) this.textChunks = new TextChunks(this.live.values());
+    return this.textChunks;
+  }
+
+  sortedBy(orderBy: readonly Sort[]): SortedOrder & { docs: Json[] } {
     const key = JSON.stringify(orderBy);
     let s = this.sorted.get(key);
     if (!s) {
@@ -250,27 +262,145 @@ class CollectionView {
       this.sorted.set(key, s);
     }
     if (!s.docs) s.docs = [...this.live.values()].sort(s.cmp);
-    return { cmp: s.cmp, docs: s.docs };
+    return s as SortedOrder & { docs: Json[] };
+  }
+}
+
+/** Documents in one sort order (null: rebuild on next use). */
+type SortedOrder = { cmp: Cmp; docs: Json[] | null };
+
+/** Documents per chunk of the text index: small enough that one edit re-joins little text. */
+const CHUNK = 1024;
+
+/**
+ * The view's documents in chunks, each with the search text of its documents joined into one string
+ * (separated by \u0003) and each document's start offset. Finding a needle is then one indexOf per
+ * chunk, which skips non-matching documents far faster than testing them one by one; an edit only
+ * re-joins its chunk.
+ */
+class TextChunks {
+  private readonly chunks: { docs: Json[]; text: Map<string, { all: string; starts: number[] }> }[] = [];
+  private readonly chunkOf = new Map<string, number>();
+
+  constructor(docs: Iterable<Json>) {
+    for (const d of docs) this.add(d);
   }
 
-  /** Lower-case text of `fields` joined by a separator no search text contains, cached per document. */
-  haystack(fields: readonly string[], gets: readonly Getter[]): (doc: Json) => string {
-    const key = fields.join('\u0001');
-    let cache = this.haystacks.get(key);
-    if (!cache) this.haystacks.set(key, (cache = new WeakMap()));
-    const c = cache;
-    return (doc) => {
-      let h = c.get(doc);
-      if (h === undefined) {
-        h = gets.map((g) => {
-          const v = g(doc);
-          return typeof v === 'string' ? v.toLowerCase() : '\u0002';
-        }).join('\u0001');
-        c.set(doc, h);
-      }
-      return h;
-    };
+  add(doc: Json): void {
+    let last = this.chunks[this.chunks.length - 1];
+    if (!last || last.docs.length >= CHUNK) {
+      last = { docs: [], text: new Map() };
+      this.chunks.push(last);
+    }
+    last.docs.push(doc);
+    last.text.clear();
+    this.chunkOf.set(String(doc.id), this.chunks.length - 1);
   }
+
+  replace(old: Json, next: Json): void {
+    const chunk = this.chunks[this.chunkOf.get(String(old.id)) ?? -1];
+    const at = chunk ? chunk.docs.indexOf(old) : -1;
+    if (!chunk || at < 0) {
+      this.add(next);
+      return;
+    }
+    chunk.docs[at] = next;
+    chunk.text.clear();
+  }
+
+  remove(old: Json): void {
+    const id = String(old.id);
+    const chunk = this.chunks[this.chunkOf.get(id) ?? -1];
+    this.chunkOf.delete(id);
+    if (!chunk) return;
+    const at = chunk.docs.indexOf(old);
+    if (at < 0) return;
+    const moved = chunk.docs.pop();
+    if (moved && at < chunk.docs.length) chunk.docs[at] = moved;
+    chunk.text.clear();
+  }
+
+  /** Documents whose text (over `fields`) holds `needle`, or null when more than `cap` do. */
+  hits(fields: readonly string[], needle: string, cap: number): Json[] | null {
+    const key = fields.join('\u0001');
+    const text = searchText(fields, fields.map(getter));
+    const out: Json[] = [];
+    for (const chunk of this.chunks) {
+      let t = chunk.text.get(key);
+      if (!t) {
+        const starts: number[] = [];
+        let at = 0;
+        const parts = chunk.docs.map((d) => {
+          const s = text(d);
+          starts.push(at);
+          at += s.length + 1;
+          return s;
+        });
+        starts.push(at);
+        t = { all: parts.join('\u0003'), starts };
+        chunk.text.set(key, t);
+      }
+      let pos = t.all.indexOf(needle);
+      while (pos >= 0) {
+        const i = docAt(t.starts, pos);
+        out.push(chunk.docs[i] as Json);
+        if (out.length > cap) return null;
+        pos = t.all.indexOf(needle, t.starts[i + 1]);
+      }
+    }
+    return out;
+  }
+}
+
+/** The index of the document whose text holds offset `pos`. */
+function docAt(starts: readonly number[], pos: number): number {
+  let lo = 0;
+  let hi = starts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1;
+    if ((starts[mid] as number) <= pos) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/** A `contains` every match must satisfy (the condition itself or a conjunct of a top-level and). */
+function textConjunct(cond: Cond | undefined): { fields: readonly string[]; needle: string } | null {
+  if (!cond) return null;
+  if (cond.op === 'contains') {
+    const needle = cond.value.toLowerCase();
+    const usable = needle !== '' && cond.fields.length > 0 && !['\u0001', '\u0002', '\u0003'].some((sep) => needle.includes(sep));
+    return usable ? { fields: cond.fields, needle } : null;
+  }
+  if (cond.op === 'and') {
+    for (const c of cond.conds) {
+      const t = textConjunct(c);
+      if (t) return t;
+    }
+  }
+  return null;
+}
+
+/** Where a view document caches its search text: a symbol key, so Object.keys, JSON and the clones
+ * handed out never see it. One slot per document (the lead search's field list in practice). */
+const SEARCH_TEXT = Symbol('searchText');
+type WithSearchText = Json & { [SEARCH_TEXT]?: { key: string; text: string } };
+
+/** Lower-case text of `fields` joined by \u0001 (non-strings as \u0002), cached on the document. */
+function searchText(fields: readonly string[], gets: readonly Getter[]): (doc: Json) => string {
+  const key = fields.join('\u0001');
+  return (doc) => {
+    const d = doc as WithSearchText;
+    const cached = d[SEARCH_TEXT];
+    if (cached && cached.key === key) return cached.text;
+    let text = '';
+    for (let i = 0; i < gets.length; i++) {
+      const v = (gets[i] as Getter)(doc);
+      text += (i > 0 ? '\u0001' : '') + (typeof v === 'string' ? v.toLowerCase() : '\u0002');
+    }
+    d[SEARCH_TEXT] = { key, text };
+    return text;
+  };
 }
 
 /** matches() of shared/query.ts, compiled once per query. */
@@ -306,14 +436,14 @@ function compile(cond: Cond, view: CollectionView): Pred {
     case 'contains': {
       const needle = cond.value.toLowerCase();
       const gets = cond.fields.map(getter);
-      if (needle === '' || needle.includes('\u0001') || needle.includes('\u0002') || gets.length === 0) {
+      if (needle === '' || ['\u0001', '\u0002', '\u0003'].some((sep) => needle.includes(sep)) || gets.length === 0) {
         return (d) => gets.some((g) => {
           const v = g(d);
           return typeof v === 'string' && v.toLowerCase().includes(needle);
         });
       }
       // A non-string field contributes \u0002, which no needle here contains, so it never matches.
-      const text = view.haystack(cond.fields, gets);
+      const text = searchText(cond.fields, gets);
       return (d) => text(d).includes(needle);
     }
     case 'has': {
@@ -326,11 +456,18 @@ function compile(cond: Cond, view: CollectionView): Pred {
     }
     case 'and': {
       const parts = cond.conds.map((c) => compile(c, view));
-      return (d) => parts.every((p) => p(d));
+      if (parts.length === 1) return parts[0] as Pred;
+      return (d) => {
+        for (const p of parts) if (!p(d)) return false;
+        return true;
+      };
     }
     case 'or': {
       const parts = cond.conds.map((c) => compile(c, view));
-      return (d) => parts.some((p) => p(d));
+      return (d) => {
+        for (const p of parts) if (p(d)) return true;
+        return false;
+      };
     }
     case 'not': {
       const inner = compile(cond.cond, view);
@@ -366,6 +503,18 @@ function candidates(view: CollectionView, where: Cond | undefined): Json[] | nul
   }
   if (!best || best.size > n / 8) return null;
   return view.lookup(best.field, best.values);
+}
+
+/** Above this many text hits, scanning in sort order (which stops at the page) beats sorting hits. */
+const TEXT_HITS_CAP = 2000;
+/** Documents scanned in sort order before a search text is looked up in the text index. */
+const TEXT_SCAN_BUDGET = 2000;
+
+/** Candidates through the text index for a rare enough search text, else null. */
+function textCandidates(view: CollectionView, where: Cond | undefined): Json[] | null {
+  const text = textConjunct(where);
+  if (!text || view.live.size < 2000) return null;
+  return view.text().hits(text.fields, text.needle, TEXT_HITS_CAP);
 }
 
 /** Where replicated collections are missing (apiKeys): the desktop never holds them. */
@@ -487,35 +636,49 @@ class RxdbStore implements Store {
     const limit = q.limit;
     if (limit !== undefined && limit <= 0) return { docs: [], nextCursor: null };
 
-    let page: Json[];
-    let more: boolean;
+    let list: Json[] | null = null;
     const cands = candidates(view, q.where);
-    if (cands) {
-      const cmp = comparator(orderBy);
-      let list = cands.filter(pred).sort(cmp);
-      if (cursor) {
-        const probe = cursorProbe(cursor, orderBy);
-        list = list.slice(upperBound(list, probe, cmp));
-      }
-      more = limit !== undefined && list.length > limit;
-      page = more ? list.slice(0, limit) : list;
-    } else {
+    if (cands) list = this.sortHits(cands, pred, orderBy, cursor);
+    else {
       const { cmp, docs } = view.sortedBy(orderBy);
       const start = cursor ? upperBound(docs, cursorProbe(cursor, orderBy), cmp) : 0;
       const want = limit === undefined ? Infinity : limit + 1;
       const found: Json[] = [];
-      for (let i = start; i < docs.length && found.length < want; i++) {
+      // With a search text, scan a bounded stretch in sort order first: a common text fills the
+      // page within it. A rare one does not, and is then looked up in the text index instead.
+      const text = limit !== undefined && textConjunct(q.where) !== null;
+      let i = start;
+      const stop = text ? Math.min(docs.length, start + TEXT_SCAN_BUDGET) : docs.length;
+      for (; i < stop && found.length < want; i++) {
         const d = docs[i] as Json;
         if (pred(d)) found.push(d);
       }
-      more = limit !== undefined && found.length > limit;
-      page = more ? found.slice(0, limit) : found;
+      if (found.length < want && i < docs.length) {
+        const hits = text ? textCandidates(view, q.where) : null;
+        if (hits) list = this.sortHits(hits, pred, orderBy, cursor);
+        else {
+          for (; i < docs.length && found.length < want; i++) {
+            const d = docs[i] as Json;
+            if (pred(d)) found.push(d);
+          }
+        }
+      }
+      list ??= found;
     }
+    const more = limit !== undefined && list.length > limit;
+    const page = more ? list.slice(0, limit) : list;
     const last = page[page.length - 1];
     return {
       docs: page.map((d) => cloneJson(d) as Docs[C]),
       nextCursor: more && last ? encodeCursor(last, orderBy) : null,
     };
+  }
+
+  /** Candidate documents that match, in sort order, after the cursor. */
+  private sortHits(hits: Json[], pred: Pred, orderBy: readonly Sort[], cursor: { k: unknown[]; id: string } | null): Json[] {
+    const cmp = comparator(orderBy);
+    const list = hits.filter(pred).sort(cmp);
+    return cursor ? list.slice(upperBound(list, cursorProbe(cursor, orderBy), cmp)) : list;
   }
 
   async count<C extends CollectionName>(c: C, where?: Cond): Promise<number> {

@@ -96,6 +96,8 @@ const WHERES: (Cond | undefined)[] = [
   { op: 'contains', fields: ['firstName', 'lastName'], value: 'ÄNG' },
   { op: 'contains', fields: ['fullName'], value: '' },
   { op: 'contains', fields: ['rankingScore', 'company'], value: 'rare' },
+  { op: 'and', conds: [{ op: 'contains', fields: ['firstName', 'lastName'], value: 'zoë' }, { op: 'neq', field: 'doNotContact', value: true }] },
+  { op: 'contains', fields: ['email'], value: '.17' },
   { op: 'has', field: 'groupIds', value: GROUPS[1] as string },
   { op: 'eq', field: 'variables.c1', value: 'y' },
   { op: 'not', cond: { op: 'eq', field: 'tagId', value: null } },
