@@ -71,7 +71,8 @@ describe.each(BACKENDS)('the operation registry over HTTP (%s)', (backend) => {
 
     it(`${name}: refused without a key, with an unknown key and with a malformed header`, async () => {
       const before = await s.maxSeq(s.ours.workspaceId);
-      for (const headers of [{}, { authorization: 'Bearer live_NotARealKeyNotARealKeyNotARealKey1234' }, { authorization: 'Basic abc' }]) {
+      const variants: Record<string, string>[] = [{}, { authorization: 'Bearer live_NotARealKeyNotARealKeyNotARealKey1234' }, { authorization: 'Basic abc' }];
+      for (const headers of variants) {
         const res = await s.call(null, name, sampleInput(op, fx, s.clock.now().toISOString()).input, { method: op.method, headers });
         expect(res.status).toBe(401);
         expect((res.body as ErrorBody).error.code).toBe('UNAUTHENTICATED');
