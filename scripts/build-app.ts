@@ -35,7 +35,15 @@ export async function buildRenderer(opts: { force?: boolean; log?: (line: string
   if (!opts.force && !rendererIsStale()) return false;
   opts.log?.('Building the user interface (a few seconds, once)…');
   const { build } = await import('vite');
-  await build({ configFile: join(ROOT, 'renderer', 'vite.config.ts'), logLevel: 'warn' });
+  // Test runners set NODE_ENV=test, which would make Vite bundle React's development build.
+  const before = process.env.NODE_ENV;
+  process.env.NODE_ENV = 'production';
+  try {
+    await build({ configFile: join(ROOT, 'renderer', 'vite.config.ts'), logLevel: 'warn', mode: 'production' });
+  } finally {
+    if (before === undefined) delete process.env.NODE_ENV;
+    else process.env.NODE_ENV = before;
+  }
   return true;
 }
 

@@ -167,7 +167,7 @@ export class Backend {
     const store = reads ? trackingStore(open.db.store, reads) : open.db.store;
     return execute(op, input, {
       actor: open.actor, store, clock: this.clock, ids: this.ids, random: this.random, secrets: this.secrets,
-      channels: this.opts.channels?.() ?? null,
+      channels: open.runner?.channels ?? this.opts.channels?.() ?? null,
     });
   }
 

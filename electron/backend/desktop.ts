@@ -10,6 +10,7 @@ import { fileCredentialStore } from './credentials.ts';
 import type { CredentialStore } from './credentials.ts';
 import { buildDemoWorkspace } from './demo-workspace.ts';
 import { openLocalDatabase } from './local-db.ts';
+import { startWorkspaceRunner } from './runner-host.ts';
 import type { OpenLocalDb } from './local-db-port.ts';
 import { SessionManager } from './session.ts';
 import type { SessionDeps } from './session.ts';
@@ -32,6 +33,7 @@ export async function createDesktopBackend(opts: DesktopOptions): Promise<Backen
     openDb: opts.openDb ?? ((o) => openLocalDatabase(o)),
     credentials: opts.credentials ?? fileCredentialStore(join(opts.dataDir, 'credentials.json')),
     buildDemo: () => buildDemoWorkspace({ now: new Date() }),
+    startRunner: (args) => startWorkspaceRunner(args, { log }),
     log,
     ...opts.session,
   });

@@ -8,6 +8,7 @@ import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Actor } from '../../shared/context.ts';
+import type { ChannelHost } from '../../shared/engine/channel.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { ROLES } from '../../shared/model/index.ts';
 import type { Role } from '../../shared/model/index.ts';
@@ -37,8 +38,9 @@ export type SyncHandle = {
 };
 export type StartSync = (args: { db: LocalDb; dir: string; serverUrl: string; apiKey: string; actor: Actor }) => Promise<SyncHandle>;
 
-/** Runs the workspace's outreach for the senders hosted here. */
-export type RunnerHandle = { stop(): Promise<void> };
+/** Runs the workspace's outreach for the senders hosted here; its channels also serve operations
+ * that need the network (reading a post's engagement). */
+export type RunnerHandle = { channels: ChannelHost | null; stop(): Promise<void> };
 export type StartRunner = (args: { db: LocalDb; actor: Actor; kind: WorkspaceKind }) => RunnerHandle | null;
 
 export type DemoWorkspace = { workspaceId: string; workspaceName: string; member: { id: string; name: string; role: Role }; writes: AnyWrite[] };

@@ -21,9 +21,13 @@ export function LeadsScreen() {
   const setIntent = useApp((s) => s.setIntent);
   const toast = useApp((s) => s.toast);
   const input = useMemo(() => searchInput(filters), [filters]);
-  const pager = useMemo(() => new LeadPager(input), [input]);
-  useEffect(() => () => pager.dispose(), [pager]);
-  useSyncExternalStore(pager.subscribe, pager.getVersion);
+  // Created in an effect (not a memo) so its subscriptions end exactly when the view lets go of it.
+  const [pager, setPager] = useState<LeadPager | null>(null);
+  useEffect(() => {
+    const p = new LeadPager(input);
+    setPager(p);
+    return () => p.dispose();
+  }, [input]);
   const [selection, setSelection] = useState(Selection.none());
   const [dialog, setDialog] = useState<BulkAction | 'import' | null>(null);
   const [exporting, setExporting] = useState<string | null>(null);
@@ -52,6 +56,23 @@ export function LeadsScreen() {
     // runExport reads the current input; only the intent triggers it.
   }, [intent]);
 
+  if (!pager) return <></>;
+  return <LeadsView pager={pager} selection={selection} setSelection={setSelection} dialog={dialog} setDialog={setDialog} exporting={exporting} exportError={exportError} runExport={runExport} />;
+}
+
+function LeadsView(props: {
+  pager: LeadPager;
+  selection: Selection;
+  setSelection: (s: Selection) => void;
+  dialog: BulkAction | 'import' | null;
+  setDialog: (d: BulkAction | 'import' | null) => void;
+  exporting: string | null;
+  exportError: string | null;
+  runExport: () => Promise<void>;
+}) {
+  const { pager, selection, setSelection, dialog, setDialog, exporting, exportError, runExport } = props;
+  const filters = useApp((s) => s.filters);
+  useSyncExternalStore(pager.subscribe, pager.getVersion);
   const count = pager.loadedCount;
   return (
     <>

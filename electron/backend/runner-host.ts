@@ -1,0 +1,58 @@
+/**
+ * Runs the workspace's outreach on this machine: the runner of shared/engine, ticking in the
+ * background for the senders this desktop holds. The demo workspace's senders live on the sandbox
+ * network (simulated people, nothing leaves the machine); in a connected workspace this desktop runs
+ * the sandbox senders its member owns, and leases keep two desktops from working one sender.
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Actor, Clock } from '../../shared/context.ts';
+import type { ChannelHost } from '../../shared/engine/channel.ts';
+import { createRunnerHost, restoreSandbox } from '../../shared/engine/host.ts';
+import { createRunner } from '../../shared/engine/runner.ts';
+import { createSandboxNetwork } from '../../shared/engine/sandbox.ts';
+import type { WorkspaceKind } from '../bridge.ts';
+import type { LocalDb } from './local-db-port.ts';
+import type { RunnerHandle } from './session.ts';
+
+export type RunnerSettings = { intervalMs?: number; clock?: Clock; log?: (line: string) => void };
+
+export function startWorkspaceRunner(args: { db: LocalDb; actor: Actor; kind: WorkspaceKind }, settings: RunnerSettings = {}): RunnerHandle {
+  const clock = settings.clock ?? { now: () => new Date() };
+  const log = settings.log ?? (() => undefined);
+  // One network per workspace, seeded by its id: the same people answer the same way after a restart.
+  const network = createSandboxNetwork({ seed: args.actor.workspaceId, clock });
+  const channels: ChannelHost = { channelFor: (sender) => (sender.channel === 'sandbox' && (args.kind === 'demo' || sender.ownerMemberId === args.actor.memberId) ? network : null) };
+  const runner = createRunner({
+    store: args.db.store,
+    clock,
+    random: Math.random,
+    ids: { uuid: () => randomUUID() },
+    channels,
+    actor: { workspaceId: args.actor.workspaceId, memberId: args.actor.memberId, role: args.actor.role, isSystem: true },
+    runnerId: `desktop:${hostname()}:${args.actor.memberId}`,
+  });
+  const host = createRunnerHost({
+    runner,
+    intervalMs: settings.intervalMs ?? 5_000,
+    onError: (e) => log(`Outreach runner: ${e instanceof Error ? e.message : String(e)}`),
+    onReport: (r) => {
+      for (const err of r.errors) log(`Outreach runner: ${err.message}`);
+    },
+  });
+  let stopped = false;
+  // Replay what was already sent, so people who were about to reply still do after a restart.
+  const ready = restoreSandbox(args.db.store, network, clock)
+    .catch((e: unknown) => log(`Outreach runner could not restore the sandbox network: ${(e as Error).message}`))
+    .then(() => {
+      if (!stopped) host.start();
+    });
+  return {
+    channels,
+    async stop() {
+      stopped = true;
+      await ready;
+      await host.stop();
+    },
+  };
+}
