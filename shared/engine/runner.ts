@@ -27,6 +27,7 @@ import type { Budget } from './limits.ts';
 import { isOpen, nextOpening, startOfNextDay } from './schedule.ts';
 import { advanceStage, categoryOf, eventActivity } from './timeline.ts';
 import type { EventMeta } from './timeline.ts';
+import { derivedUuid } from './hash.ts';
 import { firstOfBranch, isAction, resumePoint } from './walk.ts';
 
 export type Spacing = { minSeconds: number; jitterSeconds: number };
@@ -759,7 +760,7 @@ export function createRunner(opts: RunnerOptions): Runner {
     }
 
     const action = await buildAction(tx, c, e, lead, step, kind, rendered, renderFor(st, c, lead, subject));
-    const ref = ids.uuid();
+    const ref = await stepRef(tx, e.id, step.id);
     let result: ChannelSendResult;
     try {
       result = await channel.send(sender, lead, action, ref);
@@ -779,6 +780,16 @@ export function createRunner(opts: RunnerOptions): Runner {
     useSlot(st, sender);
     await recordSent(st, c, e.id, lead.id, step, sender, kind, action, ref, result, budgets, day, variantId);
     return 'acted';
+  }
+
+  /** The id of a step's message, stable for one enrollment and step while nothing was recorded:
+   * a send retried after a transient failure reuses its idempotency key. A step run again after a
+   * restart of the sequence finds the earlier message and takes the next id. */
+  async function stepRef(tx: Tx, enrollmentId: string, stepId: string): Promise<string> {
+    for (let cycle = 0; ; cycle++) {
+      const id = derivedUuid('step-message', enrollmentId, stepId, cycle);
+      if (!(await tx.get('messages', id))) return id;
+    }
   }
 
   function renderFor(st: TickState, c: Campaign, lead: Lead, text: string): string {

@@ -8,6 +8,7 @@
 import type { Clock } from '../context.ts';
 import type { Lead, Message, Sender } from '../model/index.ts';
 import { ChannelFailure } from './channel.ts';
+import { hash32 } from './hash.ts';
 import type { Channel, ChannelAction, ChannelEvent, ChannelSendResult, PollResult, PostReadResult, SocialPostItem } from './channel.ts';
 
 /** How people behave, on average; each person's own responsiveness scales the rates. */
@@ -45,23 +46,9 @@ export type SandboxOptions = {
 /** Searches read at most this many comments or reactions each. */
 export const SANDBOX_PAGE_SIZE = 10;
 
-/** 32-bit FNV-1a over the parts, then a murmur finaliser: a well-spread deterministic hash. */
-export function hash32(...parts: readonly (string | number)[]): number {
-  let h = 0x811c9dc5;
-  const s = parts.join('\u001f');
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
-
 /** A deterministic number in [0, 1) for the parts. */
+export { hash32 };
+
 export const unit = (...parts: readonly (string | number)[]): number => hash32(...parts) / 4294967296;
 
 const pick = <T>(list: readonly T[], ...parts: readonly (string | number)[]): T => list[hash32(...parts) % list.length] as T;
