@@ -9,6 +9,7 @@ import { COLLECTIONS, REPLICATED_COLLECTIONS } from '../../shared/model/index.ts
 import type { CollectionName } from '../../shared/model/index.ts';
 import type { Store, StoreProvider } from '../../shared/store.ts';
 import type { OpenLocalDb } from './local-db-port.ts';
+import { mergeConflictHandler } from './replication.ts';
 import { RxdbStoreProvider } from './rxdb-store.ts';
 import { getRxStoragePersistedMemory } from './storage/persisted-memory.ts';
 import type { PersistedMemorySettings } from './storage/persisted-memory.ts';
@@ -33,7 +34,7 @@ export type OpenLocalDatabaseOptions = {
   workspaceId: string;
   /** The member this desktop acts for. */
   actor: Actor;
-  /** Conflict handler per collection (replication.ts provides the three-way merge). */
+  /** Conflict handler per collection (default: replication.ts's refusal-aware three-way merge). */
   conflictHandler?: (collection: CollectionName) => RxConflictHandler<Json>;
   synchronous?: PersistedMemorySettings['synchronous'];
 };
@@ -60,7 +61,8 @@ export async function openLocalDatabase(opts: OpenLocalDatabaseOptions): Promise
       creators[c] = {
         // Our schemas are RxDB JSON schemas declared `as const` (readonly) for json-schema-to-ts.
         schema: COLLECTIONS[c].schema as unknown as RxJsonSchema<Json>,
-        ...(opts.conflictHandler ? { conflictHandler: opts.conflictHandler(c) } : {}),
+        // Replication's policy for documents changed on both sides (see replication.ts).
+        conflictHandler: opts.conflictHandler?.(c) ?? mergeConflictHandler,
       };
     }
     await rx.addCollections(creators);

@@ -1,0 +1,290 @@
+/**
+ * The desktop's replication client (electron/backend/replication.ts) against a small in-test server
+ * that speaks the protocol of API-CONTRACT.md "Replication endpoints" with an in-memory store, so
+ * the client's behaviour can be driven from the server side: live changes, concurrent edits, a
+ * refused push, dropped streams, an outdated client. The real sync server is exercised by the
+ * two-process suites (sync-two-desktops.test.ts).
+ */
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { openLocalDatabase } from '../../electron/backend/local-db.ts';
+import type { LocalDatabase } from '../../electron/backend/local-db.ts';
+import { isRefusal, mergeConflictHandler, mergeThreeWay, sameDocument, startSync } from '../../electron/backend/replication.ts';
+import type { Sync } from '../../electron/backend/replication.ts';
+import type { Actor } from '../../shared/context.ts';
+import { newLead } from '../../shared/model/factories.ts';
+import type { Lead } from '../../shared/model/index.ts';
+
+type Json = Record<string, unknown>;
+
+describe('three-way merge', () => {
+  const base = { id: 'a', firstName: 'Ann', company: 'Acme', variables: { x: '1', y: '2' }, groupIds: ['g1'], _deleted: false };
+  it('keeps local changes the server did not make and takes the server where both changed', () => {
+    const local = { ...base, firstName: 'Anna', company: 'Local Co', variables: { x: 'L', y: '2' } };
+    const server = { ...base, company: 'Server Co', variables: { x: '1', y: 'S' }, groupIds: ['g1', 'g2'] };
+    expect(mergeThreeWay(base, local, server)).toEqual({
+      id: 'a', firstName: 'Anna', company: 'Server Co', variables: { x: 'L', y: 'S' }, groupIds: ['g1', 'g2'], _deleted: false,
+    });
+  });
+  it('treats arrays as one value and keeps a local field the server removed only if unchanged there', () => {
+    expect(mergeThreeWay({ s: [1, 2] }, { s: [1, 2, 3] }, { s: [2] })).toEqual({ s: [2] });
+    expect(mergeThreeWay({ s: [1, 2] }, { s: [1, 2, 3] }, { s: [1, 2] })).toEqual({ s: [1, 2, 3] });
+    expect(mergeThreeWay({ a: 1, b: 2 }, { a: 1 }, { a: 1, b: 2, c: 3 })).toEqual({ a: 1, c: 3 });
+  });
+  it('tells a refusal (server kept what the push assumed) from a concurrent edit', async () => {
+    const assumed = { ...base };
+    const local = { ...base, firstName: 'Anna' };
+    expect(isRefusal({ assumedMasterState: assumed, realMasterState: { ...base }, newDocumentState: local })).toBe(true);
+    expect(isRefusal({ assumedMasterState: assumed, realMasterState: { ...base, company: 'X' }, newDocumentState: local })).toBe(false);
+    expect(await mergeConflictHandler.resolve({ assumedMasterState: assumed, realMasterState: { ...base }, newDocumentState: local }, 'test')).toEqual(base);
+    expect(sameDocument({ a: 1, b: { c: 2 }, _rev: '1-x' }, { b: { c: 2 }, a: 1, _meta: { lwt: 1 } })).toBe(true);
+  });
+});
+
+/** The replication protocol over an in-memory store, with a refusal rule and stream controls. */
+class FakeServer {
+  seq = 0;
+  readonly rows = new Map<string, { doc: Json; seq: number }>();
+  readonly refusals: Json[] = [];
+  readonly streams = new Set<{ collection: string; res: ServerResponse }>();
+  /** Refuses a write: returns the reason, or null to accept. */
+  rule: (collection: string, before: Json | null, after: Json) => { code: string; message: string } | null = () => null;
+  schemaVersion = 0;
+  server: Server;
+  url = '';
+
+  constructor() {
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch((e: unknown) => {
+        res.writeHead(500);
+        res.end(JSON.stringify({ error: { code: 'INTERNAL', message: String(e) } }));
+      });
+    });
+  }
+
+  async listen(): Promise<void> {
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  key = (c: string, id: string) => `${c}/${id}`;
+
+  /** A write made on the server side (another member, an operation). */
+  write(collection: string, doc: Json): void {
+    this.seq++;
+    this.rows.set(this.key(collection, String(doc.id)), { doc: { ...doc, _deleted: doc._deleted ?? false }, seq: this.seq });
+    const event = `data: ${JSON.stringify({ documents: [{ ...doc, _deleted: doc._deleted ?? false }], checkpoint: { seq: this.seq } })}\n\n`;
+    for (const s of this.streams) if (s.collection === collection) s.res.write(event);
+  }
+
+  get(collection: string, id: string): Json | undefined {
+    return this.rows.get(this.key(collection, id))?.doc;
+  }
+
+  dropStreams(): void {
+    for (const s of this.streams) s.res.destroy();
+    this.streams.clear();
+  }
+
+  private async body(req: IncomingMessage): Promise<unknown> {
+    let text = '';
+    for await (const chunk of req) text += String(chunk);
+    return text ? JSON.parse(text) : null;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', this.url);
+    const send = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    if (req.headers.authorization !== 'Bearer live_test') return send(401, { error: { code: 'UNAUTHENTICATED', message: 'unknown key' } });
+    if (url.pathname === '/replication/refusals') {
+      const since = url.searchParams.get('since') ?? '';
+      return send(200, { refusals: this.refusals.filter((r) => String(r.at) > since) });
+    }
+    const m = /^\/replication\/(\w+)\/(pull|push|stream)$/.exec(url.pathname);
+    if (!m) return send(404, { error: { code: 'NOT_FOUND', message: 'no route' } });
+    const [, collection = '', action] = m;
+    if (Number(req.headers['x-schema-version']) !== this.schemaVersion) {
+      return send(426, { error: { code: 'CLIENT_OUTDATED', message: `The server expects ${collection} schema version ${this.schemaVersion}.` } });
+    }
+    if (action === 'pull') {
+      const cp = url.searchParams.get('checkpoint');
+      const after = cp ? (JSON.parse(cp) as { seq: number }).seq : 0;
+      const limit = Number(url.searchParams.get('limit') ?? 100);
+      const docs = [...this.rows.entries()].filter(([k, r]) => k.startsWith(`${collection}/`) && r.seq > after).sort((a, b) => a[1].seq - b[1].seq).slice(0, limit);
+      const last = docs[docs.length - 1];
+      return send(200, { documents: docs.map(([, r]) => r.doc), checkpoint: last ? { seq: last[1].seq } : cp ? JSON.parse(cp) : null });
+    }
+    if (action === 'push') {
+      const rows = (await this.body(req)) as { assumedMasterState?: Json; newDocumentState: Json }[];
+      const conflicts: Json[] = [];
+      for (const row of rows) {
+        const id = String(row.newDocumentState.id);
+        const stored = this.get(collection, id) ?? null;
+        if (!sameDocument(stored, row.assumedMasterState ?? null)) {
+          conflicts.push(stored ?? { ...row.newDocumentState, _deleted: true });
+          continue;
+        }
+        const refusal = this.rule(collection, stored, row.newDocumentState);
+        if (refusal) {
+          this.refusals.push({ collection, documentId: id, ...refusal, at: new Date().toISOString() });
+          conflicts.push(stored ?? { ...row.newDocumentState, _deleted: true });
+          continue;
+        }
+        this.write(collection, row.newDocumentState);
+      }
+      return send(200, conflicts);
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    res.write('data: RESYNC\n\n');
+    const entry = { collection, res };
+    this.streams.add(entry);
+    req.on('close', () => this.streams.delete(entry));
+  }
+
+  async close(): Promise<void> {
+    this.dropStreams();
+    this.server.closeAllConnections();
+    await new Promise((r) => this.server.close(r));
+  }
+}
+
+const WS = 'a0000000-0000-4000-8000-00000000000a';
+const ME = 'a0000000-0000-4000-8000-0000000000b1';
+const actor: Actor = { workspaceId: WS, memberId: ME, role: 'member' };
+const NOW = '2026-11-16T10:00:00.000Z';
+const GROUP = 'a0000000-0000-4000-8000-0000000000c1';
+
+let dir: string;
+let server: FakeServer;
+let db: LocalDatabase;
+let sync: Sync | null = null;
+
+const lead = (n: number, fields: Partial<Lead> = {}): Lead =>
+  newLead({ id: `a0000000-0000-4000-8000-${String(n).padStart(12, '0')}`, workspaceId: WS, now: NOW }, GROUP, { firstName: `Lead${n}`, ...fields });
+
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'sync-client-'));
+  server = new FakeServer();
+  await server.listen();
+  db = await openLocalDatabase({ dir, workspaceId: WS, actor });
+});
+
+afterEach(async () => {
+  await sync?.stop();
+  sync = null;
+  server.rule = () => null;
+  server.schemaVersion = 0;
+});
+
+afterAll(async () => {
+  await db.close();
+  await server.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const start = async (extra: Partial<Parameters<typeof startSync>[0]> = {}) => {
+  sync = await startSync({ db, serverUrl: server.url, apiKey: 'live_test', retryMs: 100, backoffMs: 50, maxBackoffMs: 400, ...extra });
+  return sync;
+};
+
+describe('replication client against the protocol', () => {
+  it('pulls what the server has, pushes local commits, and receives live changes', async () => {
+    for (let i = 1; i <= 30; i++) server.write('leads', lead(i));
+    const s = await start({ pullBatchSize: 7 });
+    await s.awaitInSync();
+    expect(await db.store.count('leads')).toBe(30);
+
+    const mine = lead(100, { company: 'Pushed Co' });
+    await db.store.commit([{ collection: 'leads', id: mine.id, before: null, after: mine }]);
+    await until('push', () => server.get('leads', mine.id)?.company === 'Pushed Co');
+
+    server.write('leads', { ...lead(1), company: 'Live Co' });
+    await until('live change', async () => (await db.store.get('leads', lead(1).id))?.company === 'Live Co');
+    await s.awaitInSync();
+    const st = s.status();
+    expect(st.mode).toBe('online');
+    expect(st.pending).toBe(0);
+    expect(st.lastSyncedAt).not.toBeNull();
+  });
+
+  it('counts pending changes while offline, then merges concurrent edits of one lead field by field', async () => {
+    server.write('leads', lead(2));
+    server.write('leads', lead(3));
+    const s = await start();
+    await s.awaitInSync();
+    await s.pause();
+    const id = lead(2).id;
+    const before = (await db.store.get('leads', id)) as Lead;
+    await db.store.commit([{ collection: 'leads', id, before, after: { ...before, jobTitle: 'Local title', company: 'Local wins?' } }]);
+    const other = lead(3);
+    await db.store.commit([{ collection: 'leads', id: other.id, before: (await db.store.get('leads', other.id)) as Lead, after: { ...other, phone: '+1 555' } }]);
+    await until('pending', () => s.status().pending === 2);
+    expect(s.status().mode).toBe('offline');
+    // Meanwhile on the server: another field of the same lead, and the same field.
+    server.write('leads', { ...(server.get('leads', id) as Json), location: 'Server city', company: 'Server wins' });
+
+    await s.resume();
+    await s.awaitInSync();
+    const merged = await db.store.get('leads', id);
+    expect(merged?.jobTitle).toBe('Local title');
+    expect(merged?.location).toBe('Server city');
+    expect(merged?.company).toBe('Server wins');
+    await until('server has the merge', () => server.get('leads', id)?.jobTitle === 'Local title');
+    expect(server.get('leads', id)).toMatchObject({ jobTitle: 'Local title', location: 'Server city', company: 'Server wins' });
+    expect(server.get('leads', other.id)?.phone).toBe('+1 555');
+    expect(s.status().pending).toBe(0);
+  });
+
+  it('puts a refused change back and shows the server reason', async () => {
+    server.rule = (c, before, after) => (c === 'leads' && before && after.doNotContact !== before.doNotContact ? { code: 'NOT_AUTHOR', message: 'Only the lead owner may change this.' } : null);
+    server.write('leads', lead(4));
+    const s = await start();
+    await s.awaitInSync();
+    const id = lead(4).id;
+    const before = (await db.store.get('leads', id)) as Lead;
+    await db.store.commit([{ collection: 'leads', id, before, after: { ...before, doNotContact: true } }]);
+    await until('revert', async () => (await db.store.get('leads', id))?.doNotContact === false);
+    await until('reason', () => s.status().refusals.some((r) => r.documentId === id && r.code === 'NOT_AUTHOR'));
+    const refusal = s.status().refusals.find((r) => r.documentId === id);
+    expect(refusal).toMatchObject({ collection: 'leads', code: 'NOT_AUTHOR', message: 'Only the lead owner may change this.' });
+    expect(server.get('leads', id)?.doNotContact).toBe(false);
+    await s.awaitInSync();
+    expect(s.status().pending).toBe(0);
+  });
+
+  it('reconnects a dropped stream with backoff and catches up on what it missed', async () => {
+    server.write('leads', lead(5));
+    const s = await start();
+    await s.awaitInSync();
+    server.dropStreams();
+    await until('offline', () => s.status().mode === 'offline');
+    // Written while no stream listens: only the RESYNC after reconnecting brings it.
+    server.write('leads', { ...lead(5), company: 'Missed while down' });
+    await until('caught up', async () => (await db.store.get('leads', lead(5).id))?.company === 'Missed while down');
+    await until('online', () => s.status().mode === 'online');
+  });
+
+  it('tells an outdated app to update instead of syncing', async () => {
+    server.schemaVersion = 1;
+    const s = await start();
+    await until('outdated', () => /older than the sync server/.test(s.status().error ?? ''));
+    expect(s.status().mode).toBe('offline');
+    expect(s.status().error).toMatch(/Update the app/);
+  });
+});
