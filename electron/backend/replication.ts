@@ -21,6 +21,7 @@ import type { Actor } from '../../shared/context.ts';
 import { COLLECTIONS, REPLICATED_COLLECTIONS, ROLES } from '../../shared/model/index.ts';
 import type { CollectionName, Role } from '../../shared/model/index.ts';
 import type { LocalDb } from './local-db-port.ts';
+import type { StartSync } from './session.ts';
 import { persistedInstanceOf } from './storage/persisted-memory.ts';
 import { SyncStatusTracker } from './sync-status.ts';
 import type { SyncRefusal, SyncStatus } from './sync-status.ts';
@@ -500,3 +501,6 @@ export async function identifyKey(serverUrl: string, apiKey: string, fetchFn: Fe
   if (!ws) throw new Error('The server did not share the workspace record.');
   return { workspaceId: ws.id, workspaceName: ws.name, memberName: me.name, actor: { workspaceId: ws.id, memberId: me.id, role: me.role as Role } };
 }
+
+// The desktop session starts sync through this shape (electron/backend/session.ts).
+const _fitsSession: StartSync = startSync;
