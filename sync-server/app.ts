@@ -104,8 +104,15 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   }, 3_600_000);
   purge.unref();
 
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-request-id', req.id);
+    // Answers that finish during shutdown end their keep-alive connection, so close() need not wait
+    // for clients to hang up.
+    if (closing) reply.header('connection', 'close');
   });
   app.addHook('onClose', async () => {
     clearInterval(purge);

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { DomainError, isDomainError } from '../shared/errors.ts';
+import { ROLES, SUBSCRIPTION_STATUSES } from '../shared/model/index.ts';
 import { createMember, createWorkspace, seedDemo, setSubscription } from './admin.ts';
 import type { AdminDeps } from './admin.ts';
 import { buildServer } from './app.ts';
@@ -76,6 +77,11 @@ function positiveEnv(name: string): number | undefined {
 }
 
 async function admin(command: string, args: Record<string, string>): Promise<unknown> {
+  // Refuse bad values before touching the database.
+  if (args.role !== undefined && !(ROLES as readonly string[]).includes(args.role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}.`);
+  if (args.status !== undefined && !(SUBSCRIPTION_STATUSES as readonly string[]).includes(args.status)) {
+    throw new UsageError(`--status must be one of ${SUBSCRIPTION_STATUSES.join(', ')}.`);
+  }
   const sql = await openDatabase(databaseOptions());
   try {
     await migrate(sql);
