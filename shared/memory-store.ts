@@ -53,10 +53,10 @@ class MemoryStore implements Store {
 
   /** The stored (uncloned) live documents; callers clone only what they return, so a query over a
    * large collection costs a scan, not a deep copy of every document. */
-  private live<C extends CollectionName>(c: C): Docs[C][] {
+  private live<C extends CollectionName>(c: C, where?: Cond): Docs[C][] {
     const out: Docs[C][] = [];
     for (const r of this.db.rows(c).values()) {
-      if (!r.deleted && (r.doc as { workspaceId: string }).workspaceId === this.workspaceId) out.push(r.doc as Docs[C]);
+      if (!r.deleted && (r.doc as { workspaceId: string }).workspaceId === this.workspaceId && (where === undefined || matches(r.doc, where))) out.push(r.doc as Docs[C]);
     }
     return out;
   }
@@ -77,12 +77,13 @@ class MemoryStore implements Store {
   }
 
   async query<C extends CollectionName>(c: C, q?: Query): Promise<Page<Docs[C]>> {
-    const page = runQuery(this.live(c), q);
+    // Filtered while scanning; runQuery then sorts and pages the (usually small) match set.
+    const page = runQuery(this.live(c, q?.where), q);
     return { docs: page.docs.map((d) => structuredClone(d)), nextCursor: page.nextCursor };
   }
 
   async count<C extends CollectionName>(c: C, where?: Cond): Promise<number> {
-    return this.live(c).filter((d) => matches(d, where)).length;
+    return this.live(c, where).length;
   }
 
   async commit(writes: readonly AnyWrite[]): Promise<void> {

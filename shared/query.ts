@@ -4,9 +4,19 @@ import { DomainError } from './errors.ts';
 
 type Scalar = string | number | boolean | null;
 
+const pathParts = new Map<string, string[]>();
+
 export function fieldValue(doc: unknown, path: string): unknown {
+  // Scans evaluate the same few paths millions of times: no split for a top-level field, and
+  // dotted paths are split once.
+  if (!path.includes('.')) return doc !== null && typeof doc === 'object' ? (doc as Record<string, unknown>)[path] : undefined;
+  let parts = pathParts.get(path);
+  if (!parts) {
+    parts = path.split('.');
+    if (pathParts.size < 10_000) pathParts.set(path, parts);
+  }
   let cur: unknown = doc;
-  for (const part of path.split('.')) {
+  for (const part of parts) {
     if (cur === null || typeof cur !== 'object') return undefined;
     cur = (cur as Record<string, unknown>)[part];
   }
