@@ -11,7 +11,8 @@
  * offline-capable, through the same rules; server-only ones are forwarded to the server) or one of:
  * `$status`, `$awaitSync` ({timeoutMs}), `$pause` / `$resume` (stop and restart talking to the
  * server, as if the network went away), `$get` ({collection, id}), `$query` ({collection, query}),
- * `$count` ({collection, where}), `$rawCommit` ({writes}: a commit without the rules, to play a
+ * `$count` ({collection, where}), `$waitFor` ({collection, id, field, value, timeoutMs}: answers when the
+ * document's field has that value; does not hold up later requests), `$rawCommit` ({writes}: a commit without the rules, to play a
  * misbehaving client; only with --allow-raw), `$close`.
  */
 import { randomUUID } from 'node:crypto';
@@ -144,6 +145,30 @@ async function main(): Promise<void> {
         return db.store.query(input.collection as CollectionName, (input.query ?? {}) as Query);
       case '$count':
         return db.store.count(input.collection as CollectionName, input.where as Cond | undefined);
+      case '$waitFor': {
+        // Resolves when the document's field equals the value (timing live propagation).
+        const collection = input.collection as CollectionName;
+        const id = String(input.id);
+        const field = String(input.field);
+        const ms = typeof input.timeoutMs === 'number' ? input.timeoutMs : 30_000;
+        const matches = async () => JSON.stringify((await db.store.get(collection, id) as Record<string, unknown> | null)?.[field]) === JSON.stringify(input.value);
+        return new Promise((resolve, reject) => {
+          let done = false;
+          const finish = (err: Error | null) => {
+            if (done) return;
+            done = true;
+            off();
+            clearTimeout(timer);
+            if (err) reject(err);
+            else resolve({ at: Date.now() });
+          };
+          const off = db.onChange((cs) => {
+            if (cs.includes(collection)) void matches().then((m) => m && finish(null));
+          });
+          const timer = setTimeout(() => finish(new DomainError('INTERNAL', `${collection}/${id}.${field} did not become ${JSON.stringify(input.value)} within ${ms} ms.`)), ms);
+          void matches().then((m) => m && finish(null));
+        });
+      }
       case '$rawCommit':
         if (!values['allow-raw']) throw new DomainError('PERMISSION_DENIED', '$rawCommit needs --allow-raw.');
         await db.store.commit(input.writes as AnyWrite[]);
@@ -162,23 +187,26 @@ async function main(): Promise<void> {
   const rl = createInterface({ input: process.stdin });
   // Requests run one after another, like clicks in one window, so a script sees its own writes.
   let queue: Promise<void> = Promise.resolve();
+  const answer = async (req: Request): Promise<void> => {
+    try {
+      out({ id: req.id ?? null, result: (await handle(req)) ?? null });
+    } catch (e) {
+      const code = isDomainError(e) ? e.code : typeof (e as { code?: unknown }).code === 'string' ? (e as { code: string }).code : 'INTERNAL';
+      out({ id: req.id ?? null, error: { code, message: e instanceof Error ? e.message : String(e), ...(isDomainError(e) ? { details: e.details } : {}) } });
+    }
+  };
   rl.on('line', (line) => {
     if (line.trim() === '') return;
-    queue = queue.then(async () => {
-      let req: Request;
-      try {
-        req = JSON.parse(line) as Request;
-      } catch {
-        out({ id: null, error: { code: 'INVALID_INPUT', message: 'Each request is one JSON object per line.' } });
-        return;
-      }
-      try {
-        out({ id: req.id ?? null, result: (await handle(req)) ?? null });
-      } catch (e) {
-        const code = isDomainError(e) ? e.code : typeof (e as { code?: unknown }).code === 'string' ? (e as { code: string }).code : 'INTERNAL';
-        out({ id: req.id ?? null, error: { code, message: e instanceof Error ? e.message : String(e), ...(isDomainError(e) ? { details: e.details } : {}) } });
-      }
-    });
+    let req: Request;
+    try {
+      req = JSON.parse(line) as Request;
+    } catch {
+      out({ id: null, error: { code: 'INVALID_INPUT', message: 'Each request is one JSON object per line.' } });
+      return;
+    }
+    // A wait does not hold up the requests after it; it is registered before they run.
+    if (req.op === '$waitFor') void answer(req);
+    else queue = queue.then(() => answer(req));
   });
   const shutdown = () => {
     void queue.then(close).then(() => process.exit(0));

@@ -1,0 +1,248 @@
+/**
+ * Desktop benchmark, against a real sync server process (PGlite):
+ * - initial sync of 100k leads into an empty desktop: documents per second, and the ratio to
+ *   fetching and parsing the same pull pages raw over HTTP (what replication adds on top);
+ * - local campaigns.leads.search at 100k leads in the synced desktop (p50/p99; target p50 < 5 ms);
+ * - live propagation desktop A -> server -> desktop B (p50; target < 250 ms on loopback), with two
+ *   headless desktops in their own processes.
+ * `npx tsx test/bench/desktop.bench.ts` runs it alone; test/bench/run.ts calls run().
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { openLocalDatabase } from '../../electron/backend/local-db.ts';
+import type { LocalDatabase } from '../../electron/backend/local-db.ts';
+import { identifyKey, startSync } from '../../electron/backend/replication.ts';
+import { newLead } from '../../shared/model/factories.ts';
+import type { Lead, LeadGroup, Stage, Tag } from '../../shared/model/index.ts';
+import { execute } from '../../shared/ops/execute.ts';
+import type { AnyWrite } from '../../shared/store.ts';
+import { createWorkspace } from '../../sync-server/admin.ts';
+import { openDatabase } from '../../sync-server/db.ts';
+import { migrate } from '../../sync-server/migrate.ts';
+import { PgDatabase } from '../../sync-server/pg-store.ts';
+import { nodeSecrets } from '../../sync-server/secrets.ts';
+import { HeadlessDesktop, startServer } from '../integration/sync-processes.ts';
+
+const LEADS = Number(process.env.BENCH_DESKTOP_LEADS ?? 100_000);
+const PULL_BATCH = 1000;
+const SEARCH_RUNS = 300;
+const PROPAGATIONS = 40;
+
+const FIRST = ['Ann', 'Bob', 'Chen', 'Dana', 'Eve', 'Farid', 'Gus', 'Hana', 'Ivan', 'Jo', 'Kim', 'Lena', 'Mo', 'Nina', 'Omar', 'Pia'];
+const LAST = ['Smith', 'Li', 'Okafor', 'Müller', 'Nguyen', 'Garcia', 'Rossi', 'Kowalski', 'Sato', 'Dubois'];
+const COMPANY = ['Acme', 'Globex', 'Initech', 'Umbrella', 'Hooli', 'Vandelay', 'Stark', 'Wayne', 'Tyrell', 'Cyberdyne'];
+
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const percentile = (xs: readonly number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? NaN;
+};
+const ms = (n: number) => `${n.toFixed(n < 10 ? 2 : 0)} ms`;
+const line = (s: string) => process.stdout.write(`${s}\n`);
+
+type Seeded = { bigKey: string; smallKey: string };
+
+/** Two workspaces straight through the server's store: one with LEADS leads, one tiny. */
+async function seed(dataDir: string): Promise<Seeded> {
+  const sql = await openDatabase({ dataDir });
+  try {
+    await migrate(sql);
+    const db = new PgDatabase(sql);
+    const deps = { clock: { now: () => new Date() }, ids: { uuid: () => randomUUID() }, secrets: nodeSecrets, random: mulberry32(7) };
+    const big = await createWorkspace(db, { name: 'Desktop bench', ownerEmail: 'bench@desktop.test' }, deps);
+    const small = await createWorkspace(db, { name: 'Propagation', ownerEmail: 'live@desktop.test' }, deps);
+    for (const w of [big, small]) {
+      await db.withStore(w.workspaceId, async (s) => {
+        const ws = await s.get('workspaces', w.workspaceId);
+        if (ws) await s.commit([{ collection: 'workspaces', id: ws.id, before: ws, after: { ...ws, subscriptionStatus: 'active' } }]);
+      });
+    }
+    const store = db.forWorkspace(big.workspaceId);
+    const group = (await store.query('leadGroups', { limit: 1 })).docs[0] as LeadGroup;
+    const stages = (await store.query('stages')).docs as Stage[];
+    const tags: Tag[] = ['Hot', 'Warm', 'Cold'].map((name) => ({ id: randomUUID(), workspaceId: big.workspaceId, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', name, color: '#336699' }));
+    await store.commit(tags.map((t) => ({ collection: 'tags', id: t.id, before: null, after: t })));
+    const rnd = mulberry32(99);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
+    const start = Date.parse('2026-01-01T00:00:00.000Z');
+    const t0 = performance.now();
+    for (let done = 0; done < LEADS; done += 5000) {
+      const writes: AnyWrite[] = [];
+      for (let i = done; i < Math.min(LEADS, done + 5000); i++) {
+        const firstName = pick(FIRST);
+        const lastName = pick(LAST);
+        const company = `${pick(COMPANY)} ${i % 997}`;
+        const slug = `${firstName}-${lastName}-${i}`.toLowerCase();
+        const stage = rnd() < 0.5 ? null : pick(stages.filter((s) => s.category !== 'LOST' && s.category !== 'ON_HOLD'));
+        const lead: Lead = newLead({ id: randomUUID(), workspaceId: big.workspaceId, now: new Date(start + i * 60_000).toISOString() }, group.id, {
+          firstName,
+          lastName,
+          email: `${slug}@${company.toLowerCase().replace(/\s+/g, '')}.example`,
+          company,
+          jobTitle: pick(['VP Sales', 'CTO', 'Head of Growth', 'SDR', 'RevOps Manager']),
+          phone: `+1555${String(i).padStart(7, '0')}`,
+          socialUrl: `https://social.example/in/${slug}`,
+          pipelineStageId: stage?.id ?? null,
+          tagId: rnd() < 0.3 ? pick(tags).id : null,
+          leadFitScore: Math.floor(rnd() * 100),
+          rankingScore: Math.round(rnd() * 1000) / 10,
+        });
+        writes.push({ collection: 'leads', id: lead.id, before: null, after: lead });
+      }
+      await store.commit(writes);
+    }
+    line(`seeded ${LEADS} leads on the server in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    return { bigKey: big.apiKey, smallKey: small.apiKey };
+  } finally {
+    await sql.close();
+  }
+}
+
+/** Fetches and parses every leads pull page, storing nothing: the floor under replication. */
+async function rawPull(url: string, key: string): Promise<{ docs: number; bytes: number; seconds: number }> {
+  const t0 = performance.now();
+  let checkpoint: unknown = null;
+  let docs = 0;
+  let bytes = 0;
+  for (;;) {
+    const q = new URLSearchParams({ limit: String(PULL_BATCH) });
+    if (checkpoint) q.set('checkpoint', JSON.stringify(checkpoint));
+    const res = await fetch(`${url}/replication/leads/pull?${q.toString()}`, { headers: { authorization: `Bearer ${key}`, 'x-schema-version': '0' } });
+    const text = await res.text();
+    bytes += text.length;
+    const page = JSON.parse(text) as { documents: unknown[]; checkpoint: unknown };
+    docs += page.documents.length;
+    checkpoint = page.checkpoint;
+    if (page.documents.length < PULL_BATCH) break;
+  }
+  return { docs, bytes, seconds: (performance.now() - t0) / 1000 };
+}
+
+async function searchBench(db: LocalDatabase): Promise<void> {
+  const env = {
+    actor: db.actor,
+    store: db.store,
+    clock: { now: () => new Date() },
+    ids: { uuid: () => randomUUID() },
+    random: mulberry32(3),
+    secrets: nodeSecrets,
+    channels: null,
+  };
+  const hot = (await db.store.query('tags', { where: { op: 'eq', field: 'name', value: 'Hot' } })).docs[0]?.id ?? 'all';
+  const variants: [string, Record<string, unknown>][] = [
+    ['first page (newest first)', {}],
+    ['text "ann"', { query: 'ann' }],
+    ['text "okafor-9" (rare)', { query: 'okafor-9' }],
+    ['tag + stage', { tagId: hot, pipelineStage: 'CONTACTED' }],
+    ['text + stage, by ranking', { query: 'acme', pipelineStage: 'NEW', sortBy: 'rankingScore', sortOrder: 'desc' }],
+  ];
+  const all: number[] = [];
+  for (const [name, input] of variants) {
+    const times: number[] = [];
+    let rows = 0;
+    // Warm-up builds the indexes a variant needs (once per session, then maintained).
+    await execute('campaigns.leads.search', input, env);
+    for (let i = 0; i < SEARCH_RUNS / variants.length; i++) {
+      const t = performance.now();
+      const out = (await execute('campaigns.leads.search', input, env)) as { leads: unknown[] };
+      times.push(performance.now() - t);
+      rows = out.leads.length;
+    }
+    all.push(...times);
+    line(`  search ${name}: p50 ${ms(percentile(times, 0.5))}, p99 ${ms(percentile(times, 0.99))} (${rows} rows)`);
+  }
+  // Right after an edit, as when a user changes a lead and the list refreshes.
+  const after: number[] = [];
+  const { docs } = await db.store.query('leads', { limit: 60 });
+  for (const lead of docs) {
+    await db.store.commit([{ collection: 'leads', id: lead.id, before: lead, after: { ...lead, jobTitle: `${lead.jobTitle}.` } }]);
+    const t = performance.now();
+    await execute('campaigns.leads.search', { query: 'okafor-9' }, env);
+    after.push(performance.now() - t);
+  }
+  line(`  search right after an edit: p50 ${ms(percentile(after, 0.5))}, p99 ${ms(percentile(after, 0.99))}`);
+  line(`desktop: local campaigns.leads.search at ${LEADS} leads: p50 ${ms(percentile(all, 0.5))}, p99 ${ms(percentile(all, 0.99))} (target p50 < 5 ms)`);
+}
+
+async function propagation(url: string, key: string, root: string): Promise<void> {
+  const [a, b] = await Promise.all([
+    HeadlessDesktop.start({ server: url, key, dataDir: join(root, 'live-a') }),
+    HeadlessDesktop.start({ server: url, key, dataDir: join(root, 'live-b') }),
+  ]);
+  try {
+    await Promise.all([a.awaitSync(), b.awaitSync()]);
+    const group = (await a.call<{ docs: { id: string }[] }>('$query', { collection: 'leadGroups', query: { limit: 1 } })).docs[0]?.id;
+    const created = await a.call<{ leadIds: string[] }>('campaigns.leads.create', { leadGroupId: group, leads: [{ firstName: 'Live', email: 'live@example.test' }] });
+    const leadId = created.leadIds[0] ?? '';
+    await a.awaitSync();
+    await b.call('$waitFor', { collection: 'leads', id: leadId, field: 'firstName', value: 'Live' });
+    const times: number[] = [];
+    for (let i = 0; i < PROPAGATIONS; i++) {
+      const value = new Date(Date.UTC(2027, 0, 1) + i * 86_400_000).toISOString();
+      const seen = b.call('$waitFor', { collection: 'leads', id: leadId, field: 'followUpAt', value, timeoutMs: 10_000 });
+      await b.call('$status'); // the wait is registered once this answers
+      const t = performance.now();
+      await a.call('campaigns.leads.setLeadFollowUp', { leadId, followUpAt: value });
+      await seen;
+      times.push(performance.now() - t);
+    }
+    line(`desktop: live propagation A -> server -> B: p50 ${ms(percentile(times, 0.5))}, p99 ${ms(percentile(times, 0.99))} over ${PROPAGATIONS} edits (target p50 < 250 ms; includes the operation on A and two RPC hops)`);
+  } finally {
+    await Promise.all([a.close(), b.close()]);
+  }
+}
+
+export async function run(): Promise<void> {
+  const root = mkdtempSync(join(tmpdir(), 'desktop-bench-'));
+  const serverDir = join(root, 'server');
+  let db: LocalDatabase | null = null;
+  const seeded = await seed(serverDir);
+  const server = await startServer({ dataDir: serverDir });
+  try {
+    const raw = await rawPull(server.url, seeded.bigKey);
+    const who = await identifyKey(server.url, seeded.bigKey);
+    db = await openLocalDatabase({ dir: join(root, 'desktop'), workspaceId: who.workspaceId, actor: who.actor });
+    const t0 = performance.now();
+    const sync = await startSync({ db, serverUrl: server.url, apiKey: seeded.bigKey, pullBatchSize: PULL_BATCH });
+    await sync.awaitInSync();
+    const seconds = (performance.now() - t0) / 1000;
+    const leads = await db.store.count('leads');
+    line(
+      `desktop: initial sync of ${leads} leads into an empty desktop: ${seconds.toFixed(1)} s, ${Math.round(leads / seconds)} docs/s; ` +
+        `fetching and parsing the same ${(raw.bytes / 1e6).toFixed(0)} MB raw over HTTP: ${raw.seconds.toFixed(1)} s (${Math.round(raw.docs / raw.seconds)} docs/s), ratio ${(seconds / raw.seconds).toFixed(1)}x`,
+    );
+    await sync.stop();
+    const t1 = performance.now();
+    await db.close();
+    db = await openLocalDatabase({ dir: join(root, 'desktop'), workspaceId: who.workspaceId, actor: who.actor });
+    line(`desktop: reopening the synced desktop (${leads} leads from SQLite into memory): ${((performance.now() - t1) / 1000).toFixed(1)} s`);
+    await searchBench(db);
+    await db.close();
+    db = null;
+    await propagation(server.url, seeded.smallKey, root);
+  } finally {
+    await db?.close();
+    await server.stop();
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  run().catch((e: unknown) => {
+    process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exit(1);
+  });
+}
