@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Ids } from '../../shared/context.ts';
 import { demoSeedWrites } from '../../shared/demo-seed.ts';
 import { newActivity } from '../../shared/model/factories.ts';
-import type { Lead, Member } from '../../shared/model/index.ts';
+import type { Lead, Member, Stage } from '../../shared/model/index.ts';
 import type { AnyWrite } from '../../shared/store.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { seededRandom } from './demo-workspace-random.ts';
@@ -27,7 +27,8 @@ export function buildDemoWorkspace(opts: { now: Date; ids?: Ids; seed?: number }
   const ids: Ids = opts.ids ?? { uuid: () => randomUUID() };
   const now = opts.now.toISOString();
   const ws = workspaceCreation(ids, now, { name: 'Demo workspace', owner: DEMO_OWNER, subscriptionStatus: 'active' });
-  const seed = demoSeedWrites({ workspaceId: ws.workspaceId, ownerId: ws.ownerId, leadGroupId: ws.leadGroupId, ids, now, random: seededRandom(opts.seed ?? 20261116) });
+  const stages = ws.writes.flatMap((w) => (w.collection === 'stages' && w.after ? [w.after as Stage] : []));
+  const seed = demoSeedWrites({ workspaceId: ws.workspaceId, ownerId: ws.ownerId, leadGroupId: ws.leadGroupId, ids, now, random: seededRandom(opts.seed ?? 20261116), stages });
 
   const teammateId = ids.uuid();
   const teammate: Member = { id: teammateId, workspaceId: ws.workspaceId, createdAt: now, updatedAt: now, name: DEMO_TEAMMATE.name, email: DEMO_TEAMMATE.email, role: 'member' };

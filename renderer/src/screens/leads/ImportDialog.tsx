@@ -1,7 +1,7 @@
 /** CSV import: pick a file and a list, map its columns, see duplicates, import with progress; rows
  * the import refuses are listed with their line number and reason while the rest go in. */
 import Papa from 'papaparse';
-import { useMemo, useState } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 import { Dialog } from '../../components/Dialog.tsx';
 import { ErrorText } from '../../components/ErrorText.tsx';
 import { errorText, run, useOp } from '../../lib/ops.ts';
@@ -37,6 +37,15 @@ export function ImportDialog({ onClose }: { onClose: () => void }) {
   const lists = groups.data?.leadGroups ?? [];
   const group = lists.find((g) => g.id === groupId) ?? lists[0];
   const customColumns = useMemo(() => (group?.columns ?? []).filter((c) => c.builtInType === null).map((c) => c.name), [group]);
+
+  // Another list has other columns: drop mappings to columns it lacks, and guess again what was left out.
+  useEffect(() => {
+    setMapping((m) => Object.fromEntries(Object.entries(m).map(([h, t]) => {
+      if (t.kind === 'field') return [h, t];
+      if (t.kind === 'custom' && customColumns.includes(t.column)) return [h, t];
+      return [h, guessTarget(h, customColumns)];
+    })));
+  }, [customColumns]);
 
   function onFile(file: File) {
     setParseError(null);

@@ -49,22 +49,22 @@ export function toImportLead(row: Record<string, string>, mapping: Record<string
   return { ...out, ...(Object.keys(variables).length ? { variables } : {}) };
 }
 
-const identity = (l: ImportLead): string | null => {
-  if (l.socialUrl) return `s:${l.socialUrl.trim().toLowerCase().replace(/^https?:\/\/(www\.)?/, '').replace(/\/+$/, '')}`;
-  if (l.email) return `e:${l.email.trim().toLowerCase()}`;
-  return null;
-};
+const socialKey = (url: string) => url.trim().toLowerCase().replace(/^https?:\/\/(www\.)?/, '').replace(/[?#].*$/, '').replace(/\/+$/, '');
+const emailKey = (email: string) => email.trim().toLowerCase();
 
-/** Rows that repeat an earlier row's person (same profile URL, else same email): index -> first index. */
+/** Rows that repeat an earlier row's person, as the import judges it (same profile URL, else same
+ * email): index -> index of the earlier row. */
 export function duplicatesInFile(leads: readonly ImportLead[]): Map<number, number> {
-  const seen = new Map<string, number>();
+  const socials = new Map<string, number>();
+  const emails = new Map<string, number>();
   const dups = new Map<number, number>();
   leads.forEach((l, i) => {
-    const k = identity(l);
-    if (!k) return;
-    const first = seen.get(k);
-    if (first === undefined) seen.set(k, i);
-    else dups.set(i, first);
+    const s = l.socialUrl ? socialKey(l.socialUrl) : '';
+    const e = l.email ? emailKey(l.email) : '';
+    const earlier = (s ? socials.get(s) : undefined) ?? (e ? emails.get(e) : undefined);
+    if (earlier !== undefined) dups.set(i, earlier);
+    if (s && !socials.has(s)) socials.set(s, i);
+    if (e && !emails.has(e)) emails.set(e, i);
   });
   return dups;
 }

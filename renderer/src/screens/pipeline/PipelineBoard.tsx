@@ -39,7 +39,16 @@ export function PipelineBoard() {
         <span className="sub">Drag a card to move a lead to another stage.</span>
       </div>
       <ErrorText error={error?.message} />
-      <div className="board" data-testid="board">
+      <div
+        className="board"
+        data-testid="board"
+        onDragOver={(e) => {
+          // Near an edge while dragging, the board scrolls so far columns can be reached.
+          const box = e.currentTarget.getBoundingClientRect();
+          if (e.clientX > box.right - 60) e.currentTarget.scrollLeft += 24;
+          else if (e.clientX < box.left + 60) e.currentTarget.scrollLeft -= 24;
+        }}
+      >
         {stages.map((s) => (
           <PipelineColumn
             key={s.id}

@@ -7,6 +7,7 @@ import { useApp } from '../../state/app-store.ts';
 export function MembersSection() {
   const { members, error } = useMembers();
   const role = useApp((s) => (s.session?.state === 'open' ? s.session.member.role : 'member'));
+  const demo = useApp((s) => s.session?.state === 'open' && s.session.kind === 'demo');
   const add = useAction();
   const [form, setForm] = useState({ name: '', email: '', role: 'member' as 'member' | 'admin' | 'owner' });
   const [issued, setIssued] = useState<{ name: string; key: string } | null>(null);
@@ -22,7 +23,8 @@ export function MembersSection() {
           ))}
         </tbody>
       </table>
-      {role !== 'member' && (
+      {demo && <span className="muted">Members join through the team's sync server: this demo workspace is local to this machine.</span>}
+      {role !== 'member' && !demo && (
         <form
           className="row wrap"
           onSubmit={(e) => {
