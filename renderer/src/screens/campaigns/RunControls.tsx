@@ -87,7 +87,9 @@ function StartDialog({ campaignId, name, onClose }: { campaignId: string; name: 
       }
     >
       <div className="notice warn">
-        Starting messages real people{m ? `: ${m.inProgress.toLocaleString()} enrolled lead${m.inProgress === 1 ? '' : 's'} waiting` : ''}. Sent messages cannot be taken back; you can pause at any time.
+        Starting messages real people
+        {m && m.inProgress > 0 ? `: ${m.inProgress.toLocaleString()} enrolled lead${m.inProgress === 1 ? ' is' : 's are'} waiting for their next step` : ''}. Sent messages cannot be taken back; you can pause at any time.
+        {m && m.inProgress === 0 && ' No lead is enrolled yet: it sends nothing until you enroll leads from the Leads screen.'}
       </div>
       <ErrorText error={sequence.error?.message} />
       {sequence.data && errors.length === 0 && <div className="notice ok" data-testid="readiness-ok">The sequence passes the readiness checks.</div>}

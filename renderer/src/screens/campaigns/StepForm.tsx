@@ -78,7 +78,11 @@ export function StepForm(props: Props) {
   const editing = props.step !== undefined;
   const [draft, setDraft] = useState<StepDraft>(() => (props.step ? draftOf(props.step) : emptyDraft('SEND_MESSAGE')));
   const action = useAction();
-  const set = (patch: Partial<StepDraft>) => setDraft((d) => ({ ...d, ...patch }));
+  // A refusal is about what was saved; once the text changes it no longer describes it.
+  const set = (patch: Partial<StepDraft>) => {
+    action.clear();
+    setDraft((d) => ({ ...d, ...patch }));
+  };
   const problems = draftProblems(draft, props.fields.map((f) => f.name), props.senders);
   const problemsOf = (field: DraftField) => problems.filter((p) => p.field === field);
   const t = draft.type;
@@ -110,7 +114,7 @@ export function StepForm(props: Props) {
         if (added && hasText(t) && variants.length > 0) {
           await run('campaigns.updateSequenceMessage', { campaignId: props.campaignId, stepId: added.id, variants, variantAssignment: { mode: draft.variantMode } });
         }
-        for (const note of summary.notes) toast(note);
+        for (const note of summary.notes) toast(note.charAt(0).toUpperCase() + note.slice(1));
         return true;
       }
       const before = draftOf(base);
@@ -169,7 +173,7 @@ export function StepForm(props: Props) {
               role="radio"
               aria-checked={t === type}
               className={`type-choice${t === type ? ' on' : ''}`}
-              onClick={() => setDraft({ ...emptyDraft(type), content: draft.content, subject: draft.subject, variants: hasText(type) ? draft.variants : [] })}
+              onClick={() => set({ ...emptyDraft(type), content: draft.content, subject: draft.subject, variants: hasText(type) ? draft.variants : [] })}
             >
               <strong>{STEP_LABELS[type]}</strong>
               <span className="faint">{TYPE_HINTS[type]}</span>

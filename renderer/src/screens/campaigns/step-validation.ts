@@ -41,15 +41,43 @@ const CAPABILITY_WORDS: Record<string, string> = {
   voice_note: 'voice notes',
 };
 
+/** Edit distance with adjacent swaps (optimal string alignment), case-insensitive: how far a typo is. */
+export function typoDistance(a: string, b: string): number {
+  const x = a.toLowerCase();
+  const y = b.toLowerCase();
+  const d: number[][] = Array.from({ length: x.length + 1 }, (_, i) => Array.from({ length: y.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  const at = (i: number, j: number): number => d[i]?.[j] ?? Number.POSITIVE_INFINITY;
+  for (let i = 1; i <= x.length; i++) {
+    for (let j = 1; j <= y.length; j++) {
+      const cost = x[i - 1] === y[j - 1] ? 0 : 1;
+      let v = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost);
+      if (i > 1 && j > 1 && x[i - 1] === y[j - 2] && x[i - 2] === y[j - 1]) v = Math.min(v, at(i - 2, j - 2) + 1);
+      const row = d[i];
+      if (row) row[j] = v;
+    }
+  }
+  return at(x.length, y.length);
+}
+
+/** The field the user probably meant: same name but for case, or at most two typos away. */
+function nearest(name: string, fields: readonly string[]): string | undefined {
+  let best: { f: string; dist: number } | undefined;
+  for (const f of fields) {
+    const dist = typoDistance(name, f);
+    if (dist <= Math.min(2, Math.floor(f.length / 3)) && (!best || dist < best.dist)) best = { f, dist };
+  }
+  return best?.f;
+}
+
 /** Merge fields in `text` that are not among the campaign's fields, and braces that never close. */
 export function mergeFieldProblems(text: string, fields: readonly string[]): string[] {
   const out: string[] = [];
   const refs = parseMergeFields(text);
   const unknown = [...new Set(refs.filter((r) => !fields.includes(r.name)).map((r) => r.name))];
   for (const name of unknown) {
-    const close = fields.find((f) => f.toLowerCase() === name.toLowerCase());
+    const close = nearest(name, fields);
     out.push(
-      `{{${name}}} is not a merge field of this campaign${close ? ` (did you mean {{${close}}}? names match exactly)` : ''}. It would be sent as an empty value, so it is refused. Use one of: ${fields.join(', ')}.`,
+      `{{${name}}} is not a merge field of this campaign${close ? ` (did you mean {{${close}}}? names must match exactly)` : ''}. It would be sent as an empty value, so it is refused. Use one of: ${fields.join(', ')}.`,
     );
   }
   const opened = (text.match(/\{\{/g) ?? []).length;
