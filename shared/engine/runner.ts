@@ -305,7 +305,8 @@ export function createRunner(opts: RunnerOptions): Runner {
       events = res.events;
       nextCursor = res.cursor;
     } catch (e) {
-      if (e instanceof ChannelFailure) await senderFailure(st, sender, e);
+      // An account-level failure backs the sender off; anything else is only reported.
+      if (e instanceof ChannelFailure && e.kind !== 'rejected' && e.kind !== 'unsupported') await senderFailure(st, sender, e);
       else st.report.errors.push({ message: `Polling failed: ${errorText(e)}`, sdrProfileId: sender.id });
       return;
     }
@@ -555,6 +556,8 @@ export function createRunner(opts: RunnerOptions): Runner {
       try {
         await runEnrollment(st, e);
       } catch (err) {
+        // Someone changed the enrollment meanwhile (an operation, a replication push): next tick.
+        if (isConflict(err)) continue;
         st.report.errors.push({ message: errorText(err), enrollmentId: e.id, ...(e.sdrProfileId ? { sdrProfileId: e.sdrProfileId } : {}) });
       }
     }
