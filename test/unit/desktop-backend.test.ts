@@ -1,0 +1,185 @@
+/** The desktop backend's router: calls, error normalisation, live subscriptions, sessions. */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Result, SessionInfo } from '../../electron/bridge.ts';
+import { Backend } from '../../electron/backend/backend.ts';
+import { fileCredentialStore } from '../../electron/backend/credentials.ts';
+import { openMemoryLocalDb } from '../../electron/backend/local-db-port.ts';
+import type { LocalDb } from '../../electron/backend/local-db-port.ts';
+import { SessionManager } from '../../electron/backend/session.ts';
+import type { DemoWorkspace } from '../../electron/backend/session.ts';
+import { newLead } from '../../shared/model/factories.ts';
+import { workspaceCreation } from '../../shared/workspace-setup.ts';
+import { sequentialIds } from '../support/harness.ts';
+
+const NOW = '2026-11-16T10:00:00.000Z';
+
+/** A small workspace: the owner, the default stages and group, and three leads. */
+function smallWorkspace(): DemoWorkspace {
+  const ids = sequentialIds(3);
+  const ws = workspaceCreation(ids, NOW, { name: 'Test', owner: { name: 'Olga Owner', email: 'o@t.test' }, subscriptionStatus: 'active' });
+  const leads = ['Ann', 'Bob', 'Cy'].map((firstName, i) => newLead({ id: ids.uuid(), workspaceId: ws.workspaceId, now: `2026-11-1${i}T00:00:00.000Z` }, ws.leadGroupId, { firstName, lastName: 'Lee', email: `${firstName.toLowerCase()}@x.test` }));
+  return {
+    workspaceId: ws.workspaceId, workspaceName: 'Test', member: { id: ws.ownerId, name: 'Olga Owner', role: 'owner' },
+    writes: [...ws.writes, ...leads.map((l) => ({ collection: 'leads' as const, id: l.id, before: null, after: l }))],
+  };
+}
+
+type Setup = { backend: Backend; session: SessionManager; dbs: LocalDb[]; dataDir: string };
+const open: Backend[] = [];
+
+function setup(opts: { coalesceMs?: number } = {}): Setup {
+  const dataDir = mkdtempSync(join(tmpdir(), 'crm-backend-'));
+  const dbs: LocalDb[] = [];
+  // One memory database per workspace id, kept across close/reopen like a file on disk would be.
+  const byWorkspace = new Map<string, LocalDb>();
+  const session = new SessionManager({
+    dataDir,
+    openDb: async ({ workspaceId }) => {
+      let db = byWorkspace.get(workspaceId);
+      if (!db) {
+        db = await openMemoryLocalDb({ workspaceId });
+        byWorkspace.set(workspaceId, db);
+        dbs.push(db);
+      }
+      return { ...db, close: async () => undefined };
+    },
+    credentials: fileCredentialStore(join(dataDir, 'credentials.json')),
+    buildDemo: smallWorkspace,
+  });
+  const backend = new Backend({ session, coalesceMs: opts.coalesceMs ?? 20 });
+  open.push(backend);
+  return { backend, session, dbs, dataDir };
+}
+
+afterEach(async () => {
+  for (const b of open.splice(0)) await b.close();
+});
+
+/** Collects a subscription's answers. */
+function collect(backend: Backend, op: string, input: unknown) {
+  const results: Result<unknown>[] = [];
+  let wake: (() => void) | null = null;
+  const stop = backend.subscribe(op, input, (r) => {
+    results.push(r);
+    wake?.();
+  });
+  return {
+    results,
+    stop,
+    async next(count: number, timeoutMs = 2000): Promise<Result<unknown>> {
+      const deadline = Date.now() + timeoutMs;
+      while (results.length < count) {
+        if (Date.now() > deadline) throw new Error(`expected ${count} answers, got ${results.length}`);
+        await new Promise<void>((r) => {
+          wake = r;
+          setTimeout(r, 50);
+        });
+      }
+      return results[count - 1] as Result<unknown>;
+    },
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const names = (r: Result<unknown>) => (r.ok ? (r.value as { leads: { firstName: string }[] }).leads.map((l) => l.firstName) : r.error.code);
+
+describe('desktop backend', () => {
+  it('answers no workspace until one is open, then runs operations as its member', async () => {
+    const { backend } = setup();
+    expect(await backend.call('tags.getAll', {})).toMatchObject({ ok: false, error: { code: 'NO_WORKSPACE' } });
+    const info = await backend.session.openDemo();
+    expect(info).toMatchObject({ state: 'open', kind: 'demo', member: { name: 'Olga Owner', role: 'owner' } });
+    const r = await backend.call('campaigns.leads.search', { sortBy: 'fullName', sortOrder: 'asc' });
+    expect(names(r)).toEqual(['Ann', 'Bob', 'Cy']);
+    const note = await backend.call('leadActivities.create', { leadId: (r.ok ? (r.value as { leads: { id: string }[] }).leads[0]?.id : '') ?? '', content: 'Hello' });
+    expect(note).toMatchObject({ ok: true, value: { userId: info.state === 'open' ? info.member.id : '', content: 'Hello' } });
+  });
+
+  it('turns refusals and unknown operations into {code, message, details} values', async () => {
+    const { backend } = setup();
+    await backend.session.openDemo();
+    expect(await backend.call('no.such.op', {})).toEqual({ ok: false, error: { code: 'UNKNOWN_OPERATION', message: 'There is no operation named no.such.op.', details: { name: 'no.such.op' } } });
+    const bad = await backend.call('leadActivities.create', { leadId: 'nope', content: '' });
+    expect(bad).toMatchObject({ ok: false, error: { code: 'INVALID_INPUT' } });
+    expect(bad.ok ? '' : bad.error.message).toMatch(/leadId|content/);
+    const stages = await backend.call('pipelineStages.getAll', {});
+    const lost = stages.ok ? (stages.value as { stages: { id: string; category: string }[] }).stages.find((s) => s.category === 'LOST') : undefined;
+    const leads = await backend.call('campaigns.leads.search', {});
+    const leadId = leads.ok ? (leads.value as { leads: { id: string }[] }).leads[0]?.id : undefined;
+    const refused = await backend.call('campaigns.leads.updateLeadStage', { leadId, pipelineStageId: lost?.id });
+    expect(refused).toMatchObject({ ok: false, error: { code: 'CLOSE_REASON_REQUIRED', details: { field: 'closeReason' } } });
+    // Server-only operations say why they cannot run in a local demo.
+    const keys = await backend.call('apiKeys.list', {});
+    expect(keys).toMatchObject({ ok: false, error: { code: 'SERVER_ONLY' } });
+    expect(keys.ok ? '' : keys.error.message).toContain('Connect to a sync server in Settings');
+  });
+
+  it('re-runs a subscription when a collection it read changes, coalescing bursts and skipping unchanged answers', async () => {
+    const { backend } = setup({ coalesceMs: 40 });
+    await backend.session.openDemo();
+    const sub = collect(backend, 'campaigns.leads.search', { sortBy: 'fullName', sortOrder: 'asc' });
+    expect(names(await sub.next(1))).toEqual(['Ann', 'Bob', 'Cy']);
+    const all = await backend.call('campaigns.leads.search', {});
+    const leadGroupId = all.ok ? (all.value as { leads: { leadGroupId: string }[] }).leads[0]?.leadGroupId : '';
+    // Three imports in one burst: one re-run, one new answer.
+    await Promise.all(['Dee', 'Eve', 'Flo'].map((firstName) => backend.call('campaigns.leads.create', { leadGroupId, leads: [{ firstName, lastName: 'Lee' }] })));
+    expect(names(await sub.next(2))).toEqual(['Ann', 'Bob', 'Cy', 'Dee', 'Eve', 'Flo']);
+    await sleep(200);
+    expect(sub.results).toHaveLength(2);
+    // A note touches activities, which the lead search does not read: no re-run, no answer.
+    const leadId = all.ok ? (all.value as { leads: { id: string }[] }).leads[0]?.id : '';
+    await backend.call('leadActivities.create', { leadId, content: 'n' });
+    await sleep(200);
+    expect(sub.results).toHaveLength(2);
+    // A change to another lead re-runs a search for Ann, whose answer stays the same: nothing is pushed.
+    const ann = collect(backend, 'campaigns.leads.search', { query: 'Ann' });
+    expect(names(await ann.next(1))).toEqual(['Ann']);
+    const bob = all.ok ? (all.value as { leads: { id: string; firstName: string }[] }).leads.find((l) => l.firstName === 'Bob')?.id : '';
+    expect(await backend.call('campaigns.leads.setDoNotContact', { leadIds: [bob], doNotContact: true })).toMatchObject({ ok: true, value: { changed: 1 } });
+    await sleep(200);
+    expect(ann.results).toHaveLength(1);
+    expect(sub.results).toHaveLength(3);
+    ann.stop();
+    sub.stop();
+    await backend.call('campaigns.leads.create', { leadGroupId, leads: [{ firstName: 'Gus' }] });
+    await sleep(200);
+    expect(sub.results).toHaveLength(3);
+  });
+
+  it('refuses to subscribe to an operation that changes data', async () => {
+    const { backend } = setup();
+    await backend.session.openDemo();
+    const sub = collect(backend, 'tags.create', { name: 'X' });
+    expect(await sub.next(1)).toMatchObject({ ok: false, error: { code: 'INVALID_INPUT' } });
+    expect(await backend.call('tags.getAll', {})).toMatchObject({ ok: true, value: { tags: [] } });
+  });
+
+  it('remembers the open workspace across restarts, closes it without losing data, and reopens the same demo', async () => {
+    const first = setup();
+    const opened = await first.backend.session.openDemo();
+    const saved = JSON.parse(readFileSync(join(first.dataDir, 'session.json'), 'utf8')) as { workspaceId: string };
+    expect(opened.state === 'open' && saved.workspaceId === opened.workspaceId).toBe(true);
+    const sessionEvents: SessionInfo[] = [];
+    first.backend.onSession((i) => sessionEvents.push(i));
+    const closed = await first.backend.session.close();
+    expect(closed.state).toBe('none');
+    expect(sessionEvents.map((e) => e.state)).toEqual(['none']);
+    expect(await first.backend.call('tags.getAll', {})).toMatchObject({ ok: false, error: { code: 'NO_WORKSPACE' } });
+    const again = await first.backend.session.openDemo();
+    expect(again.state === 'open' && opened.state === 'open' && again.workspaceId === opened.workspaceId).toBe(true);
+    // Same data: no second copy of the demo was seeded.
+    const r = await first.backend.call('campaigns.leads.search', {});
+    expect(names(r)).toHaveLength(3);
+  });
+
+  it('answers subscriptions made before a workspace opens once it does', async () => {
+    const { backend } = setup();
+    const sub = collect(backend, 'tags.getAll', {});
+    expect(await sub.next(1)).toMatchObject({ ok: false, error: { code: 'NO_WORKSPACE' } });
+    await backend.session.openDemo();
+    expect(await sub.next(2)).toEqual({ ok: true, value: { tags: [] } });
+  });
+});
