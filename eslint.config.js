@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', 'data/**', 'build/output/**', 'test-results/**', 'renderer/dist/**'] },
+  { ignores: ['node_modules/**', 'dist/**', 'data/**', 'build/output/**', 'build/electron/**', 'test-results/**', 'renderer/dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
