@@ -173,7 +173,8 @@ export function readiness(campaign: Campaign, { group, senders, workspace }: Rea
   for (const p of structureProblems(steps)) error(p.message, p.stepId ? { stepId: p.stepId } : {});
   for (const { step } of walk(steps)) {
     for (const p of stepProblems(step)) error(`${cap(label(step))}: ${p}.`, { stepId: step.id });
-    if (isMessageStep(step) && step.voiceNote.mode !== 'recorded' && step.content.trim() === '' && step.variants.every((v) => v.text.trim() === '')) {
+    // A connection request's note is optional (API contract); every other message needs words.
+    if (isMessageStep(step) && step.type !== 'CONNECTION_REQUEST' && step.voiceNote.mode !== 'recorded' && step.content.trim() === '' && step.variants.every((v) => v.text.trim() === '')) {
       error(`${cap(label(step))} has no text.`, { stepId: step.id });
     }
     if (group) {

@@ -194,5 +194,8 @@ describe('readiness', () => {
     expect(unknown.problems).toEqual([expect.objectContaining({ stepId: msg.id, message: expect.stringMatching(/Nick/) })]);
     const empty = readiness(withStep(c, msg.id, { content: '  ' }), { group, senders: [sender], workspace });
     expect(empty.problems).toEqual([expect.objectContaining({ stepId: msg.id, message: expect.stringMatching(/has no text/) })]);
+    // A connection request's note is optional: one without a note is ready to go.
+    const bareRequest = readiness(withStep(c, msg.id, { type: 'CONNECTION_REQUEST', content: '' }), { group, senders: [sender], workspace });
+    expect(bareRequest).toEqual({ ready: true, problems: [] });
   });
 });
