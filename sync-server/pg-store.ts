@@ -3,10 +3,12 @@
 import { COLLECTION_NAMES } from '../shared/model/index.ts';
 import type { CollectionName, Docs } from '../shared/model/index.ts';
 import { DomainError } from '../shared/errors.ts';
-import { decodeCursor, encodeCursor } from '../shared/query.ts';
+import { decodeCursor, encodeCursor, matches, runQuery } from '../shared/query.ts';
 import type { AnyWrite, Cond, Page, Query, Store, StoreProvider } from '../shared/store.ts';
 import { Params, condSql, cursorSql, orderSql } from './cond-sql.ts';
 import type { SqlDatabase, SqlExecutor } from './db.ts';
+import { CACHED_COLLECTIONS, LazyReadTransaction, cacheFor } from './doc-cache.ts';
+import type { CachedDocs, DocumentCache } from './doc-cache.ts';
 
 /** Advisory lock class of the per-workspace writer lock (the second key is the workspace hash). */
 const WRITER_LOCK_CLASS = 727;
@@ -24,13 +26,27 @@ export type CommitEvent = { workspaceId: string; collections: CollectionName[]; 
 export class PgStore implements Store {
   /** Writes committed through this store (the transaction may still roll back). */
   readonly committed: CommitEvent[] = [];
+  /** The writes themselves, for the document cache. */
+  readonly writes: AnyWrite[] = [];
+  /** Whether a read was answered from the document cache. */
+  usedCache = false;
 
   constructor(
     private readonly sql: SqlExecutor,
     readonly workspaceId: string,
+    private readonly cache: DocumentCache | null = null,
   ) {}
 
+  /** The cached documents of `c`, unless this store has written to it (then SQL sees those writes). */
+  private async cached(c: CollectionName): Promise<CachedDocs | null> {
+    if (!this.cache || !CACHED_COLLECTIONS.has(c) || this.writes.some((w) => w.collection === c)) return null;
+    this.usedCache = true;
+    return this.cache.docs(this.workspaceId, c, this.sql);
+  }
+
   async get<C extends CollectionName>(c: C, id: string): Promise<Docs[C] | null> {
+    const mem = await this.cached(c);
+    if (mem) return (mem.copyById(id) as Docs[C] | undefined) ?? null;
     const rows = await this.sql.query<{ doc: Docs[C] }>(
       `SELECT doc FROM documents WHERE collection = ${lit(c)} AND id = $1 AND workspace_id = $2 AND NOT deleted`,
       [id, this.workspaceId],
@@ -40,6 +56,8 @@ export class PgStore implements Store {
 
   async getMany<C extends CollectionName>(c: C, ids: readonly string[]): Promise<Docs[C][]> {
     if (ids.length === 0) return [];
+    const mem = await this.cached(c);
+    if (mem) return ids.flatMap((id) => (mem.docs.has(id) ? [mem.copyById(id) as Docs[C]] : []));
     const rows = await this.sql.query<{ id: string; doc: Docs[C] }>(
       `SELECT id, doc FROM documents WHERE collection = ${lit(c)} AND id = ANY($1::text[]) AND workspace_id = $2 AND NOT deleted`,
       [[...new Set(ids)], this.workspaceId],
@@ -55,6 +73,11 @@ export class PgStore implements Store {
   }
 
   async query<C extends CollectionName>(c: C, q: Query = {}): Promise<Page<Docs[C]>> {
+    const mem = await this.cached(c);
+    if (mem) {
+      const page = runQuery(mem.docs.values(), q);
+      return { docs: page.docs.map((d) => mem.copy(d) as Docs[C]), nextCursor: page.nextCursor };
+    }
     const orderBy = q.orderBy ?? [];
     const p = new Params();
     const where = [`collection = ${lit(c)}`, `workspace_id = ${p.add(this.workspaceId)}`, 'NOT deleted', condSql(c, q.where, p)];
@@ -70,6 +93,12 @@ export class PgStore implements Store {
   }
 
   async count<C extends CollectionName>(c: C, where?: Cond): Promise<number> {
+    const mem = await this.cached(c);
+    if (mem) {
+      let n = 0;
+      for (const d of mem.docs.values()) if (matches(d, where)) n++;
+      return n;
+    }
     const p = new Params();
     const rows = await this.sql.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM documents WHERE collection = ${lit(c)} AND workspace_id = ${p.add(this.workspaceId)} AND NOT deleted AND ${condSql(c, where, p)}`,
@@ -136,6 +165,7 @@ export class PgStore implements Store {
       );
       for (const row of r) seqs.push(Number(row.seq));
     }
+    this.writes.push(...writes);
     this.committed.push({
       workspaceId: this.workspaceId,
       collections: [...new Set(writes.map((w) => w.collection))],
@@ -148,8 +178,14 @@ export class PgStore implements Store {
 /** The StoreProvider over a SqlDatabase: each `withStore` is one transaction. */
 export class PgDatabase implements StoreProvider {
   private readonly commitListeners = new Set<(e: CommitEvent) => void>();
+  private readonly cache: DocumentCache | null;
 
-  constructor(readonly sql: SqlDatabase) {}
+  constructor(
+    readonly sql: SqlDatabase,
+    opts: { cache?: boolean } = {},
+  ) {
+    this.cache = opts.cache === false ? null : cacheFor(sql);
+  }
 
   /** Called after a transaction that wrote through a Store has committed. */
   onCommit(listener: (e: CommitEvent) => void): () => void {
@@ -160,17 +196,47 @@ export class PgDatabase implements StoreProvider {
   /** Runs fn in one transaction with a workspace-scoped Store; its commits become durable together. */
   async withStore<T>(workspaceId: string, fn: (store: Store, tx: SqlExecutor) => Promise<T>): Promise<T> {
     let store: PgStore | undefined;
-    const out = await this.sql.transaction(async (tx) => {
-      store = new PgStore(tx, workspaceId);
-      return fn(store, tx);
-    });
+    let applied = false;
+    let out: T;
+    try {
+      out = await this.sql.transaction(async (tx) => {
+        store = new PgStore(tx, workspaceId, this.cache);
+        const result = await fn(store, tx);
+        // Still inside the transaction: no other transaction can run before COMMIT (PGlite).
+        if (this.cache && store.writes.length > 0) {
+          this.cache.apply(workspaceId, store.writes);
+          applied = true;
+        }
+        return result;
+      });
+    } catch (e) {
+      if (applied) this.cache?.invalidate(workspaceId);
+      throw e;
+    }
     if (store) for (const e of store.committed) this.emit(e);
     return out;
   }
 
-  /** Like withStore for calls that only read (a read-only snapshot on Postgres). */
+  /** Like withStore for calls that only read (a read-only snapshot on Postgres). On PGlite a call
+   * served from the document cache opens no transaction; if a commit changed the cache while the call
+   * ran, the call runs again, and the last attempt holds a transaction throughout. */
   async withReadStore<T>(workspaceId: string, fn: (store: Store, tx: SqlExecutor) => Promise<T>): Promise<T> {
-    return this.sql.readOnly((tx) => fn(new PgStore(tx, workspaceId), tx));
+    const cache = this.cache;
+    if (cache) {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const lazy = new LazyReadTransaction(this.sql);
+        const version = cache.version;
+        const store = new PgStore(lazy, workspaceId, cache);
+        let out: T;
+        try {
+          out = await fn(store, lazy);
+        } finally {
+          await lazy.end();
+        }
+        if (!store.usedCache || cache.version === version) return out;
+      }
+    }
+    return this.sql.readOnly((tx) => fn(new PgStore(tx, workspaceId, cache), tx));
   }
 
   /** A Store outside any explicit transaction: each read and each commit is its own transaction

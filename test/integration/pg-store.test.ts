@@ -410,3 +410,99 @@ describe.each(BACKENDS)('PgStore specifics on %s', (backend) => {
     expect(await pg.forWorkspace(WS).get('leads', a.id)).toBeNull();
   });
 });
+
+describe('the embedded database document cache', () => {
+  let t: TestDatabase;
+  let cached: PgDatabase;
+  let uncached: PgDatabase;
+  const tag = (n: number, fields: Partial<{ name: string; color: string; createdAt: string }> = {}) => ({
+    id: uid(n, 'f'),
+    workspaceId: WS,
+    createdAt: fields.createdAt ?? `2026-10-${String(1 + (n % 28)).padStart(2, '0')}T00:00:00.000Z`,
+    updatedAt: '2026-11-01T00:00:00.000Z',
+    name: fields.name ?? `Tag ${n % 7}`,
+    color: fields.color ?? (n % 2 ? '#aaaaaa' : '#bbbbbb'),
+  });
+  beforeAll(async () => {
+    t = testDatabase('pglite');
+    const sql = await openMigrated(t);
+    cached = new PgDatabase(sql);
+    uncached = new PgDatabase(sql, { cache: false });
+  });
+  afterAll(async () => {
+    await cached?.close();
+    await t?.cleanup();
+  });
+
+  it('answers like SQL and like the reference for a cached collection', async () => {
+    const tags = Array.from({ length: 40 }, (_, i) => tag(i + 1));
+    await cached.forWorkspace(WS).commit(tags.map((d) => ({ collection: 'tags', id: d.id, before: null, after: d })));
+    const queries: Query[] = [
+      {},
+      { where: { op: 'eq', field: 'color', value: '#aaaaaa' }, orderBy: [{ field: 'name', dir: 'desc' }], limit: 7 },
+      { where: { op: 'contains', fields: ['name'], value: 'TAG 3' } },
+      { orderBy: [{ field: 'createdAt', dir: 'asc' }, { field: 'name', dir: 'desc' }], limit: 5 },
+    ];
+    for (const q of queries) {
+      const want = runQuery(tags, q);
+      const a = await cached.forWorkspace(WS).query('tags', q);
+      const b = await uncached.forWorkspace(WS).query('tags', q);
+      expect(ids(a.docs)).toEqual(ids(want.docs));
+      expect(ids(b.docs)).toEqual(ids(want.docs));
+      expect(a.nextCursor).toBe(want.nextCursor);
+      if (a.nextCursor) expect(ids((await cached.forWorkspace(WS).query('tags', { ...q, cursor: a.nextCursor })).docs)).toEqual(ids((await uncached.forWorkspace(WS).query('tags', { ...q, cursor: a.nextCursor })).docs));
+    }
+    expect(await cached.forWorkspace(WS).count('tags', { op: 'eq', field: 'color', value: '#bbbbbb' })).toBe(20);
+    expect(await cached.forWorkspace(WS).getMany('tags', [uid(3, 'f'), 'nope', uid(1, 'f')])).toEqual([tags[2], tags[0]]);
+  });
+
+  it('hands out copies: a caller mutating a document cannot change the cache', async () => {
+    const store = cached.forWorkspace(WS);
+    const a = await store.get('tags', uid(1, 'f'));
+    if (!a) throw new Error('missing');
+    a.name = 'Mutated';
+    const page = await store.query('tags', { limit: 1, orderBy: [{ field: 'id', dir: 'asc' }] });
+    (page.docs[0] as { name: string }).name = 'Mutated too';
+    expect((await store.get('tags', uid(1, 'f')))?.name).toBe('Tag 1');
+  });
+
+  it('stays exact across writers, rollbacks and reads after an own commit', async () => {
+    const other = new PgDatabase(cached.sql);
+    const before = (await cached.forWorkspace(WS).get('tags', uid(2, 'f'))) as ReturnType<typeof tag>;
+    await other.forWorkspace(WS).commit([{ collection: 'tags', id: before.id, before, after: { ...before, name: 'Renamed elsewhere' } }]);
+    expect((await cached.forWorkspace(WS).get('tags', before.id))?.name).toBe('Renamed elsewhere');
+
+    const renamed = (await cached.forWorkspace(WS).get('tags', before.id)) as ReturnType<typeof tag>;
+    await cached
+      .withStore(WS, async (store) => {
+        await store.commit([{ collection: 'tags', id: renamed.id, before: renamed, after: { ...renamed, name: 'Never happened' } }]);
+        // Inside the transaction the write is visible...
+        expect((await store.get('tags', renamed.id))?.name).toBe('Never happened');
+        throw new Error('roll back');
+      })
+      .catch(() => undefined);
+    // ...and after the rollback it never was.
+    expect((await cached.forWorkspace(WS).get('tags', renamed.id))?.name).toBe('Renamed elsewhere');
+    expect((await uncached.forWorkspace(WS).get('tags', renamed.id))?.name).toBe('Renamed elsewhere');
+
+    await cached.forWorkspace(WS).commit([{ collection: 'tags', id: renamed.id, before: renamed, after: null }]);
+    expect(await cached.forWorkspace(WS).get('tags', renamed.id)).toBeNull();
+    expect(await cached.forWorkspace(WS).count('tags')).toBe(39);
+  });
+
+  it('runs a read again when a commit changed the cache during it, so it sees one state', async () => {
+    let calls = 0;
+    const seen = await cached.withReadStore(WS, async (store) => {
+      calls++;
+      const first = await store.count('tags');
+      if (calls === 1) {
+        const extra = tag(100, { name: 'Arrived mid-read' });
+        await cached.forWorkspace(WS).commit([{ collection: 'tags', id: extra.id, before: null, after: extra }]);
+      }
+      const second = await store.count('tags');
+      return { first, second };
+    });
+    expect(calls).toBe(2);
+    expect(seen.first).toBe(seen.second);
+  });
+});

@@ -1,0 +1,155 @@
+/** An in-memory copy of each workspace's small collections (campaigns, stages, tags, members, ...)
+ * for the embedded database. PGlite has exactly one owner process (the data folder is locked), and
+ * every write goes through PgStore.commit in that process, so the copy can be kept exact: a commit
+ * applies its writes here inside its own transaction, before COMMIT, while PGlite lets no other
+ * transaction run. Reads of these collections then cost no database round trip at all, which is what
+ * keeps list operations close to the speed of a bare HTTP route. Postgres (several server processes)
+ * does not use it. */
+import type { CollectionName } from '../shared/model/index.ts';
+import type { AnyWrite } from '../shared/store.ts';
+import type { SqlDatabase, SqlExecutor } from './db.ts';
+
+/** Collections that stay small per workspace; leads, activities, enrollments, messages and usage
+ * grow without bound and are always read from SQL. */
+export const CACHED_COLLECTIONS: ReadonlySet<CollectionName> = new Set<CollectionName>(['workspaces', 'members', 'stages', 'tags', 'leadGroups', 'campaigns', 'senders']);
+
+const key = (workspaceId: string, c: CollectionName): string => `${workspaceId}/${c}`;
+
+/** A cached collection: the documents (for matching and sorting; never handed out) and their JSON
+ * text, parsed into a fresh copy for each reader (JSON.parse is about twice as fast as
+ * structuredClone on these documents). */
+export type CachedDocs = { readonly docs: ReadonlyMap<string, object>; copy(doc: object): unknown; copyById(id: string): unknown };
+
+class Entry implements CachedDocs {
+  readonly docs = new Map<string, object>();
+  private readonly texts = new WeakMap<object, string>();
+  set(id: string, text: string): void {
+    const doc = JSON.parse(text) as object;
+    this.texts.set(doc, text);
+    this.docs.set(id, doc);
+  }
+  delete(id: string): void {
+    this.docs.delete(id);
+  }
+  copy(doc: object): unknown {
+    const text = this.texts.get(doc);
+    return text === undefined ? structuredClone(doc) : JSON.parse(text);
+  }
+  copyById(id: string): unknown {
+    const doc = this.docs.get(id);
+    return doc === undefined ? undefined : this.copy(doc);
+  }
+}
+
+export class DocumentCache {
+  /** Bumps on every applied change: a reader that saw the same version before and after its reads
+   * saw one consistent state. */
+  version = 0;
+  private readonly entries = new Map<string, Entry>();
+  /** Changes per workspace/collection, loaded or not, so a load that raced a commit is detected. */
+  private readonly generations = new Map<string, number>();
+
+  /** The live documents of one collection of one workspace (hand out copies only). */
+  async docs(workspaceId: string, c: CollectionName, sql: SqlExecutor): Promise<CachedDocs> {
+    const k = key(workspaceId, c);
+    const hit = this.entries.get(k);
+    if (hit) return hit;
+    for (let attempt = 0; ; attempt++) {
+      const generation = this.generations.get(k) ?? 0;
+      const rows = await sql.query<{ id: string; doc: unknown }>(
+        `SELECT id, doc FROM documents WHERE collection = '${c}' AND workspace_id = $1 AND NOT deleted`,
+        [workspaceId],
+      );
+      const loaded = new Entry();
+      for (const r of rows) loaded.set(r.id, JSON.stringify(r.doc));
+      if ((this.generations.get(k) ?? 0) === generation) {
+        this.entries.set(k, loaded);
+        return loaded;
+      }
+      // A commit landed while the rows were on their way: they may predate it. Use them for this
+      // read only if it keeps happening, and never keep them.
+      if (attempt >= 2) return loaded;
+    }
+  }
+
+  /** Applies committed writes (called inside the committing transaction). */
+  apply(workspaceId: string, writes: readonly AnyWrite[]): void {
+    let changed = false;
+    for (const w of writes) {
+      if (!CACHED_COLLECTIONS.has(w.collection)) continue;
+      const k = key(workspaceId, w.collection);
+      this.generations.set(k, (this.generations.get(k) ?? 0) + 1);
+      const entry = this.entries.get(k);
+      if (entry) {
+        if (w.after) entry.set(w.id, JSON.stringify(w.after));
+        else entry.delete(w.id);
+      }
+      changed = true;
+    }
+    if (changed) this.version++;
+  }
+
+  /** Drops a workspace's copies (its commit failed after applying, or the state is unknown). */
+  invalidate(workspaceId: string): void {
+    for (const c of CACHED_COLLECTIONS) {
+      const k = key(workspaceId, c);
+      this.entries.delete(k);
+      this.generations.set(k, (this.generations.get(k) ?? 0) + 1);
+    }
+    this.version++;
+  }
+}
+
+const caches = new WeakMap<SqlDatabase, DocumentCache>();
+
+/** One cache per open embedded database, shared by every PgDatabase over it; none for Postgres. */
+export function cacheFor(sql: SqlDatabase): DocumentCache | null {
+  if (sql.kind !== 'pglite') return null;
+  let c = caches.get(sql);
+  if (!c) {
+    c = new DocumentCache();
+    caches.set(sql, c);
+  }
+  return c;
+}
+
+/** A read-only transaction opened only when the first statement needs it, so a call served entirely
+ * from the cache never touches the database. */
+export class LazyReadTransaction implements SqlExecutor {
+  private tx: Promise<SqlExecutor> | null = null;
+  private release: (() => void) | null = null;
+  private done: Promise<unknown> | null = null;
+  /** Whether any statement ran. */
+  opened = false;
+
+  constructor(private readonly sql: SqlDatabase) {}
+
+  async query<R = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<R[]> {
+    const tx = await this.open();
+    return tx.query<R>(text, params);
+  }
+
+  private open(): Promise<SqlExecutor> {
+    if (!this.tx) {
+      this.opened = true;
+      this.tx = new Promise<SqlExecutor>((resolve, reject) => {
+        this.done = this.sql
+          .readOnly(
+            (tx) =>
+              new Promise<void>((finish) => {
+                this.release = finish;
+                resolve(tx);
+              }),
+          )
+          .catch((e: unknown) => reject(e));
+      });
+    }
+    return this.tx;
+  }
+
+  /** Ends the transaction if one was opened (a read has nothing to lose if COMMIT fails). */
+  async end(): Promise<void> {
+    this.release?.();
+    await this.done?.catch(() => undefined);
+  }
+}
