@@ -18,6 +18,8 @@ import { isRefusal, mergeConflictHandler, mergeThreeWay, sameDocument, startSync
 import type { Sync } from '../../electron/backend/replication.ts';
 import type { Actor } from '../../shared/context.ts';
 import { newLead } from '../../shared/model/factories.ts';
+import { workspaceCreation } from '../../shared/workspace-setup.ts';
+import { HeadlessDesktop } from './sync-processes.ts';
 import type { Lead } from '../../shared/model/index.ts';
 
 type Json = Record<string, unknown>;
@@ -55,6 +57,7 @@ class FakeServer {
   /** Refuses a write: returns the reason, or null to accept. */
   rule: (collection: string, before: Json | null, after: Json) => { code: string; message: string } | null = () => null;
   schemaVersion = 0;
+  keyMember = '';
   server: Server;
   url = '';
 
@@ -104,6 +107,11 @@ class FakeServer {
       res.end(JSON.stringify(body));
     };
     if (req.headers.authorization !== 'Bearer live_test') return send(401, { error: { code: 'UNAUTHENTICATED', message: 'unknown key' } });
+    // The two lookups a desktop makes to learn who its key is.
+    if (url.pathname === '/apiKeys.list') return send(200, { keys: [{ prefix: 'live_test', memberId: this.keyMember }] });
+    if (url.pathname === '/members.list') {
+      return send(200, { members: [...this.rows.entries()].filter(([k]) => k.startsWith('members/')).map(([, r]) => r.doc) });
+    }
     if (url.pathname === '/replication/refusals') {
       const since = url.searchParams.get('since') ?? '';
       return send(200, { refusals: this.refusals.filter((r) => String(r.at) > since) });
@@ -287,4 +295,40 @@ describe('replication client against the protocol', () => {
     expect(s.status().mode).toBe('offline');
     expect(s.status().error).toMatch(/Update the app/);
   });
+});
+
+describe('headless desktop process', () => {
+  it('opens the key\'s workspace, runs operations locally, replicates them, and keeps acknowledged writes across SIGKILL', async () => {
+    let n = 0;
+    const ids = { uuid: () => `b0000000-0000-4000-8000-${String(++n).padStart(12, '0')}` };
+    const created = workspaceCreation(ids, NOW, { name: 'Headless', owner: { name: 'Hedda', email: 'hedda@example.test' }, subscriptionStatus: 'active' });
+    for (const w of created.writes) if (w.after) server.write(w.collection, w.after as unknown as Json);
+    server.keyMember = created.ownerId;
+    const data = join(dir, 'headless');
+    let d = await HeadlessDesktop.start({ server: server.url, key: 'live_test', dataDir: data });
+    try {
+      expect(d.workspaceId).toBe(created.workspaceId);
+      expect(d.memberId).toBe(created.ownerId);
+      await d.awaitSync();
+      const acked: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const r = await d.call<{ leadIds: string[] }>('campaigns.leads.create', { leadGroupId: created.leadGroupId, leads: [{ firstName: `Head${i}`, email: `head${i}@example.test` }] });
+        acked.push(r.leadIds[0] ?? '');
+      }
+      await expect(d.call('campaigns.leads.updateLeadStage', { leadId: acked[0], pipelineStageId: created.writes.find((w) => w.collection === 'stages' && (w.after as { category: string }).category === 'LOST')?.id })).rejects.toMatchObject({ code: 'CLOSE_REASON_REQUIRED' });
+      await d.call('$pause');
+      const offline = await d.call<{ leadIds: string[] }>('campaigns.leads.create', { leadGroupId: created.leadGroupId, leads: [{ firstName: 'Offline', email: 'offline@example.test' }] });
+      acked.push(offline.leadIds[0] ?? '');
+      expect((await d.call<{ mode: string; pending: number }>('$status')).pending).toBeGreaterThan(0);
+      await d.kill('SIGKILL');
+      d = await HeadlessDesktop.start({ server: server.url, key: 'live_test', dataDir: data });
+      for (const id of acked) expect((await d.call<Lead | null>('$get', { collection: 'leads', id }))?.id).toBe(id);
+      await d.awaitSync();
+      // The write made offline before the kill reaches the server after the restart.
+      for (const id of acked) expect(server.get('leads', id)?.id).toBe(id);
+      expect((await d.call<{ pending: number }>('$status')).pending).toBe(0);
+    } finally {
+      await d.close();
+    }
+  }, 120_000);
 });
