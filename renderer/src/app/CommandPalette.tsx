@@ -27,6 +27,7 @@ export function CommandPalette() {
       { id: 'go-triage', group: 'Go to', label: 'Triage: catch-ups due', hint: 'g r', perform: after(() => a.go('triage')) },
       { id: 'go-campaigns', group: 'Go to', label: 'Campaigns', hint: 'g c', perform: after(() => a.go('campaigns')) },
       { id: 'go-senders', group: 'Go to', label: 'Senders', hint: 'g e', perform: after(() => a.go('senders')) },
+      { id: 'go-social', group: 'Go to', label: 'People from a post (import commenters and reactors)', hint: 'g o', perform: after(() => a.go('social')) },
       { id: 'go-settings', group: 'Go to', label: 'Settings', hint: 'g s', perform: after(() => a.go('settings')) },
       { id: 'import', group: 'Commands', label: 'Import leads from a CSV file', perform: after(() => { a.go('leads'); a.setIntent('import-csv'); }) },
       { id: 'export', group: 'Commands', label: 'Export the current lead view as CSV', perform: after(() => { a.go('leads'); a.setIntent('export-csv'); }) },

@@ -8,6 +8,7 @@ const ITEMS: { screen: Screen; label: string; keys: string }[] = [
   { screen: 'triage', label: 'Triage', keys: 'g r' },
   { screen: 'campaigns', label: 'Campaigns', keys: 'g c' },
   { screen: 'senders', label: 'Senders', keys: 'g e' },
+  { screen: 'social', label: 'From a post', keys: 'g o' },
   { screen: 'settings', label: 'Settings', keys: 'g s' },
 ];
 

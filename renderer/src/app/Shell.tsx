@@ -11,6 +11,7 @@ import { TriageScreen } from '../screens/triage/TriageScreen.tsx';
 import { SettingsScreen } from '../screens/settings/SettingsScreen.tsx';
 import { CampaignsScreen } from '../screens/campaigns/CampaignsScreen.tsx';
 import { SendersScreen } from '../screens/senders/SendersScreen.tsx';
+import { SocialScreen } from '../screens/social/SocialScreen.tsx';
 import { CommandPalette } from './CommandPalette.tsx';
 import { Nav } from './Nav.tsx';
 import { ShortcutsHelp } from './ShortcutsHelp.tsx';
@@ -25,6 +26,7 @@ const SCREEN_VIEWS: Record<Screen, () => React.JSX.Element> = {
   triage: TriageScreen,
   campaigns: CampaignsScreen,
   senders: SendersScreen,
+  social: SocialScreen,
   settings: SettingsScreen,
 };
 

@@ -4,7 +4,7 @@ import { useEffect } from 'react';
 import { useApp } from '../state/app-store.ts';
 import type { Screen } from '../state/app-store.ts';
 
-const GO: Record<string, Screen> = { l: 'leads', p: 'pipeline', t: 'tasks', r: 'triage', c: 'campaigns', e: 'senders', s: 'settings' };
+const GO: Record<string, Screen> = { l: 'leads', p: 'pipeline', t: 'tasks', r: 'triage', c: 'campaigns', e: 'senders', o: 'social', s: 'settings' };
 
 function typing(target: EventTarget | null): boolean {
   const el = target as HTMLElement | null;
@@ -61,6 +61,7 @@ export const SHORTCUTS: { keys: string; what: string }[] = [
   { keys: 'g r', what: 'Go to triage (catch-ups due)' },
   { keys: 'g c', what: 'Go to campaigns' },
   { keys: 'g e', what: 'Go to senders' },
+  { keys: 'g o', what: 'Go to people from a post' },
   { keys: 'g s', what: 'Go to settings' },
   { keys: '↑ ↓ / j k', what: 'Move through leads in the table' },
   { keys: 'x', what: 'Select the current lead' },
