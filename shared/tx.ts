@@ -8,8 +8,9 @@ type Key = `${CollectionName}/${string}`;
 const key = (c: CollectionName, id: string): Key => `${c}/${id}`;
 
 export class Tx implements StoreReader {
-  /** Store state of every document read or written, as first seen. */
-  private readonly base = new Map<Key, unknown>();
+  /** Store state of every document read or written, as first seen, as JSON text (cheaper to take
+   * than a deep copy, and only parsed back for the documents that are written). */
+  private readonly base = new Map<Key, string | null>();
   private readonly staged = new Map<Key, { collection: CollectionName; id: string; after: unknown }>();
 
   constructor(readonly store: Store) {}
@@ -20,7 +21,7 @@ export class Tx implements StoreReader {
 
   private remember(c: CollectionName, id: string, doc: unknown): void {
     const k = key(c, id);
-    if (!this.base.has(k)) this.base.set(k, doc === null ? null : structuredClone(doc));
+    if (!this.base.has(k)) this.base.set(k, doc === null ? null : JSON.stringify(doc));
   }
 
   private stagedIn(c: CollectionName): { id: string; after: unknown }[] {
@@ -96,8 +97,9 @@ export class Tx implements StoreReader {
   writes(): AnyWrite[] {
     const out: AnyWrite[] = [];
     for (const [k, s] of this.staged) {
-      const before = this.base.get(k) ?? null;
-      if (JSON.stringify(before) === JSON.stringify(s.after)) continue;
+      const baseText = this.base.get(k) ?? null;
+      if ((baseText ?? 'null') === JSON.stringify(s.after)) continue;
+      const before: unknown = baseText === null ? null : JSON.parse(baseText);
       out.push({ collection: s.collection, id: s.id, before, after: s.after } as AnyWrite);
     }
     return out;
