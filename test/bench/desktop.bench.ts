@@ -19,6 +19,7 @@ import { newLead } from '../../shared/model/factories.ts';
 import type { Lead, LeadGroup, Stage, Tag } from '../../shared/model/index.ts';
 import { execute } from '../../shared/ops/execute.ts';
 import type { AnyWrite } from '../../shared/store.ts';
+import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { createWorkspace } from '../../sync-server/admin.ts';
 import { openDatabase } from '../../sync-server/db.ts';
 import { migrate } from '../../sync-server/migrate.ts';
@@ -55,6 +56,42 @@ const line = (s: string) => process.stdout.write(`${s}\n`);
 
 type Seeded = { bigKey: string; smallKey: string };
 
+/** LEADS generated leads (names, companies, stages, tags, scores), in commits of 5000. */
+function* leadBatches(workspaceId: string, groupId: string, stages: readonly Stage[], tags: readonly Tag[]): Generator<AnyWrite[]> {
+  const rnd = mulberry32(99);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
+  const start = Date.parse('2026-01-01T00:00:00.000Z');
+  const open = stages.filter((s) => s.category !== 'LOST' && s.category !== 'ON_HOLD');
+  for (let done = 0; done < LEADS; done += 5000) {
+    const writes: AnyWrite[] = [];
+    for (let i = done; i < Math.min(LEADS, done + 5000); i++) {
+      const firstName = pick(FIRST);
+      const lastName = pick(LAST);
+      const company = `${pick(COMPANY)} ${i % 997}`;
+      const slug = `${firstName}-${lastName}-${i}`.toLowerCase();
+      const stage = rnd() < 0.5 ? null : pick(open);
+      const lead: Lead = newLead({ id: randomUUID(), workspaceId, now: new Date(start + i * 60_000).toISOString() }, groupId, {
+        firstName,
+        lastName,
+        email: `${slug}@${company.toLowerCase().replace(/\s+/g, '')}.example`,
+        company,
+        jobTitle: pick(['VP Sales', 'CTO', 'Head of Growth', 'SDR', 'RevOps Manager']),
+        phone: `+1555${String(i).padStart(7, '0')}`,
+        socialUrl: `https://social.example/in/${slug}`,
+        pipelineStageId: stage?.id ?? null,
+        tagId: rnd() < 0.3 ? pick(tags).id : null,
+        leadFitScore: Math.floor(rnd() * 100),
+        rankingScore: Math.round(rnd() * 1000) / 10,
+      });
+      writes.push({ collection: 'leads', id: lead.id, before: null, after: lead });
+    }
+    yield writes;
+  }
+}
+
+const makeTags = (workspaceId: string): Tag[] =>
+  ['Hot', 'Warm', 'Cold'].map((name) => ({ id: randomUUID(), workspaceId, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', name, color: '#336699' }));
+
 /** Two workspaces straight through the server's store: one with LEADS leads, one tiny. */
 async function seed(dataDir: string): Promise<Seeded> {
   const sql = await openDatabase({ dataDir });
@@ -73,37 +110,10 @@ async function seed(dataDir: string): Promise<Seeded> {
     const store = db.forWorkspace(big.workspaceId);
     const group = (await store.query('leadGroups', { limit: 1 })).docs[0] as LeadGroup;
     const stages = (await store.query('stages')).docs as Stage[];
-    const tags: Tag[] = ['Hot', 'Warm', 'Cold'].map((name) => ({ id: randomUUID(), workspaceId: big.workspaceId, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', name, color: '#336699' }));
+    const tags = makeTags(big.workspaceId);
     await store.commit(tags.map((t) => ({ collection: 'tags', id: t.id, before: null, after: t })));
-    const rnd = mulberry32(99);
-    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
-    const start = Date.parse('2026-01-01T00:00:00.000Z');
     const t0 = performance.now();
-    for (let done = 0; done < LEADS; done += 5000) {
-      const writes: AnyWrite[] = [];
-      for (let i = done; i < Math.min(LEADS, done + 5000); i++) {
-        const firstName = pick(FIRST);
-        const lastName = pick(LAST);
-        const company = `${pick(COMPANY)} ${i % 997}`;
-        const slug = `${firstName}-${lastName}-${i}`.toLowerCase();
-        const stage = rnd() < 0.5 ? null : pick(stages.filter((s) => s.category !== 'LOST' && s.category !== 'ON_HOLD'));
-        const lead: Lead = newLead({ id: randomUUID(), workspaceId: big.workspaceId, now: new Date(start + i * 60_000).toISOString() }, group.id, {
-          firstName,
-          lastName,
-          email: `${slug}@${company.toLowerCase().replace(/\s+/g, '')}.example`,
-          company,
-          jobTitle: pick(['VP Sales', 'CTO', 'Head of Growth', 'SDR', 'RevOps Manager']),
-          phone: `+1555${String(i).padStart(7, '0')}`,
-          socialUrl: `https://social.example/in/${slug}`,
-          pipelineStageId: stage?.id ?? null,
-          tagId: rnd() < 0.3 ? pick(tags).id : null,
-          leadFitScore: Math.floor(rnd() * 100),
-          rankingScore: Math.round(rnd() * 1000) / 10,
-        });
-        writes.push({ collection: 'leads', id: lead.id, before: null, after: lead });
-      }
-      await store.commit(writes);
-    }
+    for (const writes of leadBatches(big.workspaceId, group.id, stages, tags)) await store.commit(writes);
     line(`seeded ${LEADS} leads on the server in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     return { bigKey: big.apiKey, smallKey: small.apiKey };
   } finally {
@@ -205,6 +215,22 @@ async function propagation(url: string, key: string, root: string): Promise<void
   }
 }
 
+/** Without the server's replication routes, the search is measured on a desktop seeded locally. */
+async function localOnlySearch(root: string): Promise<void> {
+  const c = workspaceCreation({ uuid: () => randomUUID() }, '2026-01-01T00:00:00.000Z', { name: 'Local bench', owner: { name: 'Bench', email: 'bench@local.test' }, subscriptionStatus: 'active' });
+  const db = await openLocalDatabase({ dir: join(root, 'local-only'), workspaceId: c.workspaceId, actor: { workspaceId: c.workspaceId, memberId: c.ownerId, role: 'owner' } });
+  try {
+    await db.store.commit(c.writes);
+    const stages = (await db.store.query('stages')).docs;
+    const tags = makeTags(c.workspaceId);
+    await db.store.commit(tags.map((t) => ({ collection: 'tags', id: t.id, before: null, after: t })));
+    for (const writes of leadBatches(c.workspaceId, c.leadGroupId, stages, tags)) await db.store.commit(writes);
+    await searchBench(db);
+  } finally {
+    await db.close();
+  }
+}
+
 export async function run(): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'desktop-bench-'));
   const serverDir = join(root, 'server');
@@ -212,6 +238,12 @@ export async function run(): Promise<void> {
   const seeded = await seed(serverDir);
   const server = await startServer({ dataDir: serverDir });
   try {
+    const routes = await fetch(`${server.url}/replication/collections`, { headers: { authorization: `Bearer ${seeded.bigKey}` } });
+    if (!routes.ok) {
+      line(`desktop: the sync server answers ${routes.status} to GET /replication/collections: initial sync and live propagation NOT measured; local search measured on a desktop seeded directly`);
+      await localOnlySearch(root);
+      return;
+    }
     const raw = await rawPull(server.url, seeded.bigKey);
     const who = await identifyKey(server.url, seeded.bigKey);
     db = await openLocalDatabase({ dir: join(root, 'desktop'), workspaceId: who.workspaceId, actor: who.actor });
