@@ -67,6 +67,8 @@ export type OpenWorkspace = {
   apiKey: string | null;
 };
 
+const SEED_BATCH = 5000;
+
 const LOCAL_STATUS: SyncStatus = { mode: 'local', pending: 0, lastSyncedAt: null, refusals: [], error: null };
 
 async function readJson(file: string): Promise<unknown> {
@@ -233,10 +235,17 @@ export class SessionManager {
     const db = await this.deps.openDb({ dir, workspaceId: saved.workspaceId, actor });
     try {
       if (seed) {
-        // One commit per collection keeps each write batch a sane size for the local store.
+        // Commits of one collection at a time and a few thousand documents keep each write batch a
+        // sane size for the local store.
         const byCollection = new Map<string, AnyWrite[]>();
-        for (const w of seed) byCollection.set(w.collection, [...(byCollection.get(w.collection) ?? []), w]);
-        for (const writes of byCollection.values()) await db.store.commit(writes);
+        for (const w of seed) {
+          const list = byCollection.get(w.collection);
+          if (list) list.push(w);
+          else byCollection.set(w.collection, [w]);
+        }
+        for (const writes of byCollection.values()) {
+          for (let i = 0; i < writes.length; i += SEED_BATCH) await db.store.commit(writes.slice(i, i + SEED_BATCH));
+        }
       } else if (saved.kind === 'demo' || mustExist) {
         const ws = await db.store.get('workspaces', saved.workspaceId);
         if (!ws) {

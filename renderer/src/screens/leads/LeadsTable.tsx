@@ -1,7 +1,7 @@
 /** The leads table: virtualized rows (only what is on screen is in the DOM), sortable headers,
  * checkboxes with shift-click ranges, keyboard movement (j/k, arrows, x, Enter). */
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { useEffect, useRef, useState, useSyncExternalStore } from 'react';
+import { memo, useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
 import type { KeyboardEvent } from 'react';
 import { StagePill, TagPill } from '../../components/StagePill.tsx';
 import { relative, shortDate } from '../../lib/format.ts';
@@ -80,7 +80,7 @@ export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager
     pager.setVisible(firstIndex, lastIndex);
   }, [pager, firstIndex, lastIndex, count]);
 
-  const tagName = (id: string | null) => (id ? tags.get(id) : undefined);
+  const tagName = useCallback((id: string | null) => (id ? tags.get(id) : undefined), [tags]);
 
   function toggle(index: number, id: string, shift: boolean) {
     if (shift && lastClicked.current !== null) {
@@ -124,7 +124,20 @@ export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager
     }
   }
 
-  const loadedIds = pager.loadedIds();
+  // Row callbacks stay the same across renders (they read the latest state through a ref), so a
+  // row re-renders only when its own data or flags change: scrolling draws just the rows that appear.
+  const latest = useRef({ toggle, openLead, setCursorRow });
+  latest.current = { toggle, openLead, setCursorRow };
+  const rowActions = useMemo<RowActions>(() => ({
+    toggle: (index, id, shift) => latest.current.toggle(index, id, shift),
+    open: (index, id) => {
+      latest.current.setCursorRow(index);
+      latest.current.openLead(id);
+    },
+  }), []);
+
+  // Counting the selection walks every loaded row: only worth it when something is selected.
+  const loadedIds = selection.isEmpty ? [] : pager.loadedIds();
   const allLoadedSelected = selection.mode === 'all' || (loadedIds.length > 0 && loadedIds.every((id) => selection.has(id)));
 
   return (
@@ -138,7 +151,7 @@ export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager
                 className="check"
                 aria-label="Select all loaded leads"
                 checked={allLoadedSelected}
-                onChange={() => onSelection(allLoadedSelected ? selection.clear() : selection.withAll(loadedIds, true))}
+                onChange={() => onSelection(allLoadedSelected ? selection.clear() : selection.withAll(pager.loadedIds(), true))}
               />
             </div>
             {COLUMNS.map((c) => (
@@ -163,35 +176,25 @@ export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager
             <div style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
               {items.map((item) => {
                 const r = pager.row(item.index);
-                const style = { transform: `translateY(${item.start - HEADER_HEIGHT}px)`, gridTemplateColumns: GRID };
                 if (!r) {
                   return (
-                    <div key={item.key} className="tr" style={style} role="row">
+                    <div key={item.key} className="tr" style={{ transform: `translateY(${item.start - HEADER_HEIGHT}px)`, gridTemplateColumns: GRID }} role="row">
                       <div className="td loading-row" style={{ gridColumn: '1 / -1' }}>{pager.error ?? 'Loading…'}</div>
                     </div>
                   );
                 }
-                const selected = selection.has(r.id);
                 return (
-                  <div
+                  <LeadRowView
                     key={r.id}
-                    role="row"
-                    aria-selected={selected}
-                    data-lead-id={r.id}
-                    className={`tr${selected ? ' selected' : ''}${openLeadId === r.id ? ' open' : ''}${cursorRow === item.index ? ' cursor' : ''}`}
-                    style={style}
-                    onClick={() => {
-                      setCursorRow(item.index);
-                      openLead(r.id);
-                    }}
-                  >
-                    <div className="td" role="gridcell" onClick={(e) => e.stopPropagation()}>
-                      <input type="checkbox" className="check" aria-label={`Select ${r.fullName}`} checked={selected} onChange={(e) => toggle(item.index, r.id, (e.nativeEvent as MouseEvent).shiftKey)} />
-                    </div>
-                    {COLUMNS.map((c) => (
-                      <div key={c.key} role="gridcell" className={`td${c.num ? ' num' : ''}`}>{c.render(r, { tagName })}</div>
-                    ))}
-                  </div>
+                    row={r}
+                    index={item.index}
+                    top={item.start - HEADER_HEIGHT}
+                    selected={selection.has(r.id)}
+                    open={openLeadId === r.id}
+                    cursor={cursorRow === item.index}
+                    tagName={tagName}
+                    actions={rowActions}
+                  />
                 );
               })}
             </div>
@@ -201,3 +204,27 @@ export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager
     </div>
   );
 }
+
+type RowActions = { toggle: (index: number, id: string, shift: boolean) => void; open: (index: number, id: string) => void };
+type TagLookup = (id: string | null) => { name: string; color: string } | undefined;
+
+const LeadRowView = memo(function LeadRowView(props: { row: LeadRow; index: number; top: number; selected: boolean; open: boolean; cursor: boolean; tagName: TagLookup; actions: RowActions }) {
+  const { row: r, index, actions } = props;
+  return (
+    <div
+      role="row"
+      aria-selected={props.selected}
+      data-lead-id={r.id}
+      className={`tr${props.selected ? ' selected' : ''}${props.open ? ' open' : ''}${props.cursor ? ' cursor' : ''}`}
+      style={{ transform: `translateY(${props.top}px)`, gridTemplateColumns: GRID }}
+      onClick={() => actions.open(index, r.id)}
+    >
+      <div className="td" role="gridcell" onClick={(e) => e.stopPropagation()}>
+        <input type="checkbox" className="check" aria-label={`Select ${r.fullName}`} checked={props.selected} onChange={(e) => actions.toggle(index, r.id, (e.nativeEvent as MouseEvent).shiftKey)} />
+      </div>
+      {COLUMNS.map((c) => (
+        <div key={c.key} role="gridcell" className={`td${c.num ? ' num' : ''}`}>{c.render(r, { tagName: props.tagName })}</div>
+      ))}
+    </div>
+  );
+});

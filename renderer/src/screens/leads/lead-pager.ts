@@ -95,8 +95,10 @@ export class LeadPager {
   setVisible(start: number, end: number): void {
     if (this.disposed) return;
     this.visible = [start, end];
-    const first = Math.max(0, Math.floor(start / this.pageSize));
-    const last = Math.min(this.pages.length - 1, Math.floor(end / this.pageSize));
+    // One page of margin on each side: scrolling back and forth across a page boundary keeps its
+    // subscriptions instead of dropping and re-asking for them.
+    const first = Math.max(0, Math.floor(start / this.pageSize) - 1);
+    const last = Math.min(this.pages.length - 1, Math.floor(end / this.pageSize) + 1);
     const wanted = new Set<number>();
     for (let p = first; p <= last; p++) wanted.add(p);
     for (const [p, l] of this.live) {
@@ -129,7 +131,7 @@ export class LeadPager {
       return;
     }
     if (index === 0 && this.firstPageAt === null) this.firstPageAt = performance.now();
-    page.rows = r.value.leads;
+    page.rows = keepUnchanged(page.rows, r.value.leads);
     page.error = null;
     page.next = r.value.nextCursor;
     const following = this.pages[index + 1];
@@ -157,6 +159,17 @@ export class LeadPager {
     this.live.clear();
     this.listeners.clear();
   }
+}
+
+/** The new rows, reusing the old row objects that did not change, so unchanged rows are not drawn
+ * again (rows compare by identity in the table). */
+function keepUnchanged(old: LeadRow[] | null, next: LeadRow[]): LeadRow[] {
+  if (!old) return next;
+  const byId = new Map(old.map((r) => [r.id, r]));
+  return next.map((r) => {
+    const prev = byId.get(r.id);
+    return prev && JSON.stringify(prev) === JSON.stringify(r) ? prev : r;
+  });
 }
 
 /** Fetches every lead of a filter, page by page (export, "select all matching" actions). */
