@@ -4,6 +4,11 @@ import type { CollectionName, Docs } from './model/index.ts';
 import type { AnyWrite, Cond, Page, Query, Store, StoreReader } from './store.ts';
 import { matches, runQuery } from './query.ts';
 
+/** Stores that build the documents they return from JSON text may record that text here, so a Tx
+ * need not serialise the document again to remember it. The text must be exactly what
+ * JSON.stringify gives for the document as returned. */
+export const documentJson = new WeakMap<object, string>();
+
 type Key = `${CollectionName}/${string}`;
 const key = (c: CollectionName, id: string): Key => `${c}/${id}`;
 
@@ -21,7 +26,7 @@ export class Tx implements StoreReader {
 
   private remember(c: CollectionName, id: string, doc: unknown): void {
     const k = key(c, id);
-    if (!this.base.has(k)) this.base.set(k, doc === null ? null : JSON.stringify(doc));
+    if (!this.base.has(k)) this.base.set(k, doc === null ? null : (documentJson.get(doc as object) ?? JSON.stringify(doc)));
   }
 
   private stagedIn(c: CollectionName): { id: string; after: unknown }[] {

@@ -7,6 +7,7 @@
  * does not use it. */
 import type { CollectionName } from '../shared/model/index.ts';
 import type { AnyWrite } from '../shared/store.ts';
+import { documentJson } from '../shared/tx.ts';
 import type { SqlDatabase, SqlExecutor } from './db.ts';
 
 /** Collections that stay small per workspace; leads, activities, enrollments, messages and usage
@@ -33,7 +34,10 @@ class Entry implements CachedDocs {
   }
   copy(doc: object): unknown {
     const text = this.texts.get(doc);
-    return text === undefined ? structuredClone(doc) : JSON.parse(text);
+    if (text === undefined) return structuredClone(doc);
+    const out = JSON.parse(text) as object;
+    documentJson.set(out, text);
+    return out;
   }
   copyById(id: string): unknown {
     const doc = this.docs.get(id);

@@ -7,6 +7,7 @@ import { newActivity, newLead } from '../../shared/model/factories.ts';
 import type { Activity, Lead } from '../../shared/model/index.ts';
 import { runQuery } from '../../shared/query.ts';
 import { LEAD_QUERY_FIELDS } from '../../shared/ops/lead-search.ts';
+import { Tx } from '../../shared/tx.ts';
 import type { AnyWrite, Cond, Query, Sort, Store } from '../../shared/store.ts';
 import { PgDatabase } from '../../sync-server/pg-store.ts';
 import { LEAD_SEARCH_SQL, Params, condSql } from '../../sync-server/cond-sql.ts';
@@ -464,6 +465,20 @@ describe('the embedded database document cache', () => {
     const page = await store.query('tags', { limit: 1, orderBy: [{ field: 'id', dir: 'asc' }] });
     (page.docs[0] as { name: string }).name = 'Mutated too';
     expect((await store.get('tags', uid(1, 'f')))?.name).toBe('Tag 1');
+  });
+
+  it('gives a Tx the state it read as the before of its writes, even when the handler mutates the copy', async () => {
+    await cached.withStore(WS, async (store) => {
+      const tx = new Tx(store);
+      const doc = await tx.get('tags', uid(5, 'f'));
+      if (!doc) throw new Error('missing');
+      const original = structuredClone(doc);
+      doc.name = 'Changed in place';
+      await tx.put('tags', doc);
+      const [w] = tx.writes();
+      expect(w?.before).toEqual(original);
+      expect((w?.after as { name: string }).name).toBe('Changed in place');
+    });
   });
 
   it('stays exact across writers, rollbacks and reads after an own commit', async () => {
