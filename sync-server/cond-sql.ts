@@ -39,6 +39,7 @@ const PART = /^[A-Za-z0-9_-]+$/;
 /** The lower-cased concatenation indexed by leads_search (001_documents.sql); keep them identical. */
 export const LEAD_SEARCH_SQL = `lower(${LEAD_QUERY_FIELDS.map((f) => `coalesce(doc->>'${f}', '')`).join(` || E'\\x1f' || `)})`;
 const LEAD_QUERY_SET = new Set(LEAD_QUERY_FIELDS);
+const SEPARATOR = '\u001f';
 
 type JsonSchemaNode = { type?: string | readonly string[]; properties?: Record<string, JsonSchemaNode>; required?: readonly string[] };
 
@@ -134,9 +135,11 @@ function containsSql(collection: CollectionName, fields: readonly string[], valu
   });
   const exact = `(${perField.join(' OR ')})`;
   const indexed = collection === 'leads' && fields.length === LEAD_QUERY_SET.size && fields.every((f) => LEAD_QUERY_SET.has(f));
-  // The concatenation can match across a field boundary, so it only narrows (through the trigram
-  // index); the per-field test decides.
-  return indexed ? `(${LEAD_SEARCH_SQL} LIKE ${pattern} AND ${exact})` : exact;
+  // The fields are joined with U+001F and lower() maps character by character, so a needle without
+  // that character matches the concatenation exactly when it matches one of the fields: the indexed
+  // expression alone decides. A needle with it could match across a boundary; test field by field.
+  if (indexed && !value.includes(SEPARATOR)) return `${LEAD_SEARCH_SQL} LIKE ${pattern}`;
+  return exact;
 }
 
 /** A WHERE fragment; NULL counts as false (only `not` needs to say so explicitly). */
