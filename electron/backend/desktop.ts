@@ -1,7 +1,7 @@
 /**
  * Assembles the desktop backend with its real parts: the persistent local database (RxDB on the
- * persisted-memory storage), the demo workspace builder, replication to a sync server and the
- * outreach runner. The Electron main process, the web host and the UI benchmark all start here.
+ * persisted-memory storage), the demo workspace builder, replication to a sync server
+ * (replication.ts) and the outreach runner. The Electron main process, the web host and the UI benchmark all start here.
  */
 import { join } from 'node:path';
 import { Backend } from './backend.ts';
@@ -10,6 +10,7 @@ import { fileCredentialStore } from './credentials.ts';
 import type { CredentialStore } from './credentials.ts';
 import { buildDemoWorkspace } from './demo-workspace.ts';
 import { openLocalDatabase } from './local-db.ts';
+import { startSync } from './replication.ts';
 import { startWorkspaceRunner } from './runner-host.ts';
 import type { OpenLocalDb } from './local-db-port.ts';
 import { SessionManager } from './session.ts';
@@ -34,6 +35,7 @@ export async function createDesktopBackend(opts: DesktopOptions): Promise<Backen
     credentials: opts.credentials ?? fileCredentialStore(join(opts.dataDir, 'credentials.json')),
     buildDemo: () => buildDemoWorkspace({ now: new Date() }),
     startRunner: (args) => startWorkspaceRunner(args, { log }),
+    startSync: ({ db, serverUrl, apiKey }) => startSync({ db, serverUrl, apiKey, log }),
     log,
     ...opts.session,
   });

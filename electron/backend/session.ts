@@ -312,8 +312,12 @@ async function identify(input: ConnectInput, fetchFn: typeof fetch): Promise<Ide
     const body: unknown = await res.json().catch(() => null);
     if (!res.ok) {
       const err = (body as { error?: { code?: string; message?: string } } | null)?.error;
-      if (res.status === 401) throw new DomainError('UNAUTHENTICATED', `The server refused the key: ${err?.message ?? 'unknown key'}.`, { field: 'apiKey' });
-      throw new DomainError('INVALID_INPUT', `The server at ${serverUrl} answered ${res.status} to ${path}: ${err?.message ?? res.statusText}.`, { field: 'url' });
+      if (res.status === 401) throw new DomainError('UNAUTHENTICATED', `The server refused the key: ${(err?.message ?? 'unknown key').replace(/\.+$/, '')}.`, { field: 'apiKey' });
+      const why = (err?.message ?? res.statusText).replace(/\.+$/, '');
+      if (res.status === 404 && path.startsWith('replication/')) {
+        throw new DomainError('INVALID_INPUT', `The server at ${serverUrl} does not offer replication (it may be an older version of the sync server): ${why}.`, { field: 'url' });
+      }
+      throw new DomainError('INVALID_INPUT', `The server at ${serverUrl} answered ${res.status} to ${path}: ${why}.`, { field: 'url' });
     }
     return body;
   };
