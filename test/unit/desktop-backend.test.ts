@@ -183,3 +183,71 @@ describe('desktop backend', () => {
     expect(await sub.next(2)).toEqual({ ok: true, value: { tags: [] } });
   });
 });
+
+describe('connecting to a sync server', () => {
+  const KEY = `live_${'a1B2c3D4e5'.repeat(4)}`;
+
+  /** A fake server answering the three identity lookups. */
+  function fakeServer(opts: { status?: number } = {}): { fetch: typeof fetch; calls: string[] } {
+    const calls: string[] = [];
+    const ws = { id: '11111111-1111-4111-8111-111111111111', name: 'Team' };
+    const me = { id: '22222222-2222-4222-8222-222222222222', name: 'Max Member', email: 'max@team.test', role: 'member' };
+    const fake = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const url = String(input);
+      calls.push(`${url} ${new Headers(init?.headers).get('authorization') ?? ''}`);
+      if (opts.status) return Response.json({ error: { code: 'UNAUTHENTICATED', message: 'Unknown or revoked API key.' } }, { status: opts.status });
+      if (url.endsWith('/apiKeys.list')) return Response.json({ keys: [{ id: 'k', name: 'first', prefix: KEY.slice(0, 12), memberId: me.id, createdAt: NOW, lastUsedAt: null }] });
+      if (url.endsWith('/members.list')) return Response.json({ members: [me] });
+      if (url.includes('/replication/workspaces/pull')) return Response.json({ documents: [{ ...ws, workspaceId: ws.id }], checkpoint: null });
+      return Response.json({ error: { code: 'UNKNOWN_OPERATION', message: 'nope' } }, { status: 404 });
+    };
+    return { fetch: fake as typeof fetch, calls };
+  }
+
+  function connectSetup(fetchFn: typeof fetch) {
+    const dataDir = mkdtempSync(join(tmpdir(), 'crm-connect-'));
+    const credentials = fileCredentialStore(join(dataDir, 'credentials.json'));
+    const started: { serverUrl: string; apiKey: string }[] = [];
+    let stopped = 0;
+    const session = new SessionManager({
+      dataDir,
+      openDb: ({ workspaceId }) => openMemoryLocalDb({ workspaceId }),
+      credentials,
+      buildDemo: smallWorkspace,
+      fetch: fetchFn,
+      startSync: async ({ serverUrl, apiKey }) => {
+        started.push({ serverUrl, apiKey });
+        return { status: () => ({ mode: 'online', pending: 0, lastSyncedAt: null, refusals: [], error: null }), onStatus: () => () => undefined, stop: async () => void stopped++ };
+      },
+    });
+    const backend = new Backend({ session });
+    open.push(backend);
+    return { session, credentials, started, stopped: () => stopped };
+  }
+
+  it('identifies the member behind the key, keeps the key, and starts syncing', async () => {
+    const server = fakeServer();
+    const s = connectSetup(server.fetch);
+    const info = await s.session.connect({ url: ' http://127.0.0.1:4000/ ', apiKey: KEY });
+    expect(info).toMatchObject({ state: 'open', kind: 'connected', workspaceName: 'Team', serverUrl: 'http://127.0.0.1:4000', member: { name: 'Max Member', role: 'member' } });
+    expect(server.calls.every((c) => c.endsWith(`Bearer ${KEY}`))).toBe(true);
+    expect(s.started).toEqual([{ serverUrl: 'http://127.0.0.1:4000', apiKey: KEY }]);
+    expect(await s.credentials.get('sync-server:11111111-1111-4111-8111-111111111111')).toBe(KEY);
+    await s.session.close();
+    expect(s.stopped()).toBe(1);
+    expect(await s.credentials.get('sync-server:11111111-1111-4111-8111-111111111111')).toBeNull();
+  });
+
+  it('says in words what is wrong with the address, the key, or the answer', async () => {
+    const s = connectSetup(fakeServer().fetch);
+    await expect(s.session.connect({ url: 'sync dot example', apiKey: KEY })).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('is not a web address') });
+    await expect(s.session.connect({ url: 'http://127.0.0.1:4000', apiKey: 'secret' })).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('starts with live_') });
+    const refused = connectSetup(fakeServer({ status: 401 }).fetch);
+    await expect(refused.session.connect({ url: 'http://127.0.0.1:4000', apiKey: KEY })).rejects.toMatchObject({ code: 'UNAUTHENTICATED', message: 'The server refused the key: Unknown or revoked API key.' });
+    const down = connectSetup((async () => {
+      throw new TypeError('fetch failed');
+    }) as typeof fetch);
+    await expect(down.session.connect({ url: 'http://127.0.0.1:9', apiKey: KEY })).rejects.toMatchObject({ message: 'Could not reach the sync server at http://127.0.0.1:9: fetch failed.' });
+    expect(s.session.info().state).toBe('none');
+  });
+});
