@@ -16,11 +16,11 @@ export function dateTime(iso: string | null | undefined): string {
 }
 
 /** "3 min ago", "in 2 days". */
-export function relative(iso: string | null | undefined, now = Date.now()): string {
+export function relative(iso: string | null | undefined, now = Date.now(), style: 'long' | 'short' = 'long'): string {
   if (!iso) return '';
   const diff = new Date(iso).getTime() - now;
   const abs = Math.abs(diff);
-  const rtf = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
+  const rtf = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto', style });
   const steps: [number, Intl.RelativeTimeFormatUnit][] = [[60_000, 'second'], [3_600_000, 'minute'], [86_400_000, 'hour'], [7 * 86_400_000, 'day'], [30 * 86_400_000, 'week'], [365 * 86_400_000, 'month']];
   const unitMs: Record<string, number> = { second: 1000, minute: 60_000, hour: 3_600_000, day: 86_400_000, week: 7 * 86_400_000, month: 30 * 86_400_000, year: 365 * 86_400_000 };
   for (const [limit, unit] of steps) if (abs < limit) return rtf.format(Math.round(diff / (unitMs[unit] ?? 1)), unit);

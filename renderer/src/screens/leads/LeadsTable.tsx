@@ -14,7 +14,6 @@ import type { Selection } from './selection.ts';
 const ROW_HEIGHT = 40;
 /** The header sits inside the scrolling box (so it scrolls sideways with the rows): rows start below it. */
 const HEADER_HEIGHT = 34;
-const MIN_WIDTH = 1130;
 
 type Column = { key: string; label: string; width: string; sort?: SortBy; num?: boolean; render: (r: LeadRow, ctx: { tagName: (id: string | null) => { name: string; color: string } | undefined }) => React.ReactNode };
 
@@ -53,11 +52,21 @@ const COLUMNS: Column[] = [
   },
   { key: 'score', label: 'Score', width: '64px', sort: 'rankingScore', num: true, render: (r) => Math.round(r.rankingScore) },
   { key: 'followUp', label: 'Catch-up', width: '96px', sort: 'followUpAt', render: (r) => (r.followUpAt ? <span className={new Date(r.followUpAt).getTime() < Date.now() ? 'due overdue' : ''}>{shortDate(r.followUpAt)}</span> : '') },
-  { key: 'activity', label: 'Last activity', width: '104px', sort: 'lastActivityAt', render: (r) => <span title={r.lastActivityAt ?? ''}>{relative(r.lastActivityAt)}</span> },
+  { key: 'activity', label: 'Last activity', width: '104px', sort: 'lastActivityAt', render: (r) => <span title={r.lastActivityAt ?? ''}>{relative(r.lastActivityAt, Date.now(), 'short')}</span> },
   { key: 'created', label: 'Created', width: '90px', sort: 'createdAt', render: (r) => shortDate(r.createdAt) },
 ];
 
-const GRID = `40px ${COLUMNS.map((c) => c.width).join(' ')}`;
+/** With the lead panel open the table keeps the columns that identify and place a lead, so it fits
+ * beside the panel without scrolling sideways. */
+const COMPACT_KEYS = new Set(['name', 'company', 'stage', 'tag', 'sequence']);
+const LAYOUTS = {
+  full: { columns: COLUMNS, grid: `40px ${COLUMNS.map((c) => c.width).join(' ')}`, minWidth: 1130 },
+  compact: (() => {
+    const columns = COLUMNS.filter((c) => COMPACT_KEYS.has(c.key));
+    return { columns, grid: `40px ${columns.map((c) => c.width).join(' ')}`, minWidth: 700 };
+  })(),
+};
+type Layout = (typeof LAYOUTS)['full'];
 
 export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager; selection: Selection; onSelection: (s: Selection) => void }) {
   useSyncExternalStore(pager.subscribe, pager.getVersion);
@@ -66,6 +75,7 @@ export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager
   const setFilters = useApp((s) => s.setFilters);
   const openLeadId = useApp((s) => s.leadId);
   const openLead = useApp((s) => s.openLead);
+  const layout: Layout = openLeadId ? LAYOUTS.compact : LAYOUTS.full;
   const parentRef = useRef<HTMLDivElement>(null);
   const [cursorRow, setCursorRow] = useState(0);
   const lastClicked = useRef<number | null>(null);
@@ -143,8 +153,8 @@ export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager
   return (
     <div className="table" role="grid" aria-label="Leads" aria-rowcount={pager.hasMore ? -1 : pager.loadedCount}>
       <div className="viewport" ref={parentRef} tabIndex={0} onKeyDown={onKey} data-testid="leads-viewport">
-        <div style={{ minWidth: MIN_WIDTH }}>
-          <div className="thead" role="row" style={{ gridTemplateColumns: GRID, height: HEADER_HEIGHT }}>
+        <div style={{ minWidth: layout.minWidth }}>
+          <div className="thead" role="row" style={{ gridTemplateColumns: layout.grid, height: HEADER_HEIGHT }}>
             <div className="th" role="columnheader">
               <input
                 type="checkbox"
@@ -154,7 +164,7 @@ export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager
                 onChange={() => onSelection(allLoadedSelected ? selection.clear() : selection.withAll(pager.loadedIds(), true))}
               />
             </div>
-            {COLUMNS.map((c) => (
+            {layout.columns.map((c) => (
               <div
                 key={c.key}
                 role="columnheader"
@@ -178,7 +188,7 @@ export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager
                 const r = pager.row(item.index);
                 if (!r) {
                   return (
-                    <div key={item.key} className="tr" style={{ transform: `translateY(${item.start - HEADER_HEIGHT}px)`, gridTemplateColumns: GRID }} role="row">
+                    <div key={item.key} className="tr" style={{ transform: `translateY(${item.start - HEADER_HEIGHT}px)`, gridTemplateColumns: layout.grid }} role="row">
                       <div className="td loading-row" style={{ gridColumn: '1 / -1' }}>{pager.error ?? 'Loading…'}</div>
                     </div>
                   );
@@ -194,6 +204,7 @@ export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager
                     cursor={cursorRow === item.index}
                     tagName={tagName}
                     actions={rowActions}
+                    layout={layout}
                   />
                 );
               })}
@@ -208,7 +219,7 @@ export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager
 type RowActions = { toggle: (index: number, id: string, shift: boolean) => void; open: (index: number, id: string) => void };
 type TagLookup = (id: string | null) => { name: string; color: string } | undefined;
 
-const LeadRowView = memo(function LeadRowView(props: { row: LeadRow; index: number; top: number; selected: boolean; open: boolean; cursor: boolean; tagName: TagLookup; actions: RowActions }) {
+const LeadRowView = memo(function LeadRowView(props: { row: LeadRow; index: number; top: number; selected: boolean; open: boolean; cursor: boolean; tagName: TagLookup; actions: RowActions; layout: Layout }) {
   const { row: r, index, actions } = props;
   return (
     <div
@@ -216,13 +227,13 @@ const LeadRowView = memo(function LeadRowView(props: { row: LeadRow; index: numb
       aria-selected={props.selected}
       data-lead-id={r.id}
       className={`tr${props.selected ? ' selected' : ''}${props.open ? ' open' : ''}${props.cursor ? ' cursor' : ''}`}
-      style={{ transform: `translateY(${props.top}px)`, gridTemplateColumns: GRID }}
+      style={{ transform: `translateY(${props.top}px)`, gridTemplateColumns: props.layout.grid }}
       onClick={() => actions.open(index, r.id)}
     >
       <div className="td" role="gridcell" onClick={(e) => e.stopPropagation()}>
         <input type="checkbox" className="check" aria-label={`Select ${r.fullName}`} checked={props.selected} onChange={(e) => actions.toggle(index, r.id, (e.nativeEvent as MouseEvent).shiftKey)} />
       </div>
-      {COLUMNS.map((c) => (
+      {props.layout.columns.map((c) => (
         <div key={c.key} role="gridcell" className={`td${c.num ? ' num' : ''}`}>{c.render(r, { tagName: props.tagName })}</div>
       ))}
     </div>
