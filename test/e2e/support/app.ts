@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -25,6 +25,9 @@ export async function ensureRendererBuilt(): Promise<void> {
       mkdirSync(lock);
       break;
     } catch {
+      // A lock left by a test run that was killed mid-build: no build takes five minutes.
+      const age = Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+      if (age > 300_000) rmSync(lock, { recursive: true, force: true });
       if (waited > 180_000) throw new Error(`Waited 3 minutes for another test process to build the renderer (remove ${lock} if none is running).`);
       await sleep(250);
     }
