@@ -151,7 +151,11 @@ describe('two desktops, one server', () => {
 
     await startServer();
     await a.waitForFunction(() => document.querySelector('[data-testid="sync-indicator"]')?.textContent === 'Synced', undefined, { timeout: 90_000 });
-    await b.getByTestId('lead-panel').locator('[data-kind="note"]', { hasText: 'Written on the train, offline.' }).waitFor({ timeout: 90_000 });
+    const arrived = b.getByTestId('lead-panel').locator('[data-kind="note"]', { hasText: 'Written on the train, offline.' });
+    await arrived.waitFor({ timeout: 90_000 });
+    // The second desktop lost the server too; it says so until it is back in step.
+    await b.waitForFunction(() => document.querySelector('[data-testid="sync-indicator"]')?.textContent === 'Synced', undefined, { timeout: 90_000 });
+    await arrived.scrollIntoViewIfNeeded();
     await screenshot(b, '15-synced-on-second-desktop');
     expect(a.errors).toEqual([]);
     expect(b.errors).toEqual([]);
