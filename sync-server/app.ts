@@ -23,6 +23,7 @@ import { migrate } from './migrate.ts';
 import { openApiDocument } from './openapi.ts';
 import { PgDatabase } from './pg-store.ts';
 import { RateLimiter } from './rate-limit.ts';
+import { registerReplication, replicationOpenApi } from './replication.ts';
 import { nodeSecrets } from './secrets.ts';
 
 export type ServerOptions = {
@@ -48,6 +49,8 @@ export type ServerOptions = {
   authCacheMs?: number;
   /** CONFLICT retries of a call when a concurrent writer won (default 3). */
   conflictRetries?: number;
+  /** Keep-alive comments on idle replication streams (default 15 s). */
+  streamHeartbeatMs?: number;
 };
 
 export const DEFAULT_BODY_LIMIT = 5 * 1024 * 1024;
@@ -150,7 +153,7 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
 
   let openapi: Record<string, unknown> | null = null;
   app.get('/openapi.json', async (_req, reply) => {
-    openapi ??= openApiDocument();
+    openapi ??= openApiDocument({ extra: replicationOpenApi() });
     return reply.send(openapi);
   });
   app.get('/healthz', async (_req, reply) => {
@@ -197,6 +200,23 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
       }
     }
   }
+
+  const replication = await registerReplication(app, {
+    db,
+    sql,
+    clock,
+    admit,
+    heartbeatMs: opts.streamHeartbeatMs,
+    log: app.log,
+    onChange: (e) => {
+      // Keys and members changed in another server process too: look them up again.
+      if (e.collections.includes('apiKeys') || e.collections.includes('members')) auth.invalidate();
+    },
+  });
+  // Live streams never end by themselves: end them first, or close() would wait for them.
+  app.addHook('preClose', async () => {
+    await replication.close();
+  });
 
   app.route({
     method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],

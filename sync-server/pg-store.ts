@@ -11,7 +11,7 @@ import { CACHED_COLLECTIONS, LazyReadTransaction, cacheFor } from './doc-cache.t
 import type { CachedDocs, DocumentCache } from './doc-cache.ts';
 
 /** Advisory lock class of the per-workspace writer lock (the second key is the workspace hash). */
-const WRITER_LOCK_CLASS = 727;
+export const WRITER_LOCK_CLASS = 727;
 
 const KNOWN = new Set<string>(COLLECTION_NAMES);
 /** Collection names are inlined as literals so the planner can match the partial indexes. */
@@ -22,6 +22,9 @@ function lit(c: CollectionName): string {
 
 /** What a commit changed, for live updates and replication fan-out. */
 export type CommitEvent = { workspaceId: string; collections: CollectionName[]; maxSeq: number; rows: number };
+
+/** The Postgres NOTIFY channel that carries CommitEvents between server processes. */
+export const CHANGES_CHANNEL = 'crm_changes';
 
 export class PgStore implements Store {
   /** Writes committed through this store (the transaction may still roll back). */
@@ -35,6 +38,8 @@ export class PgStore implements Store {
     private readonly sql: SqlExecutor,
     readonly workspaceId: string,
     private readonly cache: DocumentCache | null = null,
+    /** NOTIFY other processes of each commit (Postgres). */
+    private readonly notify = false,
   ) {}
 
   /** The cached documents of `c`, unless this store has written to it (then SQL sees those writes). */
@@ -166,18 +171,26 @@ export class PgStore implements Store {
       for (const row of r) seqs.push(Number(row.seq));
     }
     this.writes.push(...writes);
-    this.committed.push({
+    const event: CommitEvent = {
       workspaceId: this.workspaceId,
       collections: [...new Set(writes.map((w) => w.collection))],
       maxSeq: seqs.reduce((m, s) => (s > m ? s : m), 0),
       rows: seqs.length,
-    });
+    };
+    // Other server processes on the same Postgres learn of the change at COMMIT (LISTEN/NOTIFY).
+    if (this.notify) await this.sql.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, JSON.stringify(event)]);
+    this.committed.push(event);
   }
 }
 
 /** The StoreProvider over a SqlDatabase: each `withStore` is one transaction. */
+type CommitListener = (e: CommitEvent) => void;
+/** Listeners per open database, so every PgDatabase over it (the server's, the CLI's, a test's)
+ * reports its commits to the same live streams and caches. */
+const listenersOf = new WeakMap<SqlDatabase, Set<CommitListener>>();
+
 export class PgDatabase implements StoreProvider {
-  private readonly commitListeners = new Set<(e: CommitEvent) => void>();
+  private readonly commitListeners: Set<CommitListener>;
   private readonly cache: DocumentCache | null;
 
   constructor(
@@ -185,10 +198,16 @@ export class PgDatabase implements StoreProvider {
     opts: { cache?: boolean } = {},
   ) {
     this.cache = opts.cache === false ? null : cacheFor(sql);
+    let listeners = listenersOf.get(sql);
+    if (!listeners) {
+      listeners = new Set();
+      listenersOf.set(sql, listeners);
+    }
+    this.commitListeners = listeners;
   }
 
   /** Called after a transaction that wrote through a Store has committed. */
-  onCommit(listener: (e: CommitEvent) => void): () => void {
+  onCommit(listener: CommitListener): () => void {
     this.commitListeners.add(listener);
     return () => this.commitListeners.delete(listener);
   }
@@ -200,7 +219,7 @@ export class PgDatabase implements StoreProvider {
     let out: T;
     try {
       out = await this.sql.transaction(async (tx) => {
-        store = new PgStore(tx, workspaceId, this.cache);
+        store = new PgStore(tx, workspaceId, this.cache, this.sql.kind === 'postgres');
         const result = await fn(store, tx);
         // Still inside the transaction: no other transaction can run before COMMIT (PGlite).
         if (this.cache && store.writes.length > 0) {
