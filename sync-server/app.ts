@@ -100,7 +100,7 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   });
 
   const maintenance = new Maintenance(sql, { onError: (e) => app.log.warn({ err: e }, 'database maintenance failed') });
-  db.onCommit((e) => maintenance.noteChanges(e.rows));
+  const offMaintenance = db.onCommit((e) => maintenance.noteChanges(e.rows));
   await maintenance.run();
   const purge = setInterval(() => {
     purgeExpired(sql, clock.now()).catch((e: unknown) => app.log.warn({ err: e }, 'purging idempotency keys failed'));
@@ -119,6 +119,7 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   });
   app.addHook('onClose', async () => {
     clearInterval(purge);
+    offMaintenance();
     await maintenance.stop();
     await auth.settle();
     if (ownsDatabase) await sql.close();

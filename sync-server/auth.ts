@@ -15,6 +15,7 @@ export class Authenticator {
   private readonly cache = new Map<string, { auth: Authenticated; until: number }>();
   private readonly lastUsedWritten = new Map<string, number>();
   private readonly pending = new Set<Promise<void>>();
+  private readonly unsubscribe: () => void;
 
   constructor(
     private readonly db: PgDatabase,
@@ -23,7 +24,7 @@ export class Authenticator {
      * bounds how late another server process's revocation is noticed. */
     private readonly cacheMs = 2_000,
   ) {
-    db.onCommit((e) => {
+    this.unsubscribe = db.onCommit((e) => {
       if (e.collections.includes('apiKeys') || e.collections.includes('members')) this.cache.clear();
     });
   }
@@ -87,8 +88,9 @@ export class Authenticator {
     this.pending.add(p);
   }
 
-  /** Waits for lastUsedAt writes in flight (before the database closes). */
+  /** Waits for lastUsedAt writes in flight (before the database closes) and stops listening. */
   async settle(): Promise<void> {
     await Promise.all([...this.pending]);
+    this.unsubscribe();
   }
 }

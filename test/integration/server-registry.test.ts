@@ -111,6 +111,9 @@ describe.each(BACKENDS)('the operation registry over HTTP (%s)', (backend) => {
       if (op.method === 'POST') expect(entry.requestBody, name).toBeDefined();
       if (op.mutates) expect(Object.keys(entry.responses)).toEqual(expect.arrayContaining(['409', '422']));
     }
+    for (const path of ['/replication/collections', '/replication/refusals', '/replication/{collection}/pull', '/replication/{collection}/push', '/replication/{collection}/stream']) {
+      expect(doc.paths[path], path).toBeDefined();
+    }
     const search = doc.paths['/campaigns.leads.search']?.get;
     if (search) expect(search.parameters?.map((p) => p.name)).toEqual(expect.arrayContaining(['query', 'pipelineStage', 'cursor']));
   });
