@@ -3,9 +3,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Papa from 'papaparse';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { ensureRendererBuilt, launchBrowser, openDemo, openPage, screenshot, startApp } from './support/app.ts';
+import { closeDialogs, ensureRendererBuilt, launchBrowser, openDemo, openPage, screenshot, startApp } from './support/app.ts';
 import type { RunningApp } from './support/app.ts';
 
 let app: RunningApp;
@@ -30,6 +30,8 @@ beforeAll(async () => {
   page = await openPage(browser, app.url);
   await openDemo(page, app);
 }, 240_000);
+
+afterEach(() => closeDialogs(page));
 
 afterAll(async () => {
   await browser?.close();
@@ -81,6 +83,72 @@ describe('bulk enrollment', () => {
     for (const id of ids) {
       await page.waitForFunction(([leadId, campaignName]) => document.querySelector(`.table [data-lead-id="${leadId}"]`)?.textContent?.includes(campaignName ?? ''), [id, name] as const);
     }
+  }, 60_000);
+});
+
+describe('bulk tag, stage and sender', () => {
+  async function selectRows(n: number, from = 10): Promise<string[]> {
+    const ids: string[] = [];
+    const candidates = rows().filter({ hasNotText: 'Lost' });
+    for (let i = from; i < from + n; i++) ids.push((await candidates.nth(i).getAttribute('data-lead-id')) ?? '');
+    for (const id of ids) await page.locator(`.table [data-lead-id="${id}"] input[type="checkbox"]`).check();
+    return ids;
+  }
+  const rowHas = (ids: string[], text: string) =>
+    page.waitForFunction(([list, t]) => list.every((id) => document.querySelector(`.table [data-lead-id="${id}"]`)?.textContent?.includes(t)), [ids, text] as const);
+
+  it('tags the selected leads', async () => {
+    const ids = await selectRows(2);
+    await page.getByRole('button', { name: 'Tag…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Tag leads' });
+    await dialog.getByLabel('Tag').selectOption({ label: 'Partner' });
+    await dialog.getByRole('button', { name: 'Apply' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    await rowHas(ids, 'Partner');
+    await page.getByRole('button', { name: 'Clear', exact: true }).click();
+  }, 60_000);
+
+  it('moves the selected leads to Lost only with a close reason', async () => {
+    const ids = await selectRows(2, 14);
+    await page.getByRole('button', { name: 'Move to stage…' }).click();
+    await page.getByRole('dialog', { name: 'Move leads to a stage' }).getByLabel('Stage').selectOption({ label: 'Lost' });
+    await page.getByRole('dialog', { name: 'Move leads to a stage' }).getByRole('button', { name: 'Move' }).click();
+    const prompt = page.getByRole('dialog', { name: 'Move the selected leads to Lost' });
+    await prompt.getByRole('button', { name: 'Move to Lost' }).click();
+    await expect(prompt.getByRole('alert').innerText()).resolves.toMatch(/^2 of 2 leads were not moved: .*needs a closeReason/);
+    await prompt.getByLabel('Close reason').selectOption('NO_RESPONSE');
+    await prompt.getByRole('button', { name: 'Move to Lost' }).click();
+    await prompt.waitFor({ state: 'detached' });
+    await rowHas(ids, 'Lost');
+  }, 60_000);
+
+  it("moves a campaign's leads to another of its senders after a preview", async () => {
+    const campaign = page.getByLabel('Campaign', { exact: true });
+    const name = (await campaign.locator('option').allInnerTexts()).find((o) => o !== 'All campaigns') ?? '';
+    await campaign.selectOption({ label: name });
+    await page.waitForFunction((n) => {
+      const r = Array.from(document.querySelectorAll('.table [data-lead-id]'));
+      return r.length > 0 && r.every((x) => x.textContent?.includes(n));
+    }, name);
+    const running = rows().filter({ hasText: 'in progress' });
+    const ids = [(await running.nth(0).getAttribute('data-lead-id')) ?? '', (await running.nth(1).getAttribute('data-lead-id')) ?? ''];
+    for (const id of ids) await page.locator(`.table [data-lead-id="${id}"] input[type="checkbox"]`).check();
+    await page.getByRole('button', { name: 'Change sender…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Change sender' });
+    const sender = dialog.getByLabel('New sender');
+    await sender.locator('option').nth(1).waitFor({ state: 'attached' });
+    const current = await page.locator(`.table [data-lead-id="${ids[0]}"] .sub`).last().innerText();
+    const options = (await sender.locator('option').allInnerTexts()).filter((o) => !o.includes('…'));
+    const target = options.find((o) => !current.startsWith(o.replace(' (paused here)', ''))) ?? options[0] ?? '';
+    await sender.selectOption({ label: target });
+    await dialog.getByTestId('preview-counts').waitFor();
+    const moving = await count('changedCount');
+    expect(moving + (await count('alreadyAssigned')) + (await count('notEnrolled')) + (await count('completed')) + (await count('paused'))).toBe(2);
+    expect(moving).toBeGreaterThan(0);
+    await dialog.getByRole('button', { name: new RegExp(`^Move ${moving} lead`) }).click();
+    await dialog.waitFor({ state: 'detached' });
+    await rowHas([ids[0] ?? ''], target.replace(' (paused here)', ''));
+    await page.getByRole('button', { name: 'Clear filters' }).click();
   }, 60_000);
 });
 

@@ -1,8 +1,8 @@
 /** Journeys in the lead panel: stage moves that need a close reason or a wake date, the task
  * lifecycle, and notes (your own editable, a teammate's not). */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { ensureRendererBuilt, launchBrowser, openDemo, openPage, screenshot, startApp } from './support/app.ts';
+import { closeDialogs, ensureRendererBuilt, launchBrowser, openDemo, openPage, screenshot, startApp } from './support/app.ts';
 import type { RunningApp } from './support/app.ts';
 
 let app: RunningApp;
@@ -21,6 +21,8 @@ beforeAll(async () => {
   await page.locator('.table [data-lead-id]').first().click();
   await panel().getByText('Met at SaaStr last spring', { exact: false }).waitFor();
 }, 240_000);
+
+afterEach(() => closeDialogs(page));
 
 afterAll(async () => {
   await browser?.close();

@@ -1,8 +1,8 @@
 /** Journeys on the leads list: first run into the demo workspace, search, filters, sorting, the
  * command palette and keyboard shortcuts. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { ensureRendererBuilt, launchBrowser, openDemo, openPage, screenshot, startApp } from './support/app.ts';
+import { closeDialogs, ensureRendererBuilt, launchBrowser, openDemo, openPage, screenshot, startApp } from './support/app.ts';
 import type { RunningApp } from './support/app.ts';
 
 let app: RunningApp;
@@ -18,6 +18,8 @@ beforeAll(async () => {
   browser = await launchBrowser();
   page = await openPage(browser, app.url);
 }, 240_000);
+
+afterEach(() => closeDialogs(page));
 
 afterAll(async () => {
   await browser?.close();

@@ -1,8 +1,8 @@
 /** Journeys on the pipeline board (drag a card, with the same prompts as the lead panel), the task
  * queue, triage of due catch-ups, and settings in the demo workspace. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Locator, Page } from 'playwright-core';
-import { ensureRendererBuilt, launchBrowser, openDemo, openPage, screenshot, startApp } from './support/app.ts';
+import { closeDialogs, ensureRendererBuilt, launchBrowser, openDemo, openPage, screenshot, startApp } from './support/app.ts';
 import type { RunningApp } from './support/app.ts';
 
 let app: RunningApp;
@@ -18,6 +18,8 @@ beforeAll(async () => {
   page = await openPage(browser, app.url);
   await openDemo(page, app);
 }, 240_000);
+
+afterEach(() => closeDialogs(page));
 
 afterAll(async () => {
   await browser?.close();

@@ -118,3 +118,8 @@ export async function openDemo(page: Page & { errors?: string[] }, app?: Running
     throw new Error(`${(e as Error).message}\npage errors: ${JSON.stringify(page.errors ?? [])}\napp output:\n${app?.output() ?? ''}`);
   }
 }
+
+/** Presses Escape until no dialog is open, so a failed step does not leave one over the next journey. */
+export async function closeDialogs(page: Page): Promise<void> {
+  for (let i = 0; i < 3 && (await page.getByRole('dialog').count()) > 0; i++) await page.keyboard.press('Escape');
+}
