@@ -16,9 +16,22 @@ export const CACHED_COLLECTIONS: ReadonlySet<CollectionName> = new Set<Collectio
 
 const key = (workspaceId: string, c: CollectionName): string => `${workspaceId}/${c}`;
 
-/** A cached collection: the documents (for matching and sorting; never handed out) and their JSON
- * text, parsed into a fresh copy for each reader (JSON.parse is about twice as fast as
- * structuredClone on these documents). */
+/** A copy of a plain JSON value. About three times faster than JSON.parse and seven times faster
+ * than structuredClone on campaign documents, which list operations copy on every request. */
+export function cloneJson<T>(v: T): T {
+  if (v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) {
+    const out: unknown[] = new Array(v.length);
+    for (let i = 0; i < v.length; i++) out[i] = cloneJson(v[i] as unknown);
+    return out as T;
+  }
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(v)) out[k] = cloneJson((v as Record<string, unknown>)[k]);
+  return out as T;
+}
+
+/** A cached collection: the documents (for matching and sorting; never handed out), copied for
+ * each reader, and their JSON text, which a Tx takes instead of serialising the copy again. */
 export type CachedDocs = { readonly docs: ReadonlyMap<string, object>; copy(doc: object): unknown; copyById(id: string): unknown };
 
 class Entry implements CachedDocs {
@@ -33,10 +46,9 @@ class Entry implements CachedDocs {
     this.docs.delete(id);
   }
   copy(doc: object): unknown {
+    const out = cloneJson(doc);
     const text = this.texts.get(doc);
-    if (text === undefined) return structuredClone(doc);
-    const out = JSON.parse(text) as object;
-    documentJson.set(out, text);
+    if (text !== undefined) documentJson.set(out, text);
     return out;
   }
   copyById(id: string): unknown {
