@@ -174,7 +174,7 @@ function RemoveSenderDialog({ campaignId, sender, onClose }: { campaignId: strin
       }
     >
       {!preview && !previewError && <p className="muted">Checking what this changes…</p>}
-      <div data-testid="remove-preview-error"><ErrorText error={previewError} /></div>
+      {previewError && <div data-testid="remove-preview-error"><ErrorText error={previewError} /></div>}
       {preview && (
         <div className="stack" data-testid="remove-preview">
           <p>

@@ -312,7 +312,7 @@ export function StepForm(props: Props) {
           {problemsOf('senders').map((p) => <ErrorText key={p.message} error={p.message} />)}
         </div>
       )}
-      <div data-testid="step-error"><ErrorText error={action.error} /></div>
+      {action.error && <div data-testid="step-error"><ErrorText error={action.error} /></div>}
     </Dialog>
   );
 }
