@@ -8,7 +8,8 @@ import { useApp } from '../../state/app-store.ts';
 
 type Settings = OpOutput<'campaigns.get'>['settings'];
 
-const SENIORITY_SUGGESTIONS = ['Owner', 'Founder', 'C-level', 'VP', 'Director', 'Head', 'Manager', 'Senior', 'Entry'];
+/** The seniority values leads carry (imports and the demo use these; matching ignores case). */
+const SENIORITY_SUGGESTIONS = ['owner', 'c_level', 'vp', 'director', 'head', 'manager', 'senior', 'entry'];
 
 export function LeadPicking({ campaignId, settings }: { campaignId: string; settings: Settings }) {
   const toast = useApp((s) => s.toast);

@@ -18,7 +18,7 @@ function startRefusal(e: unknown): { text: string; problems: Problem[] } | null 
     case 'PERMISSION_DENIED':
       return { text: `${e.message} Ask an owner or admin of the workspace to start it.`, problems: [] };
     case 'READINESS_FAILED':
-      return { text: 'The campaign is not ready to start. Fix these first:', problems };
+      return { text: 'Refused: the campaign is not ready to start. Fix the problems listed above first.', problems };
     default:
       return { text: e.message, problems };
   }
@@ -114,9 +114,9 @@ function StartDialog({ campaignId, name, onClose }: { campaignId: string; name: 
       {refusal && (
         <div className="stack" data-testid="start-refusal">
           <ErrorText error={refusal.text} />
-          {refusal.problems.length > 0 && (
+          {refusal.problems.some((p) => !errors.some((e) => e.message === p.message)) && (
             <ul className="problems">
-              {refusal.problems.map((p) => (
+              {refusal.problems.filter((p) => !errors.some((e) => e.message === p.message)).map((p) => (
                 <li key={p.message} className={p.severity}>{p.message}</li>
               ))}
             </ul>
