@@ -94,6 +94,8 @@ describe('two desktops and a sync server', () => {
     const fromA = await importLead(a, 'Alice');
     const fromB = await importLead(b, 'Boris');
     await b.call('leadActivities.create', { leadId: fromB, content: 'Met at the fair' });
+    // A works on B's lead once it has arrived.
+    await bothInSync();
     await a.call('campaigns.leads.setLeadFollowUp', { leadId: fromB, followUpAt: '2026-12-01T09:00:00.000Z' });
     await bothInSync();
     for (const d of [a, b]) {
