@@ -1,6 +1,6 @@
 /** The pipeline: a column per stage; drag a card to another column to move the lead (lost asks for a
  * close reason, on hold for a wake date, as everywhere). */
-import { useState } from 'react';
+import { useRef, useState } from 'react';
 import { ErrorText } from '../../components/ErrorText.tsx';
 import { needsPrompt, StageMoveDialog } from '../../components/StageMoveDialog.tsx';
 import type { StageChoice } from '../../components/StageMoveDialog.tsx';
@@ -15,8 +15,12 @@ export function PipelineBoard() {
   const { stages, error } = useStages();
   const campaignId = useApp((s) => s.filters.campaignId);
   const [dragging, setDragging] = useState<DragLead | null>(null);
+  // Read by drag events synchronously: the state above only re-renders (card styling) later.
+  const draggingRef = useRef<DragLead | null>(null);
   const [prompt, setPrompt] = useState<{ lead: DragLead; stage: StageChoice } | null>(null);
   const [moveError, setMoveError] = useState<{ stageId: string; text: string } | null>(null);
+  const [pinned, setPinned] = useState<string[]>([]);
+  const pin = (leadId: string) => setPinned((p) => [leadId, ...p.filter((id) => id !== leadId)].slice(0, 10));
 
   async function move(lead: DragLead, stage: StageChoice) {
     setMoveError(null);
@@ -27,6 +31,7 @@ export function PipelineBoard() {
     }
     try {
       await run('campaigns.leads.updateLeadStage', { leadId: lead.id, pipelineStageId: stage.id });
+      pin(lead.id);
     } catch (e) {
       setMoveError({ stageId: stage.id, text: `${lead.name} was not moved: ${errorText(e)}` });
     }
@@ -54,9 +59,17 @@ export function PipelineBoard() {
             key={s.id}
             stage={s}
             campaignId={campaignId}
+            pinnedIds={pinned}
             dragging={dragging}
-            onDragStart={setDragging}
-            onDragEnd={() => setDragging(null)}
+            getDragging={() => draggingRef.current}
+            onDragStart={(lead) => {
+              draggingRef.current = lead;
+              setDragging(lead);
+            }}
+            onDragEnd={() => {
+              draggingRef.current = null;
+              setDragging(null);
+            }}
             onDrop={(lead) => void move(lead, s)}
             error={moveError?.stageId === s.id ? moveError.text : null}
           />
@@ -69,6 +82,7 @@ export function PipelineBoard() {
           onClose={() => setPrompt(null)}
           onMove={async (extras) => {
             await run('campaigns.leads.updateLeadStage', { leadId: prompt.lead.id, pipelineStageId: prompt.stage.id, ...extras });
+            pin(prompt.lead.id);
           }}
         />
       )}
