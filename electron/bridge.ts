@@ -34,6 +34,8 @@ export type SessionInfo =
       member: { id: string; name: string; role: Role };
       /** The sync server, for a connected workspace. */
       serverUrl: string | null;
+      /** The public prefix of the key this desktop syncs with (never the secret), to mark it in lists. */
+      apiKeyPrefix: string | null;
       /** Whether the outreach runner is sending for this workspace's senders on this machine. */
       runner: 'running' | 'stopped' | 'unavailable';
     };

@@ -119,6 +119,8 @@ export class SessionManager {
     return {
       state: 'open', kind: o.saved.kind, dataDir: this.deps.dataDir, workspaceId: o.saved.workspaceId,
       workspaceName: o.saved.workspaceName, member: o.saved.member, serverUrl: o.saved.serverUrl,
+      // Keys are issued with a 12-character public prefix (live_ + 7); the rest stays secret.
+      apiKeyPrefix: o.apiKey ? o.apiKey.slice(0, 12) : null,
       runner: this.deps.startRunner ? (o.runner ? 'running' : 'stopped') : 'unavailable',
     };
   }

@@ -127,6 +127,19 @@ describe('two desktops, one server', () => {
     await a.waitForFunction(() => document.querySelector('[data-testid="sync-indicator"]')?.textContent === 'Synced', undefined, { timeout: 60_000 });
   }, 240_000);
 
+  it("manages the server's API keys from Settings (they live on the server, not in the local copy)", async () => {
+    needConnection();
+    await a.getByRole('button', { name: /^Settings/ }).click();
+    const keysSection = a.locator('section[aria-labelledby="keys-title"]');
+    await keysSection.getByRole('cell', { name: /^live_/ }).first().waitFor({ timeout: 30_000 });
+    await keysSection.getByLabel('New key name').fill('Zapier');
+    await keysSection.getByRole('button', { name: 'Create key' }).click();
+    await expect(keysSection.locator('.notice.ok').innerText()).resolves.toMatch(/live_[0-9A-Za-z]{32,}/);
+    await keysSection.getByRole('cell', { name: 'Zapier' }).waitFor();
+    await screenshot(a, '16-settings-connected');
+    await a.getByRole('button', { name: /^Leads/ }).click();
+  }, 60_000);
+
   it("shows one desktop's note on the other without a reload", async () => {
     needConnection();
     const lead = a.locator('.table [data-lead-id]').first();

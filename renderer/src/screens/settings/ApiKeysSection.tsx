@@ -4,9 +4,11 @@ import { ErrorText } from '../../components/ErrorText.tsx';
 import { shortDate } from '../../lib/format.ts';
 import { errorText, run, useAction } from '../../lib/ops.ts';
 import { useMembers } from '../../lib/workspace-data.ts';
+import { useApp } from '../../state/app-store.ts';
 
 export function ApiKeysSection() {
   const { byId: members } = useMembers();
+  const ownPrefix = useApp((s) => (s.session?.state === 'open' ? s.session.apiKeyPrefix : null));
   const create = useAction();
   const revoke = useAction();
   const [name, setName] = useState('');
@@ -41,11 +43,17 @@ export function ApiKeysSection() {
             {data.map((k) => (
               <tr key={k.id}>
                 <td>{k.name}</td>
-                <td className="mono">{k.prefix}…</td>
+                <td className="mono">{k.prefix}…{k.prefix === ownPrefix && <span className="pill" style={{ marginLeft: 6 }}>this desktop</span>}</td>
                 <td>{members.get(k.memberId)?.name ?? ''}</td>
                 <td>{shortDate(k.createdAt)}</td>
                 <td>{k.lastUsedAt ? shortDate(k.lastUsedAt) : 'never'}</td>
-                <td><button className="btn small danger" disabled={revoke.busy} onClick={() => void revoke.act(async () => { await run('apiKeys.revoke', { id: k.id }); setRevision(revision + 1); })}>Revoke</button></td>
+                <td><button className="btn small danger" disabled={revoke.busy} onClick={() => {
+                  if (k.prefix === ownPrefix && !confirm('This desktop syncs with this key. Revoking it disconnects this desktop from the server until you connect with another key. Revoke it?')) return;
+                  void revoke.act(async () => {
+                    await run('apiKeys.revoke', { id: k.id });
+                    setRevision(revision + 1);
+                  });
+                }}>Revoke</button></td>
               </tr>
             ))}
           </tbody>
