@@ -100,6 +100,13 @@ describe('a running campaign on the sandbox network', () => {
     await screenshot(page, 'campaign-reply-on-timeline');
 
     await panel.getByRole('button', { name: 'Close lead' }).click();
+
+    // A sender paused on this campaign: its leads wait, and the queue says why.
+    await page.getByRole('tab', { name: 'Senders' }).click();
+    await page.getByLabel('Kenji Watanabe sends on this campaign').uncheck();
+    await page.getByRole('tab', { name: 'Results & activity' }).click();
+    await has(page.getByTestId('waiting-summary'), /Sender paused: \d+/);
+    await screenshot(page, 'campaign-waiting-sender-paused');
     await page.getByRole('button', { name: 'Pause campaign' }).click();
     await page.locator('.campaign-header .run-pill.paused').waitFor();
     expect(page.errors).toEqual([]);

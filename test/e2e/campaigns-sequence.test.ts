@@ -145,6 +145,57 @@ describe('campaign sequence editor', () => {
     await screenshot(page, 'campaign-remove-last-of-branch');
   }, 30_000);
 
+  it('validates as you type: a connection note over 300 characters, a step the sender cannot perform, a voice note without its recording', async () => {
+    const no = card(3).locator('[data-branch="no"]');
+    await no.getByRole('button', { name: '+ Add to the no path' }).click();
+    await dialog().getByRole('radio', { name: /^Connection request/ }).click();
+    const note = dialog().getByLabel('Note (optional)', { exact: true });
+    await note.fill(`Hi {{First name|there}}, ${'x'.repeat(301 - 'Hi {{First name|there}}, '.length)}`);
+    await has(dialog().locator('.counter.over'), '301/300');
+    await has(dialog().getByRole('alert'), 'A connection note fits 300 characters; this one has 301. Shorten it.');
+    await screenshot(page, 'campaign-step-note-too-long');
+    await dialog().getByTestId('save-step').click();
+    await has(dialog().getByTestId('step-error'), /cannot perform .*the connection note has 301 characters; its limit is 300/);
+    await note.fill('Hi {{First name|there}}, we met at the summit. Happy to connect!');
+    await expect(dialog().getByRole('alert').count()).resolves.toBe(0);
+    await dialog().getByTestId('save-step').click();
+    await dialog().waitFor({ state: 'detached' });
+    await expect.poll(() => no.locator('.step-card').count()).toBe(2);
+    // With a second step on the path, its placeholder wait can go.
+    await no.locator('.step-card[data-step-type="WAIT"]').getByRole('button', { name: /^Remove step/ }).click();
+    await expect.poll(() => no.locator('.step-card').count()).toBe(1);
+    await expect(no.locator('.step-card').getAttribute('data-step-type')).resolves.toBe('CONNECTION_REQUEST');
+
+    // A sandbox social account cannot send email: said while typing, refused on save.
+    const yes = card(3).locator('[data-branch="yes"]');
+    await yes.getByRole('button', { name: '+ Add to the yes path' }).click();
+    await dialog().getByRole('radio', { name: /^Email/ }).click();
+    await has(dialog().getByTestId('capability-problems'), /cannot send emails; remove the sender from the campaign or choose another step/);
+    await has(dialog().getByRole('alert'), 'An email needs a subject.');
+    await dialog().getByLabel('Subject', { exact: true }).fill('Following up, {{First name|}}');
+    await dialog().getByLabel('Text', { exact: true }).fill('Hi {{First name|there}}, one more note by email.');
+    await dialog().getByTestId('save-step').click();
+    await has(dialog().getByTestId('step-error'), /cannot perform .*\(Email\): its account cannot send emails/);
+    await screenshot(page, 'campaign-step-capability');
+    await dialog().getByRole('button', { name: 'Cancel' }).click();
+
+    // Voice note modes: a pre-recorded note needs its recording.
+    await yes.locator('.step-card[data-step-type="SEND_MESSAGE"]').getByRole('button', { name: 'Edit' }).click();
+    await dialog().getByLabel('Voice note mode').selectOption('recorded');
+    await has(dialog().getByRole('alert'), 'A pre-recorded voice note needs a recording from the library (its id).');
+    await dialog().getByLabel('Recording id').fill('rec-intro-01');
+    await dialog().getByTestId('save-step').click();
+    await dialog().waitFor({ state: 'detached' });
+    await has(yes.locator('.step-card[data-step-type="SEND_MESSAGE"]'), 'Recorded voice note');
+    await dialog().waitFor({ state: 'detached' });
+    await yes.locator('.step-card[data-step-type="SEND_MESSAGE"]').getByRole('button', { name: 'Edit' }).click();
+    await dialog().getByLabel('Voice note mode').selectOption('ai_voice');
+    await dialog().getByTestId('save-step').click();
+    await dialog().waitFor({ state: 'detached' });
+    await has(yes.locator('.step-card[data-step-type="SEND_MESSAGE"]'), 'AI voice note');
+    await has(page.getByTestId('sequence-editor'), 'Ready to start');
+  }, 60_000);
+
   it('flags a schedule day that starts after it ends, and the save is refused with the reason', async () => {
     await openTab('Schedule');
     const saturday = page.locator('tr[data-day="saturday"]');

@@ -29,6 +29,25 @@ export function CampaignSenders({ campaignId }: { campaignId: string }) {
   const loadOf = new Map((load.data?.senders ?? []).map((s) => [s.sdrProfileId, s]));
   const removedHolding = (load.data?.senders ?? []).filter((s) => !s.onCampaign && s.active > 0);
   const [warnings, setWarnings] = useState<string[]>([]);
+  // The state asked for, shown until the campaign's live data catches up (or the change is refused).
+  const [pausing, setPausing] = useState<Map<string, boolean>>(new Map());
+
+  const forget = (ids: (id: string, wanted: boolean) => boolean) =>
+    setPausing((m) => {
+      const next = new Map([...m].filter(([id, wanted]) => !ids(id, wanted)));
+      return next.size === m.size ? m : next;
+    });
+  useEffect(() => {
+    const now = new Map((listed.data?.senders ?? []).map((s) => [s.sdrProfileId, s.paused]));
+    forget((id, wanted) => now.get(id) === wanted);
+  }, [listed.data]);
+
+  async function setPaused(id: string, paused: boolean) {
+    setPausing((m) => new Map(m).set(id, paused));
+    const done = await pause.act(() => run('campaigns.setSendersPaused', { campaignId, sdrProfileIds: [id], paused }));
+    // Refused: show the stored state again (the reason is shown below the table).
+    if (!done) forget((x) => x === id);
+  }
 
   async function doAdd() {
     if (!adding) return;
@@ -72,12 +91,12 @@ export function CampaignSenders({ campaignId }: { campaignId: string }) {
                       <input
                         type="checkbox"
                         className="check"
-                        checked={!s.paused}
+                        checked={!(pausing.get(s.sdrProfileId) ?? s.paused)}
                         disabled={pause.busy}
-                        onChange={(e) => void pause.act(() => run('campaigns.setSendersPaused', { campaignId, sdrProfileIds: [s.sdrProfileId], paused: !e.target.checked }))}
+                        onChange={(e) => void setPaused(s.sdrProfileId, !e.target.checked)}
                         aria-label={`${s.name} sends on this campaign`}
                       />
-                      <span>{s.paused ? 'Paused here (its leads wait)' : 'Sending'}</span>
+                      <span>{(pausing.get(s.sdrProfileId) ?? s.paused) ? 'Paused here (its leads wait)' : 'Sending'}</span>
                     </label>
                   </td>
                   <td className="num">{l?.active ?? 0}</td>

@@ -1,6 +1,6 @@
 /** Adds or edits one step of a sequence: the fields of its type, message variants, voice note mode,
  * merge fields from the campaign's list only, and its problems shown while typing. */
-import { useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import type { OpOutput } from '../../../../shared/ops/index.ts';
 import { CONDITION_TESTS, CONNECTION_NOTE_MAX_LENGTH, STEP_TYPES } from '../../../../shared/model/common.ts';
 import type { StepType } from '../../../../shared/model/common.ts';
@@ -83,6 +83,11 @@ export function StepForm(props: Props) {
     action.clear();
     setDraft((d) => ({ ...d, ...patch }));
   };
+  const errorRef = useRef<HTMLDivElement>(null);
+  // The refusal is at the bottom of a long form: bring it into view where the user looks.
+  useEffect(() => {
+    if (action.error) errorRef.current?.scrollIntoView({ block: 'nearest' });
+  }, [action.error]);
   const problems = draftProblems(draft, props.fields.map((f) => f.name), props.senders);
   const problemsOf = (field: DraftField) => problems.filter((p) => p.field === field);
   const t = draft.type;
@@ -179,6 +184,12 @@ export function StepForm(props: Props) {
               <span className="faint">{TYPE_HINTS[type]}</span>
             </button>
           ))}
+        </div>
+      )}
+
+      {problemsOf('senders').length > 0 && (
+        <div className="stack" data-testid="capability-problems">
+          {problemsOf('senders').map((p) => <ErrorText key={p.message} error={p.message} />)}
         </div>
       )}
 
@@ -307,12 +318,7 @@ export function StepForm(props: Props) {
         </section>
       )}
 
-      {problemsOf('senders').length > 0 && (
-        <div className="stack" data-testid="capability-problems">
-          {problemsOf('senders').map((p) => <ErrorText key={p.message} error={p.message} />)}
-        </div>
-      )}
-      {action.error && <div data-testid="step-error"><ErrorText error={action.error} /></div>}
+      {action.error && <div data-testid="step-error" ref={errorRef}><ErrorText error={action.error} /></div>}
     </Dialog>
   );
 }
