@@ -132,10 +132,27 @@ function lowerBound(list: readonly Json[], probe: Json, cmp: Cmp): number {
 
 type Pred = (doc: Json) => boolean;
 
-/** Above this many changes in one batch, sorted arrays are rebuilt on next use instead of patched. */
-const PATCH_LIMIT = 512;
 /** Sort orders kept per collection. */
 const MAX_SORTED = 8;
+
+/**
+ * When the query engine switches strategy. Any setting gives the same answers (the conformance
+ * test runs with tiny values to take every path); these are tuned for 100k documents.
+ */
+export const QUERY_TUNING = {
+  /** Above this many changes in one batch, sorted orders are rebuilt on next use instead of patched. */
+  patchLimit: 512,
+  /** Documents per chunk of the text index: small enough that one edit re-joins little text. */
+  chunk: 1024,
+  /** Collections smaller than this are scanned; larger ones get hash and text indexes. */
+  minIndexed: 2000,
+  /** Index candidates few enough to sort outright, whatever the page size. */
+  smallCandidates: 2000,
+  /** Documents scanned in sort order before matches are looked up in an index instead. */
+  scanBudget: 8000,
+  /** Above this many text hits, scanning in sort order (which stops at the page) beats sorting hits. */
+  textHitsCap: 2000,
+};
 
 /** The live documents of one collection, with the indexes queries build on demand. */
 class CollectionView {
@@ -156,7 +173,7 @@ class CollectionView {
   }
 
   apply(events: readonly RxStorageChangeEvent<Raw>[]): void {
-    const patchSorted = events.length <= PATCH_LIMIT;
+    const patchSorted = events.length <= QUERY_TUNING.patchLimit;
     if (!patchSorted) for (const s of this.sorted.values()) s.docs = null;
     for (const ev of events) {
       const id = ev.documentId;
@@ -269,8 +286,6 @@ class CollectionView {
 /** Documents in one sort order (null: rebuild on next use). */
 type SortedOrder = { cmp: Cmp; docs: Json[] | null };
 
-/** Documents per chunk of the text index: small enough that one edit re-joins little text. */
-const CHUNK = 1024;
 
 /**
  * The view's documents in chunks, each with the search text of its documents joined into one string
@@ -288,7 +303,7 @@ class TextChunks {
 
   add(doc: Json): void {
     let last = this.chunks[this.chunks.length - 1];
-    if (!last || last.docs.length >= CHUNK) {
+    if (!last || last.docs.length >= QUERY_TUNING.chunk) {
       last = { docs: [], text: new Map() };
       this.chunks.push(last);
     }
@@ -495,7 +510,7 @@ function candidates(view: CollectionView, where: Cond | undefined): Json[] | nul
     let size = view.lookupSize(k.field, k.values);
     if (size < 0) {
       // No index yet: build it (once, then it is maintained) when the collection is big enough to care.
-      if (n < 2000) continue;
+      if (n < QUERY_TUNING.minIndexed) continue;
       view.ensureIndex(k.field);
       size = view.lookupSize(k.field, k.values);
     }
@@ -505,16 +520,12 @@ function candidates(view: CollectionView, where: Cond | undefined): Json[] | nul
   return view.lookup(best.field, best.values);
 }
 
-/** Above this many text hits, scanning in sort order (which stops at the page) beats sorting hits. */
-const TEXT_HITS_CAP = 2000;
-/** Documents scanned in sort order before a search text is looked up in the text index. */
-const TEXT_SCAN_BUDGET = 2000;
 
 /** Candidates through the text index for a rare enough search text, else null. */
 function textCandidates(view: CollectionView, where: Cond | undefined): Json[] | null {
   const text = textConjunct(where);
-  if (!text || view.live.size < 2000) return null;
-  return view.text().hits(text.fields, text.needle, TEXT_HITS_CAP);
+  if (!text || view.live.size < QUERY_TUNING.minIndexed) return null;
+  return view.text().hits(text.fields, text.needle, QUERY_TUNING.textHitsCap);
 }
 
 /** Where replicated collections are missing (apiKeys): the desktop never holds them. */
@@ -638,23 +649,25 @@ class RxdbStore implements Store {
 
     let list: Json[] | null = null;
     const cands = candidates(view, q.where);
-    if (cands) list = this.sortHits(cands, pred, orderBy, cursor);
+    const text = limit !== undefined && textConjunct(q.where) !== null;
+    if (cands && (limit === undefined || cands.length <= QUERY_TUNING.smallCandidates)) list = this.sortHits(cands, pred, orderBy, cursor);
     else {
       const { cmp, docs } = view.sortedBy(orderBy);
       const start = cursor ? upperBound(docs, cursorProbe(cursor, orderBy), cmp) : 0;
       const want = limit === undefined ? Infinity : limit + 1;
       const found: Json[] = [];
-      // With a search text, scan a bounded stretch in sort order first: a common text fills the
-      // page within it. A rare one does not, and is then looked up in the text index instead.
-      const text = limit !== undefined && textConjunct(q.where) !== null;
+      // With another way in (many index candidates, or a search text), scan a bounded stretch in
+      // sort order first: common matches fill the page within it. Rare ones do not, and are then
+      // taken from the index (or the text index) and sorted instead.
+      const fallback = cands !== null || text;
       let i = start;
-      const stop = text ? Math.min(docs.length, start + TEXT_SCAN_BUDGET) : docs.length;
+      const stop = fallback ? Math.min(docs.length, start + QUERY_TUNING.scanBudget) : docs.length;
       for (; i < stop && found.length < want; i++) {
         const d = docs[i] as Json;
         if (pred(d)) found.push(d);
       }
       if (found.length < want && i < docs.length) {
-        const hits = text ? textCandidates(view, q.where) : null;
+        const hits = cands ?? (text ? textCandidates(view, q.where) : null);
         if (hits) list = this.sortHits(hits, pred, orderBy, cursor);
         else {
           for (; i < docs.length && found.length < want; i++) {

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openLocalDatabase } from '../../electron/backend/local-db.ts';
+import { QUERY_TUNING } from '../../electron/backend/rxdb-store.ts';
 import type { LocalDatabase } from '../../electron/backend/local-db.ts';
 import type { Actor } from '../../shared/context.ts';
 import { DomainError } from '../../shared/errors.ts';
@@ -346,6 +347,24 @@ describe('RxDB store conformance with MemoryDatabase', () => {
     expect(await everything(rx)).toEqual(before);
     await expectSameAnswers();
   }, 120_000);
+
+  it('answers the same with every strategy threshold at its smallest (indexes, text chunks, bounded scans, rebuilds)', async () => {
+    const saved = { ...QUERY_TUNING };
+    Object.assign(QUERY_TUNING, { patchLimit: 3, chunk: 16, minIndexed: 10, smallCandidates: 5, scanBudget: 40, textHitsCap: 10 });
+    try {
+      await ldb.close();
+      await openRx();
+      await expectSameAnswers();
+      for (let round = 0; round < 3; round++) {
+        const { docs } = await ref.query('leads', { orderBy: [{ field: 'updatedAt', dir: 'asc' }], limit: round === 2 ? 40 : 2 });
+        await commitBoth(docs.map((before, i) => ({ collection: 'leads', id: before.id, before, after: { ...before, company: i % 2 ? 'Rare Co' : 'Acme', firstName: `Annie${round}`, updatedAt: `2026-11-2${round}T00:00:00.000Z` } })));
+        await expectSamePages('leads', { where: { op: 'contains', fields: ['firstName', 'company'], value: `annie${round}` }, orderBy: [{ field: 'createdAt', dir: 'desc' }], limit: 3 });
+      }
+      await expectSameAnswers();
+    } finally {
+      Object.assign(QUERY_TUNING, saved);
+    }
+  }, 180_000);
 
   it('runs real operations through execute() exactly like the memory store', async () => {
     const envFor = (store: Store) => ({
