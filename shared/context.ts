@@ -17,6 +17,18 @@ export type Ids = { uuid(): string };
 /** Secret generation and hashing, injected because shared/ has no crypto module of its own. */
 export type Secrets = { newApiKey(): string; hash(secret: string): string };
 
+/**
+ * Where a sender's secret (SMTP password, connector token) is kept: beside the runner that uses it,
+ * never in a document, since documents replicate to every member's desktop. The sync server keeps
+ * them encrypted in its database, a desktop in a file of its data folder. `hostedBy` says which
+ * senders' runner reads the secrets kept here (channelConfig.hostedBy, 'desktop' when absent).
+ */
+export type SenderCredentials = {
+  readonly hostedBy: 'server' | 'desktop';
+  set(workspaceId: string, sdrProfileId: string, secret: string, meta: { at: string; by: string }): Promise<void>;
+  has(workspaceId: string, sdrProfileId: string): Promise<boolean>;
+};
+
 export type Ctx = {
   actor: Actor;
   clock: Clock;
@@ -28,6 +40,8 @@ export type Ctx = {
   secrets: Secrets;
   /** Channels for operations that must talk to a network (social reading). Absent offline. */
   channels: ChannelHost | null;
+  /** Where sender secrets are kept on this host; absent where none are kept. */
+  credentials?: SenderCredentials | null;
   /** True when the call is a preview: the handler computes the same answer and nothing is committed. */
   dryRun: boolean;
 };

@@ -13,6 +13,8 @@ import { execute } from '../shared/ops/execute.ts';
 import { operations } from '../shared/ops/index.ts';
 import type { Store } from '../shared/store.ts';
 import { Authenticator } from './auth.ts';
+import { loadCredentialsKey, serverCredentials } from './credentials.ts';
+import type { ServerCredentials } from './credentials.ts';
 import type { Authenticated } from './auth.ts';
 import { openDatabase } from './db.ts';
 import type { OpenOptions, SqlDatabase, SqlExecutor } from './db.ts';
@@ -51,6 +53,9 @@ export type ServerOptions = {
   conflictRetries?: number;
   /** Keep-alive comments on idle replication streams (default 15 s). */
   streamHeartbeatMs?: number;
+  /** Where sender secrets are kept (default: sender_credentials under CREDENTIALS_KEY or the key
+   * file of the data folder, read on first use); null: this server keeps none. */
+  credentials?: ServerCredentials | null;
 };
 
 export const DEFAULT_BODY_LIMIT = 5 * 1024 * 1024;
@@ -80,6 +85,7 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   const random = opts.random ?? Math.random;
   const secrets = opts.secrets ?? nodeSecrets;
   const channels = opts.channels !== undefined ? opts.channels : sandboxHost(clock);
+  const credentials = opts.credentials !== undefined ? opts.credentials : serverCredentials(() => loadCredentialsKey({ envKey: process.env.CREDENTIALS_KEY, dataDir: keyDirOf(opts.open) }));
   const bodyLimit = opts.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const limiter = new RateLimiter(opts.rateLimitPerMinute ?? envNumber('RATE_LIMIT_PER_MINUTE') ?? DEFAULT_RATE_LIMIT, () => clock.now().getTime());
   const auth = new Authenticator(db, clock, opts.authCacheMs ?? 2_000);
@@ -187,7 +193,7 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
         const replay: StoredResponse | null = await claim(tx, who.keyId, idem.key, idem.hash, clock.now());
         if (replay) return { ...replay, replayed: true };
       }
-      const body = await execute(op.name, input, { actor: who.actor, store, clock, ids, random, secrets, channels });
+      const body = await execute(op.name, input, { actor: who.actor, store, clock, ids, random, secrets, channels, credentials: credentials?.port(tx) ?? null });
       if (idem) await record(tx, who.keyId, idem.key, { status: 200, body });
       return { status: 200, body };
     };
@@ -271,6 +277,12 @@ function toDomainError(err: FastifyError | DomainError | Error, bodyLimit: numbe
   }
   if (status >= 400 && status < 500) return new DomainError('INVALID_INPUT', err.message, { code });
   return new DomainError('INTERNAL', `Something went wrong on the server; quote request id ${requestId} when reporting it.`, { requestId });
+}
+
+/** Where the generated credentials key lives: the PGlite data folder, or DATA_DIR beside PostgreSQL. */
+function keyDirOf(open: OpenOptions | undefined): string {
+  if (open?.dataDir && !open.databaseUrl) return open.dataDir;
+  return process.env.DATA_DIR?.trim() || './data';
 }
 
 function sandboxHost(clock: Clock): ChannelHost {

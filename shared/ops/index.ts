@@ -4,6 +4,7 @@ import { activitiesOps } from './activities.ts';
 import { bulkOps } from './bulk.ts';
 import { campaignActivityOps } from './campaign-activity.ts';
 import { campaignsOps } from './campaigns.ts';
+import { credentialsOps } from './credentials.ts';
 import { leadsOps } from './leads.ts';
 import { sendersOps } from './senders.ts';
 import { sequenceOps } from './sequence.ts';
@@ -24,7 +25,7 @@ function combine<const T extends readonly Record<string, OpDef>[]>(...areas: T):
 
 type UnionToIntersection<U> = (U extends unknown ? (x: U) => void : never) extends (x: infer I) => void ? I : never;
 
-export const operations = combine(activitiesOps, leadsOps, bulkOps, campaignsOps, campaignActivityOps, sequenceOps, sendersOps, socialOps, workspaceOps);
+export const operations = combine(activitiesOps, leadsOps, bulkOps, campaignsOps, campaignActivityOps, sequenceOps, sendersOps, credentialsOps, socialOps, workspaceOps);
 
 export type Operations = typeof operations;
 export type OpName = keyof Operations & string;

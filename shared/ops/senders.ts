@@ -8,6 +8,7 @@ import { emptyUsage, newSender } from '../model/factories.ts';
 import { CHANNEL_KINDS, LIMIT_KEYS } from '../model/index.ts';
 import type { ChannelKind, LimitKey, LimitSet, Sender, SenderCapability } from '../model/index.ts';
 import { canRaiseLimits } from '../rules/senders.ts';
+import { hostedByOf, storeSenderSecret } from './credentials.ts';
 import { defineOp, opsByName } from './define.ts';
 import { dryRun, uuid } from './params.ts';
 
@@ -59,10 +60,15 @@ const emailConfig = z.object({
   secure: z.boolean(),
   user: z.string().max(320),
   from: z.string().trim().min(3).max(320),
-  /** Accepted so clients can send the whole SMTP form, never stored: see the handler. */
+  /** Never in the document: kept by the credentials port where the sender runs (see the handler). */
   password: z.string().optional(),
+  /** Where the channel runs: its owner's desktop (default) or the sync server's runner (`--runner`). */
+  hostedBy: z.enum(['desktop', 'server']).optional(),
 }).strict();
-const httpConfig = z.object({ baseUrl: z.string().url().refine((u) => /^https?:\/\//.test(u), { message: 'must be an http(s) URL' }) }).strict();
+const httpConfig = z.object({
+  baseUrl: z.string().url().refine((u) => /^https?:\/\//.test(u), { message: 'must be an http(s) URL' }),
+  hostedBy: z.enum(['desktop', 'server']).optional(),
+}).strict();
 const sandboxConfig = z.object({ seed: z.union([z.string().min(1).max(200), z.number().int()]).optional() }).strict();
 
 const createBase = { name: z.string().trim().min(1).max(200), timeZone: timeZone.optional(), premium: z.boolean().optional() };
@@ -125,14 +131,15 @@ export const sendersOps = opsByName(
       const premium = input.premium ?? false;
       const warnings: string[] = [];
       let channelConfig: Sender['channelConfig'];
+      let password: string | undefined;
       if (input.channel === 'email') {
         // The sender document replicates to every member's desktop: the SMTP password must not be
-        // in it. The desktop that hosts this sender keeps the secret in its local credential store.
-        const { password, ...rest } = input.channelConfig;
+        // in it. The host that runs this sender keeps it (ctx.credentials), stored after the sender.
+        const { password: given, ...rest } = input.channelConfig;
         channelConfig = rest;
-        if (password !== undefined) warnings.push('The SMTP password was not stored in the workspace; enter it on the desktop that hosts this sender, which keeps it locally.');
+        password = given;
       } else if (input.channel === 'http') {
-        channelConfig = { baseUrl: input.channelConfig.baseUrl };
+        channelConfig = { baseUrl: input.channelConfig.baseUrl, ...(input.channelConfig.hostedBy ? { hostedBy: input.channelConfig.hostedBy } : {}) };
       } else {
         channelConfig = { seed: input.channelConfig?.seed ?? id };
       }
@@ -149,6 +156,12 @@ export const sendersOps = opsByName(
         },
       );
       await ctx.db.put('senders', sender);
+      if (password !== undefined) {
+        const port = ctx.credentials ?? null;
+        if (port && port.hostedBy === hostedByOf(sender)) await storeSenderSecret(ctx, sender, password);
+        else if (hostedByOf(sender) === 'server') warnings.push('The SMTP password was not stored: this sender runs on the sync server, so set it there with sdrProfiles.setCredentials.');
+        else warnings.push('The SMTP password was not stored in the workspace; enter it on the desktop that hosts this sender, which keeps it locally.');
+      }
       return { ...summary(sender), warnings };
     },
   }),
