@@ -5,17 +5,21 @@ import { parseArgs } from 'node:util';
 import { DomainError, isDomainError } from '../shared/errors.ts';
 import { ROLES, SUBSCRIPTION_STATUSES } from '../shared/model/index.ts';
 import { createMember, createWorkspace, seedDemo, setSubscription } from './admin.ts';
+import { loadCredentialsKey, serverCredentials } from './credentials.ts';
 import type { AdminDeps } from './admin.ts';
 import { buildServer } from './app.ts';
 import { openDatabase } from './db.ts';
 import type { OpenOptions } from './db.ts';
 import { migrate } from './migrate.ts';
 import { PgDatabase } from './pg-store.ts';
+import { createServerRunner } from './runner-host.ts';
 import { nodeSecrets } from './secrets.ts';
 
 const USAGE = `Usage: npm run sync-server [-- <command> [options]]
 
-  (no command) | serve                     serve the API (PORT, default 4000; HOST, default 0.0.0.0)
+  (no command) | serve [--runner]          serve the API (PORT, default 4000; HOST, default 0.0.0.0);
+                                            --runner (or RUNNER=1) also runs the outreach of the
+                                            senders with channelConfig.hostedBy "server"
   create-workspace --name N --owner-email E [--owner-name NAME]
                                             -> {"workspaceId", "memberId", "apiKey"}
   create-member --workspace ID --name N --email E --role owner|admin|member
@@ -26,7 +30,9 @@ const USAGE = `Usage: npm run sync-server [-- <command> [options]]
 
 Database: DATABASE_URL (PostgreSQL; DATABASE_SCHEMA optionally picks a schema), otherwise an
 embedded PGlite database in DATA_DIR (default ./data), which only one process may open at a time.
-Other settings: RATE_LIMIT_PER_MINUTE (default 1200), BODY_LIMIT_BYTES, LOG_LEVEL (default info).`;
+Other settings: RATE_LIMIT_PER_MINUTE (default 1200), BODY_LIMIT_BYTES, LOG_LEVEL (default info),
+CREDENTIALS_KEY (32 bytes, hex or base64: encrypts sender passwords and tokens; default a key file
+generated in DATA_DIR), RUNNER_INTERVAL_MS (default 5000).`;
 
 class UsageError extends Error {}
 
@@ -105,15 +111,27 @@ async function admin(command: string, args: Record<string, string>): Promise<unk
   }
 }
 
-async function serve(): Promise<void> {
+async function serve(withRunner: boolean): Promise<void> {
   const port = positiveEnv('PORT') ?? 4000;
   const host = process.env.HOST?.trim() || '0.0.0.0';
+  const open = databaseOptions();
+  const credentials = serverCredentials(() => loadCredentialsKey({ envKey: process.env.CREDENTIALS_KEY, dataDir: process.env.DATA_DIR?.trim() || './data' }));
+  // With the runner the database is opened here, so the server and the runner share it.
+  const sql = withRunner ? await openDatabase(open) : null;
   const app = await buildServer({
-    open: databaseOptions(),
+    ...(sql ? { database: sql } : { open }),
+    credentials,
     rateLimitPerMinute: positiveEnv('RATE_LIMIT_PER_MINUTE'),
     bodyLimit: positiveEnv('BODY_LIMIT_BYTES'),
     logLevel: process.env.LOG_LEVEL?.trim() || 'info',
   });
+  const runner = sql ? createServerRunner({ sql, credentials, log: app.log, intervalMs: positiveEnv('RUNNER_INTERVAL_MS') }) : null;
+  if (runner) {
+    // Leases are released before the database closes, so another server takes over at once.
+    app.addHook('onClose', async () => {
+      await runner.stop();
+    });
+  }
   let closing = false;
   const shutdown = (signal: string): void => {
     if (closing) {
@@ -127,7 +145,7 @@ async function serve(): Promise<void> {
       process.exit(1);
     }, 25_000);
     guard.unref();
-    app.close().then(
+    app.close().then(() => sql?.close()).then(
       () => process.exit(0),
       (e: unknown) => {
         app.log.error({ err: e }, 'shutdown failed');
@@ -138,6 +156,10 @@ async function serve(): Promise<void> {
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
   await app.listen({ port, host });
+  if (runner) {
+    await runner.start();
+    app.log.info({ runnerId: runner.runnerId, workspaces: runner.workspaces().length }, 'outreach runner started (senders with channelConfig.hostedBy "server")');
+  }
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -147,9 +169,11 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   try {
-    if (command === undefined || command === 'serve') {
-      if (rest.length > 0) throw new UsageError(`serve takes no arguments (got ${rest.join(' ')}); configure it with environment variables.`);
-      await serve();
+    if (command === undefined || command === 'serve' || command === '--runner') {
+      const args = command === '--runner' ? [command, ...rest] : rest;
+      const extra = args.filter((a) => a !== '--runner');
+      if (extra.length > 0) throw new UsageError(`serve takes only --runner (got ${extra.join(' ')}); configure it with environment variables.`);
+      await serve(args.includes('--runner') || /^(1|true|yes)$/i.test(process.env.RUNNER?.trim() ?? ''));
       return -1;
     }
     const args = parse(command, rest);

@@ -5,6 +5,7 @@
  */
 import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import type { SenderCredentials } from '../../shared/context.ts';
 
 export type CredentialStore = {
   get(name: string): Promise<string | null>;
@@ -59,3 +60,36 @@ const plainCodec: Codec = {
   encode: (plain) => Buffer.from(plain, 'utf8'),
   decode: (stored) => stored.toString('utf8'),
 };
+
+/** How a CredentialStore turns secrets into bytes on disk: main.ts passes Electron's safeStorage
+ * (the OS keychain) here; without it the file holds them as they are, readable only by the user. */
+export type CredentialCodec = Codec;
+
+/**
+ * The desktop's credentials port (shared/context.ts SenderCredentials) for the senders whose channel
+ * runs on this desktop (channelConfig.hostedBy absent or 'desktop'): their SMTP passwords and
+ * connector tokens, in the same CredentialStore as the sync server's key, i.e. under Electron a file
+ * of the data folder (mode 0600) encrypted with safeStorage. Documents never hold them.
+ */
+export type DesktopSenderCredentials = SenderCredentials & {
+  /** The local runner's read (passwordFor / tokenFor of the channels); null when none is kept. */
+  secretFor(workspaceId: string, sdrProfileId: string): Promise<string | null>;
+  /** Forgets a sender's secret (the sender was removed, or the workspace left). */
+  forget(workspaceId: string, sdrProfileId: string): Promise<void>;
+};
+
+const senderCredentialName = (workspaceId: string, sdrProfileId: string): string => `sender:${workspaceId}:${sdrProfileId}`;
+
+export function desktopSenderCredentials(store: CredentialStore): DesktopSenderCredentials {
+  return {
+    hostedBy: 'desktop',
+    async set(workspaceId, sdrProfileId, secret) {
+      await store.set(senderCredentialName(workspaceId, sdrProfileId), secret);
+    },
+    async has(workspaceId, sdrProfileId) {
+      return (await store.get(senderCredentialName(workspaceId, sdrProfileId))) !== null;
+    },
+    secretFor: (workspaceId, sdrProfileId) => store.get(senderCredentialName(workspaceId, sdrProfileId)),
+    forget: (workspaceId, sdrProfileId) => store.delete(senderCredentialName(workspaceId, sdrProfileId)),
+  };
+}

@@ -27,7 +27,7 @@ function portFor(ctx: Ctx, sender: Sender): NonNullable<Ctx['credentials']> {
   if (port && port.hostedBy === hostedBy) return port;
   const where =
     hostedBy === 'server'
-      ? `${sender.name} runs on the sync server, so its ${SECRET_WORD[sender.channel]} is kept there: set it through the sync server's API (a connected desktop forwards it).`
+      ? `${sender.name} runs on the sync server, so its ${SECRET_WORD[sender.channel]} is kept there: set it through the sync server's API (POST /sdrProfiles.setCredentials with an API key).`
       : `${sender.name} runs on its owner's desktop, so its ${SECRET_WORD[sender.channel]} is kept only there: enter it in that desktop app.`;
   throw new DomainError('SERVER_ONLY', where, { sdrProfileId: sender.id, hostedBy });
 }
