@@ -256,6 +256,8 @@ export async function run(): Promise<void> {
       `desktop: initial sync of ${leads} leads into an empty desktop: ${seconds.toFixed(1)} s, ${Math.round(leads / seconds)} docs/s; ` +
         `fetching and parsing the same ${(raw.bytes / 1e6).toFixed(0)} MB raw over HTTP: ${raw.seconds.toFixed(1)} s (${Math.round(raw.docs / raw.seconds)} docs/s), ratio ${(seconds / raw.seconds).toFixed(1)}x`,
     );
+    // The documents live in memory twice over: the collection and replication's assumed master states.
+    line(`desktop: memory after the initial sync: heap ${(process.memoryUsage().heapUsed / 1e6).toFixed(0)} MB, rss ${(process.memoryUsage().rss / 1e6).toFixed(0)} MB`);
     await sync.stop();
     const t1 = performance.now();
     await db.close();
