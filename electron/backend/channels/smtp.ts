@@ -58,7 +58,8 @@ export function createSmtpChannel(opts: SmtpChannelOptions): SmtpChannel {
 
   async function transportFor(sender: Sender, cfg: SmtpConfig): Promise<Transporter<SMTPTransport.SentMessageInfo>> {
     const password = await opts.passwordFor(sender);
-    const key = JSON.stringify([cfg, password !== null]);
+    // The password is part of the key: new credentials must replace a transport that logs in with old ones.
+    const key = JSON.stringify([cfg, password]);
     const cached = transports.get(sender.id);
     if (cached && cached.key === key) return cached.transport;
     cached?.transport.close();
