@@ -123,7 +123,7 @@ describe('the desktop credentials port', () => {
   it('keeps secrets in a file only the user can read, through the codec main.ts gives it', async () => {
     const file = join(dir, 'credentials.json');
     // A stand-in for safeStorage: what reaches the disk is not the secret.
-    const codec = { encode: (p: string) => Buffer.from(p, 'utf8').map((b) => b ^ 0x5a), decode: (b: Buffer) => Buffer.from(b.map((x) => x ^ 0x5a)).toString('utf8') };
+    const codec = { encode: (p: string) => Buffer.from(Buffer.from(p, 'utf8').map((b) => b ^ 0x5a)), decode: (b: Buffer) => Buffer.from(b.map((x) => x ^ 0x5a)).toString('utf8') };
     const port = desktopSenderCredentials(fileCredentialStore(file, codec));
     expect(port.hostedBy).toBe('desktop');
     await port.set('ws-1', 'sender-1', 'smtp-password-1', { at: '2026-11-16T10:00:00.000Z', by: 'm1' });
