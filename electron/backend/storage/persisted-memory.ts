@@ -107,8 +107,12 @@ class SqliteFile {
     return true;
   }
 
-  load(inst: string): string[] {
-    return this.loadInstance.all(inst);
+  /** The instance's stored documents, parsed row by row so their JSON text is never all held at once. */
+  load<T>(inst: string): T[] {
+    const docs: T[] = [];
+    // Synchronous to the end: the connection is busy while a statement iterates.
+    for (const json of this.loadInstance.iterate(inst)) docs.push(JSON.parse(json) as T);
+    return docs;
   }
 
   /** Writes every row of every instance in one transaction; throws (and writes nothing) if SQLite fails. */
@@ -382,9 +386,9 @@ export function getRxStoragePersistedMemory(settings: PersistedMemorySettings): 
       const memory = (await memoryStorage.createStorageInstance(params)) as RxStorageInstanceMemory<RxDocType>;
       const inst = `${params.collectionName}-${params.schema.version}`;
       if (!shared) {
-        const rows = file.load(inst);
-        if (rows.length > 0) {
-          const result = await memory.bulkWrite(rows.map((json) => ({ document: JSON.parse(json) as RxDocumentData<RxDocType> })), LOAD_CONTEXT);
+        const docs = file.load<RxDocumentData<RxDocType>>(inst);
+        if (docs.length > 0) {
+          const result = await memory.bulkWrite(docs.map((document) => ({ document })), LOAD_CONTEXT);
           if (result.error.length > 0) {
             await memory.close();
             throw new Error(`Loading ${params.collectionName} from ${file.path} failed for ${result.error.length} documents (first: ${result.error[0]?.documentId ?? '?'}).`);
