@@ -250,7 +250,9 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
   const maxBackoff = opts.maxBackoffMs ?? 30_000;
   const idleMs = opts.streamIdleMs ?? 45_000;
   const subs: Subscription[] = [];
-  let refusalsSince = (opts.now ?? (() => new Date()))().toISOString();
+  // Refusal times are the server's clock: start a day back so a skewed desktop clock cannot hide
+  // them (and recent ones from before a restart are shown); afterwards follow the server's times.
+  let refusalsSince = new Date((opts.now ?? (() => new Date()))().getTime() - 86_400_000).toISOString();
   let paused = false;
   let stopped = false;
 
