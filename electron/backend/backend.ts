@@ -5,7 +5,7 @@
  * no Electron import: the main process hosts it over IPC, the web host over WebSocket, tests directly.
  */
 import { randomUUID } from 'node:crypto';
-import type { Clock, Ids, Secrets } from '../../shared/context.ts';
+import type { Clock, Ids, Secrets, SenderCredentials } from '../../shared/context.ts';
 import type { ChannelHost } from '../../shared/engine/channel.ts';
 import { DomainError, isDomainError } from '../../shared/errors.ts';
 import type { CollectionName } from '../../shared/model/index.ts';
@@ -23,6 +23,8 @@ export type BackendOptions = {
   secrets?: Secrets;
   /** The channels of the senders hosted here (the sandbox network in the demo); null offline. */
   channels?: () => ChannelHost | null;
+  /** Where this desktop keeps the secrets of the senders it runs (sdrProfiles.setCredentials). */
+  senderCredentials?: SenderCredentials | null;
   /** How long changes are gathered before subscriptions re-run (about one animation frame or three). */
   coalesceMs?: number;
   fetch?: typeof fetch;
@@ -168,6 +170,7 @@ export class Backend {
     return execute(op, input, {
       actor: open.actor, store, clock: this.clock, ids: this.ids, random: this.random, secrets: this.secrets,
       channels: open.runner?.channels ?? this.opts.channels?.() ?? null,
+      credentials: this.opts.senderCredentials ?? null,
     });
   }
 

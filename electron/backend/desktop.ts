@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { Backend } from './backend.ts';
 import type { BackendOptions } from './backend.ts';
-import { fileCredentialStore } from './credentials.ts';
+import { desktopSenderCredentials, fileCredentialStore } from './credentials.ts';
 import type { CredentialStore } from './credentials.ts';
 import { buildDemoWorkspace } from './demo-workspace.ts';
 import { openLocalDatabase } from './local-db.ts';
@@ -29,17 +29,20 @@ export type DesktopOptions = {
 
 export async function createDesktopBackend(opts: DesktopOptions): Promise<Backend> {
   const log = opts.log ?? ((line: string) => console.error(line));
+  const credentials = opts.credentials ?? fileCredentialStore(join(opts.dataDir, 'credentials.json'));
+  // The sync server's key and the secrets of the senders this desktop runs share one store.
+  const senderCredentials = desktopSenderCredentials(credentials);
   const session = new SessionManager({
     dataDir: opts.dataDir,
     openDb: opts.openDb ?? ((o) => openLocalDatabase(o)),
-    credentials: opts.credentials ?? fileCredentialStore(join(opts.dataDir, 'credentials.json')),
+    credentials,
     buildDemo: () => buildDemoWorkspace({ now: new Date() }),
-    startRunner: (args) => startWorkspaceRunner(args, { log }),
+    startRunner: (args) => startWorkspaceRunner(args, { log, senderCredentials }),
     startSync: ({ db, serverUrl, apiKey }) => startSync({ db, serverUrl, apiKey, log }),
     log,
     ...opts.session,
   });
-  const backend = new Backend({ session, log, ...opts.backend });
+  const backend = new Backend({ session, log, senderCredentials, ...opts.backend });
   await session.restore();
   return backend;
 }

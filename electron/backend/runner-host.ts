@@ -2,7 +2,9 @@
  * Runs the workspace's outreach on this machine: the runner of shared/engine, ticking in the
  * background for the senders this desktop holds. The demo workspace's senders live on the sandbox
  * network (simulated people, nothing leaves the machine); in a connected workspace this desktop runs
- * the sandbox senders its member owns, and leases keep two desktops from working one sender.
+ * the senders its member owns that are not hosted by the sync server (sandbox, SMTP email, HTTP
+ * connector, with secrets from this machine's credential store), and leases keep two desktops from
+ * working one sender.
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -11,25 +13,47 @@ import type { ChannelHost } from '../../shared/engine/channel.ts';
 import { createRunnerHost, restoreSandbox } from '../../shared/engine/host.ts';
 import { createRunner } from '../../shared/engine/runner.ts';
 import { createSandboxNetwork } from '../../shared/engine/sandbox.ts';
+import type { Sender } from '../../shared/model/index.ts';
+import { hostedByOf } from '../../shared/ops/credentials.ts';
 import type { WorkspaceKind } from '../bridge.ts';
+import { createHttpConnector } from './channels/http-connector.ts';
+import { createSmtpChannel } from './channels/smtp.ts';
+import type { DesktopSenderCredentials } from './credentials.ts';
 import type { LocalDb } from './local-db-port.ts';
 import type { RunnerHandle } from './session.ts';
 
-export type RunnerSettings = { intervalMs?: number; clock?: Clock; log?: (line: string) => void };
+export type RunnerSettings = {
+  intervalMs?: number;
+  clock?: Clock;
+  log?: (line: string) => void;
+  /** Where this desktop keeps its senders' SMTP passwords and connector tokens. */
+  senderCredentials?: DesktopSenderCredentials;
+};
 
 export function startWorkspaceRunner(args: { db: LocalDb; actor: Actor; kind: WorkspaceKind }, settings: RunnerSettings = {}): RunnerHandle {
   const clock = settings.clock ?? { now: () => new Date() };
   const log = settings.log ?? (() => undefined);
+  const workspaceId = args.actor.workspaceId;
   // One network per workspace, seeded by its id: the same people answer the same way after a restart.
-  const network = createSandboxNetwork({ seed: args.actor.workspaceId, clock });
-  const channels: ChannelHost = { channelFor: (sender) => (sender.channel === 'sandbox' && (args.kind === 'demo' || sender.ownerMemberId === args.actor.memberId) ? network : null) };
+  const network = createSandboxNetwork({ seed: workspaceId, clock });
+  const secretOf = (sender: Sender) => settings.senderCredentials?.secretFor(workspaceId, sender.id) ?? null;
+  const smtp = createSmtpChannel({ passwordFor: secretOf });
+  const http = createHttpConnector({ tokenFor: secretOf, now: () => clock.now().getTime() });
+  const channels: ChannelHost = {
+    channelFor(sender) {
+      // Server-hosted senders run on the sync server; in a team workspace a desktop runs its own member's.
+      if (hostedByOf(sender) !== 'desktop') return null;
+      if (args.kind === 'connected' && sender.ownerMemberId !== args.actor.memberId) return null;
+      return sender.channel === 'sandbox' ? network : sender.channel === 'email' ? smtp : http;
+    },
+  };
   const runner = createRunner({
     store: args.db.store,
     clock,
     random: Math.random,
     ids: { uuid: () => randomUUID() },
     channels,
-    actor: { workspaceId: args.actor.workspaceId, memberId: args.actor.memberId, role: args.actor.role, isSystem: true },
+    actor: { workspaceId, memberId: args.actor.memberId, role: args.actor.role, isSystem: true },
     runnerId: `desktop:${hostname()}:${args.actor.memberId}`,
   });
   const host = createRunnerHost({
@@ -53,6 +77,7 @@ export function startWorkspaceRunner(args: { db: LocalDb; actor: Actor; kind: Wo
       stopped = true;
       await ready;
       await host.stop();
+      smtp.close();
     },
   };
 }

@@ -1,11 +1,11 @@
 /** The desktop backend's router: calls, error normalisation, live subscriptions, sessions. */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Result, SessionInfo } from '../../electron/bridge.ts';
 import { Backend } from '../../electron/backend/backend.ts';
-import { fileCredentialStore } from '../../electron/backend/credentials.ts';
+import { desktopSenderCredentials, fileCredentialStore } from '../../electron/backend/credentials.ts';
 import { openMemoryLocalDb } from '../../electron/backend/local-db-port.ts';
 import type { LocalDb } from '../../electron/backend/local-db-port.ts';
 import { SessionManager } from '../../electron/backend/session.ts';
@@ -249,5 +249,28 @@ describe('connecting to a sync server', () => {
     }) as typeof fetch);
     await expect(down.session.connect({ url: 'http://127.0.0.1:9', apiKey: KEY })).rejects.toMatchObject({ message: 'Could not reach the sync server at http://127.0.0.1:9: fetch failed.' });
     expect(s.session.info().state).toBe('none');
+  });
+});
+
+describe("senders' secrets on this desktop", () => {
+  it('keeps an SMTP password given to a desktop-hosted sender in the credential store, never in the document', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'crm-secrets-'));
+    const store = fileCredentialStore(join(dataDir, 'credentials.json'));
+    const session = new SessionManager({ dataDir, openDb: ({ workspaceId }) => openMemoryLocalDb({ workspaceId }), credentials: store, buildDemo: smallWorkspace });
+    const backend = new Backend({ session, senderCredentials: desktopSenderCredentials(store) });
+    open.push(backend);
+    const info = await session.openDemo();
+    const created = await backend.call('sdrProfiles.create', { name: 'Mail Box', channel: 'email', channelConfig: { host: 'smtp.example.test', port: 587, secure: false, user: 'me@example.test', from: 'me@example.test', password: 'hunter2' } });
+    expect(created.ok).toBe(true);
+    const id = created.ok ? (created.value as { id: string }).id : '';
+    const workspaceId = info.state === 'open' ? info.workspaceId : '';
+    expect(await desktopSenderCredentials(store).secretFor(workspaceId, id)).toBe('hunter2');
+    const set = await backend.call('sdrProfiles.setCredentials', { sdrProfileId: id, secret: 'correct horse' });
+    expect(set).toMatchObject({ ok: true, value: { storedOn: 'desktop' } });
+    expect(await desktopSenderCredentials(store).secretFor(workspaceId, id)).toBe('correct horse');
+    const listed = await backend.call('sdrProfiles.list', {});
+    expect(JSON.stringify(listed)).not.toContain('correct horse');
+    // Without Electron's keychain the file is readable by this user only.
+    expect(statSync(join(dataDir, 'credentials.json')).mode & 0o777).toBe(0o600);
   });
 });
