@@ -15,14 +15,15 @@ function newest(path: string): number {
   return t;
 }
 
-/** Renderer inputs: its sources and what they import from electron/bridge.ts and shared/. */
+/** Renderer inputs: its sources and what they import from electron/bridge.ts and shared/ (screens
+ * use shared code at run time too, e.g. merge-field validation). */
 function rendererSourcesTime(): number {
   return Math.max(
     newest(join(ROOT, 'renderer', 'src')),
     newest(join(ROOT, 'renderer', 'index.html')),
     newest(join(ROOT, 'renderer', 'vite.config.ts')),
     newest(join(ROOT, 'electron', 'bridge.ts')),
-    newest(join(ROOT, 'shared', 'model')),
+    newest(join(ROOT, 'shared')),
   );
 }
 
