@@ -1,6 +1,6 @@
 /** The window: the first-run choice until a workspace is open, then the CRM. */
 import { useEffect } from 'react';
-import { bridge } from '../bridge/index.ts';
+import { backendConnection, bridge } from '../bridge/index.ts';
 import { useApp } from '../state/app-store.ts';
 import { FirstRun } from '../screens/first-run/FirstRun.tsx';
 import { Shell } from './Shell.tsx';
@@ -20,10 +20,15 @@ export function App() {
         () => !cancelled && setTimeout(load, 500),
       );
     void load();
+    // After the web host restarts, the open workspace may have changed: ask again.
+    const stopConnection = backendConnection.subscribe((state) => {
+      if (state === 'open') void load();
+    });
     return () => {
       cancelled = true;
       stopSession();
       stopSync();
+      stopConnection();
     };
   }, [setSession, setSync]);
 
