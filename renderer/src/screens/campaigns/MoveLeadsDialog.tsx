@@ -99,6 +99,11 @@ export function MoveLeadsDialog({ campaignId, from: initialFrom, onClose }: { ca
       <p className="faint">A conversation stays with the account it started on: the new sender starts without one, so steps that need a connection are judged afresh.</p>
       <ErrorText error={held.error?.message} />
       {held.data && <p className="muted">{leadIds.length.toLocaleString()} running lead{leadIds.length === 1 ? '' : 's'} selected.</p>}
+      {held.data && held.data.total > held.data.enrollments.length && (
+        <div className="notice warn">
+          {held.data.total.toLocaleString()} leads match; one change moves at most {held.data.enrollments.length.toLocaleString()}. Run it again for the rest.
+        </div>
+      )}
       <h3>Preview</h3>
       {!input && <p className="muted">Choose the sender to move them to.</p>}
       {input && !preview && !previewError && <p className="muted">Counting…</p>}
