@@ -2,7 +2,7 @@
  * rules and committed together (or discarded for a dry run). */
 import type { CollectionName, Docs } from './model/index.ts';
 import type { AnyWrite, Cond, Page, Query, Store, StoreReader } from './store.ts';
-import { matches, runQuery } from './query.ts';
+import { fieldValue, matches, runQuery } from './query.ts';
 
 /** Stores that build the documents they return from JSON text may record that text here, so a Tx
  * need not serialise the document again to remember it. The text must be exactly what
@@ -12,11 +12,35 @@ export const documentJson = new WeakMap<object, string>();
 type Key = `${CollectionName}/${string}`;
 const key = (c: CollectionName, id: string): Key => `${c}/${id}`;
 
+type Staged = { collection: CollectionName; id: string; after: unknown };
+type EqValue = string | number | boolean | null;
+
+/** A top-level equality the condition requires (the condition itself, or a member of an `and`). */
+function requiredEquality(where: Cond | undefined): { field: string; value: EqValue } | null {
+  if (!where) return null;
+  if (where.op === 'eq') return { field: where.field, value: where.value };
+  if (where.op === 'and') {
+    for (const c of where.conds) if (c.op === 'eq') return { field: c.field, value: c.value };
+  }
+  return null;
+}
+
+const eqKey = (doc: unknown, field: string): unknown => fieldValue(doc, field) ?? null;
+
+/** Below this many staged documents of a collection a scan is cheaper than an index. */
+const INDEX_FROM = 64;
+
 export class Tx implements StoreReader {
   /** Store state of every document read or written, as first seen, as JSON text (cheaper to take
    * than a deep copy, and only parsed back for the documents that are written). */
   private readonly base = new Map<Key, string | null>();
-  private readonly staged = new Map<Key, { collection: CollectionName; id: string; after: unknown }>();
+  /** Staged writes in the order they were first made. */
+  private readonly staged = new Map<Key, Staged>();
+  /** The same writes by collection, so a read of one collection never walks another's writes. */
+  private readonly stagedBy = new Map<CollectionName, Map<string, Staged>>();
+  /** Equality indexes over staged documents, built on first need: collection -> field -> value -> ids.
+   * Rules query once per write, so a commit of thousands of writes would otherwise be quadratic. */
+  private readonly eqIndex = new Map<CollectionName, Map<string, Map<unknown, Set<string>>>>();
 
   constructor(readonly store: Store) {}
 
@@ -29,14 +53,55 @@ export class Tx implements StoreReader {
     if (!this.base.has(k)) this.base.set(k, doc === null ? null : (documentJson.get(doc as object) ?? JSON.stringify(doc)));
   }
 
-  private stagedIn(c: CollectionName): { id: string; after: unknown }[] {
-    const out: { id: string; after: unknown }[] = [];
-    for (const s of this.staged.values()) if (s.collection === c) out.push(s);
+  private stagedOf(c: CollectionName): Map<string, Staged> {
+    let m = this.stagedBy.get(c);
+    if (!m) {
+      m = new Map();
+      this.stagedBy.set(c, m);
+    }
+    return m;
+  }
+
+  private stage(c: CollectionName, id: string, after: unknown): void {
+    const mine = this.stagedOf(c);
+    const prev = mine.get(id);
+    for (const [field, byValue] of this.eqIndex.get(c) ?? []) {
+      if (prev && prev.after !== null) byValue.get(eqKey(prev.after, field))?.delete(id);
+      if (after !== null) addToIndex(byValue, eqKey(after, field), id);
+    }
+    const k = key(c, id);
+    const entry: Staged = { collection: c, id, after };
+    this.staged.set(k, entry); // re-setting a key keeps its first position: writes() stays in order
+    mine.set(id, entry);
+  }
+
+  /** Staged documents of `c` that may match `where` (a superset; callers still test each one). */
+  private candidates(c: CollectionName, where: Cond | undefined): Iterable<Staged> {
+    const mine = this.stagedOf(c);
+    const eq = requiredEquality(where);
+    if (!eq || mine.size < INDEX_FROM) return mine.values();
+    let byField = this.eqIndex.get(c);
+    if (!byField) {
+      byField = new Map();
+      this.eqIndex.set(c, byField);
+    }
+    let byValue = byField.get(eq.field);
+    if (!byValue) {
+      byValue = new Map();
+      for (const st of mine.values()) if (st.after !== null) addToIndex(byValue, eqKey(st.after, eq.field), st.id);
+      byField.set(eq.field, byValue);
+    }
+    const ids = byValue.get(eq.value) ?? new Set<string>();
+    const out: Staged[] = [];
+    for (const id of ids) {
+      const st = mine.get(id);
+      if (st) out.push(st);
+    }
     return out;
   }
 
   async get<C extends CollectionName>(c: C, id: string): Promise<Docs[C] | null> {
-    const s = this.staged.get(key(c, id));
+    const s = this.stagedOf(c).get(id);
     if (s) return s.after === null ? null : (structuredClone(s.after) as Docs[C]);
     const doc = await this.store.get(c, id);
     this.remember(c, id, doc);
@@ -44,7 +109,7 @@ export class Tx implements StoreReader {
   }
 
   async getMany<C extends CollectionName>(c: C, ids: readonly string[]): Promise<Docs[C][]> {
-    if (this.stagedIn(c).length === 0) {
+    if (this.stagedOf(c).size === 0) {
       const docs = await this.store.getMany(c, ids);
       for (const d of docs) this.remember(c, (d as { id: string }).id, d);
       return docs;
@@ -58,27 +123,28 @@ export class Tx implements StoreReader {
   }
 
   async query<C extends CollectionName>(c: C, q: Query = {}): Promise<Page<Docs[C]>> {
-    const mine = this.stagedIn(c);
-    if (mine.length === 0) {
+    const mine = this.stagedOf(c);
+    if (mine.size === 0) {
       const page = await this.store.query(c, q);
       for (const d of page.docs) this.remember(c, (d as { id: string }).id, d);
       return page;
     }
-    // Merge staged writes into the store's answer, then page in memory.
+    // Merge staged writes into the store's answer, then page in memory. Stored documents with a
+    // staged write are replaced by it: a matching staged version is among the candidates.
     const all = await this.store.query(c, { where: q.where });
     const byId = new Map<string, Docs[C]>();
-    for (const d of all.docs) byId.set((d as { id: string }).id, d);
-    for (const s of mine) {
-      // Only staged documents that match are copied: rules query once per write of a large commit.
-      if (s.after === null || !matches(s.after, q.where)) byId.delete(s.id);
-      else byId.set(s.id, structuredClone(s.after) as Docs[C]);
+    for (const d of all.docs) {
+      const id = (d as { id: string }).id;
+      if (!mine.has(id)) byId.set(id, d);
+    }
+    for (const s of this.candidates(c, q.where)) {
+      if (s.after !== null && matches(s.after, q.where)) byId.set(s.id, structuredClone(s.after) as Docs[C]);
     }
     return runQuery(byId.values(), q);
   }
 
   async count<C extends CollectionName>(c: C, where?: Cond): Promise<number> {
-    const mine = this.stagedIn(c);
-    if (mine.length === 0) return this.store.count(c, where);
+    if (this.stagedOf(c).size === 0) return this.store.count(c, where);
     const page = await this.query(c, { where });
     return page.docs.filter((d) => matches(d, where)).length;
   }
@@ -88,14 +154,14 @@ export class Tx implements StoreReader {
     const id = (doc as { id: string }).id;
     const k = key(c, id);
     if (!this.base.has(k)) this.remember(c, id, await this.store.get(c, id));
-    this.staged.set(k, { collection: c, id, after: structuredClone(doc) });
+    this.stage(c, id, structuredClone(doc));
   }
 
   /** Stages a soft delete. */
   async remove(c: CollectionName, id: string): Promise<void> {
     const k = key(c, id);
     if (!this.base.has(k)) this.remember(c, id, await this.store.get(c, id));
-    this.staged.set(k, { collection: c, id, after: null });
+    this.stage(c, id, null);
   }
 
   /** The staged writes with the state each was based on; unchanged documents are left out. */
@@ -109,4 +175,13 @@ export class Tx implements StoreReader {
     }
     return out;
   }
+}
+
+function addToIndex(byValue: Map<unknown, Set<string>>, value: unknown, id: string): void {
+  let ids = byValue.get(value);
+  if (!ids) {
+    ids = new Set();
+    byValue.set(value, ids);
+  }
+  ids.add(id);
 }

@@ -86,6 +86,32 @@ describe('Tx', () => {
   });
 });
 
+describe('Tx over many staged writes', () => {
+  it('answers equality queries exactly like a scan once it indexes staged documents', async () => {
+    const db = new MemoryDatabase();
+    const store = db.forWorkspace(ws);
+    const stored = Array.from({ length: 50 }, (_, i) => lead(`s-${i}`, ws, { company: `C${i % 5}` }));
+    await store.commit(stored.map((d) => ({ collection: 'leads' as const, id: d.id, before: null, after: d })));
+    const tx = new Tx(store);
+    // Far more staged writes than the index threshold, touching stored documents too.
+    for (let i = 0; i < 300; i++) await tx.put('leads', lead(`n-${i}`, ws, { company: `C${i % 5}` }));
+    const byCompany = (c: string) => tx.query('leads', { where: { op: 'and', conds: [{ op: 'eq', field: 'company', value: c }, { op: 'neq', field: 'firstName', value: 'x' }] } });
+    expect((await byCompany('C1')).docs).toHaveLength(10 + 60);
+    // Moving documents between values after the index exists, and deleting some.
+    await tx.put('leads', { ...(stored[1] as typeof stored[number]), company: 'C2' });
+    await tx.put('leads', { ...lead('n-1', ws), company: 'C2' });
+    await tx.remove('leads', 'n-6');
+    await tx.remove('leads', 's-11');
+    const c1 = (await byCompany('C1')).docs.map((d) => d.id);
+    expect(c1).toHaveLength(70 - 4);
+    expect(c1).not.toContain('s-1');
+    expect(c1).not.toContain('n-1');
+    expect((await byCompany('C2')).docs.map((d) => d.id)).toEqual(expect.arrayContaining(['s-1', 'n-1']));
+    expect(await tx.count('leads', { op: 'eq', field: 'company', value: 'C2' })).toBe(10 + 60 + 2);
+    expect(await tx.count('leads')).toBe(50 + 300 - 2);
+  });
+});
+
 describe('execute', () => {
   it('refuses unknown operations and malformed input without touching the store', async () => {
     const h = await makeHarness();
