@@ -34,10 +34,11 @@ const chunk = <T>(xs: readonly T[], n: number): T[][] => {
   return out;
 };
 
-export type StopReason = 'lead_lost' | 'lead_deleted' | 'do_not_contact' | 'blocklisted';
+export type StopReason = 'lead_lost' | 'lead_deleted' | 'do_not_contact' | 'blocklisted' | 'meeting_booked';
 
 const STOP_WORDS: Record<StopReason, string> = {
   lead_lost: 'the lead was moved to a lost stage',
+  meeting_booked: 'a meeting was booked',
   lead_deleted: 'the lead was deleted',
   do_not_contact: 'the lead was marked Do Not Contact',
   blocklisted: 'the lead was blocklisted',
@@ -337,6 +338,21 @@ export const leadsOps = opsByName(
         await ctx.db.put('activities', newActivity(stamp(ctx), lead.id, ctx.actor.memberId, 'EVENT', text, { metadata: { eventKind: 'stage_changed' } }));
       }
       if (stage.category === 'LOST') await stopRunningEnrollments(ctx, [lead.id], 'lead_lost');
+      if (stage.category === 'MEETING_BOOKED' && fromCategory !== 'MEETING_BOOKED') {
+        // A meeting booked by hand ends the sequence like one booked through the network, and
+        // counts for the campaign that led to it (the running one, else the latest).
+        const stopped = await stopRunningEnrollments(ctx, [lead.id], 'meeting_booked');
+        if (lead.meetingBookedAt === null) {
+          next.meetingBookedAt = now;
+          next.meetingBookedSource = 'MANUAL';
+          await ctx.db.put('leads', next);
+          const latest = await ctx.db.query('enrollments', { where: { op: 'eq', field: 'leadId', value: lead.id }, orderBy: [{ field: 'updatedAt', dir: 'desc' }], limit: 1 });
+          const campaignId = stopped[0]?.campaignId ?? latest.docs[0]?.campaignId;
+          await ctx.db.put('activities', newActivity(stamp(ctx), lead.id, ctx.actor.memberId, 'EVENT', `${lead.fullName || 'The lead'} booked a meeting (set by hand).`, {
+            metadata: { eventKind: 'meeting_booked', ...(campaignId ? { campaignId } : {}) },
+          }));
+        }
+      }
       return toLeadRecord(next);
     },
   }),

@@ -85,6 +85,24 @@ describe('campaigns.leads.updateLeadStage', () => {
     expect(activities[0]?.content).toContain('"Contacted"');
   });
 
+  it('a meeting booked by hand stops the sequence, records when, and counts for the campaign', async () => {
+    const { h, lead, live, done } = await running();
+    const s = await stages(h);
+    const rec = await h.call('campaigns.leads.updateLeadStage', { leadId: lead.id, pipelineStageId: s.MEETING_BOOKED?.id ?? '' }, h.member);
+    expect(rec).toMatchObject({ meetingBookedAt: h.now(), meetingBookedSource: 'MANUAL' });
+    const detail = await h.call('campaigns.leads.get', { leadId: lead.id });
+    expect(Object.fromEntries(detail.enrollments.map((e) => [e.id, e.status]))).toEqual({ [live.id]: 'STOPPED', [done.id]: 'COMPLETED' });
+    const campaignId = live.campaignId;
+    const { metrics } = await h.call('campaigns.getMetrics', { campaignIds: [campaignId] });
+    expect(metrics[0]?.meetingsBooked).toBe(1);
+    // Moving on to Won and back does not book a second meeting.
+    await h.call('campaigns.leads.updateLeadStage', { leadId: lead.id, pipelineStageId: s.WON?.id ?? '' }, h.member);
+    h.clock.advance(60_000);
+    const again = await h.call('campaigns.leads.updateLeadStage', { leadId: lead.id, pipelineStageId: s.MEETING_BOOKED?.id ?? '' }, h.member);
+    expect(again.meetingBookedAt).toBe(rec.meetingBookedAt);
+    expect((await h.call('campaigns.getMetrics', { campaignIds: [campaignId] })).metrics[0]?.meetingsBooked).toBe(1);
+  });
+
   it('refuses a lost stage without a close reason (CLOSE_REASON_REQUIRED)', async () => {
     const { h, lead } = await running();
     const s = await stages(h);
