@@ -226,6 +226,24 @@ export const leadsOps = opsByName(
     },
   }),
   defineOp({
+    name: 'campaigns.leads.count',
+    method: 'GET',
+    summary: 'Counts the leads a search with the same filters (campaignId, tagId, query, pipelineStage) would return.',
+    input: z.object({
+      campaignId: uuid.optional(),
+      tagId: z.string().trim().min(1).max(100).optional(),
+      query: z.string().max(500).optional(),
+      pipelineStage: z.string().max(100).optional(),
+    }),
+    output: z.object({ count: z.number().int() }),
+    permission: 'member',
+    dryRun: false,
+    mutates: false,
+    async handler(input, ctx) {
+      return { count: await ctx.db.count('leads', await leadFilterCond(ctx.db, input)) };
+    },
+  }),
+  defineOp({
     name: 'campaigns.leads.get',
     method: 'GET',
     summary: 'One lead with its variables, flags and every enrollment, for the lead detail screen.',

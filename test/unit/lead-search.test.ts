@@ -192,6 +192,8 @@ describe('lead search filters and paging', () => {
       expect(new Set(ids).size, JSON.stringify(f)).toBe(ids.length);
       expect(new Set(ids), JSON.stringify(f)).toEqual(want);
       expectOrdered(rows, 'createdAt', 'desc');
+      // The count the leads screen shows is the size of the same search.
+      expect((await w.h.call('campaigns.leads.count', f)).count, JSON.stringify(f)).toBe(want.size);
     }
     // The sample is rich enough that the filters above are not trivially empty or full.
     expect(expected(w, { campaignId: w.campaigns.a.id, tagId: w.tags.cold }).size).toBeGreaterThan(3);

@@ -1,6 +1,7 @@
 /** Leads: filters, the virtualized table, bulk actions on the selection, CSV import and export. */
 import { useEffect, useMemo, useState, useSyncExternalStore } from 'react';
 import { ErrorText } from '../../components/ErrorText.tsx';
+import { useOp } from '../../lib/ops.ts';
 import { useApp } from '../../state/app-store.ts';
 import { BulkBar } from './BulkBar.tsx';
 import type { BulkAction } from './BulkBar.tsx';
@@ -73,13 +74,17 @@ function LeadsView(props: {
   const { pager, selection, setSelection, dialog, setDialog, exporting, exportError, runExport } = props;
   const filters = useApp((s) => s.filters);
   useSyncExternalStore(pager.subscribe, pager.getVersion);
-  const count = pager.loadedCount;
+  const { query, campaignId, tagId, pipelineStage } = searchInput(filters);
+  // The exact size of the view, kept live; until it answers, what has loaded so far.
+  const total = useOp('campaigns.leads.count', { query, campaignId, tagId, pipelineStage }).data?.count;
+  const count = total ?? pager.loadedCount;
+  const approximate = total === undefined && pager.hasMore;
   return (
     <>
       <div className="screen-header">
         <h1>Leads</h1>
-        <span className="sub" data-testid="leads-count">
-          {pager.loading ? 'Loading…' : pager.hasMore ? `${count.toLocaleString()}+ leads` : `${count.toLocaleString()} lead${count === 1 ? '' : 's'}`}
+        <span className="sub" data-testid="leads-count" data-loaded={pager.loadedCount} data-more={pager.hasMore ? 'yes' : 'no'}>
+          {total === undefined && pager.loading ? 'Loading…' : approximate ? `${count.toLocaleString()}+ leads` : `${count.toLocaleString()} lead${count === 1 ? '' : 's'}`}
         </span>
         <div className="grow" />
         <button className="btn" onClick={() => setDialog('import')}>Import CSV</button>
