@@ -3,28 +3,26 @@
  * When the socket drops (the host restarted), calls in flight fail with DISCONNECTED, the socket is
  * reopened with backoff and every live subscription is sent again.
  */
-import type { Bridge, ClientMessage, Result, ServerMessage, SessionInfo, SyncStatus } from '../../../electron/bridge.ts';
-
-type Pending = (result: Result<unknown>) => void;
-type SubEntry = { op: string; input: unknown; listener: (r: Result<unknown>) => void };
+import type { Bridge, ClientMessage, ServerMessage } from '../../../electron/bridge.ts';
+import { createBridgeClient } from '../../../electron/bridge-client.ts';
 
 export type ConnectionState = 'connecting' | 'open' | 'closed';
 
 export function createWsBridge(url: string, onConnection?: (state: ConnectionState) => void): Bridge {
   let ws: WebSocket | null = null;
-  let nextId = 1;
   let retry = 0;
-  const pending = new Map<number, Pending>();
-  const subs = new Map<number, SubEntry>();
   const outbox: ClientMessage[] = [];
-  const syncListeners = new Set<(s: SyncStatus) => void>();
-  const sessionListeners = new Set<(i: SessionInfo) => void>();
-  let lastSync: SyncStatus | null = null;
 
   function send(msg: ClientMessage): void {
     if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
     else outbox.push(msg);
   }
+
+  const client = createBridgeClient({
+    platform: 'web',
+    send,
+    openExternal: (link) => void window.open(link, '_blank', 'noopener,noreferrer'),
+  });
 
   function connect(): void {
     onConnection?.('connecting');
@@ -34,8 +32,10 @@ export function createWsBridge(url: string, onConnection?: (state: ConnectionSta
       retry = 0;
       onConnection?.('open');
       // Subscriptions outlive the socket: ask again for each (the backend answers with fresh data).
-      for (const [id, s] of subs) socket.send(JSON.stringify({ t: 'sub', id, op: s.op, input: s.input } satisfies ClientMessage));
-      for (const m of outbox.splice(0)) socket.send(JSON.stringify(m));
+      // Queued subscribe messages are already among them, so only the rest of the outbox follows.
+      const again = client.resubscriptions();
+      const queued = outbox.splice(0).filter((m) => m.t !== 'sub' && m.t !== 'unsub');
+      for (const m of [...again, ...queued]) socket.send(JSON.stringify(m));
     };
     socket.onmessage = (ev) => {
       let msg: ServerMessage;
@@ -44,90 +44,18 @@ export function createWsBridge(url: string, onConnection?: (state: ConnectionSta
       } catch {
         return;
       }
-      switch (msg.t) {
-        case 'reply': {
-          const p = pending.get(msg.id);
-          pending.delete(msg.id);
-          p?.(msg.result);
-          return;
-        }
-        case 'push':
-          subs.get(msg.id)?.listener(msg.result);
-          return;
-        case 'sync':
-          lastSync = msg.status;
-          for (const l of syncListeners) l(msg.status);
-          return;
-        case 'session':
-          for (const l of sessionListeners) l(msg.info);
-          return;
-        case 'command':
-          return;
-      }
+      client.receive(msg);
     };
     socket.onclose = () => {
       if (ws !== socket) return;
       ws = null;
       onConnection?.('closed');
-      for (const [id, p] of pending) {
-        pending.delete(id);
-        p({ ok: false, error: { code: 'DISCONNECTED', message: 'The connection to the app backend dropped before it answered; check whether the change was made, then try again.', details: {} } });
-      }
+      client.failPending({ code: 'DISCONNECTED', message: 'The connection to the app backend dropped before it answered; check whether the change was made, then try again.', details: {} });
       retry = Math.min(retry + 1, 6);
       setTimeout(connect, 250 * 2 ** retry);
     };
   }
 
-  function request<T>(build: (id: number) => ClientMessage): Promise<Result<T>> {
-    const id = nextId++;
-    return new Promise((resolve) => {
-      pending.set(id, resolve as Pending);
-      send(build(id));
-    });
-  }
-
   connect();
-
-  const bridge = {
-    platform: 'web',
-    call: (op, input) => request((id) => ({ t: 'call', id, op, input })),
-    subscribe(op, input, listener) {
-      const id = nextId++;
-      subs.set(id, { op, input, listener: listener as (r: Result<unknown>) => void });
-      send({ t: 'sub', id, op, input });
-      return () => {
-        subs.delete(id);
-        send({ t: 'unsub', id });
-      };
-    },
-    syncStatus: {
-      subscribe(listener) {
-        syncListeners.add(listener);
-        if (lastSync) listener(lastSync);
-        return () => syncListeners.delete(listener);
-      },
-    },
-    session: {
-      async get() {
-        const r = await request<SessionInfo>((id) => ({ t: 'session', id, action: 'get' }));
-        if (!r.ok) throw new Error(r.error.message);
-        return r.value;
-      },
-      subscribe(listener) {
-        sessionListeners.add(listener);
-        return () => sessionListeners.delete(listener);
-      },
-      openDemo: () => request<SessionInfo>((id) => ({ t: 'session', id, action: 'openDemo' })),
-      connect: (input) => request<SessionInfo>((id) => ({ t: 'session', id, action: 'connect', input })),
-      close: () => request<SessionInfo>((id) => ({ t: 'session', id, action: 'close' })),
-    },
-    openExternal(link) {
-      window.open(link, '_blank', 'noopener,noreferrer');
-    },
-    commands: {
-      // A browser tab has no application menu; its shortcuts are handled in the page.
-      subscribe: () => () => undefined,
-    },
-  } satisfies Bridge;
-  return bridge;
+  return client.bridge;
 }
