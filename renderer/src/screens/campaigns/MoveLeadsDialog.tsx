@@ -1,58 +1,31 @@
 /** Bulk sender change inside a campaign: the leads one sender holds (or every running lead) move to
  * another of the campaign's senders. A dry run previews the counts before anything changes. */
-import { useEffect, useState } from 'react';
-import type { OpOutput } from '../../../../shared/ops/index.ts';
+import { useState } from 'react';
 import { Dialog } from '../../components/Dialog.tsx';
+import { usePreviewedAction } from '../../lib/preview.ts';
 import { ErrorText } from '../../components/ErrorText.tsx';
-import { errorText, run, useOp } from '../../lib/ops.ts';
+import { useOp } from '../../lib/ops.ts';
 import { useApp } from '../../state/app-store.ts';
 import { Counts } from '../leads/EnrollDialog.tsx';
 
-type Preview = OpOutput<'campaigns.leads.bulkChangeSender'>;
 
 export function MoveLeadsDialog({ campaignId, from: initialFrom, onClose }: { campaignId: string; from: string | null; onClose: () => void }) {
   const toast = useApp((s) => s.toast);
   const [from, setFrom] = useState<string>(initialFrom ?? '');
   const [target, setTarget] = useState('');
   const [mode, setMode] = useState<'keep_position' | 'restart'>('keep_position');
-  const [preview, setPreview] = useState<Preview | null>(null);
-  const [previewError, setPreviewError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
   const senders = useOp('campaigns.listSenders', { campaignId });
   const held = useOp('campaigns.getEnrollments', { campaignId, ...(from ? { sdrProfileId: from } : {}), limit: 10_000 });
   const holders = held.data?.senders ?? [];
   const leadIds = [...new Set((held.data?.enrollments ?? []).filter((e) => e.status === 'IN_PROGRESS').map((e) => e.leadId))];
   const input = target && held.data ? { scope: { kind: 'campaign' as const, campaignId }, selection: { mode: 'ids' as const, leadIds }, targetSdrProfileId: target, mode } : null;
-  const key = JSON.stringify(input);
-
-  useEffect(() => {
-    setPreview(null);
-    setPreviewError(null);
-    if (!input) return;
-    let stale = false;
-    run('campaigns.leads.bulkChangeSender', { ...input, dryRun: true }).then(
-      (r) => !stale && setPreview(r),
-      (e: unknown) => !stale && setPreviewError(errorText(e)),
-    );
-    return () => {
-      stale = true;
-    };
-  }, [key]);
+  const { preview, previewError, busy, error, confirm: runForReal } = usePreviewedAction('campaigns.leads.bulkChangeSender', input);
 
   async function confirm() {
-    if (!input) return;
-    setBusy(true);
-    setError(null);
-    try {
-      const r = await run('campaigns.leads.bulkChangeSender', { ...input, dryRun: false });
-      toast(`Moved ${r.changedCount.toLocaleString()} lead${r.changedCount === 1 ? '' : 's'} to the new sender.`);
-      onClose();
-    } catch (e) {
-      setError(errorText(e));
-    } finally {
-      setBusy(false);
-    }
+    const r = await runForReal();
+    if (!r) return;
+    toast(`Moved ${r.changedCount.toLocaleString()} lead${r.changedCount === 1 ? '' : 's'} to the new sender.`);
+    onClose();
   }
 
   return (

@@ -1,9 +1,10 @@
 /** Bulk change of sender within one campaign, with a dry-run preview of what changes. */
-import { useEffect, useState } from 'react';
-import type { OpInput, OpOutput } from '../../../../shared/ops/index.ts';
+import { useState } from 'react';
+import type { OpInput } from '../../../../shared/ops/index.ts';
 import { Dialog } from '../../components/Dialog.tsx';
+import { usePreviewedAction } from '../../lib/preview.ts';
 import { ErrorText } from '../../components/ErrorText.tsx';
-import { errorText, run, useOp } from '../../lib/ops.ts';
+import { useOp } from '../../lib/ops.ts';
 import { useCampaigns } from '../../lib/workspace-data.ts';
 import { useApp } from '../../state/app-store.ts';
 import type { LeadFilters } from '../../state/app-store.ts';
@@ -12,7 +13,6 @@ import { bulkTarget } from './selection.ts';
 import type { Selection } from './selection.ts';
 
 type ChangeInput = OpInput<'campaigns.leads.bulkChangeSender'>;
-type ChangeOutput = OpOutput<'campaigns.leads.bulkChangeSender'>;
 
 export function ChangeSenderDialog({ selection, filters, onClose, onDone }: { selection: Selection; filters: LeadFilters; onClose: () => void; onDone: () => void }) {
   const { campaigns } = useCampaigns();
@@ -20,10 +20,6 @@ export function ChangeSenderDialog({ selection, filters, onClose, onDone }: { se
   const [campaignId, setCampaignId] = useState(filters.campaignId);
   const [target, setTarget] = useState('');
   const [mode, setMode] = useState<'keep_position' | 'restart'>('keep_position');
-  const [preview, setPreview] = useState<ChangeOutput | null>(null);
-  const [previewError, setPreviewError] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
   const senders = useOp('campaigns.listSenders', campaignId ? { campaignId } : null);
 
   // A filter selection means "these filters within the campaign"; without a campaign filter on
@@ -31,36 +27,14 @@ export function ChangeSenderDialog({ selection, filters, onClose, onDone }: { se
   const filterWithoutCampaign = selection.mode === 'all' && !filters.campaignId;
   const { selection: sel } = bulkTarget(selection, { ...filters, campaignId });
   const input: ChangeInput | null = campaignId && target && !filterWithoutCampaign ? { scope: { kind: 'campaign', campaignId }, selection: sel, targetSdrProfileId: target, mode } : null;
-  const key = JSON.stringify(input);
-
-  useEffect(() => {
-    setPreview(null);
-    setPreviewError(null);
-    if (!input) return;
-    let stale = false;
-    run('campaigns.leads.bulkChangeSender', { ...input, dryRun: true }).then(
-      (r) => !stale && setPreview(r),
-      (e: unknown) => !stale && setPreviewError(errorText(e)),
-    );
-    return () => {
-      stale = true;
-    };
-  }, [key]);
+  const { preview, previewError, busy, error, confirm: runForReal } = usePreviewedAction('campaigns.leads.bulkChangeSender', input);
 
   async function confirm() {
-    if (!input) return;
-    setBusy(true);
-    setError(null);
-    try {
-      const r = await run('campaigns.leads.bulkChangeSender', { ...input, dryRun: false });
-      toast(`Moved ${r.changedCount.toLocaleString()} lead${r.changedCount === 1 ? '' : 's'} to the new sender.`);
-      onDone();
-      onClose();
-    } catch (e) {
-      setError(errorText(e));
-    } finally {
-      setBusy(false);
-    }
+    const r = await runForReal();
+    if (!r) return;
+    toast(`Moved ${r.changedCount.toLocaleString()} lead${r.changedCount === 1 ? '' : 's'} to the new sender.`);
+    onDone();
+    onClose();
   }
 
   return (

@@ -1,9 +1,9 @@
 /** Bulk enroll: pick the destination and policies, see the dry run's counts, then confirm. */
-import { useEffect, useState } from 'react';
+import { useState } from 'react';
 import type { OpInput, OpOutput } from '../../../../shared/ops/index.ts';
 import { Dialog } from '../../components/Dialog.tsx';
+import { usePreviewedAction } from '../../lib/preview.ts';
 import { ErrorText } from '../../components/ErrorText.tsx';
-import { errorText, run } from '../../lib/ops.ts';
 import { useCampaigns } from '../../lib/workspace-data.ts';
 import { useApp } from '../../state/app-store.ts';
 import type { LeadFilters } from '../../state/app-store.ts';
@@ -47,48 +47,20 @@ export function EnrollDialog({ selection, filters, onClose, onDone }: { selectio
   const [newName, setNewName] = useState('');
   const [sender, setSender] = useState<'keep_where_possible' | 'keep' | 'unassign'>('keep_where_possible');
   const [policy, setPolicy] = useState<'stop' | 'skip' | 'complete'>('stop');
-  const [preview, setPreview] = useState<EnrollOutput | null>(null);
-  const [previewError, setPreviewError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
 
   const destination: EnrollInput['destination'] | null =
     dest === '__new__' ? (newName.trim() ? { kind: 'new', name: newName.trim() } : null) : dest ? { kind: 'existing', campaignId: dest } : null;
   const input: EnrollInput | null = destination ? { ...bulkTarget(selection, filters), destination, sender, activeConflictPolicy: policy } : null;
-  const key = JSON.stringify(input);
-
-  useEffect(() => {
-    setPreview(null);
-    setPreviewError(null);
-    if (!input) return;
-    let stale = false;
-    const t = setTimeout(() => {
-      run('campaigns.leads.bulkEnrollInCampaign', { ...input, dryRun: true }).then(
-        (r) => !stale && setPreview(r),
-        (e: unknown) => !stale && setPreviewError(errorText(e)),
-      );
-    }, 150);
-    return () => {
-      stale = true;
-      clearTimeout(t);
-    };
-  }, [key]);
+  // Debounced: typing a new campaign's name should not preview on every keystroke.
+  const { preview, previewError, busy, error, confirm: runForReal } = usePreviewedAction('campaigns.leads.bulkEnrollInCampaign', input, 150);
 
   async function confirm() {
-    if (!input) return;
-    setBusy(true);
-    setError(null);
-    try {
-      const r = await run('campaigns.leads.bulkEnrollInCampaign', { ...input, dryRun: false });
-      const name = campaigns.find((c) => c.id === r.campaignId)?.name ?? (newName.trim() || 'the campaign');
-      toast(`Enrolled ${r.enrolled.toLocaleString()} lead${r.enrolled === 1 ? '' : 's'} in ${name}. The campaign was not started.`);
-      onDone();
-      onClose();
-    } catch (e) {
-      setError(errorText(e));
-    } finally {
-      setBusy(false);
-    }
+    const r = await runForReal();
+    if (!r) return;
+    const name = campaigns.find((c) => c.id === r.campaignId)?.name ?? (newName.trim() || 'the campaign');
+    toast(`Enrolled ${r.enrolled.toLocaleString()} lead${r.enrolled === 1 ? '' : 's'} in ${name}. The campaign was not started.`);
+    onDone();
+    onClose();
   }
 
   return (
