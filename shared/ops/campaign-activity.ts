@@ -34,13 +34,8 @@ const SHOWN_EVENTS = ['connection_accepted', 'meeting_booked', 'email_opened', '
 
 const CHART_DAYS = 14;
 
-const recentOut = z.object({
-  id: z.string(),
-  at: z.string(),
-  /** sent / failed / queued: our actions; reply: the lead answered; event: something that happened. */
-  type: z.enum(['sent', 'failed', 'queued', 'reply', 'event']),
-  /** The message kind (message, connection_request, ...) or the event kind. */
-  kind: z.string(),
+/** Who and what an activity row or a queued action concerns. */
+const leadStepFields = {
   leadId: z.string(),
   leadName: z.string(),
   sdrProfileId: z.string().nullable(),
@@ -48,18 +43,23 @@ const recentOut = z.object({
   stepId: z.string().nullable(),
   /** "step 2 (Message)" when the action belongs to a step still in the sequence. */
   stepLabel: z.string().nullable(),
+};
+
+const recentOut = z.object({
+  id: z.string(),
+  at: z.string(),
+  /** sent / failed / queued: our actions; reply: the lead answered; event: something that happened. */
+  type: z.enum(['sent', 'failed', 'queued', 'reply', 'event']),
+  /** The message kind (message, connection_request, ...) or the event kind. */
+  kind: z.string(),
+  ...leadStepFields,
   text: z.string(),
   error: z.string().nullable(),
 });
 
 const queuedOut = z.object({
   enrollmentId: z.string(),
-  leadId: z.string(),
-  leadName: z.string(),
-  sdrProfileId: z.string().nullable(),
-  senderName: z.string().nullable(),
-  stepId: z.string().nullable(),
-  stepLabel: z.string().nullable(),
+  ...leadStepFields,
   nextActionAt: z.string().nullable(),
   /** When the wait is expected to end (window opening, limit reset, backoff end), when known. */
   until: z.string().nullable(),

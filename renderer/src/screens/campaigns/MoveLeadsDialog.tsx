@@ -6,6 +6,7 @@ import { usePreviewedAction } from '../../lib/preview.ts';
 import { ErrorText } from '../../components/ErrorText.tsx';
 import { useOp } from '../../lib/ops.ts';
 import { useApp } from '../../state/app-store.ts';
+import { MoveFooter, movedText } from '../leads/ChangeSenderDialog.tsx';
 import { Counts } from '../leads/EnrollDialog.tsx';
 
 
@@ -24,7 +25,7 @@ export function MoveLeadsDialog({ campaignId, from: initialFrom, onClose }: { ca
   async function confirm() {
     const r = await runForReal();
     if (!r) return;
-    toast(`Moved ${r.changedCount.toLocaleString()} lead${r.changedCount === 1 ? '' : 's'} to the new sender.`);
+    toast(movedText(r.changedCount));
     onClose();
   }
 
@@ -32,14 +33,7 @@ export function MoveLeadsDialog({ campaignId, from: initialFrom, onClose }: { ca
     <Dialog
       title="Move leads to another sender"
       onClose={onClose}
-      footer={
-        <>
-          <button className="btn" onClick={onClose}>Cancel</button>
-          <button className="btn primary" disabled={!preview || busy || preview.changedCount === 0} onClick={() => void confirm()}>
-            {busy ? 'Moving…' : preview ? `Move ${preview.changedCount.toLocaleString()} lead${preview.changedCount === 1 ? '' : 's'}` : 'Move'}
-          </button>
-        </>
-      }
+      footer={<MoveFooter preview={preview} busy={busy} onCancel={onClose} onConfirm={() => void confirm()} />}
     >
       <div className="controls">
         <label className="field">

@@ -32,7 +32,7 @@ export function ChangeSenderDialog({ selection, filters, onClose, onDone }: { se
   async function confirm() {
     const r = await runForReal();
     if (!r) return;
-    toast(`Moved ${r.changedCount.toLocaleString()} lead${r.changedCount === 1 ? '' : 's'} to the new sender.`);
+    toast(movedText(r.changedCount));
     onDone();
     onClose();
   }
@@ -41,14 +41,7 @@ export function ChangeSenderDialog({ selection, filters, onClose, onDone }: { se
     <Dialog
       title="Change sender"
       onClose={onClose}
-      footer={
-        <>
-          <button className="btn" onClick={onClose}>Cancel</button>
-          <button className="btn primary" disabled={!preview || busy || preview.changedCount === 0} onClick={() => void confirm()}>
-            {busy ? 'Moving…' : preview ? `Move ${preview.changedCount.toLocaleString()} lead${preview.changedCount === 1 ? '' : 's'}` : 'Move'}
-          </button>
-        </>
-      }
+      footer={<MoveFooter preview={preview} busy={busy} onCancel={onClose} onConfirm={() => void confirm()} />}
     >
       {filterWithoutCampaign && <div className="notice warn">Filter the list by a campaign first: a sender change acts on one campaign's leads.</div>}
       <div className="controls">
@@ -88,5 +81,22 @@ export function ChangeSenderDialog({ selection, filters, onClose, onDone }: { se
       )}
       <ErrorText error={error} />
     </Dialog>
+  );
+}
+
+const leads = (n: number): string => `${n.toLocaleString()} lead${n === 1 ? '' : 's'}`;
+
+/** The toast after a bulk sender change. */
+export const movedText = (changed: number): string => `Moved ${leads(changed)} to the new sender.`;
+
+/** Cancel, and a Move button that names how many leads the previewed change moves. */
+export function MoveFooter({ preview, busy, onCancel, onConfirm }: { preview: { changedCount: number } | null; busy: boolean; onCancel: () => void; onConfirm: () => void }) {
+  return (
+    <>
+      <button className="btn" onClick={onCancel}>Cancel</button>
+      <button className="btn primary" disabled={!preview || busy || preview.changedCount === 0} onClick={onConfirm}>
+        {busy ? 'Moving…' : preview ? `Move ${leads(preview.changedCount)}` : 'Move'}
+      </button>
+    </>
   );
 }
