@@ -13,43 +13,7 @@ import { newCampaign, newEnrollment, newLead, newSender, newStep } from '../../s
 import type { Campaign, Enrollment, Sender } from '../../shared/model/index.ts';
 import type { AnyWrite } from '../../shared/store.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
-
-/** The harness's helpers import vitest, which cannot load outside a test run: small copies here. */
-class FakeClock {
-  private t: number;
-  constructor(iso: string) {
-    this.t = Date.parse(iso);
-  }
-  now(): Date {
-    return new Date(this.t);
-  }
-  set(iso: string): void {
-    this.t = Date.parse(iso);
-  }
-  advance(msDelta: number): void {
-    this.t += msDelta;
-  }
-}
-function sequentialIds(prefix: number): { uuid(): string } {
-  let n = 0;
-  return {
-    uuid() {
-      n++;
-      const hex = (prefix * 1e9 + n).toString(16).padStart(20, '0');
-      return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${n.toString(16).padStart(12, '0')}`;
-    },
-  };
-}
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { FakeClock, seededRandom, sequentialIds } from '../support/deterministic.ts';
 
 const ENROLLMENTS = 100_000;
 const SENDERS = 20;

@@ -1,7 +1,8 @@
 /** A workspace in memory with a fake clock and deterministic ids, for operation and rule tests. */
 import { expect } from 'vitest';
 import { nodeSecrets } from '../../sync-server/secrets.ts';
-import type { Actor, Clock, Ids, Secrets } from '../../shared/context.ts';
+import { FakeClock, sequentialIds, seededRandom } from './deterministic.ts';
+import type { Actor, Secrets } from '../../shared/context.ts';
 import { DomainError } from '../../shared/errors.ts';
 import type { ErrorCode } from '../../shared/errors.ts';
 import { MemoryDatabase } from '../../shared/memory-store.ts';
@@ -13,45 +14,7 @@ import type { AnyWrite, Store } from '../../shared/store.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import type { ChannelHost } from '../../shared/engine/channel.ts';
 
-export class FakeClock implements Clock {
-  private t: number;
-  constructor(iso = '2026-11-16T10:00:00.000Z') {
-    this.t = Date.parse(iso);
-  }
-  now(): Date {
-    return new Date(this.t);
-  }
-  set(iso: string): void {
-    this.t = Date.parse(iso);
-  }
-  advance(ms: number): void {
-    this.t += ms;
-  }
-}
-
-/** Deterministic RFC 4122 v4-shaped ids from a counter. */
-export function sequentialIds(prefix = 0): Ids {
-  let n = 0;
-  return {
-    uuid() {
-      n++;
-      const hex = (prefix * 1e9 + n).toString(16).padStart(20, '0');
-      return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${n.toString(16).padStart(12, '0')}`;
-    },
-  };
-}
-
-/** A seeded PRNG (mulberry32). */
-export function seededRandom(seed = 42): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { FakeClock, sequentialIds, seededRandom };
 
 export const testSecrets: Secrets = nodeSecrets;
 
