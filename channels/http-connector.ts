@@ -3,11 +3,11 @@
  * JSON protocol of docs/http-connector.md (actions, events, post reads, account state; bearer auth;
  * idempotency by our message id; 429 + Retry-After to slow us down).
  */
-import { ChannelFailure } from '../../../shared/engine/channel.ts';
+import { ChannelFailure } from '../shared/engine/channel.ts';
 import type {
   AccountInfo, Channel, ChannelAction, ChannelEvent, ChannelSendResult, PollResult, PostReadResult, SocialPostItem,
-} from '../../../shared/engine/channel.ts';
-import type { Lead, Sender } from '../../../shared/model/index.ts';
+} from '../shared/engine/channel.ts';
+import type { Lead, Sender } from '../shared/model/index.ts';
 
 export type HttpConnectorOptions = {
   /** The bearer token of a sender's account, from this machine's credential store. */
@@ -105,6 +105,9 @@ export function createHttpConnector(opts: HttpConnectorOptions): HttpConnectorCh
   }
 
   return {
+    // The connector protocol dedupes actions by idempotencyKey (our message id): asking again after
+    // a crash answers the first result without acting twice.
+    idempotentSends: true,
     async send(sender: Sender, lead: Lead, action: ChannelAction, ref: string): Promise<ChannelSendResult> {
       const out = (await call(sender, 'POST', '/actions', {
         idempotencyKey: ref,

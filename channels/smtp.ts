@@ -3,20 +3,32 @@
  * from (never the password: the host that runs the sender keeps it, passwordFor reads it). Emails
  * carry our messages document id as their Message-ID, and continue a thread with In-Reply-To and
  * References, so mail clients show a sequence's follow-ups as one conversation. Plain SMTP cannot
- * see replies or opens: poll reports nothing (replies are recorded when entered in the CRM).
+ * see replies or opens: poll reports nothing here; a sender with IMAP settings reads its mailbox
+ * (channels/imap.ts, joined to this channel in channels/host.ts). Each email is composed once and
+ * those exact bytes are sent and handed to `afterSend` (which files the copy in the Sent folder).
+ * A recipient the server refuses for good (5xx to RCPT TO, or 5.1.x/5.2.x) is a bounce at send time.
  */
 import nodemailer from 'nodemailer';
 import type { Transporter } from 'nodemailer';
+import MailComposer from 'nodemailer/lib/mail-composer';
+import type { Socket } from 'node:net';
 import type SMTPTransport from 'nodemailer/lib/smtp-transport';
-import { ChannelFailure } from '../../../shared/engine/channel.ts';
-import type { AccountInfo, Channel, ChannelAction, ChannelSendResult, PollResult, PostReadResult } from '../../../shared/engine/channel.ts';
-import type { Lead, Sender } from '../../../shared/model/index.ts';
+import { ChannelFailure } from '../shared/engine/channel.ts';
+import type { AccountInfo, Channel, ChannelAction, ChannelSendResult, PollResult, PostReadResult, SendBounce } from '../shared/engine/channel.ts';
+import type { Lead, Sender } from '../shared/model/index.ts';
 
 export type SmtpChannelOptions = {
   /** The account password from this machine's credential store (null: no authentication). */
   passwordFor(sender: Sender): string | null | Promise<string | null>;
   /** Milliseconds before a connection or command is given up (default 20 s). */
   timeoutMs?: number;
+  /** Called with the exact bytes of each email the server accepted (e.g. to file it in Sent). Its
+   * failure does not make the send fail: the email went out. */
+  afterSend?: (sender: Sender, raw: Buffer, messageId: string) => Promise<void>;
+  log?: (line: string) => void;
+  /** Opens the TCP connection instead of nodemailer (the sync server checks the address it connects
+   * to: sync-server/sender-hosts.ts). Callback `false`: nodemailer connects itself. */
+  getSocket?: (options: { host?: string; port?: number | string }, callback: (err: Error | null, socket?: { connection: Socket } | false) => void) => void;
 };
 
 export type SmtpConfig = { host: string; port: number; secure: boolean; user: string; from: string; ignoreTLS: boolean };
@@ -36,17 +48,37 @@ export function smtpConfig(sender: Sender): SmtpConfig | null {
 
 const domainOf = (address: string): string => address.split('@')[1]?.replace(/>.*$/, '').trim() || 'localhost';
 
-type SmtpError = Error & { code?: string; responseCode?: number; command?: string };
+/** The Message-ID an email with this ref carries (our messages document id at the From domain). */
+export function smtpMessageId(sender: Sender, ref: string): string | null {
+  const cfg = smtpConfig(sender);
+  return cfg ? `<${ref}@${domainOf(cfg.from)}>` : null;
+}
+
+type SmtpError = Error & { code?: string; responseCode?: number; command?: string; response?: string; rejected?: string[] };
+
+/** The bounce a permanent refusal says, when it concerns the recipient (not our account or content). */
+function bounceOf(err: SmtpError, recipient: string): SendBounce | null {
+  const code = err?.responseCode;
+  if (code === undefined || code < 500 || code >= 600) return null;
+  const response = (err.response ?? err.message ?? '').trim();
+  const status = /\b(5\.\d{1,3}\.\d{1,3})\b/.exec(response)?.[1] ?? '';
+  const aboutRecipient = /^RCPT/i.test(err.command ?? '') || /^5\.[12]\./.test(status);
+  if (!aboutRecipient) return null;
+  const reason = response.replace(/^\d{3}[ -]/, '').replace(/^5\.\d{1,3}\.\d{1,3}\s*/, '').trim() || 'the mail server refused the address';
+  return { status, recipient: (err.rejected?.[0] ?? recipient).toLowerCase(), reason: reason.slice(0, 500) };
+}
 
 /** SMTP and socket failures in the channel's vocabulary. */
-export function classifySmtpError(e: unknown): ChannelFailure {
+export function classifySmtpError(e: unknown, recipient = ''): ChannelFailure {
   const err = e as SmtpError;
   const text = err?.message ?? String(e);
   const code = err?.responseCode;
   if (err?.code === 'EAUTH' || code === 530 || code === 534 || code === 535) return new ChannelFailure('unauthorized', `the mail server refused the login (${text})`);
   // 421 and 45x are "try again later" (also for one recipient): the server is asking us to slow down.
   if (code === 421 || (code !== undefined && code >= 450 && code < 460)) return new ChannelFailure('limited', `the mail server asked to retry later (${text})`);
-  if (err?.code === 'EENVELOPE' || (code !== undefined && code >= 550 && code < 560)) return new ChannelFailure('rejected', `the mail server refused the recipient (${text})`);
+  if (err?.code === 'EENVELOPE' || (code !== undefined && code >= 550 && code < 560)) {
+    return new ChannelFailure('rejected', `the mail server refused the recipient (${text})`, null, bounceOf(err, recipient));
+  }
   return new ChannelFailure('failed', `the mail server could not be reached or failed (${text})`);
 }
 
@@ -67,6 +99,7 @@ export function createSmtpChannel(opts: SmtpChannelOptions): SmtpChannel {
       host: cfg.host, port: cfg.port, secure: cfg.secure, ignoreTLS: cfg.ignoreTLS,
       auth: password !== null && cfg.user ? { user: cfg.user, pass: password } : undefined,
       connectionTimeout: timeout, greetingTimeout: timeout, socketTimeout: timeout,
+      ...(opts.getSocket ? { getSocket: opts.getSocket } : {}),
     });
     transports.set(sender.id, { key, transport });
     return transport;
@@ -86,17 +119,27 @@ export function createSmtpChannel(opts: SmtpChannelOptions): SmtpChannel {
       const cfg = configOrFail(sender);
       const transport = await transportFor(sender, cfg);
       const messageId = `<${ref}@${domainOf(cfg.from)}>`;
+      let raw: Buffer;
       try {
-        await transport.sendMail({
+        raw = await new MailComposer({
           from: { name: sender.name, address: cfg.from },
           to: lead.fullName ? { name: lead.fullName, address: to } : to,
           subject: action.subject,
           text: action.text,
           messageId,
+          date: new Date(),
           ...(action.thread ? { inReplyTo: action.thread.inReplyTo, references: action.thread.references } : {}),
-        });
+        }).compile().build();
       } catch (e) {
-        throw classifySmtpError(e);
+        throw new ChannelFailure('rejected', `the email could not be composed (${e instanceof Error ? e.message : String(e)})`);
+      }
+      try {
+        await transport.sendMail({ envelope: { from: cfg.from, to: [to] }, raw });
+      } catch (e) {
+        throw classifySmtpError(e, to);
+      }
+      if (opts.afterSend) {
+        await opts.afterSend(sender, raw, messageId).catch((e: unknown) => opts.log?.(`${sender.name}: email ${messageId} was sent but its copy was not filed (${e instanceof Error ? e.message : String(e)})`));
       }
       return { status: 'sent', externalId: messageId, chatId: action.thread?.chatId ?? messageId };
     },
