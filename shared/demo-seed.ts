@@ -1,28 +1,51 @@
-/** A realistic demo workspace, built deterministically from a random source: tags, a lead group with
- * custom columns, 500 leads across companies, three sandbox senders, two campaigns with sequences and
- * enrollments, notes and tasks. Pure: the sync server's `seed-demo` and the desktop's demo workspace
- * both commit the writes it returns. Everything is created fresh (no existing document is updated),
- * so the writes can be committed alone or together with the workspace's own creation writes. */
-import type { Ids } from './context.ts';
-import type { Activity, Campaign, Enrollment, Lead, LeadGroup, Sender, Stage, Tag } from './model/index.ts';
-import { newActivity, newCampaign, newEnrollment, newLead, newLeadGroup, newSender, newStep } from './model/factories.ts';
-import type { AnyWrite } from './store.ts';
+/**
+ * A realistic demo workspace, made by using the product: the owner imports 500 leads, creates tags,
+ * sandbox senders and two campaigns through the operations (`execute`, every rule checked), and the
+ * outreach runner works the campaigns over simulated past days on the sandbox network, so stages,
+ * sequences, replies, metrics and last-activity times agree by construction. At the end the owner
+ * closes a few deals, puts some on hold, pauses the campaigns and opens their windows to every hour
+ * of the user's zone, with the senders on the sandbox's demo pace (answers within a minute).
+ * Pure over its inputs (ids, random source, `now`): it runs in an in-memory store and returns the
+ * writes to commit beside the workspace's own documents. The only document not made by an
+ * operation is the "Demo prospects" lead group (no operation creates a bare lead group).
+ */
+import type { Actor, Ids, Secrets } from './context.ts';
+import { createRunner } from './engine/runner.ts';
+import { isOpen } from './engine/schedule.ts';
+import { createSandboxNetwork } from './engine/sandbox.ts';
+import { MemoryDatabase } from './memory-store.ts';
+import { COLLECTION_NAMES } from './model/index.ts';
+import type { Activity, CollectionName, Lead, LeadGroup, Stage } from './model/index.ts';
+import { newLeadGroup } from './model/factories.ts';
+import { execute } from './ops/execute.ts';
+import type { ExecEnv } from './ops/execute.ts';
+import type { OpInput, OpName, OpOutput } from './ops/index.ts';
+import { validateWrites } from './rules/index.ts';
+import type { AnyWrite, Store } from './store.ts';
+import { Tx } from './tx.ts';
 
 export type DemoSeedInput = {
   workspaceId: string;
-  /** The member who writes the notes and tasks and owns the senders. */
+  /** The member who does the work: imports, senders, campaigns, notes and tasks. */
   ownerId: string;
-  /** The workspace's existing lead group; every demo lead is linked to it as well. */
+  /** The workspace's existing lead group (kept as it is). */
   leadGroupId: string;
   ids: Ids;
-  /** ISO 8601 time the demo is created at; leads are spread over the months before it. */
+  /** ISO 8601 time the demo is created at; the simulated days end here. */
   now: string;
   /** Uniform in [0, 1); the same source gives the same demo. */
   random: () => number;
-  /** The workspace's pipeline stages; when given, part of the leads sit in later stages. */
+  /** The workspace's pipeline stages. */
   stages?: readonly Stage[];
+  /** The workspace's documents as they are (workspace, members, stages, lead groups...): the seed
+   * runs over them and returns only what it creates or changes. */
+  existing?: readonly AnyWrite[];
   /** Number of leads (default 500). */
   leadCount?: number;
+  /** Simulated days of outreach before `now` (default 10). */
+  days?: number;
+  /** IANA zone of the user: the campaigns' windows cover every hour of it at the end (default UTC). */
+  userTimeZone?: string;
 };
 
 export type DemoSeedCounts = {
@@ -35,6 +58,8 @@ export type DemoSeedCounts = {
   enrollments: number;
   notes: number;
   tasks: number;
+  messages: number;
+  replies: number;
 };
 
 export const DEMO_CUSTOM_COLUMNS = ['Pain point', 'Recent post', 'Team size'] as const;
@@ -114,33 +139,59 @@ const TAGS: readonly { name: string; color: string }[] = [
   { name: 'Partner', color: '#10b981' },
 ];
 
-const DAY = 86_400_000;
 
-/** Builds the demo's creation writes and counts of what they create. */
-export function demoSeedWrites(input: DemoSeedInput): { writes: AnyWrite[]; counts: DemoSeedCounts } {
+
+const DAY = 86_400_000;
+const MINUTE = 60_000;
+/** The runner's simulated tick. */
+const TICK_MS = 30 * MINUTE;
+const QUIET_TICK_MS = 3 * 60 * MINUTE;
+
+/** Builds the demo by running the product over simulated days; returns the writes to commit. */
+export async function demoSeedWrites(input: DemoSeedInput): Promise<{ writes: AnyWrite[]; counts: DemoSeedCounts }> {
   const { workspaceId, ownerId, ids, random } = input;
   const nowMs = Date.parse(input.now);
   if (Number.isNaN(nowMs)) throw new Error(`demoSeedWrites: now must be an ISO 8601 date-time, got ${input.now}`);
+  const days = input.days ?? 10;
+  const startMs = nowMs - days * DAY;
+  let clockMs = startMs - 40 * DAY;
+  const clock = { now: () => new Date(clockMs) };
   const iso = (ms: number): string => new Date(ms).toISOString();
-  const stamp = (at = input.now) => ({ id: ids.uuid(), workspaceId, now: at });
   const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)] as T;
   const chance = (p: number): boolean => random() < p;
   const between = (lo: number, hi: number): number => lo + Math.floor(random() * (hi - lo + 1));
-  const writes: AnyWrite[] = [];
-  const put = (w: AnyWrite): void => {
-    writes.push(w);
+
+  const db = new MemoryDatabase();
+  const store: Store = db.forWorkspace(workspaceId);
+  const existing = input.existing ?? [];
+  if (existing.length > 0) await store.commit(existing.map((w) => ({ ...w, before: null })));
+  const before = new Map<string, unknown>();
+  for (const w of existing) if (w.after) before.set(`${w.collection}/${w.id}`, w.after);
+
+  const owner: Actor = { workspaceId, memberId: ownerId, role: 'owner' };
+  const secrets: Secrets = {
+    newApiKey: () => {
+      throw new Error('The demo creates no API keys.');
+    },
+    hash: (s) => s,
   };
+  const network = createSandboxNetwork({ seed: workspaceId, clock });
+  const channels = { channelFor: (s: { channel: string }) => (s.channel === 'sandbox' ? network : null) };
+  const env: ExecEnv = { actor: owner, store, clock, ids, random, secrets, channels };
+  const run = <N extends OpName>(name: N, body: OpInput<N>): Promise<OpOutput<N>> => execute(name, body, env);
 
-  // Lead group with the custom columns the sequences personalise with.
-  const group: LeadGroup = newLeadGroup(stamp(), 'Demo prospects', () => ids.uuid(), DEMO_CUSTOM_COLUMNS);
-  put({ collection: 'leadGroups', id: group.id, before: null, after: group });
-  const column = (name: string): string => group.columns.find((c) => c.name === name)?.id ?? '';
-  const painCol = column('Pain point');
-  const postCol = column('Recent post');
-  const sizeCol = column('Team size');
+  // The lead list with the columns the sequences personalise with (no operation makes a bare group).
+  const group: LeadGroup = newLeadGroup({ id: ids.uuid(), workspaceId, now: iso(clockMs) }, 'Demo prospects', () => ids.uuid(), DEMO_CUSTOM_COLUMNS);
+  {
+    const tx = new Tx(store);
+    await tx.put('leadGroups', group);
+    const staged = tx.writes();
+    await validateWrites(staged, { actor: owner, read: tx, now: clock.now() });
+    await store.commit(staged);
+  }
 
-  const tags: Tag[] = TAGS.map((t) => ({ ...stampFields(stamp()), name: t.name, color: t.color }));
-  for (const t of tags) put({ collection: 'tags', id: t.id, before: null, after: t });
+  const tags = [];
+  for (const t of TAGS) tags.push(await run('tags.create', { name: t.name, color: t.color }));
 
   // Companies, each with a few people.
   const leadCount = input.leadCount ?? 500;
@@ -156,10 +207,9 @@ export function demoSeedWrites(input: DemoSeedInput): { writes: AnyWrite[]; coun
     usedNames.add(name);
     companies.push({ name, domain: `${name.toLowerCase().replace(/[^a-z]+/g, '')}.example`, size: pick(TEAM_SIZES) });
   }
-
-  const stageBy = (category: Stage['category']): Stage | undefined => input.stages?.find((s) => s.category === category);
+  type Row = OpInput<'campaigns.leads.create'>['leads'][number];
+  const rows: Row[] = [];
   const slugs = new Set<string>();
-  const leads: Lead[] = [];
   const usedCompanies = new Set<string>();
   for (let i = 0; i < leadCount; i++) {
     const company = pick(companies);
@@ -170,180 +220,219 @@ export function demoSeedWrites(input: DemoSeedInput): { writes: AnyWrite[]; coun
     while (slugs.has(slug)) slug = `${firstName}-${lastName}-${Math.floor(random() * 0xffff).toString(16).padStart(4, '0')}`.toLowerCase();
     slugs.add(slug);
     const seniority = weighted(random, SENIORITY_WEIGHTS);
-    const createdMs = nowMs - Math.floor(random() * 120 * DAY) - between(1, 3600) * 1000;
-    const createdAt = iso(createdMs);
-    const socialUrl = `https://social.example/in/${slug}`;
-    const email = chance(0.85) ? `${firstName}.${lastName}@${company.domain}`.toLowerCase() : '';
-    const variables: Record<string, string> = { [sizeCol]: company.size };
-    if (chance(0.8)) variables[painCol] = pick(PAIN_POINTS);
-    if (chance(0.6)) variables[postCol] = pick(RECENT_POSTS);
-    const fields: Partial<Lead> = {
+    const variables: Record<string, string> = { 'Team size': company.size };
+    if (chance(0.8)) variables['Pain point'] = pick(PAIN_POINTS);
+    if (chance(0.6)) variables['Recent post'] = pick(RECENT_POSTS);
+    rows.push({
       firstName,
       lastName,
-      fullName: `${firstName} ${lastName}`,
-      email,
+      email: chance(0.85) ? `${firstName}.${lastName}@${company.domain}`.toLowerCase() : '',
       company: company.name,
       jobTitle: pick(SENIORITY_TITLES[seniority] ?? ['Manager']),
       seniority,
       location: pick(LOCATIONS),
       phone: chance(0.35) ? `+1 555 01${String(between(0, 99)).padStart(2, '0')} ${String(between(0, 9999)).padStart(4, '0')}` : '',
-      socialUrl,
-      personalSocialUrl: chance(0.2) ? `https://social.example/p/${slug}` : '',
-      companySocialUrl: `https://social.example/company/${company.domain.replace('.example', '')}`,
-      websiteUrl: `https://www.${company.domain}`,
-      leadFitScore: between(5, 98),
-      rankingScore: Math.round(random() * 1000) / 10,
-      tagId: chance(0.35) ? (pick(tags) as Tag).id : null,
-      doNotContact: chance(0.02),
-      blocklisted: chance(0.01),
+      socialUrl: `https://social.example/in/${slug}`,
       variables,
-      groupIds: [group.id, ...(input.leadGroupId === group.id ? [] : [input.leadGroupId])],
-    };
-    let lead = newLead({ id: ids.uuid(), workspaceId, now: createdAt }, group.id, fields);
-    lead = { ...lead, leadIdentifier: socialUrl };
-    lead = withStage(lead, random, stageBy, createdMs, nowMs);
-    if (lead.followUpAt === null && chance(0.1)) lead = { ...lead, followUpAt: iso(nowMs + between(-5, 14) * DAY) };
-    leads.push(lead);
+    });
+  }
+
+  // Imports over the weeks before the campaigns: batches of 25, the last few leads one by one (so
+  // "the newest lead" is one lead).
+  const leadIds: string[] = [];
+  const batches: Row[][] = [];
+  const tailCount = Math.min(5, rows.length);
+  for (let i = 0; i < rows.length - tailCount; i += 25) batches.push(rows.slice(i, Math.min(i + 25, rows.length - tailCount)));
+  for (const r of rows.slice(rows.length - tailCount)) batches.push([r]);
+  const importSpan = 38 * DAY;
+  for (let b = 0; b < batches.length; b++) {
+    clockMs = startMs - 40 * DAY + Math.floor((importSpan * b) / batches.length) + between(0, 3600) * 1000;
+    const out = await run('campaigns.leads.create', { leadGroupId: group.id, leads: batches[b] ?? [] });
+    for (const id of out.leadIds) if (id) leadIds.push(id);
+  }
+  const leadRow = new Map(leadIds.map((id, i) => [id, rows[i] as Row]));
+
+  // A few people asked not to be contacted; a third get a tag.
+  clockMs = startMs - 2 * DAY;
+  const dnc = shuffle(leadIds, random).slice(0, Math.max(1, Math.round(leadCount * 0.02)));
+  await run('campaigns.leads.setDoNotContact', { leadIds: dnc, doNotContact: true });
+  for (const id of leadIds) {
+    if (!chance(0.35)) continue;
+    await run('campaigns.leads.updateTag', { leadGroupId: group.id, leadId: id, tagId: pick(tags).id });
   }
 
   // Senders: sandbox accounts in different time zones; one is Premium (InMail).
-  const sender = (name: string, timeZone: string, premium: boolean, seed: number): Sender =>
-    newSender(stamp(), { name, ownerMemberId: ownerId, channel: 'sandbox', timeZone, premium, channelConfig: { seed } });
-  const senders = [
-    sender('Alex Rivera', 'America/New_York', true, 1),
-    sender('Mia Schneider', 'Europe/Berlin', false, 2),
-    sender('Kenji Watanabe', 'Asia/Tokyo', false, 3),
-  ];
-  for (const s of senders) put({ collection: 'senders', id: s.id, before: null, after: s });
+  clockMs = startMs - DAY;
+  const sender = (name: string, timeZone: string, premium: boolean) =>
+    run('sdrProfiles.create', { name, channel: 'sandbox', timeZone, premium, channelConfig: {} });
+  const alex = await sender('Alex Rivera', 'America/New_York', true);
+  const mia = await sender('Mia Schneider', 'Europe/Berlin', false);
+  const kenji = await sender('Kenji Watanabe', 'Asia/Tokyo', false);
+  // A gentle pace in the simulated days, so the demo's senders still have room today and this week
+  // (daily limits, the weekly cap on connection requests) when the user presses Start.
+  await run('sdrProfiles.setDailyLimits', { sdrProfileId: alex.id, limits: { connectionRequests: 6, connectionRequestsWithNote: 6 } });
+  for (const s of [mia, kenji]) await run('sdrProfiles.setDailyLimits', { sdrProfileId: s.id, limits: { messages: 8 } });
 
-  // Campaign 1: connect, wait, branch on the connection.
-  const [s1, s2, s3] = senders as [Sender, Sender, Sender];
-  const connect = newStep(ids.uuid(), 'CONNECTION_REQUEST', { content: 'Hi {{First name|there}}, I work with sales teams like {{Company|yours}} on outbound. Would be great to connect!' });
-  const wait = newStep(ids.uuid(), 'WAIT', { waitTimeSeconds: 2 * 86_400 });
-  const condition = newStep(ids.uuid(), 'CONDITION', { sendCondition: 'CONNECTED' });
-  const variantA = { id: ids.uuid(), name: 'A: pain point', text: 'Thanks for connecting, {{First name|there}}! Many teams tell us about "{{Pain point|slow pipeline growth}}". Is that on your radar at {{Company|your company}}?', subject: '' };
-  const variantB = { id: ids.uuid(), name: 'B: recent post', text: 'Thanks for connecting, {{First name|there}}! I saw you {{Recent post|shared some thoughts on outbound}}. Would a 15-minute swap of notes be useful?', subject: '' };
-  const yesMessage = newStep(ids.uuid(), 'SEND_MESSAGE', {
-    parentStepId: condition.id,
-    branch: 'yes',
-    content: variantA.text,
-    variants: [variantA, variantB],
-    variantAssignment: { mode: 'random', defaultVariantId: variantA.id },
+  // Their lead lists: the senior people for campaign 1, people met at the event for campaign 2.
+  const senior = new Set(['c_level', 'vp', 'director']);
+  const open = shuffle(leadIds.filter((id) => !dnc.includes(id)), random);
+  const list1 = open.filter((id) => senior.has(String(leadRow.get(id)?.seniority))).slice(0, Math.round(leadCount * 0.3));
+  const taken = new Set(list1);
+  const list2 = open.filter((id) => !taken.has(id)).slice(0, Math.round(leadCount * 0.3));
+  const rowsOf = (list: readonly string[]): Row[] => list.flatMap((id) => {
+    const r = leadRow.get(id);
+    return r ? [r] : [];
   });
-  const yesFollowUp = newStep(ids.uuid(), 'WAIT', { parentStepId: condition.id, branch: 'yes', waitTimeSeconds: 3 * 86_400 });
-  const yesBump = newStep(ids.uuid(), 'SEND_MESSAGE', {
-    parentStepId: condition.id,
-    branch: 'yes',
-    content: 'Hi {{First name|there}}, bumping this in case it got buried. Happy to share how similar {{Team size|sized}} teams handle it.',
-  });
-  const noVisit = newStep(ids.uuid(), 'PROFILE_VISIT', { parentStepId: condition.id, branch: 'no' });
-  const noInmail = newStep(ids.uuid(), 'INMAIL', {
-    parentStepId: condition.id,
-    branch: 'no',
-    subject: 'Quick question about outbound at {{Company|your team}}',
-    content: 'Hi {{First name|there}}, we help teams fix "{{Pain point|pipeline gaps}}" without adding headcount. Open to a short call?',
-  });
-  const campaign1: Campaign = {
-    ...newCampaign(stamp(iso(nowMs - 21 * DAY)), 'Q4 outbound: Heads of Sales', group.id, ids.uuid(), 'America/New_York'),
-    // The InMail of the "no" path needs a Premium account: only Alex sends this campaign.
-    senders: [{ sdrProfileId: s1.id, paused: false }],
-    steps: [connect, wait, condition, yesMessage, yesFollowUp, yesBump, noVisit, noInmail],
-    settings: { preferNewLeads: true, companyRelay: { enabled: true, maxPersonsPerCompany: 2, seniorities: ['c_level', 'vp', 'director'] } },
+
+  // Campaign 1: connect, wait, branch on the connection; its lead list: the senior people.
+  const c1 = await run('campaigns.create', { name: 'Q4 outbound: Heads of Sales' });
+  await run('campaigns.leads.create', { leadGroupId: c1.leadGroupId, leads: rowsOf(list1) });
+  const add = async (campaignId: string, step: OpInput<'campaigns.addSequenceStep'>['step'], afterStepId: string | null = null, branch: 'yes' | 'no' | null = null): Promise<string> => {
+    const out = await run('campaigns.addSequenceStep', { campaignId, step, afterStepId, branch });
+    const known = new Set<string>(stepIds.get(campaignId) ?? []);
+    const fresh = out.steps.find((s) => !known.has(s.id) && s.type === step.type);
+    stepIds.set(campaignId, out.steps.map((s) => s.id));
+    if (!fresh) throw new Error(`The demo could not add a ${step.type} step.`);
+    return fresh.id;
   };
+  const stepIds = new Map<string, string[]>();
+  await add(c1.id, { type: 'CONNECTION_REQUEST', content: 'Hi {{First name|there}}, I work with sales teams like {{Company|yours}} on outbound. Would be great to connect!' });
+  await add(c1.id, { type: 'WAIT', waitTimeSeconds: 2 * 86_400 });
+  const condition = await add(c1.id, { type: 'CONDITION', sendCondition: 'CONNECTED' });
+  const yes = await add(c1.id, { type: 'SEND_MESSAGE', content: 'Thanks for connecting, {{First name|there}}! Many teams tell us about "{{Pain point|slow pipeline growth}}". Is that on your radar at {{Company|your company}}?' }, condition, 'yes');
+  const yesWait = await add(c1.id, { type: 'WAIT', waitTimeSeconds: 3 * 86_400 }, yes);
+  await add(c1.id, { type: 'SEND_MESSAGE', content: 'Hi {{First name|there}}, bumping this in case it got buried. Happy to share how similar {{Team size|sized}} teams handle it.' }, yesWait);
+  const visit = await add(c1.id, { type: 'PROFILE_VISIT' }, condition, 'no');
+  await add(c1.id, { type: 'INMAIL', subject: 'Quick question about outbound at {{Company|your team}}', content: 'Hi {{First name|there}}, we help teams fix "{{Pain point|pipeline gaps}}" without adding headcount. Open to a short call?' }, visit);
+  // The InMail of the "no" path needs a Premium account: only Alex sends this campaign.
+  await run('campaigns.updateSenders', { campaignId: c1.id, add: [alex.id] });
+  await run('campaigns.updateSchedule', { campaignId: c1.id, timeZone: 'America/New_York' });
+  await run('campaigns.updateSettings', { campaignId: c1.id, preferNewLeads: true, companyRelay: { enabled: true, maxPersonsPerCompany: 2, seniorities: ['c_level', 'vp', 'director'] } });
+
   // Campaign 2: a simpler message sequence, sent from Europe and Asia.
-  const campaign2: Campaign = {
-    ...newCampaign(stamp(iso(nowMs - 9 * DAY)), 'Event follow-up: SaaS Summit', group.id, ids.uuid(), 'Europe/Berlin'),
-    senders: [
-      { sdrProfileId: s2.id, paused: false },
-      { sdrProfileId: s3.id, paused: false },
-    ],
-    steps: [
-      newStep(ids.uuid(), 'SEND_MESSAGE', { content: 'Hi {{First name|there}}, great to meet you at the SaaS Summit! Did you get a chance to look at how {{Company|your team}} could use us?' }),
-      newStep(ids.uuid(), 'WAIT', { waitTimeSeconds: 4 * 86_400 }),
-      newStep(ids.uuid(), 'SEND_MESSAGE', { content: 'Hi {{First name|there}}, one more nudge: I can send a two-minute video walkthrough if that is easier.' }),
-    ],
-  };
-  const campaigns = [campaign1, campaign2];
-  for (const c of campaigns) put({ collection: 'campaigns', id: c.id, before: null, after: c });
+  const c2 = await run('campaigns.create', { name: 'Event follow-up: SaaS Summit' });
+  await run('campaigns.leads.create', { leadGroupId: c2.leadGroupId, leads: rowsOf(list2) });
+  const first = await add(c2.id, { type: 'SEND_MESSAGE', content: 'Hi {{First name|there}}, great to meet you at the SaaS Summit! Did you get a chance to look at how {{Company|your team}} could use us?' });
+  const wait2 = await add(c2.id, { type: 'WAIT', waitTimeSeconds: 4 * 86_400 }, first);
+  await add(c2.id, { type: 'SEND_MESSAGE', content: 'Hi {{First name|there}}, one more nudge: I can send a two-minute video walkthrough if that is easier.' }, wait2);
+  await run('campaigns.updateSenders', { campaignId: c2.id, add: [mia.id, kenji.id] });
+  await run('campaigns.updateSchedule', { campaignId: c2.id, timeZone: 'Europe/Berlin' });
 
-  for (const l of leads) put({ collection: 'leads', id: l.id, before: null, after: l });
+  // The simulated days: campaign 1 from the first day, campaign 2 from the third; the owner works
+  // the pipeline in the evenings (notes, tasks, won and lost deals, on hold).
+  const runner = createRunner({
+    store, clock, random, ids, channels, actor: { ...owner, isSystem: true },
+    spacing: { minSeconds: 8 * 60, jitterSeconds: 10 * 60 },
+  });
+  clockMs = startMs;
+  await run('campaigns.start', { campaignId: c1.id });
+  const stages = input.stages ?? [];
+  const stageOf = (category: Stage['category']): Stage | undefined => stages.find((s) => s.category === category);
+  let c2Started = false;
+  let lastEvening = '';
+  const schedules = (await store.query('campaigns')).docs.map((c) => c.schedule);
+  for (let t = startMs; t <= nowMs; ) {
+    clockMs = t;
+    if (!c2Started && t >= startMs + 2 * DAY) {
+      await run('campaigns.start', { campaignId: c2.id });
+      c2Started = true;
+    }
+    await runner.tick();
+    const day = new Date(t).toISOString().slice(0, 10);
+    if (new Date(t).getUTCHours() >= 21 && day !== lastEvening) {
+      lastEvening = day;
+      await eveningWork();
+    }
+    // Every half hour while a campaign may send; at night and at weekends only the answers come
+    // in, read every three hours (they keep the time they were sent at).
+    t += schedules.some((sc) => isOpen(sc, new Date(t))) ? TICK_MS : Math.min(QUIET_TICK_MS, Math.max(TICK_MS, nowMs - t));
+  }
+  // The last look at the network is now, so nothing that already happened is left unread.
+  clockMs = nowMs;
+  await runner.tick();
 
-  // Enrollments: distinct leads (one running sequence per lead), never Do Not Contact or blocklisted.
-  const eligible = leads.filter((l) => !l.doNotContact && !l.blocklisted);
-  const shuffled = shuffle(eligible, random);
-  const enrollments: Enrollment[] = [];
-  const plan: readonly [Campaign, number][] = [
-    [campaign1, 100],
-    [campaign2, 50],
-  ];
-  let cursor = 0;
-  for (const [c, n] of plan) {
-    const pathFirst = c.steps[0];
-    for (let k = 0; k < n && cursor < shuffled.length; k++, cursor++) {
-      const lead = shuffled[cursor] as Lead;
-      const sdr = c.senders[k % c.senders.length]?.sdrProfileId ?? null;
-      const enrolledMs = Math.max(Date.parse(c.createdAt), Date.parse(lead.createdAt)) + between(1, 48) * 3_600_000;
-      const at = iso(Math.min(enrolledMs, nowMs));
-      const progress = random();
-      let e = newEnrollment({ id: ids.uuid(), workspaceId, now: at }, lead.id, c.id, {
-        sdrProfileId: sdr,
-        currentStepId: pathFirst?.id ?? null,
-        nextActionAt: iso(nowMs + between(1, 72) * 3_600_000),
-      });
-      if (progress > 0.55 && c.steps[0] && c.steps[1]) {
-        // First step done, waiting.
-        e = {
-          ...e,
-          doneSteps: [{ stepId: c.steps[0].id, at, outcome: 'sent' }],
-          currentStepId: c.steps[1].id,
-        };
+  async function eveningWork(): Promise<void> {
+    const leads = (await store.query('leads')).docs;
+    const category = (l: Lead): Stage['category'] => stages.find((s) => s.id === l.pipelineStageId)?.category ?? 'NEW';
+    const later = (d: number): string => iso(clockMs + d * DAY);
+    for (const l of leads) {
+      const c = category(l);
+      if (c === 'MEETING_BOOKED' && chance(0.3)) {
+        const won = stageOf('WON');
+        if (won) await run('campaigns.leads.updateLeadStage', { leadId: l.id, pipelineStageId: won.id });
+      } else if (c === 'ENGAGED' && chance(0.2)) {
+        const lost = stageOf('LOST');
+        if (lost) await run('campaigns.leads.updateLeadStage', { leadId: l.id, pipelineStageId: lost.id, closeReason: pick(['NOT_INTERESTED', 'BAD_TIMING', 'COMPETITOR', 'NOT_ICP'] as const) });
+      } else if (c === 'ENGAGED' && chance(0.05)) {
+        const hold = stageOf('ON_HOLD');
+        if (hold) await run('campaigns.leads.updateLeadStage', { leadId: l.id, pipelineStageId: hold.id, wakeAt: later(between(14, 60)) });
       }
-      if (progress > 0.9) {
-        e = { ...e, status: 'REPLIED', inConversationAt: iso(Math.min(Date.parse(at) + 2 * DAY, nowMs)), nextActionAt: null };
-      }
-      enrollments.push(e);
+    }
+    for (const l of shuffle(leads, random).slice(0, 4)) await run('leadActivities.create', { leadId: l.id, content: pick(NOTES) });
+    for (const l of shuffle(leads, random).slice(0, 3)) {
+      await run('leadActivities.taskCreate', { leadId: l.id, content: `${pick(TASKS)} (${l.firstName} at ${l.company})`, dueAt: later(between(0, 10) - 1) });
+    }
+    for (const l of shuffle(leads.filter((x) => x.followUpAt === null), random).slice(0, 5)) {
+      await run('campaigns.leads.setLeadFollowUp', { leadId: l.id, followUpAt: later(between(1, 14)) });
     }
   }
-  for (const e of enrollments) put({ collection: 'enrollments', id: e.id, before: null, after: e });
 
-  // Notes and tasks by the owner on a sample of leads.
-  const activities: Activity[] = [];
-  const notesOn = shuffle(leads, random).slice(0, Math.min(40, leads.length));
-  for (const lead of notesOn) {
-    const at = iso(Math.min(nowMs, Date.parse(lead.createdAt) + between(1, 20) * DAY));
-    activities.push(newActivity(stamp(at), lead.id, ownerId, 'NOTE', pick(NOTES)));
+  // Ready for the user: paused campaigns whose windows cover every hour of the user's zone, on
+  // senders that answer at the sandbox's demo pace.
+  const allDays = Object.fromEntries(DAYS.map((d) => [d, { enabled: true, start: '00:00', end: '24:00' }]));
+  for (const c of [c1, c2]) {
+    await run('campaigns.pause', { campaignId: c.id });
+    await run('campaigns.updateSchedule', { campaignId: c.id, timeZone: input.userTimeZone ?? 'UTC', days: allDays });
   }
-  const tasksOn = shuffle(leads, random).slice(0, Math.min(25, leads.length));
-  for (const lead of tasksOn) {
-    const at = iso(Math.min(nowMs, Date.parse(lead.createdAt) + between(1, 10) * DAY));
-    // Open: a member's task always starts open (shared/rules/activities.ts), and the demo's writes are
-    // what the owner could have written.
-    activities.push(
-      newActivity(stamp(at), lead.id, ownerId, 'TASK', `${pick(TASKS)} (${lead.firstName} at ${lead.company})`, {
-        metadata: { taskStatus: 'open', assigneeId: ownerId, completedAt: null, completedBy: null },
-        dueAt: iso(nowMs + between(-3, 10) * DAY),
-      }),
-    );
-  }
-  for (const a of activities) put({ collection: 'activities', id: a.id, before: null, after: a });
+  for (const s of [alex, mia, kenji]) await run('sdrProfiles.setDailyLimits', { sdrProfileId: s.id, limits: { messages: 50, connectionRequests: 25, connectionRequestsWithNote: 15 } });
+  await setDemoPace(store, owner, clock.now(), [alex.id, mia.id, kenji.id]);
 
+  // What the seed made or changed, relative to the documents it was given.
+  const writes: AnyWrite[] = [];
+  for (const collection of COLLECTION_NAMES) {
+    const { docs } = await store.query(collection);
+    for (const doc of docs) {
+      const prev = before.get(`${collection}/${doc.id}`) ?? null;
+      if (prev !== null && JSON.stringify(prev) === JSON.stringify(doc)) continue;
+      writes.push({ collection, id: doc.id, before: prev, after: doc } as AnyWrite);
+    }
+  }
+  const made = (c: CollectionName): unknown[] => writes.filter((w) => w.collection === c && w.before === null).map((w) => w.after);
+  const acts = made('activities') as Activity[];
+  const messages = made('messages') as { direction: string }[];
   return {
     writes,
     counts: {
-      leadGroups: 1,
-      tags: tags.length,
-      leads: leads.length,
+      leadGroups: made('leadGroups').length,
+      tags: made('tags').length,
+      leads: made('leads').length,
       companies: usedCompanies.size,
-      senders: senders.length,
-      campaigns: campaigns.length,
-      enrollments: enrollments.length,
-      notes: activities.filter((a) => a.type === 'NOTE').length,
-      tasks: activities.filter((a) => a.type === 'TASK').length,
+      senders: made('senders').length,
+      campaigns: made('campaigns').length,
+      enrollments: made('enrollments').length,
+      notes: acts.filter((a) => a.type === 'NOTE').length,
+      tasks: acts.filter((a) => a.type === 'TASK').length,
+      messages: messages.filter((m) => m.direction === 'out').length,
+      replies: messages.filter((m) => m.direction === 'in').length,
     },
   };
 }
 
-const stampFields = (s: { id: string; workspaceId: string; now: string }) => ({ id: s.id, workspaceId: s.workspaceId, createdAt: s.now, updatedAt: s.now });
+const DAYS = ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'] as const;
+
+/** Puts the demo's senders on the sandbox's demo pace (people answer within a minute). A sender's
+ * channel settings have no operation of their own, so this write goes through the rules directly. */
+async function setDemoPace(store: Store, actor: Actor, now: Date, senderIds: readonly string[]): Promise<void> {
+  const tx = new Tx(store);
+  for (const id of senderIds) {
+    const s = await tx.get('senders', id);
+    // From now on: what was sent in the simulated days keeps its realistic pace after a restart.
+    if (s) await tx.put('senders', { ...s, channelConfig: { ...s.channelConfig, pace: 'demo', paceSince: now.toISOString() }, updatedAt: now.toISOString() });
+  }
+  const staged = tx.writes();
+  await validateWrites(staged, { actor: { ...actor, isSystem: true }, read: tx, now });
+  await store.commit(staged);
+}
 
 function weighted(random: () => number, options: readonly (readonly [string, number])[]): string {
   let r = random();
@@ -363,22 +452,3 @@ function shuffle<T>(list: readonly T[], random: () => number): T[] {
   return out;
 }
 
-/** Moves about a third of the leads along the pipeline, with what each stage requires. */
-function withStage(lead: Lead, random: () => number, stageBy: (c: Stage['category']) => Stage | undefined, createdMs: number, nowMs: number): Lead {
-  const r = random();
-  const category: Stage['category'] | null =
-    r < 0.14 ? 'CONTACTED' : r < 0.22 ? 'ENGAGED' : r < 0.27 ? 'MEETING_BOOKED' : r < 0.3 ? 'ON_HOLD' : r < 0.32 ? 'WON' : r < 0.36 ? 'LOST' : null;
-  if (category === null) return lead;
-  const stage = stageBy(category);
-  if (!stage) return lead;
-  const setMs = Math.min(nowMs, createdMs + Math.floor(random() * 30 + 1) * DAY);
-  const setAt = new Date(setMs).toISOString();
-  const out: Lead = { ...lead, pipelineStageId: stage.id, stageSetManuallyAt: setAt, lastActivityAt: setAt };
-  if (category === 'MEETING_BOOKED') return { ...out, meetingBookedAt: setAt, meetingBookedSource: 'SANDBOX' };
-  if (category === 'ON_HOLD') return { ...out, followUpAt: new Date(nowMs + Math.floor(random() * 60 + 7) * DAY).toISOString() };
-  if (category === 'LOST') {
-    const reasons = ['NOT_ICP', 'NOT_INTERESTED', 'BAD_TIMING', 'COMPETITOR', 'NO_RESPONSE'] as const;
-    return { ...out, closeReason: reasons[Math.floor(random() * reasons.length)] ?? 'NOT_INTERESTED', closedFromCategory: 'CONTACTED' };
-  }
-  return out;
-}

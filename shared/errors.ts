@@ -15,6 +15,8 @@ export const ERROR_STATUS = {
   TASK_ALREADY_OPEN: 409,
   CONFLICT: 409,
   IDEMPOTENCY_KEY_REUSED: 409,
+  /** Another lead already has this email or social URL (one person is one lead per workspace). */
+  DUPLICATE_LEAD: 409,
   CLOSE_REASON_REQUIRED: 422,
   WAKE_DATE_REQUIRED: 422,
   INVALID_SCHEDULE: 422,

@@ -11,6 +11,8 @@ export class MemoryDatabase implements StoreProvider {
   private readonly tables = new Map<CollectionName, Map<string, Row>>();
   /** Number of successful commits, so tests can assert that a refusal committed nothing. */
   commits = 0;
+  /** Ordered indexes on timestamp fields, built on the first range query that can use one. */
+  private readonly ordered = new Map<string, OrderedIndex>();
 
   private table(c: CollectionName): Map<string, Row> {
     let t = this.tables.get(c);
@@ -34,6 +36,29 @@ export class MemoryDatabase implements StoreProvider {
     return this.table(c);
   }
 
+  /** @internal The ordered index of a range-queried timestamp field (see RANGE_INDEXED). */
+  orderedIndex(c: CollectionName, field: string): OrderedIndex | null {
+    if (!RANGE_INDEXED[c]?.includes(field)) return null;
+    const key = `${c}|${field}`;
+    let ix = this.ordered.get(key);
+    if (!ix) {
+      ix = new OrderedIndex(field);
+      for (const [id, r] of this.table(c)) if (!r.deleted) ix.add(id, r.doc);
+      this.ordered.set(key, ix);
+    }
+    return ix;
+  }
+
+  /** @internal Keeps the built indexes of a collection in step with a committed write. */
+  reindex(c: CollectionName, id: string, before: unknown, after: unknown): void {
+    for (const field of RANGE_INDEXED[c] ?? []) {
+      const ix = this.ordered.get(`${c}|${field}`);
+      if (!ix) continue;
+      if (before !== null) ix.remove(id, before);
+      if (after !== null) ix.add(id, after);
+    }
+  }
+
   /** A deep copy of every stored row, to compare before and after a refused call. */
   snapshot(): Record<string, Record<string, Row>> {
     const out: Record<string, Record<string, Row>> = {};
@@ -55,6 +80,18 @@ class MemoryStore implements Store {
    * large collection costs a scan, not a deep copy of every document. */
   private live<C extends CollectionName>(c: C, where?: Cond): Docs[C][] {
     const out: Docs[C][] = [];
+    // A range condition on an indexed timestamp reads only the documents in the range (the
+    // runner's due query, changes since a moment), not the whole collection.
+    const range = where ? rangeOf(where) : null;
+    const ix = range ? this.db.orderedIndex(c, range.field) : null;
+    if (range && ix) {
+      const rows = this.db.rows(c);
+      for (const id of ix.ids(range)) {
+        const r = rows.get(id);
+        if (r && !r.deleted && (r.doc as { workspaceId: string }).workspaceId === this.workspaceId && matches(r.doc, where)) out.push(r.doc as Docs[C]);
+      }
+      return out;
+    }
     for (const r of this.db.rows(c).values()) {
       if (!r.deleted && (r.doc as { workspaceId: string }).workspaceId === this.workspaceId && (where === undefined || matches(r.doc, where))) out.push(r.doc as Docs[C]);
     }
@@ -102,12 +139,104 @@ class MemoryStore implements Store {
     }
     for (const w of writes) {
       const t = this.db.rows(w.collection);
-      if (w.after) t.set(w.id, { doc: structuredClone(w.after), deleted: false });
-      else {
-        const r = t.get(w.id);
-        if (r) t.set(w.id, { doc: r.doc, deleted: true });
+      const prev = t.get(w.id);
+      const before = prev && !prev.deleted ? prev.doc : null;
+      if (w.after) {
+        const doc = structuredClone(w.after);
+        t.set(w.id, { doc, deleted: false });
+        this.db.reindex(w.collection, w.id, before, doc);
+      } else if (prev) {
+        t.set(w.id, { doc: prev.doc, deleted: true });
+        this.db.reindex(w.collection, w.id, before, null);
       }
     }
     this.db.commits++;
+  }
+}
+
+/** Timestamp fields the runner queries by range; each gets an ordered index on first use. */
+const RANGE_INDEXED: Partial<Record<CollectionName, readonly string[]>> = {
+  enrollments: ['nextActionAt', 'updatedAt'],
+  leads: ['updatedAt'],
+};
+
+type Range = { field: string; lower: string | null; lowerInclusive: boolean; upper: string | null; upperInclusive: boolean };
+
+/** The first string range bound on one field of a top-level `and` (or a lone range condition). */
+function rangeOf(where: Cond): Range | null {
+  const conds = where.op === 'and' ? where.conds : [where];
+  let range: Range | null = null;
+  for (const c of conds) {
+    if ((c.op !== 'lt' && c.op !== 'lte' && c.op !== 'gt' && c.op !== 'gte') || typeof c.value !== 'string') continue;
+    if (range && range.field !== c.field) continue;
+    range ??= { field: c.field, lower: null, lowerInclusive: true, upper: null, upperInclusive: true };
+    if (c.op === 'gt' || c.op === 'gte') {
+      range.lower = c.value;
+      range.lowerInclusive = c.op === 'gte';
+    } else {
+      range.upper = c.value;
+      range.upperInclusive = c.op === 'lte';
+    }
+  }
+  return range;
+}
+
+/** Ids ordered by one string field's value (then id); documents without a string value are not
+ * in it (a range condition never matches them). */
+class OrderedIndex {
+  private values: string[] = [];
+  private docIds: string[] = [];
+  constructor(private readonly field: string) {}
+
+  private valueOf(doc: unknown): string | null {
+    const v = doc !== null && typeof doc === 'object' ? (doc as Record<string, unknown>)[this.field] : undefined;
+    return typeof v === 'string' ? v : null;
+  }
+
+  /** First position whose (value, id) is not below (v, id). */
+  private lowerBound(v: string, id: string): number {
+    let lo = 0;
+    let hi = this.values.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const mv = this.values[mid] ?? '';
+      const mi = this.docIds[mid] ?? '';
+      if (mv < v || (mv === v && mi < id)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  add(id: string, doc: unknown): void {
+    const v = this.valueOf(doc);
+    if (v === null) return;
+    const at = this.lowerBound(v, id);
+    this.values.splice(at, 0, v);
+    this.docIds.splice(at, 0, id);
+  }
+
+  remove(id: string, doc: unknown): void {
+    const v = this.valueOf(doc);
+    if (v === null) return;
+    const at = this.lowerBound(v, id);
+    if (this.docIds[at] === id && this.values[at] === v) {
+      this.values.splice(at, 1);
+      this.docIds.splice(at, 1);
+    }
+  }
+
+  ids(r: Range): string[] {
+    let from = 0;
+    if (r.lower !== null) {
+      from = this.lowerBound(r.lower, '');
+      if (!r.lowerInclusive) while (from < this.values.length && this.values[from] === r.lower) from++;
+    }
+    const out: string[] = [];
+    for (let i = from; i < this.values.length; i++) {
+      const v = this.values[i] ?? '';
+      if (r.upper !== null && (v > r.upper || (!r.upperInclusive && v === r.upper))) break;
+      out.push(this.docIds[i] ?? '');
+    }
+    return out;
   }
 }

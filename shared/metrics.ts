@@ -1,7 +1,8 @@
 /**
  * Campaign metrics, computed from what the runner and the operations record (see the metrics
  * contract): enrollments, `messages` (out = our actions, in = replies) and EVENT activities
- * (connection_accepted, meeting_booked).
+ * (connection_accepted, meeting_booked, email_bounced). Automatic replies (auto_reply_received)
+ * are not replies: they are only activities, never `in` messages.
  */
 import type { StoreReader } from './store.ts';
 
@@ -20,6 +21,8 @@ export type CampaignMetrics = {
   /** replies / distinct leads with at least one sent action of the campaign; 0 when none. */
   replyRate: number;
   meetingsBooked: number;
+  /** Distinct leads whose email bounced hard on an email of the campaign (a 5.x.x report or refusal). */
+  bounces: number;
 };
 
 export type ResponseMetrics = Pick<CampaignMetrics, 'campaignId' | 'replies' | 'replyRate' | 'meetingsBooked'>;
@@ -33,10 +36,11 @@ type Tally = {
   repliedLeads: Set<string>;
   connectionsAccepted: number;
   meetingsBooked: number;
+  bouncedLeads: Set<string>;
 };
 
 const emptyTally = (): Tally => ({
-  messagesSent: 0, connectionRequestsSent: 0, contacted: new Set(), repliedLeads: new Set(), connectionsAccepted: 0, meetingsBooked: 0,
+  messagesSent: 0, connectionRequestsSent: 0, contacted: new Set(), repliedLeads: new Set(), connectionsAccepted: 0, meetingsBooked: 0, bouncedLeads: new Set(),
 });
 
 /** Counts messages and events of the campaigns in one pass each. */
@@ -50,7 +54,7 @@ async function tally(read: StoreReader, campaignIds: readonly string[]): Promise
         op: 'and',
         conds: [
           { op: 'eq', field: 'type', value: 'EVENT' },
-          { op: 'in', field: 'metadata.eventKind', values: ['connection_accepted', 'meeting_booked'] },
+          { op: 'in', field: 'metadata.eventKind', values: ['connection_accepted', 'meeting_booked', 'email_bounced'] },
           { op: 'in', field: 'metadata.campaignId', values: campaignIds },
         ],
       },
@@ -73,6 +77,7 @@ async function tally(read: StoreReader, campaignIds: readonly string[]): Promise
     if (!t) continue;
     if (a.metadata.eventKind === 'connection_accepted') t.connectionsAccepted++;
     else if (a.metadata.eventKind === 'meeting_booked') t.meetingsBooked++;
+    else if (a.metadata.eventKind === 'email_bounced') t.bouncedLeads.add(a.leadId);
   }
   return out;
 }
@@ -110,6 +115,7 @@ export async function campaignMetrics(read: StoreReader, campaignIds: readonly s
       replies: t.repliedLeads.size,
       replyRate: rate(t),
       meetingsBooked: t.meetingsBooked,
+      bounces: t.bouncedLeads.size,
     });
   }
   return out;

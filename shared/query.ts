@@ -1,6 +1,8 @@
 /** Evaluation of the Store port's query language in plain JavaScript (memory and RxDB stores). */
 import type { Cond, Page, Query, Sort } from './store.ts';
 import { DomainError } from './errors.ts';
+import { unstorableText } from './model/common.ts';
+import { foldForSort } from './text-sort.ts';
 
 type Scalar = string | number | boolean | null;
 
@@ -91,10 +93,16 @@ export function matches(doc: unknown, cond: Cond | undefined): boolean {
   }
 }
 
+/** The value a sort compares: the field, folded for a `collate: 'text'` sort. */
+export function sortValue(doc: unknown, s: Sort): unknown {
+  const v = fieldValue(doc, s.field);
+  return s.collate === 'text' && typeof v === 'string' ? foldForSort(v) : v;
+}
+
 export function sortKeyCompare(orderBy: readonly Sort[]): (a: unknown, b: unknown) => number {
   return (a, b) => {
     for (const s of orderBy) {
-      const c = compareValues(fieldValue(a, s.field), fieldValue(b, s.field));
+      const c = compareValues(sortValue(a, s), sortValue(b, s));
       if (c !== 0) return s.dir === 'asc' ? c : -c;
     }
     return compareValues(fieldValue(a, 'id'), fieldValue(b, 'id'));
@@ -114,6 +122,13 @@ const fromBase64Url = (s: string): string => {
   return new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
 };
 
+/** A tampered cursor is refused, not handed to a store: its sort values are scalars (what
+ * encodeCursor writes) and its text has no NUL or lone surrogate (PostgreSQL refuses those). */
+function cursorValuesAreStorable(state: CursorState): boolean {
+  const scalars = [...state.k, state.id];
+  return scalars.every((v) => v === null || typeof v === 'number' || typeof v === 'boolean' || (typeof v === 'string' && unstorableText(v) === null));
+}
+
 /** Keyset cursor: the sort values and id of the last document of a page. */
 export function encodeCursor(doc: unknown, orderBy: readonly Sort[]): string {
   const state: CursorState = { k: orderBy.map((s) => norm(fieldValue(doc, s.field))), id: String(fieldValue(doc, 'id')) };
@@ -125,7 +140,8 @@ export function decodeCursor(cursor: string, orderBy: readonly Sort[]): CursorSt
     const parsed: unknown = JSON.parse(fromBase64Url(cursor));
     if (
       parsed !== null && typeof parsed === 'object' && Array.isArray((parsed as CursorState).k) &&
-      (parsed as CursorState).k.length === orderBy.length && typeof (parsed as CursorState).id === 'string'
+      (parsed as CursorState).k.length === orderBy.length && typeof (parsed as CursorState).id === 'string' &&
+      cursorValuesAreStorable(parsed as CursorState)
     ) {
       return parsed as CursorState;
     }

@@ -128,7 +128,7 @@ export function insertStep(steps: readonly Step[], step: Step, at: InsertAt = {}
 
   if (afterId === null) {
     if (at.branch) {
-      throw new DomainError('INVALID_INPUT', 'branch selects a path of a condition: give afterStepId = the condition step.', { field: 'branch' });
+      throw new DomainError('INVALID_INPUT', "A yes or no path belongs to a condition: choose the condition step to add this step under.", { field: 'branch' });
     }
     const main = pathSteps(steps, MAIN_PATH);
     const last = main[main.length - 1];
@@ -145,7 +145,7 @@ export function insertStep(steps: readonly Step[], step: Step, at: InsertAt = {}
 
   const afterIndex = steps.findIndex((s) => s.id === afterId);
   const after = steps[afterIndex];
-  if (!after) throw new DomainError('NOT_FOUND', `Step ${afterId} is not a step of this sequence.`, { what: 'step', id: afterId });
+  if (!after) throw new DomainError('NOT_FOUND', 'The step to add after is no longer in this sequence (it was removed meanwhile); reload the sequence and try again.', { what: 'step', id: afterId });
 
   if (after.type === 'CONDITION') {
     if (!at.branch) {
@@ -205,7 +205,7 @@ export type Removal = {
  * choice), which removes both of its paths too. */
 export function removeStep(steps: readonly Step[], stepId: string, opts: { removeBranches?: boolean } = {}): Removal {
   const step = steps.find((s) => s.id === stepId);
-  if (!step) throw new DomainError('NOT_FOUND', `Step ${stepId} is not a step of this sequence.`, { what: 'step', id: stepId });
+  if (!step) throw new DomainError('NOT_FOUND', 'That step is no longer in this sequence (it was removed meanwhile); reload the sequence.', { what: 'step', id: stepId });
   const removedIds = new Set<string>([step.id]);
   if (step.type === 'CONDITION') {
     if (!opts.removeBranches) {

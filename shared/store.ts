@@ -19,7 +19,13 @@ export type Cond =
   | { op: 'or'; conds: readonly Cond[] }
   | { op: 'not'; cond: Cond };
 
-export type Sort = { field: string; dir: 'asc' | 'desc' };
+export type Sort = {
+  field: string;
+  dir: 'asc' | 'desc';
+  /** 'text': people's names and companies, case- and accent-insensitively (shared/text-sort.ts);
+   * every store compares `foldForSort` of the value (SQL: the same translate table). */
+  collate?: 'text';
+};
 
 export type Query = {
   where?: Cond;

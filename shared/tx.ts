@@ -27,6 +27,9 @@ function requiredEquality(where: Cond | undefined): { field: string; value: EqVa
 
 const eqKey = (doc: unknown, field: string): unknown => fieldValue(doc, field) ?? null;
 
+/** Ids per read when settle() fetches the stored state of unread writes. */
+const SETTLE_CHUNK = 1000;
+
 /** Below this many staged documents of a collection a scan is cheaper than an index. */
 const INDEX_FROM = 64;
 
@@ -42,7 +45,19 @@ export class Tx implements StoreReader {
    * Rules query once per write, so a commit of thousands of writes would otherwise be quadratic. */
   private readonly eqIndex = new Map<CollectionName, Map<string, Map<unknown, Set<string>>>>();
 
-  constructor(readonly store: Store) {}
+  /** Puts and removes of documents this Tx never read: their stored state (the `before` of the
+   * write) is fetched by settle(), many ids per read, instead of one read per write. */
+  private readonly unread = new Map<Key, { collection: CollectionName; id: string }>();
+  private readonly deferBase: boolean;
+
+  /** `deferBase`: a put or remove of an unread document does not read it at once; settle() reads
+   * them all before writes() (an import of 1,000 new leads: one read instead of 1,000). */
+  constructor(
+    readonly store: Store,
+    opts: { deferBase?: boolean } = {},
+  ) {
+    this.deferBase = opts.deferBase === true;
+  }
 
   get workspaceId(): string {
     return this.store.workspaceId;
@@ -103,6 +118,10 @@ export class Tx implements StoreReader {
   async get<C extends CollectionName>(c: C, id: string): Promise<Docs[C] | null> {
     const s = this.stagedOf(c).get(id);
     if (s) return s.after === null ? null : (structuredClone(s.after) as Docs[C]);
+    // Read before by this unit of work: the same state again, without asking the store (rules read
+    // each written document's lead or campaign, which the operation has usually read already).
+    const known = this.base.get(key(c, id));
+    if (known !== undefined) return known === null ? null : (JSON.parse(known) as Docs[C]);
     const doc = await this.store.get(c, id);
     this.remember(c, id, doc);
     return doc;
@@ -149,27 +168,56 @@ export class Tx implements StoreReader {
     return page.docs.filter((d) => matches(d, where)).length;
   }
 
+  /** The stored state of a document about to be written, unless already known. */
+  private async baseOf(c: CollectionName, id: string): Promise<void> {
+    const k = key(c, id);
+    if (this.base.has(k) || this.unread.has(k)) return;
+    if (this.deferBase) this.unread.set(k, { collection: c, id });
+    else this.remember(c, id, await this.store.get(c, id));
+  }
+
   /** Stages a creation or an update (the whole new document). */
   async put<C extends CollectionName>(c: C, doc: Docs[C]): Promise<void> {
     const id = (doc as { id: string }).id;
-    const k = key(c, id);
-    if (!this.base.has(k)) this.remember(c, id, await this.store.get(c, id));
+    await this.baseOf(c, id);
     this.stage(c, id, structuredClone(doc));
   }
 
   /** Stages a soft delete. */
   async remove(c: CollectionName, id: string): Promise<void> {
-    const k = key(c, id);
-    if (!this.base.has(k)) this.remember(c, id, await this.store.get(c, id));
+    await this.baseOf(c, id);
     this.stage(c, id, null);
+  }
+
+  /** Reads the stored state of every written document not read yet, a few hundred ids per read. */
+  async settle(): Promise<void> {
+    const byCollection = new Map<CollectionName, string[]>();
+    for (const { collection, id } of this.unread.values()) {
+      const ids = byCollection.get(collection);
+      if (ids) ids.push(id);
+      else byCollection.set(collection, [id]);
+    }
+    for (const [c, ids] of byCollection) {
+      for (let i = 0; i < ids.length; i += SETTLE_CHUNK) {
+        const chunk = ids.slice(i, i + SETTLE_CHUNK);
+        const found = new Map<string, unknown>();
+        for (const d of await this.store.getMany(c, chunk)) found.set((d as { id: string }).id, d);
+        for (const id of chunk) {
+          this.remember(c, id, found.get(id) ?? null);
+          this.unread.delete(key(c, id));
+        }
+      }
+    }
   }
 
   /** The staged writes with the state each was based on; unchanged documents are left out. */
   writes(): AnyWrite[] {
+    if (this.unread.size > 0) throw new Error('Tx.settle() must run before writes(): some writes do not know the state they replace yet.');
     const out: AnyWrite[] = [];
     for (const [k, s] of this.staged) {
       const baseText = this.base.get(k) ?? null;
-      if ((baseText ?? 'null') === JSON.stringify(s.after)) continue;
+      // A creation (no stored state) is a write without comparing texts; so is a removal of a stored document.
+      if (baseText === null ? s.after === null : s.after !== null && baseText === JSON.stringify(s.after)) continue;
       const before: unknown = baseText === null ? null : JSON.parse(baseText);
       out.push({ collection: s.collection, id: s.id, before, after: s.after } as AnyWrite);
     }

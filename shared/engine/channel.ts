@@ -1,6 +1,6 @@
 /** The channel port: how the runner and the social operations reach a network. Implementations:
  * the sandbox network (shared/engine/sandbox.ts), SMTP email and the HTTP connector
- * (electron/backend/channels). A channel never decides policy (limits, windows): the runner does. */
+ * (channels/, which both runner hosts import). A channel never decides policy (limits, windows): the runner does. */
 import type { Lead, Sender } from '../model/index.ts';
 
 /** Where an email continues an earlier one (same_thread): the thread id and the Message-IDs to cite. */
@@ -27,7 +27,22 @@ export type ChannelEvent =
   | { kind: 'connection_accepted'; leadId: string; at: string }
   | { kind: 'reply'; leadId: string; chatId: string; text: string; at: string; externalId: string }
   | { kind: 'meeting_booked'; leadId: string; at: string }
-  | { kind: 'email_opened'; leadId: string; externalId: string; at: string };
+  | { kind: 'email_opened'; leadId: string; externalId: string; at: string }
+  /** An automatic answer (out of office, auto-responder): logged, not a reply; the sequence goes on. */
+  | { kind: 'auto_reply'; leadId: string; chatId: string; subject: string; text: string; why: string; at: string; externalId: string }
+  /**
+   * A delivery-status report (RFC 3464) about one of our emails. `hard` (failed, 5.x.x): the
+   * address does not work, the lead's email is marked bounced and email steps stop; `soft`
+   * (delayed, or 4.x.x): logged, the mail server keeps trying. `externalId` is the report's own
+   * Message-ID, `originalMessageId` the Message-ID of our email it reports on.
+   */
+  | {
+      kind: 'bounce'; leadId: string; chatId: string; at: string; severity: 'hard' | 'soft'; status: string; recipient: string; reason: string;
+      externalId: string; originalMessageId: string | null;
+    };
+
+/** A recipient refused while sending (an SMTP 5xx answer to RCPT or DATA): a bounce at send time. */
+export type SendBounce = { status: string; recipient: string; reason: string };
 
 export type PollResult = {
   events: ChannelEvent[];
@@ -70,6 +85,8 @@ export class ChannelFailure extends Error {
     readonly kind: ChannelFailureKind,
     message: string,
     readonly retryAfterSeconds: number | null = null,
+    /** For a `rejected` email: the server refused the address itself, so the lead's email bounced. */
+    readonly bounce: SendBounce | null = null,
   ) {
     super(message);
     this.name = 'ChannelFailure';
@@ -88,7 +105,24 @@ export type Channel = {
   canSendMessage(sender: Sender): boolean;
   /** Asks the account for its current state, when the channel can. */
   accountInfo?(sender: Sender): Promise<AccountInfo>;
+  /**
+   * True when `send` with a `ref` it already performed performs nothing again and answers as the
+   * first time (the HTTP connector dedupes by our message id). The runner then settles an
+   * interrupted send (an intent without outcome after a crash) by sending again with the same ref.
+   */
+  readonly idempotentSends?: boolean;
+  /**
+   * After a crash between a send and its record: did the send with this `ref` happen? `'sent'`
+   * (found, e.g. in the mailbox's Sent folder by Message-ID `<ref@...>`), `'not_found'` (the
+   * channel is sure it did not happen, so sending now is not a second send), `'unknown'` (cannot
+   * tell). Without this method and without idempotentSends the runner never sends such an intent
+   * again by itself: it marks the message "delivery unknown" for a person to settle.
+   */
+  findSent?(sender: Sender, ref: string): Promise<FindSentResult>;
 };
+
+/** What a channel knows about an interrupted send; `externalId`/`chatId` when it was found. */
+export type FindSentResult = { status: 'sent'; externalId: string; chatId: string } | { status: 'not_found' } | { status: 'unknown' };
 
 /** Resolves the channel of a sender on this machine; null when the sender is not hosted here. */
 export type ChannelHost = { channelFor(sender: Sender): Channel | null };

@@ -8,6 +8,7 @@
  */
 import type { Clock } from '../context.ts';
 import type { Store } from '../store.ts';
+import { paceOf } from './sandbox.ts';
 import type { SandboxNetwork, SentRecord } from './sandbox.ts';
 import type { Runner, TickReport } from './runner.ts';
 
@@ -118,9 +119,15 @@ export async function restoreSandbox(store: Store, network: SandboxNetwork, cloc
       ],
     },
   });
-  const records: SentRecord[] = docs.map((m) => ({
-    id: m.id, sdrProfileId: m.sdrProfileId, leadId: m.leadId, kind: m.kind, chatId: m.chatId, externalId: m.externalId, text: m.text, sentAt: m.sentAt ?? m.createdAt,
-  }));
+  const byId = new Map(senders.map((s) => [s.id, s]));
+  const records: SentRecord[] = docs.map((m) => {
+    const sentAt = m.sentAt ?? m.createdAt;
+    const sender = byId.get(m.sdrProfileId);
+    return {
+      id: m.id, sdrProfileId: m.sdrProfileId, leadId: m.leadId, kind: m.kind, chatId: m.chatId, externalId: m.externalId, text: m.text, sentAt,
+      pace: sender ? paceOf(sender, sentAt) : 'realistic',
+    };
+  });
   network.restore(records);
   return records.length;
 }

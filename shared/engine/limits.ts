@@ -10,8 +10,40 @@ type Kind = Message['kind'];
 /** A limit the runner checks before an action: the counter it increments and its daily limit. */
 export type Budget = { counter: CounterKey; limit: number };
 
-/** The configured limit capped at the plan maximum (a limit above the plan is never honoured). */
-export const effectiveLimit = (sender: Sender, key: LimitKey): number => Math.max(0, Math.min(sender.limits[key], sender.planMax[key]));
+/** The configured limit capped at the plan maximum (a limit above the plan is never honoured),
+ * and, given the moment, scaled by the sender's ramp-up. */
+export const effectiveLimit = (sender: Sender, key: LimitKey, at?: Date): number => effectiveLimitAt(sender, key, at);
+
+const effectiveLimitAt = (sender: Sender, key: LimitKey, at?: Date): number => {
+  const limit = Math.max(0, Math.min(sender.limits[key], sender.planMax[key]));
+  return at ? rampedLimit(limit, rampUpOf(sender, at).factor) : limit;
+};
+
+export const RAMP_UP_DAYS = 14;
+export const RAMP_UP_FROM = 0.2;
+
+/** A new sender's ramp-up: its limits grow linearly from 20% (day 1) to 100% after 14 days. */
+export function rampUpOf(sender: Pick<Sender, 'rampUpStartedAt'>, at: Date): { active: boolean; day: number; factor: number; endsAt: string | null } {
+  const start = sender.rampUpStartedAt ? Date.parse(sender.rampUpStartedAt) : Number.NaN;
+  if (!Number.isFinite(start)) return { active: false, day: RAMP_UP_DAYS, factor: 1, endsAt: null };
+  const days = Math.max(0, Math.floor((at.getTime() - start) / 86_400_000));
+  if (days >= RAMP_UP_DAYS) return { active: false, day: RAMP_UP_DAYS, factor: 1, endsAt: null };
+  return { active: true, day: days + 1, factor: RAMP_UP_FROM + ((1 - RAMP_UP_FROM) * days) / RAMP_UP_DAYS, endsAt: new Date(start + RAMP_UP_DAYS * 86_400_000).toISOString() };
+}
+
+/** A limit under ramp-up: never more than the limit, at least one action while the limit allows any. */
+export const rampedLimit = (limit: number, factor: number): number => (limit <= 0 ? 0 : Math.max(1, Math.min(limit, Math.ceil(limit * factor - 1e-9))));
+
+export const DEFAULT_WEEKLY_CONNECTIONS = 100;
+export const WEEK_MS = 7 * 86_400_000;
+
+/** The weekly cap on connection requests: the sender's setting (default 100), at most 7 times the
+ * plan's daily maximum, scaled by the ramp-up. */
+export function weeklyConnectionCap(sender: Sender, at: Date): number {
+  const wanted = sender.weeklyConnectionLimit ?? DEFAULT_WEEKLY_CONNECTIONS;
+  const cap = Math.max(0, Math.min(wanted, sender.planMax.connectionRequests * 7));
+  return rampedLimit(cap, rampUpOf(sender, at).factor);
+}
 
 /**
  * The counters an outbound action consumes and the limits that bound them. A connection request
@@ -19,7 +51,8 @@ export const effectiveLimit = (sender: Sender, key: LimitKey): number => Math.ma
  * sub-limit of all requests). Emails are counted in `emails` and bounded by the sender's messages
  * limit (an email sender has no other messaging action).
  */
-export function budgetsFor(sender: Sender, kind: Kind, withNote = false): Budget[] {
+export function budgetsFor(sender: Sender, kind: Kind, withNote = false, at?: Date): Budget[] {
+  const effectiveLimit = (s: Sender, key: LimitKey): number => effectiveLimitAt(s, key, at);
   switch (kind) {
     case 'message':
     case 'voice_note':

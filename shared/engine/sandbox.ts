@@ -35,6 +35,31 @@ export const DEFAULT_BEHAVIOUR: SandboxBehaviour = {
   openDelayHours: [0.1, 24],
 };
 
+/** How fast people answer: realistically (hours, the default) or at the demo's pace (seconds to a
+ * minute, for the demo workspace, whose senders carry channelConfig.pace 'demo'). */
+export type SandboxPace = 'realistic' | 'demo';
+
+/** The demo's people: they answer within a minute and more of them do, so a new user pressing
+ * Start sees sends, accepts and replies arrive within two minutes. */
+export const DEMO_BEHAVIOUR: SandboxBehaviour = {
+  acceptRate: 0.9,
+  replyRate: 0.8,
+  meetingRate: 0.35,
+  openRate: 0.7,
+  acceptDelayHours: [3 / 3600, 40 / 3600],
+  replyDelayHours: [10 / 3600, 60 / 3600],
+  meetingDelayHours: [60 / 3600, 300 / 3600],
+  openDelayHours: [5 / 3600, 30 / 3600],
+};
+
+/** A sender's pace on the sandbox network for an action sent at `at` (channelConfig.pace, from
+ * channelConfig.paceSince when given: what was sent before keeps the realistic pace it had). */
+export function paceOf(sender: Pick<Sender, 'channelConfig'>, at: string): SandboxPace {
+  if (sender.channelConfig.pace !== 'demo') return 'realistic';
+  const since = sender.channelConfig.paceSince;
+  return typeof since === 'string' && at < since ? 'realistic' : 'demo';
+}
+
 export type SandboxOptions = {
   seed: number | string;
   clock: Clock;
@@ -109,7 +134,7 @@ export function readSandboxPost(postUrl: string, part: 'comments' | 'reactions',
 type Pending = { at: number; event: ChannelEvent };
 
 /** A sent action the network knows about (what `restore` needs from a stored message). */
-export type SentRecord = Pick<Message, 'sdrProfileId' | 'leadId' | 'kind' | 'chatId' | 'externalId' | 'text'> & { id: string; sentAt: string };
+export type SentRecord = Pick<Message, 'sdrProfileId' | 'leadId' | 'kind' | 'chatId' | 'externalId' | 'text'> & { id: string; sentAt: string; pace?: SandboxPace };
 
 export type SandboxNetwork = Channel & {
   readonly seed: string;
@@ -121,7 +146,7 @@ export type SandboxNetwork = Channel & {
 
 export function createSandboxNetwork(opts: SandboxOptions): SandboxNetwork {
   const seed = String(opts.seed);
-  const b: SandboxBehaviour = { ...DEFAULT_BEHAVIOUR, ...opts.behaviour };
+  const base: SandboxBehaviour = { ...DEFAULT_BEHAVIOUR, ...opts.behaviour };
   const voiceNotes = opts.voiceNotes ?? true;
   /** Per sender, events sorted by time. */
   const pending = new Map<string, Pending[]>();
@@ -162,6 +187,8 @@ export function createSandboxNetwork(opts: SandboxOptions): SandboxNetwork {
     const sentAt = Date.parse(r.sentAt);
     const pair = `${r.sdrProfileId}|${r.leadId}`;
     const resp = responsiveness(r.leadId);
+    const demo = r.pace === 'demo';
+    const b = demo ? DEMO_BEHAVIOUR : base;
     const chance = (rate: number, what: string): boolean => unit(seed, r.id, what) < Math.min(0.95, rate * resp);
 
     if (r.kind === 'connection_request') {
@@ -170,18 +197,18 @@ export function createSandboxNetwork(opts: SandboxOptions): SandboxNetwork {
         schedule(r.sdrProfileId, sentAt + hours(b.acceptDelayHours, r.id, 'accept-delay'), { kind: 'connection_accepted', leadId: r.leadId, at: '' });
       }
       // A note is a message too: some people answer it.
-      if (r.text && !replied.has(pair) && chance(b.replyRate / 2, 'note-reply')) replyTo(r, pair, sentAt);
+      if (r.text && !replied.has(pair) && chance(b.replyRate / 2, 'note-reply')) replyTo(r, pair, sentAt, b);
       return;
     }
     if (r.kind === 'email' && chance(b.openRate, 'open')) {
       schedule(r.sdrProfileId, sentAt + hours(b.openDelayHours, r.id, 'open-delay'), { kind: 'email_opened', leadId: r.leadId, externalId: r.externalId ?? r.id, at: '' });
     }
     if ((r.kind === 'message' || r.kind === 'voice_note' || r.kind === 'inmail' || r.kind === 'email') && !replied.has(pair) && chance(b.replyRate, 'reply')) {
-      replyTo(r, pair, sentAt);
+      replyTo(r, pair, sentAt, b);
     }
   }
 
-  function replyTo(r: SentRecord, pair: string, sentAt: number): void {
+  function replyTo(r: SentRecord, pair: string, sentAt: number, b: SandboxBehaviour): void {
     replied.add(pair);
     const positive = unit(seed, r.id, 'tone') < 0.6;
     const at = sentAt + hours(b.replyDelayHours, r.id, 'reply-delay');
@@ -217,7 +244,8 @@ export function createSandboxNetwork(opts: SandboxOptions): SandboxNetwork {
       const externalId = action.kind === 'email' ? `<${ref}@sandbox.example>` : `sbx-${ref}`;
       const kind: Message['kind'] = action.kind === 'message' && action.voiceNote ? 'voice_note' : action.kind;
       const text = action.kind === 'connection_request' ? action.note : 'text' in action ? action.text : '';
-      register({ id: ref, sdrProfileId: sender.id, leadId: lead.id, kind, chatId, externalId, text, sentAt: opts.clock.now().toISOString() });
+      const sentAt = opts.clock.now().toISOString();
+      register({ id: ref, sdrProfileId: sender.id, leadId: lead.id, kind, chatId, externalId, text, sentAt, pace: paceOf(sender, sentAt) });
       return { status: 'sent', externalId, chatId };
     },
     async poll(sender: Sender, cursor: string | null): Promise<PollResult> {

@@ -13,7 +13,11 @@ export type EventKind =
   | 'sequence_completed'
   | 'sequence_stopped'
   | 'stage_changed'
-  | 'enrolled';
+  | 'enrolled'
+  | 'delivery_unknown'
+  | 'auto_reply_received'
+  | 'email_bounced'
+  | 'email_delayed';
 
 export type EventMeta = { campaignId?: string | null; sdrProfileId?: string | null; messageId?: string | null };
 

@@ -78,7 +78,8 @@ export type LeadGroupColumn = LeadGroup['columns'][number];
 /** One person, once per workspace (deduplicated by socialUrl, else email). */
 export const leadSchema = {
   title: 'leads',
-  version: 0,
+  // 1: optional fields added since the first release (see migrationStrategies in electron/backend/local-db.ts).
+  version: 1,
   primaryKey: 'id',
   type: 'object',
   properties: {
@@ -114,6 +115,9 @@ export const leadSchema = {
     lastActivityAt: NULLABLE_TIMESTAMP,
     meetingBookedAt: NULLABLE_TIMESTAMP,
     meetingBookedSource: NULLABLE_TEXT,
+    /** When an email to this address bounced hard (the runner stops emailing it), and why; optional. */
+    emailBouncedAt: NULLABLE_TIMESTAMP,
+    emailBounceReason: NULLABLE_TEXT,
     cycle: { type: 'integer', minimum: 0 },
     doNotContact: { type: 'boolean' },
     blocklisted: { type: 'boolean' },

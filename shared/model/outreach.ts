@@ -130,7 +130,8 @@ export type StepVariant = Step['variants'][number];
  * keeps its steps in array order. */
 export const campaignSchema = {
   title: 'campaigns',
-  version: 0,
+  // 1: optional fields added since the first release (see migrationStrategies in electron/backend/local-db.ts).
+  version: 1,
   primaryKey: 'id',
   type: 'object',
   properties: {
@@ -140,6 +141,8 @@ export const campaignSchema = {
     sequenceId: ID,
     running: { type: 'boolean' },
     startedAt: NULLABLE_TIMESTAMP,
+    /** Why the campaign was paused by the system (e.g. the subscription lapsed); null otherwise. */
+    pausedReason: NULLABLE_TEXT,
     config: { type: ['object', 'null'] },
     webcamVideoName: TEXT,
     backgroundVideoName: TEXT,
@@ -167,7 +170,8 @@ export type Campaign = FromSchema<typeof campaignSchema>;
 /** A lead in a campaign: progress through the sequence, the assigned sender, the next action time. */
 export const enrollmentSchema = {
   title: 'enrollments',
-  version: 0,
+  // 1: optional fields added since the first release (see migrationStrategies in electron/backend/local-db.ts).
+  version: 1,
   primaryKey: 'id',
   type: 'object',
   properties: {
@@ -200,7 +204,13 @@ export const enrollmentSchema = {
     attempts: { type: 'integer', minimum: 0 },
     /** Why nextActionAt was moved by the runner (outside the sending window, daily limit reached,
      * sender backing off); null or absent when the enrollment simply waits for its step. */
-    waitReason: { type: ['string', 'null'], enum: ['outside_window', 'daily_limit', 'sender_limited', null] },
+    waitReason: {
+      type: ['string', 'null'],
+      /* delivery_unknown: the last send was interrupted and the channel cannot tell whether it
+       * happened; the enrollment waits for a person (campaigns.leads.resendUnknown). weekly_limit:
+       * the sender's weekly connection-request cap. */
+      enum: ['outside_window', 'daily_limit', 'sender_limited', 'weekly_limit', 'delivery_unknown', null],
+    },
   },
   required: [
     ...BASE_REQUIRED, 'leadId', 'campaignId', 'status', 'sdrProfileId', 'currentStepId', 'nextActionAt',
@@ -213,7 +223,8 @@ export type Enrollment = FromSchema<typeof enrollmentSchema>;
 /** A sender profile (sdrProfile): a connected account with limits. */
 export const senderSchema = {
   title: 'senders',
-  version: 0,
+  // 1: optional fields added since the first release (see migrationStrategies in electron/backend/local-db.ts).
+  version: 1,
   primaryKey: 'id',
   type: 'object',
   properties: {
@@ -243,6 +254,11 @@ export const senderSchema = {
     runnerLeaseUntil: NULLABLE_TIMESTAMP,
     /** Where the runner continues reading the channel's events (opaque, from the channel). */
     pollCursor: NULLABLE_TEXT,
+    /** Connection requests in any 7 days (default 100; capped at 7 x the plan's daily maximum). */
+    weeklyConnectionLimit: { type: 'integer', minimum: 0 },
+    /** When a new sender's ramp-up began: its limits grow from 20% to 100% over 14 days. Absent or
+     * null: no ramp-up (senders from before ramp-ups existed). */
+    rampUpStartedAt: NULLABLE_TIMESTAMP,
   },
   required: [
     ...BASE_REQUIRED, 'name', 'firstName', 'lastName', 'ownerMemberId', 'channel', 'channelConfig', 'status',
@@ -286,7 +302,9 @@ export type UsageCounts = Usage['counts'];
 /** The conversation log: every message sent to or received from a lead. */
 export const messageSchema = {
   title: 'messages',
-  version: 0,
+  // 1: optional fields added since the first release (see migrationStrategies in electron/backend/local-db.ts).
+  // 2: doneAt (optional).
+  version: 2,
   primaryKey: 'id',
   type: 'object',
   properties: {
@@ -300,11 +318,17 @@ export const messageSchema = {
     kind: { type: 'string', enum: ['message', 'inmail', 'email', 'connection_request', 'voice_note', 'reaction', 'profile_visit'] },
     text: TEXT,
     subject: TEXT,
-    status: { type: 'string', enum: ['queued', 'sent', 'failed', 'received'] },
+    /** queued (a direct message waiting), sending (the runner's intent: committed before the
+     * network action, replaced by its outcome after it), sent, failed, received, unknown (a send
+     * was interrupted by a crash and the channel cannot tell whether it happened: "delivery
+     * unknown", settled by a person). */
+    status: { type: 'string', enum: ['queued', 'sending', 'sent', 'failed', 'received', 'unknown'] },
     sentAt: NULLABLE_TIMESTAMP,
     openedAt: NULLABLE_TIMESTAMP,
     externalId: NULLABLE_TEXT,
     error: NULLABLE_TEXT,
+    /** A received message marked done in the reply inbox (when), null or absent while it waits. */
+    doneAt: NULLABLE_TIMESTAMP,
   },
   required: [
     ...BASE_REQUIRED, 'leadId', 'sdrProfileId', 'campaignId', 'stepId', 'chatId', 'direction', 'kind', 'text',

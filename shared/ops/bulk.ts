@@ -4,7 +4,7 @@ import { nowIso } from '../context.ts';
 import type { Ctx } from '../context.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { newCampaign, newEnrollment, newLeadGroup } from '../model/factories.ts';
-import type { Campaign, Enrollment } from '../model/index.ts';
+import type { Campaign, Enrollment, Lead } from '../model/index.ts';
 import type { StoreReader } from '../store.ts';
 import { defineOp, opsByName } from './define.ts';
 import { dryRun, uuid } from './params.ts';
@@ -74,8 +74,17 @@ const enrollOutput = z.object({
   keptOwnerCount: count,
   reassignedCount: count,
   linkedLeads: count,
+  /** Selected leads in a closed stage (WON or LOST), whether or not excludeClosed left them out,
+   * so a preview can warn before enrolling people the pipeline already closed. */
+  closedSelected: count,
+  /** Closed-stage leads left out because excludeClosed was true (0 otherwise). */
+  skippedClosed: count,
   /** Senders that joined the destination because `keep` kept a lead with its owner. */
   addedSenders: z.array(z.string()),
+  /** The leads enrolled by this call, and those of them newly linked to the campaign's lead list:
+   * what an undo (campaigns.leads.unenroll) takes back. */
+  enrolledLeadIds: z.array(z.string()),
+  linkedLeadIds: z.array(z.string()),
 });
 
 /** Creates the paused campaign (with its own lead group of built-in columns) a `new` destination names. */
@@ -93,7 +102,7 @@ const bulkEnrollInCampaign = defineOp({
   name: 'campaigns.leads.bulkEnrollInCampaign',
   method: 'POST',
   summary:
-    'Enrolls many leads in an existing or a new campaign (never starts it); skips Do Not Contact and blocklisted people. A dry run with a new destination reports a preview campaignId: the real call creates the campaign under a new id.',
+    'Enrolls many leads in an existing or a new campaign (never starts it); skips Do Not Contact and blocklisted people. closedSelected counts the selected leads in a WON or LOST stage; excludeClosed: true leaves them out (skippedClosed). A dry run with a new destination reports a preview campaignId: the real call creates the campaign under a new id.',
   input: z.object({
     scope: scopeSchema,
     selection: selectionSchema,
@@ -108,6 +117,8 @@ const bulkEnrollInCampaign = defineOp({
       })
       .default('keep_where_possible'),
     activeConflictPolicy: z.enum(['stop', 'skip', 'complete']).default('stop'),
+    /** Leaves leads in a WON or LOST stage out (counted in skippedClosed). */
+    excludeClosed: z.boolean().optional(),
     dryRun,
   }),
   output: enrollOutput,
@@ -132,7 +143,8 @@ const bulkEnrollInCampaign = defineOp({
 
     const explicitSender = (SENDER_MODES as readonly string[]).includes(input.sender) ? null : input.sender;
     if (explicitSender !== null && !isSenderOf(campaign, explicitSender)) {
-      throw new DomainError('INVALID_INPUT', `sender: ${explicitSender} is not a sender of the destination campaign "${campaign.name}".`, {
+      const chosen = await ctx.db.get('senders', explicitSender);
+      throw new DomainError('INVALID_INPUT', `${chosen?.name ?? 'The chosen sender'} does not send in campaign "${campaign.name}": pick one of its senders, or keep each lead's sender.`, {
         field: 'sender',
         sdrProfileId: explicitSender,
         campaignId: campaign.id,
@@ -146,8 +158,14 @@ const bulkEnrollInCampaign = defineOp({
     const counts = {
       enrolled: 0, alreadyEnrolled: 0, skippedMissing: missingIds.length, skippedDoNotContact: 0, skippedBlocklisted: 0,
       skippedActive: 0, stoppedActive: 0, completedActive: 0, keptOwnerCount: 0, reassignedCount: 0, linkedLeads: 0,
+      closedSelected: 0, skippedClosed: 0,
     };
+    const closedStages = new Set((await ctx.db.query('stages', { where: { op: 'in', field: 'category', values: ['WON', 'LOST'] } })).docs.map((st) => st.id));
+    const isClosed = (l: Lead): boolean => l.pipelineStageId !== null && closedStages.has(l.pipelineStageId);
+    for (const lead of leads) if (isClosed(lead)) counts.closedSelected++;
     const addedSenders: string[] = [];
+    const enrolledLeadIds: string[] = [];
+    const linkedLeadIds: string[] = [];
     const knownSenders = new Map<string, boolean>();
     const senderExists = async (id: string): Promise<boolean> => {
       let ok = knownSenders.get(id);
@@ -165,6 +183,10 @@ const bulkEnrollInCampaign = defineOp({
       }
       if (lead.blocklisted) {
         counts.skippedBlocklisted++;
+        continue;
+      }
+      if (input.excludeClosed === true && isClosed(lead)) {
+        counts.skippedClosed++;
         continue;
       }
       const mine = enrollments.get(lead.id) ?? [];
@@ -213,14 +235,16 @@ const bulkEnrollInCampaign = defineOp({
       });
       await ctx.db.put('enrollments', enrollment);
       counts.enrolled++;
+      enrolledLeadIds.push(lead.id);
 
       if (!lead.groupIds.includes(campaign.leadGroupId)) {
         await ctx.db.put('leads', { ...lead, groupIds: [...lead.groupIds, campaign.leadGroupId], updatedAt: now });
         counts.linkedLeads++;
+        linkedLeadIds.push(lead.id);
       }
     }
 
-    return { dryRun: ctx.dryRun, campaignId: campaign.id, createdCampaign, ...counts, addedSenders };
+    return { dryRun: ctx.dryRun, campaignId: campaign.id, createdCampaign, ...counts, addedSenders, enrolledLeadIds, linkedLeadIds };
   },
 });
 
@@ -243,6 +267,8 @@ const bulkChangeSender = defineOp({
     campaignId: z.string(),
     changedCount: count,
     skipped: z.object({ notEnrolled: count, completed: count, paused: count, alreadyAssigned: count }),
+    /** Each moved lead with the sender it had (null: unassigned), so the change can be undone. */
+    moved: z.array(z.object({ leadId: z.string(), fromSdrProfileId: z.string().nullable() })),
   }),
   permission: 'member',
   dryRun: true,
@@ -253,7 +279,8 @@ const bulkChangeSender = defineOp({
     if (!campaign) throw notFound('Campaign', input.scope.campaignId);
     const target = input.targetSdrProfileId;
     if (!isSenderOf(campaign, target)) {
-      throw new DomainError('INVALID_INPUT', `targetSdrProfileId: ${target} is not a sender of this campaign ("${campaign.name}").`, {
+      const chosen = await ctx.db.get('senders', target);
+      throw new DomainError('INVALID_INPUT', `${chosen?.name ?? 'The chosen sender'} does not send in campaign "${campaign.name}": pick one of its senders.`, {
         field: 'targetSdrProfileId',
         sdrProfileId: target,
         campaignId: campaign.id,
@@ -271,6 +298,7 @@ const bulkChangeSender = defineOp({
 
     const skipped = { notEnrolled: missingIds.length, completed: 0, paused: 0, alreadyAssigned: 0 };
     let changedCount = 0;
+    const movedLeads: { leadId: string; fromSdrProfileId: string | null }[] = [];
     const firstStep = firstStepId(campaign);
     for (const lead of leads) {
       const e = byLead.get(lead.id);
@@ -287,9 +315,10 @@ const bulkChangeSender = defineOp({
           input.mode === 'restart' ? { ...moved, currentStepId: firstStep, doneSteps: [], nextActionAt: now, attempts: 0, completedAt: null } : moved,
         );
         changedCount++;
+        movedLeads.push({ leadId: lead.id, fromSdrProfileId: e.sdrProfileId });
       }
     }
-    return { dryRun: ctx.dryRun, campaignId: campaign.id, changedCount, skipped };
+    return { dryRun: ctx.dryRun, campaignId: campaign.id, changedCount, skipped, moved: movedLeads };
   },
 });
 

@@ -10,10 +10,17 @@ import { z } from 'zod';
 import { budgetsFor, hasRoom, senderDay, usageId, usageOrEmpty } from '../engine/limits.ts';
 import { dayKey, isOpen, nextOpening, startOfNextDay } from '../engine/schedule.ts';
 import type { Activity, Campaign, Enrollment, Lead, Message, Sender, Step, Usage } from '../model/index.ts';
+import { nowIso } from '../context.ts';
+import type { Ctx } from '../context.ts';
+import { DomainError, notFound } from '../errors.ts';
+import { newMessage } from '../model/factories.ts';
+import { eventActivity } from '../engine/timeline.ts';
 import { STEP_LABELS, stepNumbers } from '../sequence.ts';
+import { SKIP_WORDS, pickingOrder, skipReason } from '../engine/group-leads.ts';
+import type { SkipReason } from '../engine/group-leads.ts';
 import { loadCampaign } from './campaigns.ts';
 import { defineOp, opsByName } from './define.ts';
-import { qBool, qInt, uuid } from './params.ts';
+import { dryRun, qBool, qInt, uuid } from './params.ts';
 
 export const WAIT_REASONS = [
   'due',
@@ -26,8 +33,12 @@ export const WAIT_REASONS = [
   'sender_removed',
   'unassigned',
   'campaign_paused',
+  'weekly_limit',
+  'delivery_unknown',
 ] as const;
 export type WaitReason = (typeof WAIT_REASONS)[number];
+
+const SKIP_REASONS = ['do_not_contact', 'blocklisted', 'closed_stage', 'running_elsewhere', 'company_relay'] as const satisfies readonly SkipReason[];
 
 /** Event kinds shown as runner activity; reply_received and message_sent are already messages. */
 const SHOWN_EVENTS = ['connection_accepted', 'meeting_booked', 'email_opened', 'sequence_completed', 'sequence_stopped', 'enrolled'] as const;
@@ -48,8 +59,10 @@ const leadStepFields = {
 const recentOut = z.object({
   id: z.string(),
   at: z.string(),
-  /** sent / failed / queued: our actions; reply: the lead answered; event: something that happened. */
-  type: z.enum(['sent', 'failed', 'queued', 'reply', 'event']),
+  /** sent / failed / queued: our actions (sending: under way; unknown: "delivery unknown", a send
+   * interrupted by a crash that the channel could not confirm); reply: the lead answered; event:
+   * something that happened. */
+  type: z.enum(['sent', 'failed', 'queued', 'sending', 'unknown', 'reply', 'event']),
   /** The message kind (message, connection_request, ...) or the event kind. */
   kind: z.string(),
   ...leadStepFields,
@@ -79,6 +92,14 @@ const output = z.object({
   /** Per day of the campaign's time zone, oldest first, the last 14 days: sent actions, replies and
    * accepted connections. */
   daily: z.array(z.object({ day: z.string(), sent: z.number().int(), replies: z.number().int(), accepted: z.number().int() })),
+  /** Leads of the campaign's lead group the runner does not start, with why (Do Not Contact,
+   * blocklisted, closed stage, running elsewhere, company relay), in lead-picking order; and how
+   * many group leads wait to be started. */
+  groupLeads: z.object({
+    notStarted: z.number().int(),
+    skippedTotal: z.number().int(),
+    skipped: z.array(z.object({ leadId: z.string(), leadName: z.string(), reason: z.enum(SKIP_REASONS), explanation: z.string() })),
+  }),
 });
 
 type Recent = z.input<typeof recentOut>;
@@ -147,6 +168,13 @@ function judge(
       explanation: `${name} is backing off after a network limit${sender.statusReason ? ` (${sender.statusReason})` : ''}.`,
     };
   }
+  if (e.waitReason === 'delivery_unknown') {
+    return {
+      reason: 'delivery_unknown',
+      until: null,
+      explanation: `Delivery unknown: ${name}'s last send was interrupted and could not be confirmed; check the mailbox, then send it again from the lead's timeline.`,
+    };
+  }
   const next = e.nextActionAt;
   if (next !== null && next > nowIso) {
     // The runner moved it and said why; otherwise it is simply the step's own time (a wait).
@@ -157,6 +185,8 @@ function judge(
         return { reason: 'daily_limit', until: next, explanation: `${name} reached a daily limit; it goes after the limit resets.` };
       case 'sender_limited':
         return { reason: 'sender_limited', until: next, explanation: `${name} was backing off after a network limit; it retries then.` };
+      case 'weekly_limit':
+        return { reason: 'weekly_limit', until: next, explanation: `${name} reached its weekly cap on connection requests; it goes when the oldest request of the week ages out.` };
       default:
         return { reason: 'scheduled', until: next, explanation: "Waiting for its time in the sequence (a wait step or the spacing between actions)." };
     }
@@ -167,7 +197,7 @@ function judge(
     return { reason: 'outside_window', until: iso, explanation: `Due, but the sending window is closed${iso ? '; it goes when the window opens' : ' and no day is enabled'}.` };
   }
   const action = step ? actionKind(step) : null;
-  if (action && usage && !hasRoom(usage, budgetsFor(sender, action.kind, action.withNote))) {
+  if (action && usage && !hasRoom(usage, budgetsFor(sender, action.kind, action.withNote, at))) {
     const reset = startOfNextDay(sender.timeZone, at).toISOString();
     return { reason: 'daily_limit', until: reset, explanation: `Due, but ${name} has used today's limit for this action; it goes after the limit resets.` };
   }
@@ -202,6 +232,52 @@ const ACTIVE_STATUSES = ['IN_PROGRESS', 'PAUSED'];
 
 export const campaignActivityOps = opsByName(
   defineOp({
+    name: 'campaigns.leads.resendUnknown',
+    method: 'POST',
+    summary:
+      'Sends again an action whose delivery is unknown (a send interrupted by a crash that the channel could not confirm): the unconfirmed message is closed as such, and the step (or the direct message) goes again with a new message id on the runner\'s next pass.',
+    input: z.object({ messageId: uuid, dryRun }),
+    output: z.object({
+      dryRun: z.boolean(),
+      messageId: z.string(),
+      leadId: z.string(),
+      campaignId: z.string().nullable(),
+      /** step: the enrollment's step is due again; direct: a copy of the direct message is queued. */
+      resent: z.enum(['step', 'direct']),
+      /** The queued copy of a direct message (null for a campaign step: the runner names it). */
+      newMessageId: z.string().nullable(),
+      enrollmentIds: z.array(z.string()),
+    }),
+    permission: 'member',
+    dryRun: true,
+    mutates: true,
+    async handler(input, ctx) {
+      const m = await ctx.db.get('messages', input.messageId);
+      if (!m) throw notFound('message', input.messageId);
+      if (m.status !== 'unknown') {
+        throw new DomainError('CONFLICT', `Only a message whose delivery is unknown can be sent again this way; this one is ${m.status}.`, { messageId: m.id, status: m.status });
+      }
+      const now = nowIso(ctx);
+      await ctx.db.put('messages', { ...m, status: 'failed', error: `Delivery unknown; sent again on request at ${now}.`, updatedAt: now });
+      const lead = await ctx.db.get('leads', m.leadId);
+      if (m.campaignId === null) {
+        const copy = newMessage({ id: ctx.ids.uuid(), workspaceId: m.workspaceId, now }, {
+          leadId: m.leadId, sdrProfileId: m.sdrProfileId, chatId: m.chatId, direction: 'out', kind: m.kind, text: m.text, subject: m.subject, status: 'queued',
+        });
+        await ctx.db.put('messages', copy);
+        if (lead) await ctx.db.put('activities', eventActivity(ctx.ids, lead, ctx.actor.memberId, now, 'delivery_unknown', 'Sent again on request after an unknown delivery.', { sdrProfileId: m.sdrProfileId, messageId: copy.id }));
+        return { dryRun: ctx.dryRun, messageId: m.id, leadId: m.leadId, campaignId: null, resent: 'direct' as const, newMessageId: copy.id, enrollmentIds: [] };
+      }
+      const { docs } = await ctx.db.query('enrollments', {
+        where: { op: 'and', conds: [{ op: 'eq', field: 'leadId', value: m.leadId }, { op: 'eq', field: 'campaignId', value: m.campaignId }, { op: 'eq', field: 'waitReason', value: 'delivery_unknown' }] },
+      });
+      const waiting = docs.filter((e) => e.status === 'IN_PROGRESS' && e.currentStepId === m.stepId);
+      for (const e of waiting) await ctx.db.put('enrollments', { ...e, nextActionAt: now, waitReason: null, updatedAt: now });
+      if (lead) await ctx.db.put('activities', eventActivity(ctx.ids, lead, ctx.actor.memberId, now, 'delivery_unknown', 'Sent again on request after an unknown delivery.', { campaignId: m.campaignId, sdrProfileId: m.sdrProfileId, messageId: m.id }));
+      return { dryRun: ctx.dryRun, messageId: m.id, leadId: m.leadId, campaignId: m.campaignId, resent: 'step' as const, newMessageId: null, enrollmentIds: waiting.map((e) => e.id) };
+    },
+  }),
+  defineOp({
     name: 'campaigns.getEnrollments',
     method: 'GET',
     summary:
@@ -211,7 +287,8 @@ export const campaignActivityOps = opsByName(
       /** A sender id, or "unassigned". */
       sdrProfileId: z.union([uuid, z.literal('unassigned')]).optional(),
       inConversation: qBool.optional(),
-      limit: qInt(1, 10_000).optional(),
+      /** Rows returned (default and most 200); `total` counts them all. */
+      limit: qInt(1, 200).optional(),
     }),
     output: z.object({ total: z.number().int(), enrollments: z.array(enrollmentRowOut), senders: z.array(senderLoadOut), unassigned: z.number().int() }),
     permission: 'member',
@@ -334,7 +411,7 @@ export const campaignActivityOps = opsByName(
         ...newestMessages.map((m): Recent => ({
           id: m.id,
           at: timeOf(m),
-          type: m.direction === 'in' ? 'reply' : m.status === 'sent' ? 'sent' : m.status === 'failed' ? 'failed' : 'queued',
+          type: m.direction === 'in' ? 'reply' : m.status === 'sent' || m.status === 'failed' || m.status === 'sending' || m.status === 'unknown' ? m.status : 'queued',
           kind: m.kind,
           leadId: m.leadId,
           leadName: leadName(leadById.get(m.leadId)),
@@ -421,7 +498,38 @@ export const campaignActivityOps = opsByName(
         queued,
         waiting: { total: enrollments.docs.length, byReason },
         daily: [...series.values()],
+        groupLeads: await groupLeadsOf(ctx, c, limit),
       };
     },
   }),
 );
+
+/** The lead group's leads with no enrollment in the campaign: how many will start, and the ones
+ * skipped with why (the runner's own rules, shared/engine/group-leads.ts). */
+async function groupLeadsOf(ctx: Ctx, c: Campaign, limit: number): Promise<{ notStarted: number; skippedTotal: number; skipped: { leadId: string; leadName: string; reason: SkipReason; explanation: string }[] }> {
+  const [{ docs: leads }, { docs: mine }, { docs: stages }] = await Promise.all([
+    ctx.db.query('leads', { where: { op: 'has', field: 'groupIds', value: c.leadGroupId } }),
+    ctx.db.query('enrollments', { where: { op: 'eq', field: 'campaignId', value: c.id } }),
+    ctx.db.query('stages'),
+  ]);
+  const enrolled = new Set(mine.map((e) => e.leadId));
+  const waiting = leads.filter((l) => !enrolled.has(l.id)).sort(pickingOrder(c));
+  const { docs: theirs } = waiting.length > 0 ? await ctx.db.query('enrollments', { where: { op: 'in', field: 'leadId', values: waiting.map((l) => l.id) } }) : { docs: [] };
+  const byLead = new Map<string, Enrollment[]>();
+  for (const e of theirs) byLead.set(e.leadId, [...(byLead.get(e.leadId) ?? []), e]);
+  let companies: Set<string> | null = null;
+  if (c.settings.companyRelay.enabled) {
+    const leadById = new Map(leads.map((l) => [l.id, l]));
+    companies = new Set(mine.map((e) => (leadById.get(e.leadId)?.company ?? '').trim().toLowerCase().replace(/\s+/g, ' ')).filter(Boolean));
+  }
+  const stageMap = new Map(stages.map((s) => [s.id, s]));
+  const skipped: { leadId: string; leadName: string; reason: SkipReason; explanation: string }[] = [];
+  let skippedTotal = 0;
+  for (const l of waiting) {
+    const reason = skipReason(c, l, stageMap, byLead.get(l.id) ?? [], companies);
+    if (reason === null) continue;
+    skippedTotal++;
+    if (skipped.length < limit) skipped.push({ leadId: l.id, leadName: leadName(l), reason, explanation: SKIP_WORDS[reason] });
+  }
+  return { notStarted: waiting.length - skippedTotal, skippedTotal, skipped };
+}

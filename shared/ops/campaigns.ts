@@ -9,6 +9,7 @@ import { campaignMetrics, responseMetrics } from '../metrics.ts';
 import { DAYS } from '../model/index.ts';
 import type { Campaign, LeadGroup, LeadGroupColumn, LeadPicking, Schedule, Sender } from '../model/index.ts';
 import { newCampaign, newLeadGroup } from '../model/factories.ts';
+import { addCustomColumn, columnNameProblem, findColumn, MAX_COLUMN_NAME, removeCustomColumn } from '../lead-columns.ts';
 import { loadReadiness, scheduleProblems, senderStepProblems } from '../rules/readiness.ts';
 import { describeStep, walk } from '../sequence.ts';
 import { defineOp, opsByName } from './define.ts';
@@ -108,6 +109,8 @@ const metricsOut = z.object({
   replies: z.number(),
   replyRate: z.number(),
   meetingsBooked: z.number(),
+  /** Distinct leads whose email bounced hard on an email of the campaign. */
+  bounces: z.number(),
 });
 
 const listOps = [
@@ -339,15 +342,51 @@ const columnOps = [
       const group = await loadGroup(ctx, c.leadGroupId);
       const column = group.columns.find((col) => col.id === input.variableTypeId);
       if (!column) throw notFound('Column', input.variableTypeId);
-      if (group.columns.some((col) => col.id !== column.id && col.name === input.name)) {
-        throw new DomainError('INVALID_INPUT', `The lead group already has a column named "${input.name}".`, { field: 'name' });
+      const clash = findColumn(group, input.name);
+      if (clash && clash.id !== column.id) {
+        throw new DomainError('INVALID_INPUT', `The lead group already has a column named "${clash.name}".`, { field: 'name' });
       }
+      const problem = columnNameProblem(input.name);
+      if (problem) throw new DomainError('INVALID_INPUT', `name: ${problem}.`, { field: 'name' });
       const renamed = { ...column, name: input.name };
       if (column.name !== input.name) {
         // The lead-group rules refuse the rename when a step uses the old name (COLUMN_IN_USE).
         await ctx.db.put('leadGroups', touched({ ...group, columns: group.columns.map((col) => (col.id === column.id ? renamed : col)) }, ctx));
       }
       return { campaignId: c.id, leadGroupId: group.id, column: columnView(renamed) };
+    },
+  }),
+  defineOp({
+    name: 'campaigns.addColumn',
+    method: 'POST',
+    summary:
+      "Adds a custom column (a merge field) to the campaign's lead group and returns it (variableTypeId = the column id). A name the group already has, compared case-insensitively (built-in columns included), is refused with 400 INVALID_INPUT and details.existing naming that column.",
+    input: z.object({ campaignId: uuid, name: z.string().trim().min(1).max(MAX_COLUMN_NAME) }),
+    output: z.object({ campaignId: z.string(), leadGroupId: z.string(), column: columnOut }),
+    permission: 'member',
+    dryRun: false,
+    mutates: true,
+    async handler(input, ctx) {
+      const c = await loadCampaign(ctx, input.campaignId);
+      const column = await addCustomColumn(ctx, c.leadGroupId, input.name);
+      return { campaignId: c.id, leadGroupId: c.leadGroupId, column: columnView(column) };
+    },
+  }),
+  defineOp({
+    name: 'campaigns.removeColumn',
+    method: 'POST',
+    summary:
+      "Removes a custom column from the campaign's lead group and its values from the group's leads; refused with 422 COLUMN_IN_USE while a step's message uses it as a merge field. Built-in columns cannot be removed.",
+    input: z.object({ campaignId: uuid, variableTypeId: uuid }),
+    output: z.object({ campaignId: z.string(), leadGroupId: z.string(), column: columnOut, clearedValues: z.number().int() }),
+    permission: 'member',
+    dryRun: false,
+    mutates: true,
+    async handler(input, ctx) {
+      const c = await loadCampaign(ctx, input.campaignId);
+      // The lead-group rules refuse the removal while a step uses the column (COLUMN_IN_USE).
+      const { column, clearedValues } = await removeCustomColumn(ctx, c.leadGroupId, input.variableTypeId);
+      return { campaignId: c.id, leadGroupId: c.leadGroupId, column: columnView(column), clearedValues };
     },
   }),
 ] as const;

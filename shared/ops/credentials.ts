@@ -15,6 +15,10 @@ import { uuid } from './params.ts';
 
 export type HostedBy = 'desktop' | 'server';
 
+/** The name an email sender's own IMAP password is kept under in the credentials port (beside the
+ * SMTP password, kept under the sender's id). Without one, the IMAP login uses the SMTP password. */
+export const imapCredentialId = (sdrProfileId: string): string => `${sdrProfileId}:imap`;
+
 /** Where a sender's channel runs: the sync server only when its channelConfig says so. */
 export const hostedByOf = (sender: Pick<Sender, 'channelConfig'>): HostedBy => (sender.channelConfig.hostedBy === 'server' ? 'server' : 'desktop');
 
@@ -33,16 +37,19 @@ function portFor(ctx: Ctx, sender: Sender): NonNullable<Ctx['credentials']> {
 }
 
 /** Stores a sender's secret where its channel runs; the caller must be its owner, an owner or an admin. */
-export async function storeSenderSecret(ctx: Ctx, sender: Sender, secret: string): Promise<HostedBy> {
+export async function storeSenderSecret(ctx: Ctx, sender: Sender, secret: string, slot: 'login' | 'imap' = 'login'): Promise<HostedBy> {
   if (sender.channel === 'sandbox') {
     throw new DomainError('INVALID_INPUT', `${sender.name} is on the sandbox network, which needs no password or token.`, { sdrProfileId: sender.id, channel: sender.channel });
+  }
+  if (slot === 'imap' && sender.channel !== 'email') {
+    throw new DomainError('INVALID_INPUT', `${sender.name} is not an email sender, so it has no IMAP password.`, { sdrProfileId: sender.id, channel: sender.channel });
   }
   const a = ctx.actor;
   if (!a.isSystem && a.role === 'member' && sender.ownerMemberId !== a.memberId) {
     throw new DomainError('PERMISSION_DENIED', `Only ${sender.name}'s owner, or a workspace owner or admin, may set its ${SECRET_WORD[sender.channel]}.`, { sdrProfileId: sender.id });
   }
   const port = portFor(ctx, sender);
-  await port.set(a.workspaceId, sender.id, secret, { at: nowIso(ctx), by: a.memberId });
+  await port.set(a.workspaceId, slot === 'imap' ? imapCredentialId(sender.id) : sender.id, secret, { at: nowIso(ctx), by: a.memberId });
   return port.hostedBy;
 }
 
@@ -53,7 +60,12 @@ export const credentialsOps = opsByName(
     name: 'sdrProfiles.setCredentials',
     method: 'POST',
     summary: "Stores a sender's SMTP password or connector token where its channel runs; never returned.",
-    input: z.object({ sdrProfileId: uuid, secret: secretInput }).strict(),
+    input: z.object({
+      sdrProfileId: uuid,
+      secret: secretInput,
+      /** True: the email sender's IMAP password, when it differs from the SMTP one. */
+      imap: z.boolean().optional(),
+    }).strict(),
     output: z.object({
       sdrProfileId: z.string(),
       channel: z.string(),
@@ -69,7 +81,7 @@ export const credentialsOps = opsByName(
     async handler(input, ctx) {
       const sender = await ctx.db.get('senders', input.sdrProfileId);
       if (!sender) throw notFound('Sender', input.sdrProfileId);
-      const storedOn = await storeSenderSecret(ctx, sender, input.secret);
+      const storedOn = await storeSenderSecret(ctx, sender, input.secret, input.imap === true ? 'imap' : 'login');
       // The runner disconnects a sender whose login was refused; new credentials are the fix, so
       // the sender works again (paused stays paused).
       let status = sender.status;

@@ -3,6 +3,7 @@
 import type { z } from 'zod';
 import type { Ctx } from '../context.ts';
 import type { Role } from '../model/index.ts';
+import { strictInput } from './input-guard.ts';
 
 /** `member`: any member; `campaigns.launch`: owner or admin (start campaigns, raise limits);
  * `admin`: owner or admin (manage members). */
@@ -36,11 +37,13 @@ export type OpDef<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodTy
   handler(input: z.output<I>, ctx: Ctx): Promise<z.input<O>>;
 };
 
-/** Keeps the literal name and the schema types of one operation. */
+/** Keeps the literal name and the schema types of one operation. Its input schema is made strict
+ * (API contract, "Strict inputs"): a field it does not declare, at any depth, is refused; `dryRun`
+ * too, unless the operation declares it. The output schema stays open. */
 export function defineOp<const N extends string, I extends z.ZodType, O extends z.ZodType>(
   def: OpDef<I, O> & { name: N },
 ): OpDef<I, O> & { name: N } {
-  return def;
+  return { ...def, input: strictInput(def.input) };
 }
 
 type Named = { name: string };

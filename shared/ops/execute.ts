@@ -9,6 +9,8 @@ import type { AnyWrite, Store } from '../store.ts';
 import { Tx } from '../tx.ts';
 import { hasPermission } from './define.ts';
 import type { OpDef } from './define.ts';
+import { inputIssues, textProblems, withoutUndefined } from './input-guard.ts';
+import type { InputIssue } from './input-guard.ts';
 import { operations } from './index.ts';
 import type { OpName, OpInput, OpOutput } from './index.ts';
 
@@ -34,9 +36,9 @@ export function getOperation(name: string): OpDef {
   return op;
 }
 
-/** Turns zod issues into one readable sentence and a list for clients. */
-export function invalidInput(error: z.ZodError): DomainError {
-  const issues = error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+/** Turns zod issues (or input issues) into one readable sentence and a list for clients. */
+export function invalidInput(error: z.ZodError | readonly InputIssue[]): DomainError {
+  const issues = Array.isArray(error) ? [...error] : inputIssues(error as z.ZodError);
   const first = issues[0];
   const where = first && first.path ? `${first.path}: ` : '';
   return new DomainError('INVALID_INPUT', `${where}${first?.message ?? 'invalid input'}`, { issues });
@@ -46,7 +48,10 @@ export async function execute<N extends OpName>(name: N, rawInput: unknown, env:
 export async function execute(name: string, rawInput: unknown, env: ExecEnv): Promise<unknown>;
 export async function execute(name: string, rawInput: unknown, env: ExecEnv): Promise<unknown> {
   const op = getOperation(name);
-  const parsed = op.input.safeParse(rawInput ?? {});
+  // Text no store can hold is refused before anything else looks at it, on every transport.
+  const badText = textProblems(rawInput);
+  if (badText.length > 0) throw invalidInput(badText);
+  const parsed = op.input.safeParse(withoutUndefined(rawInput ?? {}));
   if (!parsed.success) throw invalidInput(parsed.error);
   const input = parsed.data as Record<string, unknown>;
 
@@ -58,7 +63,7 @@ export async function execute(name: string, rawInput: unknown, env: ExecEnv): Pr
   }
 
   const dryRun = op.dryRun && input.dryRun === true;
-  const tx = new Tx(env.store);
+  const tx = new Tx(env.store, { deferBase: true });
   const ctx: Ctx = {
     actor: env.actor,
     clock: env.clock,
@@ -71,6 +76,7 @@ export async function execute(name: string, rawInput: unknown, env: ExecEnv): Pr
     dryRun,
   };
   const raw = await op.handler(input, ctx);
+  await tx.settle();
   const writes = tx.writes();
   if (writes.length > 0) {
     if (!op.mutates) throw new DomainError('INTERNAL', `${op.name} is a read but tried to write.`);

@@ -3,8 +3,11 @@ import type { z } from 'zod';
 import { activitiesOps } from './activities.ts';
 import { bulkOps } from './bulk.ts';
 import { campaignActivityOps } from './campaign-activity.ts';
+import { campaignResultsOps } from './campaign-results.ts';
 import { campaignsOps } from './campaigns.ts';
 import { credentialsOps } from './credentials.ts';
+import { inboxOps } from './inbox.ts';
+import { leadImportOps } from './lead-import.ts';
 import { leadsOps } from './leads.ts';
 import { sendersOps } from './senders.ts';
 import { sequenceOps } from './sequence.ts';
@@ -25,7 +28,7 @@ function combine<const T extends readonly Record<string, OpDef>[]>(...areas: T):
 
 type UnionToIntersection<U> = (U extends unknown ? (x: U) => void : never) extends (x: infer I) => void ? I : never;
 
-export const operations = combine(activitiesOps, leadsOps, bulkOps, campaignsOps, campaignActivityOps, sequenceOps, sendersOps, credentialsOps, socialOps, workspaceOps);
+export const operations = combine(activitiesOps, leadsOps, leadImportOps, bulkOps, campaignsOps, campaignActivityOps, campaignResultsOps, sequenceOps, sendersOps, credentialsOps, socialOps, workspaceOps, inboxOps);
 
 export type Operations = typeof operations;
 export type OpName = keyof Operations & string;

@@ -58,11 +58,11 @@ export async function leadFilterCond(db: StoreReader, filter: LeadFilter): Promi
   const conds: Cond[] = [];
 
   if (filter.campaignId !== undefined) {
+    // A campaign's leads are the leads linked to its lead group, enrolled or not (API contract,
+    // "Campaign leads and the runner"): created or imported there, or linked by bulk enrollment.
     const campaign = await db.get('campaigns', filter.campaignId);
     if (!campaign) throw notFound('Campaign', filter.campaignId);
-    const { docs } = await db.query('enrollments', { where: { op: 'eq', field: 'campaignId', value: campaign.id } });
-    const leadIds = [...new Set(docs.map((e) => e.leadId))];
-    conds.push(leadIds.length > 0 ? { op: 'in', field: 'id', values: leadIds } : NOTHING);
+    conds.push({ op: 'has', field: 'groupIds', value: campaign.leadGroupId });
   }
 
   const tagId = filter.tagId?.trim();

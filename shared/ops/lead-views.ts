@@ -24,6 +24,9 @@ export const leadSequenceSchema = z.object({
   seqSender: z.object({ id: z.string(), sdrProfileId: z.string(), sdrProfile: personRef }).nullable(),
 });
 
+/** A row's enrollment state: not enrolled yet, or the status of its enrollment. */
+export const ENROLLMENT_STATES = ['NOT_ENROLLED', ...ENROLLMENT_STATUSES] as const;
+
 export const leadVariableSchema = z.object({
   variableTypeId: z.string(),
   name: z.string(),
@@ -48,6 +51,9 @@ export const leadRowSchema = z.object({
   leadFitScore: z.number(),
   rankingScore: z.number(),
   sequenceStatus: z.enum(ENROLLMENT_STATUSES).nullable(),
+  /** The enrollment shown on the row (in the searched campaign, else the lead's current one), or
+   * NOT_ENROLLED; sequenceStatus and leadSequence describe that same enrollment (null when none). */
+  enrollmentState: z.enum(ENROLLMENT_STATES),
   socialUrl: z.string(),
   personalSocialUrl: z.string(),
   companySocialUrl: z.string(),
@@ -57,6 +63,9 @@ export const leadRowSchema = z.object({
   updatedAt: ts,
   lastActivityAt: nullableTs,
   meetingBookedAt: nullableTs,
+  /** When an email to the lead bounced hard (email steps stop), and the mail server's reason. */
+  emailBouncedAt: nullableTs,
+  emailBounceReason: z.string().nullable(),
   followUpAt: nullableTs,
   closeReason: z.enum(CLOSE_REASONS).nullable(),
   pipelineStageId: z.string().nullable(),
@@ -215,10 +224,18 @@ function leadSequence(e: Enrollment | null, senders: ReadonlyMap<string, Sender>
   };
 }
 
-/** One search row. `variablesFrom` puts that group's columns first (the searched campaign's group). */
-export function toLeadRow(lead: Lead, rel: LeadRelations, opts: { includeVariables: boolean; variablesFrom?: string }): LeadRow {
+export type LeadRowOptions = {
+  includeVariables: boolean;
+  /** Puts that group's columns first (the searched campaign's group). */
+  variablesFrom?: string;
+  /** The searched campaign: the row shows the lead's enrollment in it (none yet: NOT_ENROLLED). */
+  campaignId?: string;
+};
+
+/** One search row. */
+export function toLeadRow(lead: Lead, rel: LeadRelations, opts: LeadRowOptions): LeadRow {
   const enrollments = rel.enrollmentsByLead.get(lead.id) ?? [];
-  const current = currentEnrollment(enrollments);
+  const current = currentEnrollment(opts.campaignId === undefined ? enrollments : enrollments.filter((e) => e.campaignId === opts.campaignId));
   const stage = lead.pipelineStageId === null ? undefined : rel.stages.get(lead.pipelineStageId);
   const campaigns: LeadRow['campaigns'] = [];
   const seen = new Set<string>();
@@ -244,6 +261,7 @@ export function toLeadRow(lead: Lead, rel: LeadRelations, opts: { includeVariabl
     leadFitScore: lead.leadFitScore,
     rankingScore: lead.rankingScore,
     sequenceStatus: current?.status ?? null,
+    enrollmentState: current?.status ?? 'NOT_ENROLLED',
     socialUrl: lead.socialUrl,
     personalSocialUrl: lead.personalSocialUrl,
     companySocialUrl: lead.companySocialUrl,
@@ -253,6 +271,8 @@ export function toLeadRow(lead: Lead, rel: LeadRelations, opts: { includeVariabl
     updatedAt: lead.updatedAt,
     lastActivityAt: lead.lastActivityAt,
     meetingBookedAt: lead.meetingBookedAt,
+    emailBouncedAt: lead.emailBouncedAt ?? null,
+    emailBounceReason: lead.emailBounceReason ?? null,
     followUpAt: lead.followUpAt,
     closeReason: lead.closeReason,
     pipelineStageId: lead.pipelineStageId,
@@ -268,7 +288,7 @@ export function toLeadRow(lead: Lead, rel: LeadRelations, opts: { includeVariabl
 }
 
 /** The rows of a page of leads, resolving their relations in a handful of reads. */
-export async function toLeadRows(db: StoreReader, leads: readonly Lead[], opts: { includeVariables: boolean; variablesFrom?: string }): Promise<LeadRow[]> {
+export async function toLeadRows(db: StoreReader, leads: readonly Lead[], opts: LeadRowOptions): Promise<LeadRow[]> {
   const rel = await loadLeadRelations(db, leads, { groups: opts.includeVariables });
   return leads.map((l) => toLeadRow(l, rel, opts));
 }

@@ -5,19 +5,23 @@ import { nowIso } from '../context.ts';
 import type { Ctx } from '../context.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { newActivity, newLead, newMessage } from '../model/factories.ts';
-import { CLOSE_REASONS, ENROLLMENT_STATUSES, STAGE_CATEGORIES } from '../model/index.ts';
-import type { Enrollment, Lead, LeadGroup, Message, StageCategory } from '../model/index.ts';
+import { CLOSE_REASONS, ENROLLMENT_STATUSES, FIELD_LIMITS, STAGE_CATEGORIES } from '../model/index.ts';
+import type { Enrollment, Lead, LeadGroupColumn, Message, StageCategory } from '../model/index.ts';
+import { columnKey, columnNameProblem, ensureCustomColumns, findColumn } from '../lead-columns.ts';
 import type { Sort } from '../store.ts';
 import { defineOp, opsByName } from './define.ts';
 import { leadFilterCond } from './lead-search.ts';
-import { leadCampaigns, leadRecordSchema, leadRowSchema, toLeadRecord, toLeadRows } from './lead-views.ts';
-import { cursor, DEFAULT_PAGE_SIZE, dryRun, isoDateTime, pageLimit, qBool, uuid } from './params.ts';
+import { leadCampaigns, leadRecordSchema, leadRowSchema, leadVariables, leadVariableSchema, toLeadRecord, toLeadRows } from './lead-views.ts';
+import { cursor, DEFAULT_PAGE_SIZE, dryRun, isoDateTime, pageLimit, qBool, sortedCursor, storeCursor, uuid } from './params.ts';
 
 const instant = isoDateTime.transform((s) => new Date(s).toISOString());
 const stamp = (ctx: Ctx) => ({ id: ctx.ids.uuid(), workspaceId: ctx.actor.workspaceId, now: nowIso(ctx) });
 
 /** Columns the lead table can sort by. */
 export const LEAD_SORT_FIELDS = ['createdAt', 'lastActivityAt', 'fullName', 'company', 'rankingScore', 'leadFitScore', 'followUpAt'] as const;
+
+/** Sort columns ordered case- and accent-insensitively (shared/text-sort.ts). */
+const TEXT_SORTS: ReadonlySet<string> = new Set(['fullName', 'company']);
 
 /** Most ids one request may name (import rows, delete, flags). */
 export const MAX_LEADS_PER_REQUEST = 1000;
@@ -71,18 +75,6 @@ export async function stopRunningEnrollments(ctx: Ctx, leadIds: readonly string[
   return stopped;
 }
 
-/** The search cursor carries its sort so a cursor is never applied to a different ordering. */
-function wrapCursor(sortBy: string, dir: string, inner: string | null): string | null {
-  return inner === null ? null : `${sortBy}.${dir}.${inner}`;
-}
-function unwrapCursor(c: string | null | undefined, sortBy: string, dir: string): string | null {
-  if (!c) return null;
-  const prefix = `${sortBy}.${dir}.`;
-  if (!c.startsWith(prefix) || c.length === prefix.length) {
-    throw new DomainError('INVALID_INPUT', 'The cursor belongs to another sort order or is not valid; start again without a cursor.', { field: 'cursor' });
-  }
-  return c.slice(prefix.length);
-}
 
 const enrollmentOut = z.object({
   id: z.string(),
@@ -116,7 +108,7 @@ const messageOut = z.object({
   kind: z.string(),
   text: z.string(),
   subject: z.string(),
-  status: z.enum(['queued', 'sent', 'failed', 'received']),
+  status: z.enum(['queued', 'sending', 'sent', 'failed', 'received', 'unknown']),
   sentAt: z.string().nullable(),
   openedAt: z.string().nullable(),
   error: z.string().nullable(),
@@ -153,46 +145,87 @@ const MAX_FIELD = 2000;
 const socialKey = (url: string): string => url.trim().toLowerCase().replace(/^https?:\/\//, '').replace(/^www\./, '').replace(/[?#].*$/, '').replace(/\/+$/, '');
 const emailKey = (email: string): string => email.trim().toLowerCase();
 
-type CleanRow = { fields: Partial<Lead>; custom: Record<string, string> };
+type CleanRow = { fields: Partial<Lead>; variables: [name: string, value: string][] };
 
-/** Validates one import row against the group's columns; returns the problem in words or the row. */
-function cleanRow(row: ImportRow, group: LeadGroup): CleanRow | string {
+/** Validates one import row; returns the problem in words or the row (variables still by name). */
+function cleanRow(row: ImportRow): CleanRow | string {
   const fields: Partial<Lead> = {};
   const text = ['firstName', 'lastName', 'email', 'company', 'jobTitle', 'location', 'phone', 'socialUrl', 'seniority'] as const;
   for (const f of text) {
     const v = row[f];
     if (typeof v === 'string' && v.trim() !== '') {
-      if (v.length > MAX_FIELD) return `${f} is longer than ${MAX_FIELD} characters`;
+      // The stored lead's limits (shared/model FIELD_LIMITS: an email is at most 320 characters).
+      const max = FIELD_LIMITS.leads?.[f] ?? MAX_FIELD;
+      if (v.length > max) return `${f} is longer than ${max} characters`;
       fields[f] = v.trim();
     }
   }
-  const custom: Record<string, string> = {};
-  const byName = new Map(group.columns.map((c) => [c.name.trim().toLowerCase(), c]));
+  const variables: [string, string][] = [];
   for (const [name, value] of Object.entries(row.variables ?? {})) {
-    const col = byName.get(name.trim().toLowerCase());
-    if (!col) {
-      return `unknown variable column "${name}"; the columns of "${group.name}" are ${group.columns.map((c) => c.name).join(', ')}`;
-    }
+    const problem = columnNameProblem(name);
+    if (problem) return `variable "${name}": ${problem}`;
     const v = (value ?? '').trim();
     if (v.length > MAX_FIELD) return `variable "${name}" is longer than ${MAX_FIELD} characters`;
-    if (col.builtInType !== null) {
-      // A built-in column given as a variable fills the lead field, unless the row set it directly.
-      const field = col.builtInType as keyof Lead;
-      if (v !== '' && fields[field] === undefined) (fields as Record<string, unknown>)[field] = v;
-    } else if (v !== '') custom[col.id] = v;
+    variables.push([name, v]);
   }
   if (fields.email !== undefined && !EMAIL.test(fields.email)) return `email "${fields.email}" is not a valid email address`;
   if (!fields.firstName && !fields.lastName && !fields.email && !fields.socialUrl) {
     return 'a lead needs a name, an email or a social profile URL';
   }
+  return { fields, variables };
+}
+
+/** Puts the named variables of a row on the lead's fields (built-in columns, unless the row set the
+ * field directly) or its custom values (by column id). */
+function applyVariables(row: CleanRow, columns: ReadonlyMap<string, LeadGroupColumn>): { fields: Partial<Lead>; custom: Record<string, string> } {
+  const fields: Partial<Lead> = { ...row.fields };
+  const custom: Record<string, string> = {};
+  for (const [name, v] of row.variables) {
+    const col = columns.get(columnKey(name));
+    if (!col || v === '') continue;
+    if (col.builtInType !== null) {
+      const field = col.builtInType as keyof Lead;
+      if (fields[field] === undefined) (fields as Record<string, unknown>)[field] = v;
+    } else custom[col.id] = v;
+  }
   return { fields, custom };
+}
+
+
+/** Lead fields `campaigns.leads.update` edits (stage, tag and catch-up date have operations of
+ * their own, with their rules). */
+const EDITABLE_TEXT = [
+  'firstName', 'lastName', 'fullName', 'email', 'company', 'jobTitle', 'location', 'phone', 'seniority',
+  'socialUrl', 'personalSocialUrl', 'companySocialUrl', 'websiteUrl', 'profilePictureUrl',
+] as const;
+type EditableText = (typeof EDITABLE_TEXT)[number];
+const editText = z.string().trim().max(MAX_FIELD, `must be at most ${MAX_FIELD} characters`).optional();
+const updateInput = z.object({
+  leadId: uuid,
+  ...(Object.fromEntries(EDITABLE_TEXT.map((f) => [f, editText])) as Record<EditableText, typeof editText>),
+  leadFitScore: z.number().optional(),
+  rankingScore: z.number().optional(),
+  /** By column display name (case-insensitive); '' or null clears the value. */
+  variables: z.record(z.string(), z.string().max(MAX_FIELD).nullable()).optional(),
+  doNotContact: z.boolean().optional(),
+  blocklisted: z.boolean().optional(),
+  dryRun,
+});
+
+/** Another live lead that is the same person (same social URL key, or same email key), or null. */
+async function sameIdentity(ctx: Ctx, lead: Lead, field: 'email' | 'socialUrl', value: string): Promise<Lead | null> {
+  const key = field === 'email' ? emailKey(value) : socialKey(value);
+  if (key === '') return null;
+  const { docs } = await ctx.db.query('leads', { where: { op: 'contains', fields: [field], value: key } });
+  return docs.find((l) => l.id !== lead.id && l[field] !== '' && (field === 'email' ? emailKey(l.email) : socialKey(l.socialUrl)) === key) ?? null;
 }
 
 export const leadsOps = opsByName(
   defineOp({
     name: 'campaigns.leads.search',
     method: 'GET',
-    summary: "Searches the workspace's leads (or one campaign's) by tag, text and pipeline stage, one page at a time.",
+    summary:
+      "Searches the workspace's leads by tag, text and pipeline stage, one page at a time. With campaignId: that campaign's leads, i.e. every lead linked to its lead group, enrolled or not; each row then shows its enrollment in that campaign (enrollmentState NOT_ENROLLED, IN_PROGRESS, PAUSED, COMPLETED, STOPPED or REPLIED; sequenceStatus and leadSequence describe that enrollment, null when not enrolled yet). Without campaignId they describe the lead's current enrollment.",
     input: z.object({
       campaignId: uuid.optional(),
       tagId: z.string().trim().min(1).max(100).optional(),
@@ -212,23 +245,24 @@ export const leadsOps = opsByName(
       const where = await leadFilterCond(ctx.db, input);
       const sortBy = input.sortBy ?? 'createdAt';
       const dir = input.sortOrder ?? 'desc';
-      const orderBy: Sort[] = [{ field: sortBy, dir }];
+      // Names and companies sort the way people read them (Adam, Émile, eric, Ève, Zed) on every store.
+      const orderBy: Sort[] = [{ field: sortBy, dir, ...(TEXT_SORTS.has(sortBy) ? { collate: 'text' as const } : {}) }];
       const page = await ctx.db.query('leads', {
         where,
         orderBy,
         limit: input.limit ?? DEFAULT_PAGE_SIZE,
-        cursor: unwrapCursor(input.cursor, sortBy, dir),
+        cursor: storeCursor(input.cursor, sortBy, dir),
       });
       let variablesFrom: string | undefined;
       if (input.includeVariables && input.campaignId) variablesFrom = (await ctx.db.get('campaigns', input.campaignId))?.leadGroupId;
-      const leads = await toLeadRows(ctx.db, page.docs, { includeVariables: input.includeVariables === true, variablesFrom });
-      return { leads, nextCursor: wrapCursor(sortBy, dir, page.nextCursor) };
+      const leads = await toLeadRows(ctx.db, page.docs, { includeVariables: input.includeVariables === true, variablesFrom, campaignId: input.campaignId });
+      return { leads, nextCursor: sortedCursor(sortBy, dir, page.nextCursor) };
     },
   }),
   defineOp({
     name: 'campaigns.leads.count',
     method: 'GET',
-    summary: 'Counts the leads a search with the same filters (campaignId, tagId, query, pipelineStage) would return.',
+    summary: "Counts the leads a search with the same filters (campaignId, tagId, query, pipelineStage) would return; with campaignId every lead linked to the campaign's lead group, enrolled or not.",
     input: z.object({
       campaignId: uuid.optional(),
       tagId: z.string().trim().min(1).max(100).optional(),
@@ -326,7 +360,7 @@ export const leadsOps = opsByName(
       if (stage.category === 'LOST') {
         const reason = input.closeReason ?? (fromCategory === 'LOST' ? lead.closeReason : null);
         if (!reason) {
-          throw new DomainError('CLOSE_REASON_REQUIRED', `Moving a lead to "${stage.name}" needs a closeReason (${CLOSE_REASONS.join(', ')}).`, {
+          throw new DomainError('CLOSE_REASON_REQUIRED', `Moving a lead to "${stage.name}" needs a reason it was lost: not our ideal customer, not interested, bad timing, went with a competitor, no response, or other.`, {
             field: 'closeReason',
             pipelineStageId: stage.id,
           });
@@ -338,7 +372,7 @@ export const leadsOps = opsByName(
       }
       if (stage.category === 'ON_HOLD') {
         if (!input.wakeAt) {
-          throw new DomainError('WAKE_DATE_REQUIRED', `Moving a lead to "${stage.name}" needs a wakeAt date for when to pick it back up.`, {
+          throw new DomainError('WAKE_DATE_REQUIRED', `Moving a lead to "${stage.name}" needs a wake date: the day to pick the lead back up.`, {
             field: 'wakeAt',
             pipelineStageId: stage.id,
           });
@@ -388,7 +422,7 @@ export const leadsOps = opsByName(
       if (!group) throw notFound('Lead group', input.leadGroupId);
       const lead = await liveLead(ctx, input.leadId);
       if (!lead.groupIds.includes(group.id)) {
-        throw new DomainError('NOT_FOUND', `Lead ${lead.id} is not in lead group ${group.id}.`, { what: 'lead', id: lead.id, leadGroupId: group.id });
+        throw new DomainError('NOT_FOUND', `${lead.fullName || 'This lead'} is not on the lead list "${group.name}".`, { what: 'lead', id: lead.id, leadGroupId: group.id });
       }
       if (input.tagId !== null && !(await ctx.db.get('tags', input.tagId))) throw notFound('Tag', input.tagId);
       const next: Lead = lead.tagId === input.tagId ? lead : { ...lead, tagId: input.tagId, updatedAt: nowIso(ctx) };
@@ -416,7 +450,8 @@ export const leadsOps = opsByName(
   defineOp({
     name: 'campaigns.leads.create',
     method: 'POST',
-    summary: 'Imports up to 1000 leads into a lead group; duplicates (same social URL, else email) are linked, bad rows reported.',
+    summary:
+      'Imports up to 1000 leads into a lead group; duplicates (same social URL, else email) are linked, bad rows reported. variables {name: value} fill the column of that display name (case-insensitive; built-in columns fill the lead field), creating a custom column when the group has none.',
     input: z.object({ leadGroupId: uuid, leads: z.array(importRow).min(1).max(MAX_LEADS_PER_REQUEST) }),
     output: z.object({
       created: z.number().int(),
@@ -457,14 +492,18 @@ export const leadsOps = opsByName(
       let duplicates = 0;
       const now = nowIso(ctx);
 
-      input.leads.forEach((row, i) => {
-        const clean = cleanRow(row, group);
+      // Names of variables no column has yet become custom columns of the group (once, for the batch).
+      const cleaned = input.leads.map(cleanRow);
+      const names = cleaned.flatMap((c) => (typeof c === 'string' ? [] : c.variables.map(([name]) => name)));
+      const columns = names.length > 0 ? await ensureCustomColumns(ctx, group.id, names) : new Map<string, LeadGroupColumn>();
+
+      cleaned.forEach((clean, i) => {
         if (typeof clean === 'string') {
           errors.push({ index: i, message: clean });
           leadIds.push(null);
           return;
         }
-        const { fields, custom } = clean;
+        const { fields, custom } = applyVariables(clean, columns);
         const found =
           (fields.socialUrl ? bySocial.get(socialKey(fields.socialUrl)) : undefined) ?? (fields.email ? byEmail.get(emailKey(fields.email)) : undefined);
         if (found) {
@@ -494,6 +533,117 @@ export const leadsOps = opsByName(
       });
       for (const lead of touched.values()) await ctx.db.put('leads', lead);
       return { created, duplicates, leadIds, errors };
+    },
+  }),
+  defineOp({
+    name: 'campaigns.leads.update',
+    method: 'POST',
+    summary:
+      "Edits a lead: any of its profile fields, scores, variables {name: value} (by column display name, case-insensitive; a name none of the lead's groups has becomes a custom column of its own group; '' or null clears), doNotContact and blocklisted (setting either stops its running sequence). Only passed fields change; nothing passed is refused with 422 NO_FIELDS_TO_UPDATE; an email or social URL another lead has is refused with 409 DUPLICATE_LEAD (one person is one lead). dryRun previews.",
+    input: updateInput,
+    output: leadRecordSchema.extend({
+      dryRun: z.boolean(),
+      /** The fields whose value changed (variables by column display name). */
+      changed: z.array(z.string()),
+      ...(Object.fromEntries(EDITABLE_TEXT.map((f) => [f, z.string()])) as Record<EditableText, z.ZodString>),
+      leadFitScore: z.number(),
+      rankingScore: z.number(),
+      doNotContact: z.boolean(),
+      blocklisted: z.boolean(),
+      variables: z.array(leadVariableSchema),
+    }),
+    permission: 'member',
+    dryRun: true,
+    mutates: true,
+    async handler(input, ctx) {
+      const { leadId, variables: named, dryRun: _dryRun, ...fields } = input;
+      const passed = Object.entries(fields).filter(([, v]) => v !== undefined);
+      if (passed.length === 0 && Object.keys(named ?? {}).length === 0) {
+        throw new DomainError('NO_FIELDS_TO_UPDATE', 'Pass at least one field to change (a lead field, variables, doNotContact or blocklisted).', { leadId });
+      }
+      const lead = await liveLead(ctx, leadId);
+      const next: Lead = { ...lead, variables: { ...lead.variables } };
+      for (const [k, v] of passed) (next as Record<string, unknown>)[k] = v;
+      if ((fields.firstName !== undefined || fields.lastName !== undefined) && fields.fullName === undefined) {
+        next.fullName = [next.firstName, next.lastName].filter(Boolean).join(' ');
+      }
+
+      // Variables: every column of the lead's groups with that name (its own group first); a name
+      // none of them has becomes a custom column of the lead's own group.
+      const changedVariables: string[] = [];
+      if (named && Object.keys(named).length > 0) {
+        const groups = await ctx.db.getMany('leadGroups', [...new Set([lead.leadGroupId, ...lead.groupIds])]);
+        const missing: string[] = [];
+        const targets: { name: string; value: string; columns: LeadGroupColumn[] }[] = [];
+        for (const [name, value] of Object.entries(named)) {
+          const problem = columnNameProblem(name);
+          if (problem) throw new DomainError('INVALID_INPUT', `variables: ${problem}.`, { field: `variables.${name}` });
+          const columns = groups.flatMap((g) => {
+            const c = findColumn(g, name);
+            return c ? [c] : [];
+          });
+          const v = (value ?? '').trim();
+          // Clearing a value no column holds creates nothing.
+          if (columns.length === 0 && v !== '') missing.push(name);
+          targets.push({ name, value: v, columns });
+        }
+        const created = missing.length > 0 ? await ensureCustomColumns(ctx, lead.leadGroupId, missing) : new Map<string, LeadGroupColumn>();
+        for (const t of targets) {
+          const columns = t.columns.length > 0 ? t.columns : [created.get(columnKey(t.name))].flatMap((c) => (c ? [c] : []));
+          for (const col of columns) {
+            if (col.builtInType !== null) {
+              // A field passed directly wins over the same field given as a variable (and is
+              // reported under its own name).
+              if ((fields as Record<string, unknown>)[col.builtInType] === undefined) (next as Record<string, unknown>)[col.builtInType] = t.value;
+              continue;
+            }
+            if (t.value === '') delete next.variables[col.id];
+            else next.variables[col.id] = t.value;
+            if ((lead.variables[col.id] ?? '') !== t.value) changedVariables.push(t.name);
+          }
+        }
+      }
+
+      if (next.email !== '' && !EMAIL.test(next.email)) {
+        throw new DomainError('INVALID_INPUT', `email: "${next.email}" is not a valid email address.`, { field: 'email' });
+      }
+      if (!next.firstName && !next.lastName && !next.email && !next.socialUrl) {
+        throw new DomainError('INVALID_INPUT', 'A lead keeps a name, an email or a social profile URL; this change would leave it with none.', { leadId });
+      }
+      for (const field of ['email', 'socialUrl'] as const) {
+        const key = field === 'email' ? emailKey : socialKey;
+        if (next[field] === '' || key(next[field]) === key(lead[field])) continue;
+        const other = await sameIdentity(ctx, lead, field, next[field]);
+        if (other) {
+          throw new DomainError('DUPLICATE_LEAD', `${other.fullName || 'Another lead'} already has the ${field === 'email' ? 'email' : 'social URL'} ${next[field]}: one person is one lead in a workspace. Update or delete that lead instead.`, {
+            field,
+            leadId: lead.id,
+            existingLeadId: other.id,
+          });
+        }
+      }
+
+      const changed = [
+        ...[...EDITABLE_TEXT, 'leadFitScore', 'rankingScore', 'doNotContact', 'blocklisted'].filter((f) => (lead as Record<string, unknown>)[f] !== (next as Record<string, unknown>)[f]),
+        ...new Set(changedVariables),
+      ];
+      const saved: Lead = changed.length === 0 ? lead : { ...next, updatedAt: nowIso(ctx) };
+      if (changed.length > 0) await ctx.db.put('leads', saved);
+      if (fields.doNotContact === true) await stopRunningEnrollments(ctx, [lead.id], 'do_not_contact');
+      if (fields.blocklisted === true) await stopRunningEnrollments(ctx, [lead.id], 'blocklisted');
+
+      const groups = new Map((await ctx.db.getMany('leadGroups', [...new Set([saved.leadGroupId, ...saved.groupIds])])).map((g) => [g.id, g]));
+      return {
+        ...toLeadRecord(saved),
+        dryRun: ctx.dryRun,
+        changed,
+        ...(Object.fromEntries(EDITABLE_TEXT.map((f) => [f, saved[f]])) as Record<EditableText, string>),
+        leadFitScore: saved.leadFitScore,
+        rankingScore: saved.rankingScore,
+        doNotContact: saved.doNotContact,
+        blocklisted: saved.blocklisted,
+        variables: leadVariables(saved, groups),
+      };
     },
   }),
   defineOp({
@@ -587,7 +737,7 @@ export const leadsOps = opsByName(
       }
       const sender = await ctx.db.get('senders', sdrProfileId);
       if (!sender) {
-        throw new DomainError('INVALID_INPUT', `The sender of this conversation (${sdrProfileId}) no longer exists; the message cannot be sent.`, { sdrProfileId });
+        throw new DomainError('INVALID_INPUT', 'The sender of this conversation no longer exists, so the message cannot be sent; write from another sender.', { sdrProfileId });
       }
       const kind: Message['kind'] = sender.channel === 'email' ? 'email' : 'message';
       // A new thread gets its own id; the runner treats a chat with no delivered message as a new thread.

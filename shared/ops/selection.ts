@@ -10,6 +10,8 @@ import { uuid } from './params.ts';
 
 /** Explicit id lists are bounded; a larger set is selected with a filter. */
 export const MAX_SELECTED_IDS = 10_000;
+/** Leads read per query when a filter selection is resolved. */
+export const SELECTION_PAGE = 1_000;
 
 export const campaignScope = z.object({ kind: z.literal('campaign'), campaignId: uuid });
 export const scopeSchema = z.discriminatedUnion('kind', [campaignScope, z.object({ kind: z.literal('workspace') })]);
@@ -59,6 +61,13 @@ export async function resolveSelection(db: StoreReader, scope: Scope, selection:
     pipelineStage: selection.pipelineStage,
   });
   const excluded = new Set(selection.excludeLeadIds ?? []);
-  const { docs } = await db.query('leads', { where: cond, orderBy: [{ field: 'createdAt', dir: 'desc' }] });
-  return { leads: docs.filter((l) => !excluded.has(l.id)), missingIds: [] };
+  // Read in pages: no single query loads every matching lead of a large workspace at once.
+  const leads: Lead[] = [];
+  let cursor: string | null = null;
+  do {
+    const page: { docs: Lead[]; nextCursor: string | null } = await db.query('leads', { where: cond, orderBy: [{ field: 'createdAt', dir: 'desc' }], limit: SELECTION_PAGE, cursor });
+    for (const l of page.docs) if (!excluded.has(l.id)) leads.push(l);
+    cursor = page.nextCursor;
+  } while (cursor !== null);
+  return { leads, missingIds: [] };
 }

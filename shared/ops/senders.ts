@@ -7,10 +7,11 @@ import { DomainError, notFound } from '../errors.ts';
 import { emptyUsage, newSender } from '../model/factories.ts';
 import { CHANNEL_KINDS, LIMIT_KEYS } from '../model/index.ts';
 import type { ChannelKind, LimitKey, LimitSet, Sender, SenderCapability } from '../model/index.ts';
+import { DEFAULT_WEEKLY_CONNECTIONS } from '../engine/limits.ts';
 import { canRaiseLimits } from '../rules/senders.ts';
 import { hostedByOf, storeSenderSecret } from './credentials.ts';
 import { defineOp, opsByName } from './define.ts';
-import { dryRun, uuid } from './params.ts';
+import { dryRun, planCappedLimit, uuid } from './params.ts';
 
 const count = z.number().int().min(0);
 const limitSetOut = z.object(Object.fromEntries(LIMIT_KEYS.map((k) => [k, count])) as Record<LimitKey, typeof count>);
@@ -54,6 +55,28 @@ const summary = (s: Sender): z.input<typeof senderOut> => ({
 const timeZone = z.string().min(1).max(64).refine((tz) => IANAZone.isValidZone(tz), { message: 'must be an IANA time zone such as Europe/Paris' });
 const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a day like 2026-11-16').refine((d) => DateTime.fromISO(d).isValid, { message: 'must be a real calendar day' });
 
+/** Where the sender's mailbox is read (replies, automatic replies, bounces) and its Sent copies
+ * kept; stored flat in channelConfig (imapHost, imapPort, ...), the password in the credentials port. */
+const imapInput = z.object({
+  host: z.string().trim().min(1).max(253),
+  port: z.number().int().min(1).max(65535).optional(),
+  secure: z.boolean().optional(),
+  /** Default: the SMTP user. */
+  user: z.string().max(320).optional(),
+  /** Default: the SMTP password. Never in the document, like it. */
+  password: z.string().min(1).max(4096).optional(),
+  /** Who files a copy of each sent email in Sent: we do ('append', default), the provider does, or nobody. */
+  sentCopy: z.enum(['append', 'provider', 'none']).optional(),
+}).strict();
+
+function imapSettings(imap: z.infer<typeof imapInput>): Sender['channelConfig'] {
+  const port = imap.port ?? 993;
+  return {
+    imapHost: imap.host, imapPort: port, imapSecure: imap.secure ?? port === 993,
+    ...(imap.user ? { imapUser: imap.user } : {}), ...(imap.sentCopy ? { imapSentCopy: imap.sentCopy } : {}),
+  };
+}
+
 const emailConfig = z.object({
   host: z.string().trim().min(1).max(253),
   port: z.number().int().min(1).max(65535),
@@ -64,6 +87,7 @@ const emailConfig = z.object({
   password: z.string().optional(),
   /** Where the channel runs: its owner's desktop (default) or the sync server's runner (`--runner`). */
   hostedBy: z.enum(['desktop', 'server']).optional(),
+  imap: imapInput.optional(),
 }).strict();
 const httpConfig = z.object({
   baseUrl: z.string().url().refine((u) => /^https?:\/\//.test(u), { message: 'must be an http(s) URL' }),
@@ -99,7 +123,7 @@ export function senderDay(sender: Pick<Sender, 'timeZone'>, at: Date): string {
   return (d.isValid ? d : DateTime.fromJSDate(at, { zone: 'UTC' })).toISODate() ?? at.toISOString().slice(0, 10);
 }
 
-const limitsInput = z.object(Object.fromEntries(LIMIT_KEYS.map((k) => [k, z.number().int().min(0).max(100_000).optional()])) as Record<LimitKey, z.ZodOptional<z.ZodNumber>>).strict();
+const limitsInput = z.object(Object.fromEntries(LIMIT_KEYS.map((k) => [k, planCappedLimit.optional()])) as Record<LimitKey, z.ZodOptional<typeof planCappedLimit>>).strict();
 
 export const sendersOps = opsByName(
   defineOp({
@@ -132,12 +156,14 @@ export const sendersOps = opsByName(
       const warnings: string[] = [];
       let channelConfig: Sender['channelConfig'];
       let password: string | undefined;
+      let imapPassword: string | undefined;
       if (input.channel === 'email') {
         // The sender document replicates to every member's desktop: the SMTP password must not be
         // in it. The host that runs this sender keeps it (ctx.credentials), stored after the sender.
-        const { password: given, ...rest } = input.channelConfig;
-        channelConfig = rest;
+        const { password: given, imap, ...rest } = input.channelConfig;
+        channelConfig = imap ? { ...rest, ...imapSettings(imap) } : rest;
         password = given;
+        imapPassword = imap?.password;
       } else if (input.channel === 'http') {
         channelConfig = { baseUrl: input.channelConfig.baseUrl, ...(input.channelConfig.hostedBy ? { hostedBy: input.channelConfig.hostedBy } : {}) };
       } else {
@@ -155,12 +181,19 @@ export const sendersOps = opsByName(
           timeZone: input.timeZone ?? 'UTC',
         },
       );
+      // A new account starts slowly: 20% of its limits, growing to 100% over 14 days.
+      sender.rampUpStartedAt = sender.createdAt;
       await ctx.db.put('senders', sender);
       if (password !== undefined) {
         const port = ctx.credentials ?? null;
         if (port && port.hostedBy === hostedByOf(sender)) await storeSenderSecret(ctx, sender, password);
         else if (hostedByOf(sender) === 'server') warnings.push('The SMTP password was not stored: this sender runs on the sync server, so set it there with sdrProfiles.setCredentials.');
         else warnings.push('The SMTP password was not stored in the workspace; enter it on the desktop that hosts this sender, which keeps it locally.');
+      }
+      if (imapPassword !== undefined) {
+        const port = ctx.credentials ?? null;
+        if (port && port.hostedBy === hostedByOf(sender)) await storeSenderSecret(ctx, sender, imapPassword, 'imap');
+        else warnings.push(`The IMAP password was not stored: set it where this sender runs (${hostedByOf(sender) === 'server' ? 'the sync server' : 'its owner\'s desktop'}) with sdrProfiles.setCredentials and imap: true.`);
       }
       return { ...summary(sender), warnings };
     },
@@ -170,7 +203,13 @@ export const sendersOps = opsByName(
     name: 'sdrProfiles.setDailyLimits',
     method: 'POST',
     summary: "Changes a sender's daily limits; requests above the plan maximum are lowered and reported.",
-    input: z.object({ sdrProfileId: uuid, limits: limitsInput, dryRun }),
+    input: z.object({
+      sdrProfileId: uuid,
+      limits: limitsInput,
+      /** The weekly cap on connection requests (default 100), at most 7 times the plan's daily maximum. */
+      weeklyConnectionRequests: planCappedLimit.optional(),
+      dryRun,
+    }),
     output: z.object({
       dryRun: z.boolean(),
       sdrProfileId: z.string(),
@@ -179,7 +218,7 @@ export const sendersOps = opsByName(
       after: limitSetOut,
       planMax: limitSetOut,
       changes: z.array(z.object({ limit: z.string(), before: count, after: count })),
-      cappedAtPlan: z.array(z.object({ limit: z.string(), requested: count, planMax: count })),
+      cappedAtPlan: z.array(z.object({ limit: z.string(), requested: z.number().min(0), planMax: count })),
     }),
     permission: 'member',
     dryRun: true,
@@ -196,7 +235,16 @@ export const sendersOps = opsByName(
         if (requested > max) cappedAtPlan.push({ limit: k, requested, planMax: max });
         after[k] = Math.min(requested, max);
       }
-      const changes = LIMIT_KEYS.filter((k) => after[k] !== before[k]).map((k) => ({ limit: k, before: before[k], after: after[k] }));
+      const changes: { limit: string; before: number; after: number }[] = LIMIT_KEYS.filter((k) => after[k] !== before[k]).map((k) => ({ limit: k, before: before[k], after: after[k] }));
+      const cappedWeekly: { limit: string; requested: number; planMax: number }[] = [];
+      const weeklyBefore = sender.weeklyConnectionLimit ?? DEFAULT_WEEKLY_CONNECTIONS;
+      let weeklyAfter = weeklyBefore;
+      if (input.weeklyConnectionRequests !== undefined) {
+        const max = sender.planMax.connectionRequests * 7;
+        if (input.weeklyConnectionRequests > max) cappedWeekly.push({ limit: 'weeklyConnectionRequests', requested: input.weeklyConnectionRequests, planMax: max });
+        weeklyAfter = Math.min(input.weeklyConnectionRequests, max);
+        if (weeklyAfter !== weeklyBefore) changes.push({ limit: 'weeklyConnectionRequests', before: weeklyBefore, after: weeklyAfter });
+      }
       const raised = changes.filter((c) => c.after > c.before).map((c) => c.limit);
       if (raised.length > 0 && !canRaiseLimits(ctx.actor)) {
         throw new DomainError('PERMISSION_DENIED', `Raising daily limits (${raised.join(', ')}) needs the same permission as starting a campaign (owner or admin).`, {
@@ -204,8 +252,10 @@ export const sendersOps = opsByName(
           limits: raised,
         });
       }
-      if (changes.length > 0) await ctx.db.put('senders', { ...sender, limits: after, updatedAt: nowIso(ctx) });
-      return { dryRun: ctx.dryRun, sdrProfileId: sender.id, name: sender.name, before, after, planMax: { ...sender.planMax }, changes, cappedAtPlan };
+      if (changes.length > 0) {
+        await ctx.db.put('senders', { ...sender, limits: after, ...(weeklyAfter !== weeklyBefore ? { weeklyConnectionLimit: weeklyAfter } : {}), updatedAt: nowIso(ctx) });
+      }
+      return { dryRun: ctx.dryRun, sdrProfileId: sender.id, name: sender.name, before, after, planMax: { ...sender.planMax }, changes, cappedAtPlan: [...cappedAtPlan, ...cappedWeekly] };
     },
   }),
 

@@ -113,13 +113,13 @@ async function sequenceSummary(ctx: Ctx, c: Campaign, notes: string[] = []): Pro
 /** Refused early so the message names the operation; the campaign rules refuse the write anyway. */
 function assertPaused(c: Campaign, what: string): void {
   if (c.running) {
-    throw new DomainError('CAMPAIGN_NOT_PAUSED', `Campaign "${c.name}" is running: pause it (campaigns.pause) before ${what}.`, { campaignId: c.id });
+    throw new DomainError('CAMPAIGN_NOT_PAUSED', `Campaign "${c.name}" is running: pause it before ${what}.`, { campaignId: c.id });
   }
 }
 
 function findStep(c: Campaign, stepId: string): Step {
   const step = c.steps.find((s) => s.id === stepId);
-  if (!step) throw new DomainError('NOT_FOUND', `Step ${stepId} is not a step of campaign "${c.name}".`, { what: 'step', id: stepId });
+  if (!step) throw new DomainError('NOT_FOUND', `That step is no longer in campaign "${c.name}" (it was removed meanwhile); reload the sequence.`, { what: 'step', id: stepId });
   return step;
 }
 
@@ -285,10 +285,10 @@ export const sequenceOps = opsByName(
         const seen = new Set<string>();
         variants = input.variants.map((v) => {
           if (v.id !== undefined && !existing.has(v.id)) {
-            throw new DomainError('INVALID_INPUT', `Variant ${v.id} is not a variant of this step; omit id to add a new variant.`, { field: 'variants', id: v.id });
+            throw new DomainError('INVALID_INPUT', 'One of these variants is no longer part of this step (it was removed meanwhile); reload the step and try again.', { field: 'variants', id: v.id });
           }
           const id = v.id ?? ctx.ids.uuid();
-          if (seen.has(id)) throw new DomainError('INVALID_INPUT', `Variant ${id} is listed twice.`, { field: 'variants', id });
+          if (seen.has(id)) throw new DomainError('INVALID_INPUT', 'The same variant is listed twice; keep it once.', { field: 'variants', id });
           seen.add(id);
           return { id, name: v.name, text: v.text, subject: v.subject ?? '' };
         });

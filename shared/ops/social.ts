@@ -10,7 +10,7 @@ import { nowIso } from '../context.ts';
 import type { Ctx } from '../context.ts';
 import { ChannelFailure } from '../engine/channel.ts';
 import type { Channel, PostReadResult, SocialPostItem } from '../engine/channel.ts';
-import { effectiveLimit, searchesRemaining, senderDay, usageId, usageOrEmpty } from '../engine/limits.ts';
+import { RAMP_UP_DAYS, WEEK_MS, effectiveLimit, rampUpOf, searchesRemaining, senderDay, usageId, usageOrEmpty, weeklyConnectionCap } from '../engine/limits.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { newLead } from '../model/factories.ts';
 import type { LimitKey, Sender, Usage } from '../model/index.ts';
@@ -41,6 +41,11 @@ const accountOut = z.object({
     comments: allowance, reactions: allowance, profileVisits: allowance, emails: allowance.optional(),
   }),
   search: allowance,
+  /** Connection requests of the last 7 days against the weekly cap (default 100, raisable within
+   * the plan), counted from the recorded actions. */
+  weekly: z.object({ connectionRequests: allowance }),
+  /** A new sender's ramp-up: limits grow from 20% to 100% over 14 days (sending shows today's). */
+  rampUp: z.object({ active: z.boolean(), day: z.number().int(), of: z.number().int(), percent: z.number().int(), endsAt: z.string().nullable() }),
 });
 
 const of = (used: number, limit: number) => ({ used, remaining: Math.max(0, limit - used), limit });
@@ -154,7 +159,7 @@ export const socialOps = opsByName(
   defineOp({
     name: 'social.getAccountLimits',
     method: 'GET',
-    summary: "Remaining daily allowances of each connected sender profile (or one), counted in the sender's time zone.",
+    summary: "Remaining daily allowances of each connected sender profile (or one), counted in the sender's time zone, with the weekly connection-request cap and a new sender's ramp-up.",
     input: z.object({ senderProfileId: uuid.optional() }),
     output: z.object({ accounts: z.array(accountOut) }),
     permission: 'member',
@@ -170,16 +175,30 @@ export const socialOps = opsByName(
       const accounts = [];
       for (const s of senders) {
         const u = await todayUsage(ctx, s);
-        const allow = (key: LimitKey) => of(u.counts[key], effectiveLimit(s, key));
+        const at = ctx.clock.now();
+        const allow = (key: LimitKey) => of(u.counts[key], effectiveLimit(s, key, at));
+        const ramp = rampUpOf(s, at);
+        const weekCount = await ctx.db.count('messages', {
+          op: 'and',
+          conds: [
+            { op: 'gt', field: 'createdAt', value: new Date(at.getTime() - WEEK_MS).toISOString() },
+            { op: 'eq', field: 'sdrProfileId', value: s.id },
+            { op: 'eq', field: 'kind', value: 'connection_request' },
+            { op: 'eq', field: 'direction', value: 'out' },
+            { op: 'in', field: 'status', values: ['sent', 'sending', 'unknown'] },
+          ],
+        });
         accounts.push({
           senderProfileId: s.id, name: s.name, canSendMessage: canSend(ctx, s), status: s.status, statusReason: s.statusReason, day: u.day,
           sending: {
             messages: allow('messages'), connectionRequests: allow('connectionRequests'), connectionRequestsWithNote: allow('connectionRequestsWithNote'),
             premiumMessages: allow('inmails'), comments: allow('comments'), reactions: allow('reactions'), profileVisits: allow('profileVisits'),
             // Emails are bounded by the messages limit (see shared/engine/limits.ts).
-            ...(s.capabilities.includes('email') ? { emails: of(u.counts.emails, effectiveLimit(s, 'messages')) } : {}),
+            ...(s.capabilities.includes('email') ? { emails: of(u.counts.emails, effectiveLimit(s, 'messages', at)) } : {}),
           },
           search: of(u.counts.searches, s.searchLimit),
+          weekly: { connectionRequests: of(weekCount, weeklyConnectionCap(s, at)) },
+          rampUp: { active: ramp.active, day: ramp.day, of: RAMP_UP_DAYS, percent: Math.round(ramp.factor * 100), endsAt: ramp.endsAt },
         });
       }
       return { accounts };

@@ -72,7 +72,7 @@ export const campaignRules: readonly Rule<'campaigns'>[] = [
   async function leadGroupExists({ before, after }, { read }) {
     if (!after || (before && before.leadGroupId === after.leadGroupId)) return;
     if (!(await read.get('leadGroups', after.leadGroupId))) {
-      throw new DomainError('NOT_FOUND', `Lead group ${after.leadGroupId} was not found in this workspace.`, { what: 'lead group', id: after.leadGroupId });
+      throw new DomainError('NOT_FOUND', "The campaign's lead list was not found in this workspace (it may have been removed).", { what: 'lead group', id: after.leadGroupId });
     }
   },
 

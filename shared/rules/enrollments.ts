@@ -21,7 +21,7 @@ export const enrollmentRules: readonly Rule<'enrollments'>[] = [
     const campaign = await read.get('campaigns', after.campaignId);
     if (!campaign) throw new DomainError('NOT_FOUND', `Campaign ${after.campaignId} was not found in this workspace.`, { what: 'campaign', id: after.campaignId });
     if (after.status === 'IN_PROGRESS' && (lead.doNotContact || lead.blocklisted)) {
-      throw new DomainError('RULE_VIOLATION', `Lead ${lead.id} is ${lead.doNotContact ? 'marked Do Not Contact' : 'blocklisted'} and cannot be enrolled.`, { leadId: lead.id });
+      throw new DomainError('RULE_VIOLATION', `${lead.fullName || 'This lead'} is ${lead.doNotContact ? 'marked Do Not Contact' : 'blocklisted'} and cannot be enrolled.`, { leadId: lead.id });
     }
   },
 
@@ -31,7 +31,12 @@ export const enrollmentRules: readonly Rule<'enrollments'>[] = [
     if (!after || after.sdrProfileId === null || before?.sdrProfileId === after.sdrProfileId) return;
     const campaign = await read.get('campaigns', after.campaignId);
     if (!campaign || !campaign.senders.some((s) => s.sdrProfileId === after.sdrProfileId)) {
-      throw new DomainError('RULE_VIOLATION', `Sender ${after.sdrProfileId} is not a sender of campaign ${after.campaignId}.`, {
+      const sender = await read.get('senders', after.sdrProfileId);
+      const who = sender?.name ?? 'That sender';
+      const message = campaign
+        ? `${who} does not send in campaign "${campaign.name}": add it to the campaign's senders first, or pick one of them.`
+        : `${who} cannot take this lead: its campaign no longer exists.`;
+      throw new DomainError('RULE_VIOLATION', message, {
         enrollmentId: after.id,
         sdrProfileId: after.sdrProfileId,
       });
@@ -53,7 +58,9 @@ export const enrollmentRules: readonly Rule<'enrollments'>[] = [
     });
     const other = running.docs[0];
     if (other) {
-      throw new DomainError('RULE_VIOLATION', `Lead ${after.leadId} already runs a sequence in campaign ${other.campaignId}; stop or complete it first.`, {
+      const [lead, campaign] = await Promise.all([read.get('leads', after.leadId), read.get('campaigns', other.campaignId)]);
+      const where = campaign ? `campaign "${campaign.name}"` : 'another campaign';
+      throw new DomainError('RULE_VIOLATION', `${lead?.fullName || 'This lead'} is already in the sequence of ${where}; stop or complete it there first.`, {
         leadId: after.leadId,
         campaignId: other.campaignId,
         enrollmentId: other.id,

@@ -9,6 +9,7 @@ import { leadGroupRules } from './leadGroups.ts';
 import { leadRules } from './leads.ts';
 import { senderRules } from './senders.ts';
 import { enrollmentRules } from './enrollments.ts';
+import { leadReferenceRules, messageReferenceRules, senderReferenceRules, usageReferenceRules } from './references.ts';
 import { workspaceRules, memberRules, apiKeyRules } from './workspace.ts';
 import type { Change, Rule, RuleCtx, RuleSet } from './types.ts';
 
@@ -28,14 +29,16 @@ const integrity: Rule<CollectionName> = ({ collection, before, after }, { actor 
 
 export const RULES: RuleSet = {
   activities: activityRules,
-  leads: leadRules,
+  leads: [...leadRules, ...leadReferenceRules],
   campaigns: campaignRules,
   leadGroups: leadGroupRules,
-  senders: senderRules,
+  senders: [...senderRules, ...senderReferenceRules],
   enrollments: enrollmentRules,
   workspaces: workspaceRules,
   members: memberRules,
   apiKeys: apiKeyRules,
+  messages: messageReferenceRules,
+  usage: usageReferenceRules,
 };
 
 export async function validateChange(change: Change<CollectionName>, rctx: RuleCtx): Promise<void> {

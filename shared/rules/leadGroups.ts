@@ -5,6 +5,7 @@
  */
 import { DomainError } from '../errors.ts';
 import type { LeadGroup, LeadGroupColumn } from '../model/index.ts';
+import { columnKey } from '../lead-columns.ts';
 import { describeStep } from '../sequence.ts';
 import type { StoreReader } from '../store.ts';
 import { stepUsesMergeField } from './readiness.ts';
@@ -23,10 +24,18 @@ async function firstUse(read: StoreReader, group: LeadGroup, name: string) {
 export const leadGroupRules: readonly Rule<'leadGroups'>[] = [
   function columnNamesAreUnique({ before, after }) {
     if (!after || (before && JSON.stringify(before.columns) === JSON.stringify(after.columns))) return;
-    const seen = new Set<string>();
+    // Names are matched case-insensitively (lead creation, import, merge-field lookup by name), so
+    // a new or renamed column may not differ from another only by case. Pairs that already
+    // existed before this write are left alone.
+    const old = new Map((before?.columns ?? []).map((c) => [c.id, c.name]));
+    const seen = new Map<string, LeadGroupColumn>();
     for (const c of after.columns) {
-      if (seen.has(c.name)) throw new DomainError('INVALID_INPUT', `The lead group already has a column named "${c.name}".`, { leadGroupId: after.id, name: c.name });
-      seen.add(c.name);
+      const key = columnKey(c.name);
+      const other = seen.get(key);
+      if (other && (old.get(c.id) !== c.name || old.get(other.id) !== other.name)) {
+        throw new DomainError('INVALID_INPUT', `The lead group already has a column named "${other.name}".`, { leadGroupId: after.id, name: c.name });
+      }
+      if (!other) seen.set(key, c);
     }
   },
 

@@ -7,7 +7,7 @@ export const leadRules: readonly Rule<'leads'>[] = [
     if (!after || after.pipelineStageId === null) return;
     const stageChanged = before?.pipelineStageId !== after.pipelineStageId;
     const stage = await read.get('stages', after.pipelineStageId);
-    if (!stage) throw new DomainError('NOT_FOUND', `Pipeline stage ${after.pipelineStageId} was not found in this workspace.`, { what: 'pipeline stage', id: after.pipelineStageId });
+    if (!stage) throw new DomainError('NOT_FOUND', 'That pipeline stage was not found in this workspace (it may have been removed); choose another stage.', { what: 'pipeline stage', id: after.pipelineStageId });
     if (stage.category === 'LOST' && after.closeReason === null) {
       throw new DomainError('CLOSE_REASON_REQUIRED', `Moving a lead to "${stage.name}" needs a close reason.`, { pipelineStageId: stage.id });
     }

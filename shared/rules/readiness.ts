@@ -121,6 +121,9 @@ export const isValidTimeZone = (zone: string): boolean => IANAZone.isValidZone(z
 
 export type ScheduleProblem = { day: Day | null; message: string };
 
+/** Day names as people write them, for messages. */
+const DAY_NAMES: Record<Day, string> = { monday: 'Monday', tuesday: 'Tuesday', wednesday: 'Wednesday', thursday: 'Thursday', friday: 'Friday', saturday: 'Saturday', sunday: 'Sunday' };
+
 /** Problems of a sending schedule: a valid IANA zone, each enabled day's start strictly before its
  * end, at least one enabled day. */
 export function scheduleProblems(schedule: Schedule): ScheduleProblem[] {
@@ -128,9 +131,9 @@ export function scheduleProblems(schedule: Schedule): ScheduleProblem[] {
   if (!isValidTimeZone(schedule.timeZone)) out.push({ day: null, message: `"${schedule.timeZone}" is not a known time zone (use an IANA name such as Europe/Berlin)` });
   for (const day of DAYS) {
     const w = schedule.days[day];
-    if (w.enabled && !(w.start < w.end)) out.push({ day, message: `${day}: the window starts at ${w.start}, which is not before its end ${w.end}` });
+    if (w.enabled && !(w.start < w.end)) out.push({ day, message: `${DAY_NAMES[day]}'s sending window starts at ${w.start}, which is not before it ends at ${w.end}` });
   }
-  if (!DAYS.some((d) => schedule.days[d].enabled)) out.push({ day: null, message: 'no day is enabled; at least one day must stay on' });
+  if (!DAYS.some((d) => schedule.days[d].enabled)) out.push({ day: null, message: 'every day is switched off; keep at least one day on' });
   return out;
 }
 
@@ -157,7 +160,7 @@ export function readiness(campaign: Campaign, { group, senders, workspace }: Rea
   for (const entry of campaign.senders) {
     const sender = byId.get(entry.sdrProfileId);
     if (!sender) {
-      error(`Sender ${entry.sdrProfileId} no longer exists; remove it from the campaign.`, { sdrProfileId: entry.sdrProfileId });
+      error("One of the campaign's senders was removed from the workspace: take it off the campaign's senders (it shows as Removed sender).", { sdrProfileId: entry.sdrProfileId });
       continue;
     }
     if (entry.paused) continue;
@@ -187,7 +190,7 @@ export function readiness(campaign: Campaign, { group, senders, workspace }: Rea
       if (key && sender.limits[key] === 0) warning(`${sender.name}'s daily limit for ${key} is 0, so ${label(step)} waits for them.`, { stepId: step.id, sdrProfileId: sender.id });
     }
   }
-  if (!group) error(`The campaign's lead group ${campaign.leadGroupId} no longer exists.`);
+  if (!group) error("The campaign's lead list no longer exists, so it has no leads to message.");
 
   // Schedule.
   for (const p of scheduleProblems(campaign.schedule)) error(`Sending schedule: ${p.message}.`);

@@ -1,0 +1,195 @@
+/**
+ * Records of a file, mapped: each becomes the lead fields, custom column values and flags it gives,
+ * or the reason it cannot be a lead (a code and a sentence). No store access: the import operation
+ * then decides, per row, whether it creates, updates or skips a lead.
+ */
+import { cellValue, isBlank } from './csv.ts';
+import type { CsvProblem, CsvRecord } from './csv.ts';
+import { customColumnName, isUuid, LEAD_TEXT_FIELDS } from './fields.ts';
+import type { ImportField, ImportTarget, LeadTextField } from './fields.ts';
+import { canonicalProfileUrl } from './identity.ts';
+
+/** Machine codes of a row's outcome. */
+export const ROW_CODES = [
+  'CREATED', 'UPDATED', 'UNCHANGED', 'DUPLICATE_SKIPPED', 'POSSIBLE_DUPLICATE', 'CONFLICTING_MATCH',
+  'INVALID_EMAIL', 'INVALID_PROFILE_URL', 'INVALID_VALUE', 'FIELD_TOO_LONG', 'MISSING_IDENTITY', 'EMPTY_ROW', 'NOT_A_LEAD_ROW', 'MALFORMED_ROW',
+] as const;
+export type RowCode = (typeof ROW_CODES)[number];
+/** Codes of rows that could not be read as a lead (nothing was stored for them). */
+export const INVALID_CODES: ReadonlySet<RowCode> = new Set(['INVALID_EMAIL', 'INVALID_PROFILE_URL', 'INVALID_VALUE', 'FIELD_TOO_LONG', 'MISSING_IDENTITY', 'MALFORMED_ROW']);
+
+export type RowProblem = { row: number; code: RowCode; message: string };
+
+export type MappedRow = {
+  row: number;
+  /** The lead id of our own export's `id` column. */
+  id: string | null;
+  /** Trimmed, non-empty values only; names split from a full name; location parts combined. */
+  fields: Partial<Record<LeadTextField, string>>;
+  /** Custom column display name -> value (non-empty values only). */
+  custom: Map<string, string>;
+  flags: { doNotContact?: boolean; blocklisted?: boolean };
+  /** Notes about values that were read differently from what the cell says. */
+  notes: string[];
+};
+
+/** Longest value of one field (the lead operations' limit). */
+export const MAX_FIELD = 2000;
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+/** Values that mean "nothing" in contact fields of CRM exports. */
+const PLACEHOLDER = new Set(['n/a', 'na', '-', '--', 'none', 'null', '#n/a', 'unknown', 'not available']);
+const TRUE = new Set(['yes', 'true', '1', 'x', 'y', 'ja', 'oui', 'si', 'sí', 'wahr', 'vrai', 'checked']);
+const FALSE = new Set(['no', 'false', '0', 'n', 'nein', 'non', 'falsch', 'faux', 'unchecked']);
+
+const LEAD_TEXT = new Set<string>(LEAD_TEXT_FIELDS);
+const CONTACT_FIELDS = new Set<ImportField>(['email', 'socialUrl', 'phone', 'websiteUrl', 'companySocialUrl']);
+const FIELD_WORDS: Partial<Record<ImportField, string>> = {
+  firstName: 'first name', lastName: 'last name', fullName: 'full name', jobTitle: 'job title', socialUrl: 'profile URL', websiteUrl: 'website',
+  companySocialUrl: 'company profile URL', doNotContact: 'do not contact', city: 'city', state: 'state', country: 'country',
+};
+const words = (f: ImportField): string => FIELD_WORDS[f] ?? f;
+
+/** Splits a full name: "Doe, Jane" (last, first) or "Jane van Doe" (first word, then the rest). */
+export function splitFullName(full: string): { firstName: string; lastName: string } {
+  const n = full.trim().replace(/\s+/g, ' ');
+  const comma = n.indexOf(',');
+  if (comma > 0 && n.indexOf(',', comma + 1) < 0) return { firstName: n.slice(comma + 1).trim(), lastName: n.slice(0, comma).trim() };
+  const space = n.indexOf(' ');
+  return space < 0 ? { firstName: n, lastName: '' } : { firstName: n.slice(0, space), lastName: n.slice(space + 1) };
+}
+
+type Plan = { index: number; header: string; target: ImportTarget }[];
+
+/** The columns that carry a target, in file order. */
+function planOf(headers: readonly string[], mapping: Readonly<Record<string, ImportTarget>>): Plan {
+  return headers.flatMap((header, index) => {
+    const target = mapping[header] ?? 'skip';
+    return target === 'skip' ? [] : [{ index, header, target }];
+  });
+}
+
+/**
+ * Maps records with the mapping (header -> target). Several columns mapped to one field give the
+ * first non-empty value in file order. `problems` are the CSV parser's, by row.
+ */
+export function mapRecords(
+  headers: readonly string[],
+  records: readonly CsvRecord[],
+  mapping: Readonly<Record<string, ImportTarget>>,
+  problems: readonly CsvProblem[] = [],
+): (MappedRow | RowProblem)[] {
+  const plan = planOf(headers, mapping);
+  const broken = new Map(problems.map((p) => [p.row, p.message]));
+  return records.map((r) => {
+    const problem = broken.get(r.row);
+    if (problem) return { row: r.row, code: 'MALFORMED_ROW', message: `${cap(problem)}.` };
+    return mapRecord(r, headers.length, plan);
+  });
+}
+
+function mapRecord(r: CsvRecord, columns: number, plan: Plan): MappedRow | RowProblem {
+  const { row, cells } = r;
+  if (isBlank(cells)) return { row, code: 'EMPTY_ROW', message: 'The row is empty.' };
+  if (cells.length === 1 && columns >= 3) {
+    return { row, code: 'NOT_A_LEAD_ROW', message: `One value ("${short(cells[0] ?? '')}") where the header names ${columns} columns: a note or a report footer, not a lead.` };
+  }
+  if (cells.length > columns && cells.slice(columns).some((c) => c.trim() !== '')) {
+    return { row, code: 'MALFORMED_ROW', message: `${cells.length} values where the header names ${columns} columns: a value probably holds the delimiter without quotes around it.` };
+  }
+  const got = new Map<ImportField, string>();
+  const custom = new Map<string, string>();
+  const notes: string[] = [];
+  for (const { index, header, target } of plan) {
+    const v = cellValue(cells[index]);
+    if (v === '') continue;
+    if (v.length > MAX_FIELD) return { row, code: 'FIELD_TOO_LONG', message: `"${header}" is longer than ${MAX_FIELD} characters.` };
+    if (target.startsWith('custom:')) {
+      const name = target.slice(7);
+      if (!custom.has(name)) custom.set(name, v);
+      continue;
+    }
+    const field = target as ImportField;
+    if (CONTACT_FIELDS.has(field) && PLACEHOLDER.has(v.toLowerCase())) continue;
+    if (!got.has(field)) got.set(field, v);
+  }
+
+  const fields: MappedRow['fields'] = {};
+  const flags: MappedRow['flags'] = {};
+  let id: string | null = null;
+  for (const [field, v] of got) {
+    if (LEAD_TEXT.has(field)) fields[field as LeadTextField] = v;
+    else if (field === 'id') {
+      if (isUuid(v)) id = v.toLowerCase();
+      else notes.push(`"${short(v)}" in the id column is not a lead id of this app; the row is matched by profile URL, email or name instead`);
+    } else if (field === 'doNotContact' || field === 'blocklisted') {
+      const k = v.toLowerCase();
+      if (TRUE.has(k)) flags[field] = true;
+      else if (FALSE.has(k)) flags[field] = false;
+      else return { row, code: 'INVALID_VALUE', message: `${cap(words(field))} is "${short(v)}"; write yes or no.` };
+    }
+  }
+
+  const full = got.get('fullName');
+  if (full && !fields.firstName && !fields.lastName) Object.assign(fields, dropEmpty(splitFullName(full)));
+  else if (full && fields.firstName && !fields.lastName && full.startsWith(`${fields.firstName} `)) fields.lastName = full.slice(fields.firstName.length + 1).trim();
+  if (!fields.location) {
+    const parts = [got.get('city'), got.get('state'), got.get('country')].filter((p): p is string => !!p);
+    if (parts.length > 0) fields.location = [...new Set(parts)].join(', ');
+  }
+
+  if (fields.email !== undefined) {
+    let email = fields.email.replace(/^mailto:/i, '');
+    const list = /[\s,;]/.test(email) ? email.split(/[\s,;]+/).filter(Boolean) : [email];
+    if (list.length > 1 && list.every((e) => EMAIL.test(e))) {
+      email = list[0] as string;
+      custom.set('Other emails', list.slice(1).join(', '));
+      notes.push('the first of several emails is the lead\'s email; the others are in "Other emails"');
+    }
+    if (!EMAIL.test(email)) return { row, code: 'INVALID_EMAIL', message: `"${short(email)}" is not an email address.` };
+    fields.email = email;
+  }
+  if (fields.socialUrl !== undefined) {
+    const url = fields.socialUrl;
+    if (/\s/.test(url) || !url.includes('.') || url.length < 5) {
+      return { row, code: 'INVALID_PROFILE_URL', message: `"${short(url)}" is not a profile URL (like https://www.linkedin.com/in/jane-doe).` };
+    }
+    fields.socialUrl = canonicalProfileUrl(url);
+  }
+  if (!fields.firstName && !fields.lastName && !fields.email && !fields.socialUrl && id === null) {
+    return { row, code: 'MISSING_IDENTITY', message: 'No name, email or profile URL: a lead needs one of them.' };
+  }
+  return { row, id, fields, custom, flags, notes };
+}
+
+function dropEmpty(o: { firstName: string; lastName: string }): Partial<Record<LeadTextField, string>> {
+  const out: Partial<Record<LeadTextField, string>> = {};
+  if (o.firstName) out.firstName = o.firstName;
+  if (o.lastName) out.lastName = o.lastName;
+  return out;
+}
+
+const cap = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);
+const short = (s: string): string => (s.length > 60 ? `${s.slice(0, 57)}…` : s);
+
+export const isProblem = (r: MappedRow | RowProblem): r is RowProblem => 'code' in r;
+
+/** Rows given as JSON objects (header -> value) as records with header order of first appearance.
+ * `rowNumbers` are the rows' numbers in the user's file; by default the header is row 1. */
+export function recordsFromObjects(rows: readonly Readonly<Record<string, unknown>>[], rowNumbers?: readonly number[]): { headers: string[]; records: CsvRecord[] } {
+  const index = new Map<string, number>();
+  for (const r of rows) for (const k of Object.keys(r)) if (!index.has(k)) index.set(k, index.size);
+  const headers = [...index.keys()];
+  const records = rows.map((r, i) => {
+    const cells = new Array<string>(headers.length).fill('');
+    for (const [k, v] of Object.entries(r)) {
+      if (v === null || v === undefined) continue;
+      cells[index.get(k) as number] = typeof v === 'string' ? v : String(v);
+    }
+    return { row: rowNumbers?.[i] ?? i + 2, cells };
+  });
+  return { headers, records };
+}
+
+/** Custom column names a mapping creates or fills. */
+export const customNames = (mapping: Readonly<Record<string, ImportTarget>>): string[] =>
+  [...new Set(Object.values(mapping).flatMap((t) => (t.startsWith('custom:') ? [customColumnName(t.slice(7))] : [])))];

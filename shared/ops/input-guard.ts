@@ -1,0 +1,173 @@
+/**
+ * Strict inputs (API contract, "Strict inputs"), applied once at the operation boundary so every
+ * transport (HTTP, IPC, WebSocket, the runner, tests) gets them:
+ * - `strictInput` turns an input schema into one that refuses fields it does not declare, at any
+ *   depth (objects inside arrays, unions, optionals, pipes...). Records (`variables`) stay open by
+ *   nature: their keys are data. Output schemas are never made strict: responses may carry more.
+ * - `textProblems` finds NUL characters and unpaired UTF-16 surrogates in any string (values and
+ *   keys) of a raw input, with a bounded walk, so no such text reaches a store.
+ */
+import { z } from 'zod';
+
+type AnyDef = { type: string } & Record<string, unknown>;
+
+const defOf = (s: z.ZodType): AnyDef => s._zod.def as unknown as AnyDef;
+/** A schema rebuilt from its own definition with some parts replaced (checks and refinements kept). */
+const rebuilt = (s: z.ZodType, parts: Record<string, unknown>): z.ZodType => s.clone({ ...defOf(s), ...parts } as Parameters<z.ZodType['clone']>[0]);
+
+const strictCache = new WeakMap<z.ZodType, z.ZodType>();
+
+/** The same schema, refusing undeclared object fields everywhere inside it (zod's
+ * `unrecognized_keys`). Objects that already declare a catchall keep it. */
+export function strictInput<T extends z.ZodType>(schema: T): T {
+  return strictSchema(schema) as T;
+}
+
+function strictSchema(s: z.ZodType): z.ZodType {
+  const cached = strictCache.get(s);
+  if (cached) return cached;
+  const def = defOf(s);
+  const inner = (k: string): z.ZodType => strictSchema(def[k] as z.ZodType);
+  let out: z.ZodType;
+  switch (def.type) {
+    case 'object': {
+      const shape = Object.fromEntries(Object.entries(def.shape as Record<string, z.ZodType>).map(([k, v]) => [k, strictSchema(v)]));
+      out = rebuilt(s, { shape, catchall: def.catchall ?? z.never() });
+      break;
+    }
+    case 'optional':
+    case 'nullable':
+    case 'default':
+    case 'prefault':
+    case 'readonly':
+    case 'nonoptional':
+    case 'catch':
+      out = rebuilt(s, { innerType: inner('innerType') });
+      break;
+    case 'array':
+      out = rebuilt(s, { element: inner('element') });
+      break;
+    case 'record':
+      out = rebuilt(s, { valueType: inner('valueType') });
+      break;
+    case 'union':
+      out = rebuilt(s, { options: (def.options as z.ZodType[]).map(strictSchema) });
+      break;
+    case 'intersection':
+      // Each side would refuse the other's fields: leave intersections as they are.
+      out = s;
+      break;
+    case 'tuple':
+      out = rebuilt(s, { items: (def.items as z.ZodType[]).map(strictSchema), rest: def.rest ? inner('rest') : def.rest });
+      break;
+    case 'pipe':
+      out = rebuilt(s, { in: inner('in'), out: inner('out') });
+      break;
+    case 'lazy': {
+      const getter = def.getter as () => z.ZodType;
+      out = z.lazy(() => strictSchema(getter()));
+      break;
+    }
+    default:
+      out = s;
+  }
+  strictCache.set(s, out);
+  return out;
+}
+
+export type InputIssue = { path: string; message: string };
+
+/** Deepest nesting a request may have (ours are a handful of levels deep). */
+export const MAX_INPUT_DEPTH = 32;
+/** Most values (strings, numbers, objects...) one request may hold; far above the 1000-row imports. */
+export const MAX_INPUT_NODES = 500_000;
+
+// eslint-disable-next-line no-control-regex -- finding NUL is the point
+const SUSPECT = /[\u0000\uD800-\uDFFF]/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** What is wrong with one string, or null: NUL characters and unpaired surrogates cannot be stored
+ * (PostgreSQL refuses NUL in text, and a lone surrogate is not valid UTF-8). */
+function badText(s: string): string | null {
+  if (!SUSPECT.test(s)) return null;
+  if (s.includes('\u0000')) return 'must not contain NUL characters (\\u0000)';
+  if (LONE_SURROGATE.test(s)) return 'must not contain unpaired UTF-16 surrogates (invalid Unicode)';
+  return null;
+}
+
+/** The problems of a raw input's text (values and keys), depth-first, at most 20 listed; also a
+ * problem when the input nests deeper than MAX_INPUT_DEPTH or holds more than MAX_INPUT_NODES values. */
+export function textProblems(raw: unknown): InputIssue[] {
+  const issues: InputIssue[] = [];
+  const stack: { v: unknown; path: (string | number)[] }[] = [{ v: raw, path: [] }];
+  let nodes = 0;
+  while (stack.length > 0 && issues.length < 20) {
+    const item = stack.pop();
+    if (!item) break;
+    const { v, path } = item;
+    if (++nodes > MAX_INPUT_NODES) {
+      issues.push({ path: '', message: `the request holds more than ${MAX_INPUT_NODES} values; send fewer items per request` });
+      break;
+    }
+    if (typeof v === 'string') {
+      const problem = badText(v);
+      if (problem) issues.push({ path: path.join('.'), message: problem });
+      continue;
+    }
+    if (v === null || typeof v !== 'object') continue;
+    if (path.length >= MAX_INPUT_DEPTH) {
+      issues.push({ path: path.join('.'), message: `nested more than ${MAX_INPUT_DEPTH} levels deep` });
+      continue;
+    }
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], path: [...path, i] });
+      continue;
+    }
+    const entries = Object.entries(v);
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [k, child] = entries[i] as [string, unknown];
+      const keyProblem = badText(k);
+      if (keyProblem) issues.push({ path: [...path, JSON.stringify(k)].join('.'), message: `field name ${keyProblem}` });
+      else stack.push({ v: child, path: [...path, k] });
+    }
+  }
+  return issues;
+}
+
+/** Zod issues as the contract's `details.issues` (`{path, message}`), one issue per unknown field
+ * so each path names the field itself. */
+export function inputIssues(error: z.ZodError): InputIssue[] {
+  return error.issues.flatMap((i): InputIssue[] => {
+    if (i.code === 'unrecognized_keys') {
+      return i.keys.map((k) => ({ path: [...i.path, k].join('.'), message: 'is not a field of this request (unknown fields are refused; check the spelling)' }));
+    }
+    return [{ path: i.path.join('.'), message: i.message }];
+  });
+}
+
+/** The input without object keys whose value is `undefined`, as JSON would carry it: the desktop's
+ * IPC (structured clone) keeps such keys, HTTP and WebSocket drop them, and a key that carries
+ * nothing must not make one transport refuse what another accepts. Returns `raw` itself when it
+ * holds none (the usual case); depth is bounded like `textProblems`. */
+export function withoutUndefined(raw: unknown, depth = 0): unknown {
+  if (raw === null || typeof raw !== 'object' || depth >= MAX_INPUT_DEPTH) return raw;
+  if (Array.isArray(raw)) {
+    let out: unknown[] | null = null;
+    raw.forEach((v, i) => {
+      const w = withoutUndefined(v, depth + 1);
+      if (w !== v) (out ??= [...raw])[i] = w;
+    });
+    return out ?? raw;
+  }
+  let out: Record<string, unknown> | null = null;
+  for (const [k, v] of Object.entries(raw)) {
+    if (v === undefined) {
+      out ??= { ...raw };
+      delete out[k];
+      continue;
+    }
+    const w = withoutUndefined(v, depth + 1);
+    if (w !== v) (out ??= { ...raw })[k] = w;
+  }
+  return out ?? raw;
+}

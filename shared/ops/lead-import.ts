@@ -1,0 +1,609 @@
+/**
+ * Import and export of leads as files: `campaigns.leads.import` takes rows as JSON objects or CSV
+ * text (or bytes in base64 with an encoding), maps their columns (suggested from the headers, or
+ * given), finds each person among the workspace's leads (lead id of our export, profile URL, email;
+ * same name and company only flagged) and creates, updates or skips them row by row, reporting
+ * each row by its spreadsheet row number. `campaigns.leads.export` writes the CSV that imports back.
+ * The pure parts (encodings, CSV, header aliases, row mapping, identity keys) are in shared/import.
+ */
+import { z } from 'zod';
+import { nowIso } from '../context.ts';
+import type { Ctx } from '../context.ts';
+import { DomainError, notFound } from '../errors.ts';
+import { DELIMITERS } from '../import/csv.ts';
+import { base64ToBytes, TEXT_ENCODINGS } from '../import/encoding.ts';
+import { exportHeaders, leadsToCsv } from '../import/export.ts';
+import type { ExportLead } from '../import/export.ts';
+import { FIELD_LABELS, LEAD_TEXT_FIELDS, parseTarget, suggestMapping } from '../import/fields.ts';
+import type { ImportTarget, LeadTextField } from '../import/fields.ts';
+import { MAX_IMPORT_ROWS, readCsvBytes, readCsvText } from '../import/file.ts';
+import type { ReadFile } from '../import/file.ts';
+import { addProfileVariants, emailKey, emailVariants, nameCompanyKey, nameVariants, profileKey } from '../import/identity.ts';
+import { INVALID_CODES, isProblem, mapRecords, recordsFromObjects, ROW_CODES } from '../import/rows.ts';
+import type { MappedRow, RowCode } from '../import/rows.ts';
+import { columnKey, ensureCustomColumns } from '../lead-columns.ts';
+import { newLead } from '../model/factories.ts';
+import type { Lead, LeadGroup, LeadGroupColumn } from '../model/index.ts';
+import type { Cond, Sort } from '../store.ts';
+import { defineOp, opsByName } from './define.ts';
+import { LEAD_SORT_FIELDS, stopRunningEnrollments } from './leads.ts';
+import { leadFilterCond } from './lead-search.ts';
+import { currentEnrollment, loadLeadRelations } from './lead-views.ts';
+import { cursor, dryRun, qInt, sortedCursor, storeCursor, uuid } from './params.ts';
+
+/** Characters of CSV text one call takes (about 5,000 rows of a wide CRM export). */
+export const MAX_IMPORT_CSV_CHARS = 20_000_000;
+/** Leads one export page holds. */
+export const MAX_EXPORT_PAGE = 5000;
+
+const ON_EXISTING = ['skip', 'fill_empty', 'update'] as const;
+type OnExisting = (typeof ON_EXISTING)[number];
+const ON_POSSIBLE_DUPLICATE = ['report', 'create', 'merge'] as const;
+
+const cell = z.union([z.string().max(100_000), z.number(), z.boolean(), z.null()]);
+
+const importInput = z.object({
+  leadGroupId: uuid.optional(),
+  campaignId: uuid.optional(),
+  rows: z.array(z.record(z.string().max(500), cell)).max(MAX_IMPORT_ROWS, `at most ${MAX_IMPORT_ROWS} rows per call; send the rest in further calls`).optional(),
+  rowNumbers: z.array(z.number().int().min(1)).max(MAX_IMPORT_ROWS).optional(),
+  csv: z.string().max(MAX_IMPORT_CSV_CHARS).optional(),
+  csvBase64: z.string().max(Math.ceil((MAX_IMPORT_CSV_CHARS * 4) / 3) + 4).optional(),
+  encoding: z.enum(['auto', ...TEXT_ENCODINGS]).optional(),
+  delimiter: z.enum(DELIMITERS).optional(),
+  mapping: z.record(z.string().max(500), z.string().max(200)).optional(),
+  onExisting: z.enum(ON_EXISTING).optional(),
+  onPossibleDuplicate: z.enum(ON_POSSIBLE_DUPLICATE).optional(),
+  dryRun,
+});
+
+const rowResult = z.object({
+  row: z.number().int(),
+  code: z.enum(ROW_CODES),
+  leadId: z.string().optional(),
+  /** How an existing lead was found: id, profile URL, email, or name and company. */
+  matchedBy: z.enum(['id', 'profileUrl', 'email', 'nameAndCompany']).optional(),
+  message: z.string(),
+});
+type RowResult = z.output<typeof rowResult>;
+
+const importOutput = z.object({
+  dryRun: z.boolean(),
+  leadGroupId: z.string(),
+  totals: z.object({
+    rows: z.number().int(),
+    created: z.number().int(),
+    updated: z.number().int(),
+    unchanged: z.number().int(),
+    skipped: z.number().int(),
+    possibleDuplicates: z.number().int(),
+    invalid: z.number().int(),
+    /** Existing leads newly linked to the list (counted in updated, unchanged or skipped too). */
+    linked: z.number().int(),
+  }),
+  results: z.array(rowResult),
+  headers: z.array(z.string()),
+  mapping: z.record(z.string(), z.string()),
+  columnsCreated: z.array(z.string()),
+  delimiter: z.string().nullable(),
+  encoding: z.string().nullable(),
+});
+
+const invalid = (message: string, field: string): DomainError => new DomainError('INVALID_INPUT', message, { field });
+
+/** The rows of the call, with the header they were read with. */
+function readInput(input: z.output<typeof importInput>): ReadFile {
+  const sources = [input.rows, input.csv, input.csvBase64].filter((s) => s !== undefined).length;
+  if (sources !== 1) throw invalid('Give the rows once: as `rows` (JSON objects), as `csv` text, or as `csvBase64` bytes.', 'rows');
+  if (input.encoding !== undefined && input.csvBase64 === undefined) {
+    throw invalid('`encoding` applies to `csvBase64` bytes only: `csv` text and `rows` are already text.', 'encoding');
+  }
+  if (input.rowNumbers !== undefined && input.rowNumbers.length !== (input.rows?.length ?? -1)) {
+    throw invalid('`rowNumbers` needs one number per row of `rows`.', 'rowNumbers');
+  }
+  let file: ReadFile;
+  if (input.rows !== undefined) {
+    if (input.delimiter !== undefined) throw invalid('`delimiter` applies to `csv` and `csvBase64` only.', 'delimiter');
+    const { headers, records } = recordsFromObjects(input.rows, input.rowNumbers);
+    file = { headers, records, headerRow: 1, problems: [], delimiter: ',', encoding: null, bom: false };
+  } else if (input.csv !== undefined) {
+    file = readCsvText(input.csv, { delimiter: input.delimiter });
+  } else {
+    let bytes: Uint8Array;
+    try {
+      bytes = base64ToBytes(input.csvBase64 ?? '');
+    } catch {
+      throw invalid('`csvBase64` is not base64 text.', 'csvBase64');
+    }
+    file = readCsvBytes(bytes, { encoding: input.encoding, delimiter: input.delimiter });
+  }
+  if (file.records.length > MAX_IMPORT_ROWS) {
+    throw new DomainError('PAYLOAD_TOO_LARGE', `The file has ${file.records.length.toLocaleString('en')} rows; one call imports at most ${MAX_IMPORT_ROWS.toLocaleString('en')}: send it in parts (keep the header in each, and pass rowNumbers with rows to keep row numbers).`, {
+      rows: file.records.length,
+      max: MAX_IMPORT_ROWS,
+    });
+  }
+  return file;
+}
+
+/** The suggested mapping with the caller's choices over it; a header the file lacks is refused. */
+function resolveMapping(file: ReadFile, given: Readonly<Record<string, string>> | undefined, customColumns: readonly string[]): Record<string, ImportTarget> {
+  const sample = file.records.slice(0, 50).map((r) => r.cells);
+  const mapping = suggestMapping(file.headers, sample, customColumns);
+  for (const [header, raw] of Object.entries(given ?? {})) {
+    if (!(header in mapping)) {
+      throw new DomainError('INVALID_INPUT', `mapping: the file has no column "${header}"; its columns are ${file.headers.map((h) => `"${h}"`).join(', ')}.`, { field: `mapping.${header}` });
+    }
+    const target = parseTarget(header, raw);
+    if (target === null) {
+      throw new DomainError('INVALID_INPUT', `mapping: "${raw}" is not a target; use skip, custom, custom:<column name> or a field (${Object.keys(FIELD_LABELS).join(', ')}).`, { field: `mapping.${header}` });
+    }
+    mapping[header] = target;
+  }
+  return mapping;
+}
+
+/** A row's identity keys, computed once. */
+type RowKeys = { profile: string; email: string; nameCompany: string };
+
+/** nameCompanyKey with its answers remembered for one call: the key folds accents and case (a
+ * Unicode normalisation for non-ASCII names), and a call asks it again for every lead it indexes,
+ * re-indexes after an update, and creates. */
+class NameCompanyKeys {
+  private readonly byName = new Map<string, Map<string, string>>();
+
+  of(fullName: string, company: string): string {
+    let byCompany = this.byName.get(fullName);
+    if (!byCompany) this.byName.set(fullName, (byCompany = new Map()));
+    let k = byCompany.get(company);
+    if (k === undefined) byCompany.set(company, (k = nameCompanyKey(fullName, company)));
+    return k;
+  }
+}
+
+const rowKeys = (r: MappedRow, names: NameCompanyKeys): RowKeys => ({
+  profile: r.fields.socialUrl ? profileKey(r.fields.socialUrl) : '',
+  email: r.fields.email ? emailKey(r.fields.email) : '',
+  nameCompany: names.of(fullNameOf(r.fields), r.fields.company ?? ''),
+});
+
+const oldestFirst = (a: Lead, b: Lead): number => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1);
+
+/**
+ * Puts into `index` the workspace's leads the rows may be, found with exact lookups (no scan of
+ * every lead), identity by identity: lead ids, then profile URLs, then emails, then name and
+ * company. A row already found skips the later lookups, unless its value there differs from its
+ * lead's (then the lookup tells whether the value is another lead's, a conflict).
+ */
+async function loadCandidates(ctx: Ctx, rows: readonly MappedRow[], keys: readonly RowKeys[], index: LeadIndex): Promise<void> {
+  const add = (docs: Lead[]) => {
+    for (const l of docs.sort(oldestFirst)) if (!index.byId.has(l.id)) index.add(l);
+  };
+  const resolved = (i: number): Lead | undefined => {
+    const r = rows[i] as MappedRow;
+    const k = keys[i] as RowKeys;
+    return (r.id ? index.byId.get(r.id) : undefined) ?? index.profile(k.profile) ?? index.email(k.email);
+  };
+  const ids = rows.flatMap((r) => (r.id ? [r.id] : []));
+  if (ids.length > 0) add(await ctx.db.getMany('leads', ids));
+
+  const urls = new Set<string>();
+  rows.forEach((r, i) => {
+    const k = keys[i] as RowKeys;
+    if (!k.profile) return;
+    const lead = resolved(i);
+    if (lead && lead.socialUrl && profileKey(lead.socialUrl) === k.profile) return;
+    addProfileVariants(r.fields.socialUrl ?? '', urls);
+  });
+  if (urls.size > 0) add((await ctx.db.query('leads', { where: { op: 'in', field: 'socialUrl', values: [...urls] } })).docs);
+
+  const emails = new Set<string>();
+  rows.forEach((r, i) => {
+    const k = keys[i] as RowKeys;
+    if (!k.email) return;
+    const lead = resolved(i);
+    if (lead && lead.email && emailKey(lead.email) === k.email) return;
+    for (const v of emailVariants(r.fields.email ?? '')) emails.add(v);
+  });
+  if (emails.size > 0) add((await ctx.db.query('leads', { where: { op: 'in', field: 'email', values: [...emails] } })).docs);
+
+  const names = new Set<string>();
+  const companies = new Set<string>();
+  rows.forEach((r, i) => {
+    if (!(keys[i] as RowKeys).nameCompany || resolved(i)) return;
+    for (const v of nameVariants(fullNameOf(r.fields))) names.add(v);
+    for (const v of nameVariants(r.fields.company ?? '')) companies.add(v);
+  });
+  if (names.size > 0) {
+    // By name, so "ACME" finds "Acme Inc."; unless the names are so common that this would bring
+    // back a large part of the workspace: then by name and company as written. A few thousand
+    // names per query, so each stays an index lookup: names repeat in a large workspace (5 leads
+    // per name of a call at 100k leads), and one lookup for all of them would be a large part of
+    // the workspace, which a store scans instead (the first import's time grew with the list).
+    const values = [...names];
+    const byName: Cond[] = [];
+    for (let i = 0; i < values.length; i += NAME_LOOKUP_CHUNK) byName.push({ op: 'in', field: 'fullName', values: values.slice(i, i + NAME_LOOKUP_CHUNK) });
+    let matching = 0;
+    for (const cond of byName) matching += await ctx.db.count('leads', cond);
+    const common = matching > rows.length + 100;
+    const byCompany: Cond = { op: 'in', field: 'company', values: [...companies] };
+    // Added together, so the oldest lead of a name keeps it whichever lookup found it.
+    const found: Lead[] = [];
+    for (const cond of byName) for (const l of (await ctx.db.query('leads', { where: common ? { op: 'and', conds: [cond, byCompany] } : cond })).docs) found.push(l);
+    add(found);
+  }
+}
+
+/** Name spellings per lookup of loadCandidates (a document has one name, so the counts add up). */
+const NAME_LOOKUP_CHUNK = 4000;
+
+const fullNameOf = (f: Partial<Record<LeadTextField, string>>): string => [f.firstName, f.lastName].filter(Boolean).join(' ');
+
+/** Leads by identity key, kept current as the call creates and updates leads. */
+class LeadIndex {
+  readonly byId = new Map<string, Lead>();
+  private readonly byProfile = new Map<string, Lead>();
+  private readonly byEmail = new Map<string, Lead>();
+  private readonly byNameCompany = new Map<string, Lead>();
+  /** The keys each indexed lead was filed under, so removing or replacing it computes none again. */
+  private readonly keysOf = new Map<string, RowKeys>();
+
+  constructor(private readonly names: NameCompanyKeys) {}
+
+  private keys(l: Lead, like?: { lead: Lead; keys: RowKeys }): RowKeys {
+    const o = like?.lead;
+    const k = like?.keys;
+    return {
+      profile: k && o?.socialUrl === l.socialUrl ? k.profile : l.socialUrl ? profileKey(l.socialUrl) : '',
+      email: k && o?.email === l.email ? k.email : l.email ? emailKey(l.email) : '',
+      nameCompany: k && o?.fullName === l.fullName && o.company === l.company ? k.nameCompany : this.names.of(l.fullName, l.company),
+    };
+  }
+
+  add(l: Lead, keys: RowKeys = this.keys(l)): void {
+    this.byId.set(l.id, l);
+    this.keysOf.set(l.id, keys);
+    // The first lead keeps a key (the oldest, for leads the store returns oldest first).
+    const file = (map: Map<string, Lead>, k: string) => {
+      if (!k) return;
+      const held = map.get(k);
+      if (!held || held.id === l.id) map.set(k, l);
+    };
+    file(this.byProfile, keys.profile);
+    file(this.byEmail, keys.email);
+    file(this.byNameCompany, keys.nameCompany);
+  }
+
+  remove(l: Lead): void {
+    const keys = this.keysOf.get(l.id) ?? this.keys(l);
+    this.byId.delete(l.id);
+    this.keysOf.delete(l.id);
+    const unfile = (map: Map<string, Lead>, k: string) => {
+      if (k && map.get(k)?.id === l.id) map.delete(k);
+    };
+    unfile(this.byProfile, keys.profile);
+    unfile(this.byEmail, keys.email);
+    unfile(this.byNameCompany, keys.nameCompany);
+  }
+
+  /** Files `after` in place of `before` (the same lead, changed); keys of unchanged fields are reused. */
+  replace(before: Lead, after: Lead): void {
+    const held = this.keysOf.get(before.id);
+    const keys = this.keys(after, held ? { lead: before, keys: held } : undefined);
+    this.remove(before);
+    this.add(after, keys);
+  }
+
+  /** The lead holding a profile key, email key or name-and-company key ('' finds none). */
+  profile(key: string): Lead | undefined {
+    return key ? this.byProfile.get(key) : undefined;
+  }
+  email(key: string): Lead | undefined {
+    return key ? this.byEmail.get(key) : undefined;
+  }
+  nameCompany(key: string): Lead | undefined {
+    return key ? this.byNameCompany.get(key) : undefined;
+  }
+}
+
+const FIELD_WORDS: Record<LeadTextField, string> = {
+  firstName: 'first name', lastName: 'last name', email: 'email', company: 'company', jobTitle: 'job title', location: 'location', phone: 'phone',
+  socialUrl: 'profile URL', seniority: 'seniority', websiteUrl: 'website', companySocialUrl: 'company profile URL',
+};
+const MATCH_WORDS = { id: 'its lead id', profileUrl: 'the same profile URL', email: 'the same email', nameAndCompany: 'the same name and company' } as const;
+const nameOf = (l: Lead): string => l.fullName || l.email || l.socialUrl || 'a lead';
+
+/** Applies a row to an existing lead under a mode; returns the new lead and what changed. */
+function applyRow(lead: Lead, row: MappedRow, custom: ReadonlyMap<string, LeadGroupColumn>, mode: OnExisting): { next: Lead; changed: string[] } {
+  if (mode === 'skip') return { next: lead, changed: [] };
+  const next: Lead = { ...lead, variables: { ...lead.variables } };
+  const changed: string[] = [];
+  const take = (current: string, value: string): boolean => value !== current && (mode === 'update' || current === '');
+  for (const f of LEAD_TEXT_FIELDS) {
+    const v = row.fields[f];
+    if (v === undefined || !take(next[f], v)) continue;
+    next[f] = v;
+    changed.push(FIELD_WORDS[f]);
+  }
+  for (const [name, value] of row.custom) {
+    const col = custom.get(columnKey(name));
+    if (!col || col.builtInType !== null) continue;
+    if (!take(next.variables[col.id] ?? '', value)) continue;
+    next.variables[col.id] = value;
+    changed.push(col.name);
+  }
+  for (const flag of ['doNotContact', 'blocklisted'] as const) {
+    const v = row.flags[flag];
+    // Fill-empty only ever turns a flag on; update also clears it.
+    if (v === undefined || v === next[flag] || (mode === 'fill_empty' && !v)) continue;
+    next[flag] = v;
+    changed.push(flag === 'doNotContact' ? (v ? 'marked Do Not Contact' : 'Do Not Contact cleared') : v ? 'blocklisted' : 'blocklist lifted');
+  }
+  if (next.firstName !== lead.firstName || next.lastName !== lead.lastName) next.fullName = [next.firstName, next.lastName].filter(Boolean).join(' ');
+  return { next, changed };
+}
+
+/** Fields a built-in column given as a custom target fills (e.g. a header mapped to "custom:Company"). */
+function withBuiltInColumns(row: MappedRow, custom: ReadonlyMap<string, LeadGroupColumn>): MappedRow {
+  let fields = row.fields;
+  for (const [name, value] of row.custom) {
+    const col = custom.get(columnKey(name));
+    const field = col?.builtInType;
+    if (!field) continue;
+    if (field === 'fullName') {
+      if (!fields.firstName && !fields.lastName) {
+        const [first = '', ...rest] = value.split(/\s+/);
+        fields = { ...fields, firstName: first, ...(rest.length ? { lastName: rest.join(' ') } : {}) };
+      }
+    } else if ((LEAD_TEXT_FIELDS as readonly string[]).includes(field) && fields[field as LeadTextField] === undefined) {
+      fields = { ...fields, [field]: value };
+    }
+  }
+  return fields === row.fields ? row : { ...row, fields };
+}
+
+async function groupOf(ctx: Ctx, input: { leadGroupId?: string; campaignId?: string }): Promise<LeadGroup> {
+  if (input.leadGroupId === undefined && input.campaignId === undefined) {
+    throw invalid('Name the list to import into: a lead list (leadGroupId) or a campaign (campaignId, its lead list).', 'leadGroupId');
+  }
+  let groupId = input.leadGroupId;
+  if (input.campaignId !== undefined) {
+    const campaign = await ctx.db.get('campaigns', input.campaignId);
+    if (!campaign) throw notFound('Campaign', input.campaignId);
+    // Both may be given when they agree: a campaign imports into its own lead list only.
+    if (groupId !== undefined && groupId !== campaign.leadGroupId) {
+      throw invalid(`Campaign "${campaign.name}" imports into its own lead list, not the one named by leadGroupId.`, 'leadGroupId');
+    }
+    groupId = campaign.leadGroupId;
+  }
+  const group = await ctx.db.get('leadGroups', groupId ?? '');
+  if (!group) throw notFound('Lead group', groupId ?? '');
+  return group;
+}
+
+
+export const leadImportOps = opsByName(
+  defineOp({
+    name: 'campaigns.leads.import',
+    method: 'POST',
+    summary:
+      `Imports leads into a list (leadGroupId, or campaignId for its list) from rows: JSON objects (rows, with rowNumbers to keep the file's row numbers), CSV text (csv) or CSV bytes in base64 (csvBase64, with encoding auto/utf-8/windows-1252/...). At most ${MAX_IMPORT_ROWS} rows per call. Columns are mapped from headers of HubSpot, Salesforce (also German), Apollo, Sales Navigator tools, PhantomBuster, LinkedIn and our own export; mapping {header: field | custom | custom:<name> | skip} overrides, unknown headers become custom columns. A row is matched to a lead by the id column of our export, the profile URL, then the email; onExisting skip, fill_empty (default: only empty fields are filled) or update (non-empty cells overwrite; empty cells never clear). Same name and company is reported as POSSIBLE_DUPLICATE (onPossibleDuplicate report, create or merge). Each row's result has its spreadsheet row number (header = 1) and a code. dryRun previews.`,
+    input: importInput,
+    output: importOutput,
+    permission: 'member',
+    dryRun: true,
+    mutates: true,
+    async handler(input, ctx) {
+      const group = await groupOf(ctx, input);
+      const file = readInput(input);
+      const groupCustom = group.columns.filter((c) => c.builtInType === null).map((c) => c.name);
+      const mapping = resolveMapping(file, input.mapping, groupCustom);
+      const mode: OnExisting = input.onExisting ?? 'fill_empty';
+      const onPossible = input.onPossibleDuplicate ?? 'report';
+
+      const mapped = mapRecords(file.headers, file.records, mapping, file.problems);
+      const readable = mapped.filter((r): r is MappedRow => !isProblem(r));
+
+      // Custom columns the rows give values for: created once, before any lead is written.
+      const names = new Set<string>();
+      for (const r of readable) for (const n of r.custom.keys()) names.add(n);
+      const known = new Set(group.columns.map((c) => columnKey(c.name)));
+      const columns = names.size > 0 ? await ensureCustomColumns(ctx, group.id, names) : new Map<string, LeadGroupColumn>();
+      const columnsCreated = [...names].filter((n) => !known.has(columnKey(n)));
+      const rows = readable.map((r) => withBuiltInColumns(r, columns));
+
+      const nameKeys = new NameCompanyKeys();
+      const keys = rows.map((r) => rowKeys(r, nameKeys));
+      const index = new LeadIndex(nameKeys);
+      await loadCandidates(ctx, rows, keys, index);
+
+      const now = nowIso(ctx);
+      const touched = new Map<string, Lead>();
+      const flagged = { doNotContact: new Set<string>(), blocklisted: new Set<string>() };
+      const byRow = new Map<number, RowResult>();
+      let linked = 0;
+      const result = (r: RowResult) => byRow.set(r.row, r);
+
+      for (const [i, row] of rows.entries()) {
+        const k = keys[i] as RowKeys;
+        const note = row.notes.length > 0 ? ` (${row.notes.join('; ')})` : '';
+        const byId = row.id ? index.byId.get(row.id) : undefined;
+        const byProfile = index.profile(k.profile);
+        const byEmail = index.email(k.email);
+        // The lead the row is: by id, else profile URL, else email. Another lead holding the row's
+        // profile URL or email is a conflict only when the row would give that value to this lead
+        // (two leads already sharing an email, an old duplicate, do not stop a row naming one by id).
+        let lead = byId ?? byProfile ?? byEmail;
+        const other = lead
+          ? ([['the profile URL', byProfile, k.profile, lead.socialUrl ? profileKey(lead.socialUrl) : ''], ['the email', byEmail, k.email, lead.email ? emailKey(lead.email) : '']] as const)
+              .find(([, hit, key, own]) => hit !== undefined && hit.id !== lead?.id && key !== own)
+          : undefined;
+        if (lead && other) {
+          const [what, hit] = other;
+          const whatLead = lead === byId ? 'the lead id' : lead === byProfile ? 'the profile URL' : 'the email';
+          result({
+            row: row.row, code: 'CONFLICTING_MATCH', leadId: lead.id,
+            message: `${whatLead} is ${nameOf(lead)}'s but ${what} is ${nameOf(hit as Lead)}'s: not imported. Fix the row, or merge those two leads first.`.replace(/^./, (c) => c.toUpperCase()),
+          });
+          continue;
+        }
+        let matchedBy: RowResult['matchedBy'] = lead === undefined ? undefined : lead === byId ? 'id' : lead === byProfile ? 'profileUrl' : 'email';
+        const idNote = row.id && !byId ? ` (the id ${row.id} is not a lead of this workspace)` : '';
+
+        if (!lead) {
+          const possible = index.nameCompany(k.nameCompany);
+          if (possible && onPossible === 'report') {
+            result({
+              row: row.row, code: 'POSSIBLE_DUPLICATE', leadId: possible.id, matchedBy: 'nameAndCompany',
+              message: `${nameOf(possible)} at ${possible.company} may be this person (same name and company, no shared email or profile URL): not imported. Merge it into that lead or create it anyway.`,
+            });
+            continue;
+          }
+          if (possible && onPossible === 'merge') {
+            lead = possible;
+            matchedBy = 'nameAndCompany';
+          }
+        }
+
+        if (!lead) {
+          const created = newLead({ id: ctx.ids.uuid(), workspaceId: ctx.actor.workspaceId, now }, group.id, {
+            ...row.fields,
+            doNotContact: row.flags.doNotContact ?? false,
+            blocklisted: row.flags.blocklisted ?? false,
+            variables: Object.fromEntries(
+              [...row.custom].flatMap(([name, value]) => {
+                const col = columns.get(columnKey(name));
+                return col && col.builtInType === null ? [[col.id, value]] : [];
+              }),
+            ),
+          });
+          touched.set(created.id, created);
+          index.add(created);
+          result({ row: row.row, code: 'CREATED', leadId: created.id, message: `Created ${nameOf(created)}${idNote}${note}.` });
+          continue;
+        }
+
+        const current = touched.get(lead.id) ?? lead;
+        const { next, changed } = applyRow(current, row, columns, mode);
+        const link = !next.groupIds.includes(group.id);
+        // A row that changes nothing leaves its lead as it is (no new updatedAt, nothing written).
+        const after: Lead = link ? { ...next, groupIds: [...next.groupIds, group.id] } : changed.length > 0 ? next : current;
+        if (after !== current) {
+          after.updatedAt = now;
+          touched.set(after.id, after);
+          index.replace(current, after);
+        }
+        if (link) linked++;
+        for (const flag of ['doNotContact', 'blocklisted'] as const) if (after[flag] && !current[flag]) flagged[flag].add(after.id);
+        const found = `found by ${MATCH_WORDS[matchedBy ?? 'email']}`;
+        const linkNote = link ? `; added to "${group.name}"` : '';
+        const code: RowCode = mode === 'skip' ? 'DUPLICATE_SKIPPED' : changed.length > 0 ? 'UPDATED' : 'UNCHANGED';
+        const message =
+          code === 'DUPLICATE_SKIPPED'
+            ? `${nameOf(after)} is already in the CRM (${found}); left as it is${linkNote}.`
+            : code === 'UPDATED'
+              ? `Updated ${nameOf(after)} (${found}): ${changed.join(', ')}${linkNote}.`
+              : `${nameOf(after)} (${found}) already has ${mode === 'fill_empty' ? 'a value for every field the row gives' : 'these values'}${linkNote}.`;
+        result({ row: row.row, code, leadId: after.id, matchedBy, message: `${message.slice(0, -1)}${idNote}${note}.` });
+      }
+
+      for (const lead of touched.values()) await ctx.db.put('leads', lead);
+      if (flagged.doNotContact.size > 0) await stopRunningEnrollments(ctx, [...flagged.doNotContact], 'do_not_contact');
+      if (flagged.blocklisted.size > 0) await stopRunningEnrollments(ctx, [...flagged.blocklisted], 'blocklisted');
+
+      for (const r of mapped) if (isProblem(r)) byRow.set(r.row, { row: r.row, code: r.code, message: r.message });
+      const results = file.records.flatMap((r) => {
+        const res = byRow.get(r.row);
+        return res ? [res] : [];
+      });
+      const count = (codes: readonly RowCode[]) => results.filter((r) => codes.includes(r.code)).length;
+      return {
+        dryRun: ctx.dryRun,
+        leadGroupId: group.id,
+        totals: {
+          rows: results.length,
+          created: count(['CREATED']),
+          updated: count(['UPDATED']),
+          unchanged: count(['UNCHANGED']),
+          skipped: count(['DUPLICATE_SKIPPED', 'EMPTY_ROW', 'NOT_A_LEAD_ROW']),
+          possibleDuplicates: count(['POSSIBLE_DUPLICATE']),
+          invalid: results.filter((r) => INVALID_CODES.has(r.code) || r.code === 'CONFLICTING_MATCH').length,
+          linked,
+        },
+        results,
+        headers: file.headers,
+        mapping,
+        columnsCreated,
+        delimiter: input.rows === undefined ? file.delimiter : null,
+        encoding: file.encoding,
+      };
+    },
+  }),
+  defineOp({
+    name: 'campaigns.leads.export',
+    method: 'GET',
+    summary:
+      `One page of the leads of a search (same filters and order as campaigns.leads.search) as CSV: the lead id first, every field, the custom columns, then stage, tag, sequence, scores and dates. Cells starting with =, +, -, @, a tab or a carriage return are prefixed with ' against formula injection. The header is on the first page only (no cursor); pages hold up to ${MAX_EXPORT_PAGE} leads (limit, default 1000). Importing the file with onExisting update updates those leads and creates none.`,
+    input: z.object({
+      campaignId: uuid.optional(),
+      tagId: z.string().trim().min(1).max(100).optional(),
+      query: z.string().max(500).optional(),
+      pipelineStage: z.string().max(100).optional(),
+      sortBy: z.enum(LEAD_SORT_FIELDS).optional(),
+      sortOrder: z.enum(['asc', 'desc']).optional(),
+      cursor,
+      limit: qInt(1, MAX_EXPORT_PAGE).optional(),
+      delimiter: z.enum(DELIMITERS).optional(),
+    }),
+    output: z.object({ csv: z.string(), headers: z.array(z.string()), count: z.number().int(), nextCursor: z.string().nullable() }),
+    permission: 'member',
+    dryRun: false,
+    mutates: false,
+    async handler(input, ctx) {
+      const where = await leadFilterCond(ctx.db, input);
+      const sortBy = input.sortBy ?? 'createdAt';
+      const dir = input.sortOrder ?? 'desc';
+      const orderBy: Sort[] = [{ field: sortBy, dir }];
+      const page = await ctx.db.query('leads', { where, orderBy, limit: input.limit ?? 1000, cursor: storeCursor(input.cursor, sortBy, dir) });
+
+      // The columns: the campaign's list, or every list of the workspace (one column per name).
+      const campaign = input.campaignId ? await ctx.db.get('campaigns', input.campaignId) : null;
+      const groups = campaign ? await ctx.db.getMany('leadGroups', [campaign.leadGroupId]) : (await ctx.db.query('leadGroups', { orderBy: [{ field: 'createdAt', dir: 'asc' }] })).docs;
+      const idsByName = new Map<string, { name: string; ids: string[] }>();
+      for (const g of groups) {
+        for (const c of g.columns) {
+          if (c.builtInType !== null) continue;
+          const entry = idsByName.get(columnKey(c.name)) ?? { name: c.name, ids: [] };
+          entry.ids.push(c.id);
+          idsByName.set(columnKey(c.name), entry);
+        }
+      }
+      const custom = [...idsByName.values()];
+      const customNames = custom.map((c) => c.name);
+
+      const rel = await loadLeadRelations(ctx.db, page.docs, { groups: false });
+      const tags = new Map((await ctx.db.query('tags', {})).docs.map((t) => [t.id, t.name]));
+      const leads: ExportLead[] = page.docs.map((l) => {
+        const enrollments = rel.enrollmentsByLead.get(l.id) ?? [];
+        const current = campaign ? enrollments.find((e) => e.campaignId === campaign.id) : currentEnrollment(enrollments);
+        return {
+          id: l.id, firstName: l.firstName, lastName: l.lastName, fullName: l.fullName, email: l.email, company: l.company, jobTitle: l.jobTitle,
+          location: l.location, phone: l.phone, socialUrl: l.socialUrl, seniority: l.seniority, websiteUrl: l.websiteUrl, companySocialUrl: l.companySocialUrl,
+          doNotContact: l.doNotContact, blocklisted: l.blocklisted,
+          custom: Object.fromEntries(custom.map((c) => [c.name, c.ids.map((id) => l.variables[id] ?? '').find((v) => v !== '') ?? ''])),
+          stage: l.pipelineStageId === null ? '' : (rel.stages.get(l.pipelineStageId)?.name ?? ''),
+          tag: l.tagId === null ? '' : (tags.get(l.tagId) ?? ''),
+          sequenceStatus: current?.status ?? '',
+          campaigns: [...new Set(enrollments.map((e) => rel.campaigns.get(e.campaignId)?.name ?? ''))].filter(Boolean),
+          rankingScore: l.rankingScore, leadFitScore: l.leadFitScore, followUpAt: l.followUpAt, lastActivityAt: l.lastActivityAt, createdAt: l.createdAt,
+        };
+      });
+      return {
+        csv: leadsToCsv(leads, customNames, { delimiter: input.delimiter, header: !input.cursor }),
+        headers: exportHeaders(customNames),
+        count: leads.length,
+        nextCursor: sortedCursor(sortBy, dir, page.nextCursor),
+      };
+    },
+  }),
+);
