@@ -2,6 +2,7 @@
  * still passes the shared rules and is committed in one transaction. */
 import type { Actor, Clock, Ids, Secrets } from '../shared/context.ts';
 import { demoSeedWrites } from '../shared/demo-seed.ts';
+import type { AnyWrite } from '../shared/store.ts';
 import type { DemoSeedCounts } from '../shared/demo-seed.ts';
 import { DomainError, notFound } from '../shared/errors.ts';
 import { ROLES, SUBSCRIPTION_STATUSES } from '../shared/model/index.ts';
@@ -112,8 +113,15 @@ export async function seedDemo(db: PgDatabase, input: { workspaceId: string }, d
     const group = groups.docs[0];
     if (!group) throw new DomainError('INVALID_INPUT', `Workspace ${ws.id} has no lead group.`);
     const { docs: stages } = await tx.query('stages', { orderBy: [{ field: 'position', dir: 'asc' }] });
-    const seed = demoSeedWrites({
-      workspaceId: ws.id, ownerId: owner.id, leadGroupId: group.id, ids: deps.ids, now: deps.clock.now().toISOString(), random: deps.random, stages,
+    // The seed runs the product over the workspace's current documents (the ones it may read).
+    const current: AnyWrite[] = [
+      { collection: 'workspaces', id: ws.id, before: null, after: ws },
+      ...(await tx.query('members')).docs.map((m): AnyWrite => ({ collection: 'members', id: m.id, before: null, after: m })),
+      ...stages.map((s): AnyWrite => ({ collection: 'stages', id: s.id, before: null, after: s })),
+      ...(await tx.query('leadGroups')).docs.map((g): AnyWrite => ({ collection: 'leadGroups', id: g.id, before: null, after: g })),
+    ];
+    const seed = await demoSeedWrites({
+      workspaceId: ws.id, ownerId: owner.id, leadGroupId: group.id, ids: deps.ids, now: deps.clock.now().toISOString(), random: deps.random, stages, existing: current,
     });
     for (const w of seed.writes) if (w.after) await tx.put(w.collection, w.after as never);
     return seed.counts;

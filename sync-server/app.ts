@@ -1,6 +1,8 @@
 /** The sync server: one generic route serves every operation of the registry over HTTP
  * (`GET|POST /<operation name>`), authenticated by API key, each call in one database transaction. */
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify from 'fastify';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock, Ids, Secrets } from '../shared/context.ts';
@@ -24,7 +26,11 @@ import { Maintenance } from './maintenance.ts';
 import { migrate } from './migrate.ts';
 import { openApiDocument } from './openapi.ts';
 import { PgDatabase } from './pg-store.ts';
-import { RateLimiter } from './rate-limit.ts';
+import { loggerOptions } from './logging.ts';
+import { createMetrics } from './metrics.ts';
+import type { ServerMetrics } from './metrics.ts';
+import { parseCorsOrigins, registerOperatorPlugins } from './operator.ts';
+import { SharedRateLimiter, rateLimitHeaders } from './rate-limit.ts';
 import { registerReplication, replicationOpenApi } from './replication.ts';
 import { nodeSecrets } from './secrets.ts';
 
@@ -56,6 +62,31 @@ export type ServerOptions = {
   /** Where sender secrets are kept (default: sender_credentials under CREDENTIALS_KEY or the key
    * file of the data folder, read on first use); null: this server keeps none. */
   credentials?: ServerCredentials | null;
+  /** Operator settings (see README "Settings"); each defaults to its environment variable. */
+  operator?: OperatorSettings;
+};
+
+/** The operator settings of README "Production"; every one also comes from its environment variable. */
+export type OperatorSettings = {
+  /** CORS_ORIGINS: browser origins allowed to call the API (a list or ["*"]); default none. */
+  corsOrigins?: readonly string[];
+  /** COMPRESS_THRESHOLD_BYTES: compress JSON answers from this size (default 1024; 0: off). */
+  compressThresholdBytes?: number;
+  /** METRICS_TOKEN: bearer token for GET /metrics (default none: open). */
+  metricsToken?: string | null;
+  /** The metrics registry (the runner host adds its counters to it); default a new one. */
+  metrics?: ServerMetrics;
+  /** AUTH_FAILURES_PER_MINUTE: failed authentications per client address and minute (default 300). */
+  authFailuresPerMinute?: number;
+  /** STREAMS_PER_KEY / STREAMS_PER_PROCESS: live replication streams (defaults 32 and 5000). */
+  streamsPerKey?: number;
+  streamsPerProcess?: number;
+  /** STREAM_BUFFER_BYTES: a live stream whose unsent data exceeds this is closed (default 1 MiB). */
+  streamBufferBytes?: number;
+  /** REFUSALS_RETENTION_DAYS: push refusals kept this long (default 30). */
+  refusalsRetentionDays?: number;
+  /** TRUST_PROXY: the client address is taken from X-Forwarded-For (behind a load balancer). */
+  trustProxy?: boolean | string;
 };
 
 export const DEFAULT_BODY_LIMIT = 5 * 1024 * 1024;
@@ -87,15 +118,17 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   const channels = opts.channels !== undefined ? opts.channels : sandboxHost(clock);
   const credentials = opts.credentials !== undefined ? opts.credentials : serverCredentials(() => loadCredentialsKey({ envKey: process.env.CREDENTIALS_KEY, dataDir: keyDirOf(opts.open) }));
   const bodyLimit = opts.bodyLimit ?? DEFAULT_BODY_LIMIT;
-  const limiter = new RateLimiter(opts.rateLimitPerMinute ?? envNumber('RATE_LIMIT_PER_MINUTE') ?? DEFAULT_RATE_LIMIT, () => clock.now().getTime());
-  const auth = new Authenticator(db, clock, opts.authCacheMs ?? 2_000);
+  const operator = opts.operator ?? {};
+  const metrics = operator.metrics ?? createMetrics();
+  const limiter = new SharedRateLimiter(opts.rateLimitPerMinute ?? envNumber('RATE_LIMIT_PER_MINUTE') ?? DEFAULT_RATE_LIMIT, () => clock.now().getTime(), sql, {
+    onError: (e) => app.log.warn({ err: e }, 'sharing the rate limit through the database failed'),
+  });
+  const auth = new Authenticator(db, clock, opts.authCacheMs ?? 2_000, operator.authFailuresPerMinute ?? envNumber('AUTH_FAILURES_PER_MINUTE'));
   const retries = opts.conflictRetries ?? 3;
 
   const app = Fastify({
-    logger: {
-      level: opts.logLevel ?? 'info',
-      ...(opts.logStream ? { stream: opts.logStream } : {}),
-    },
+    logger: loggerOptions(opts.logLevel ?? 'info', opts.logStream),
+    trustProxy: operator.trustProxy ?? envTrustProxy(),
     bodyLimit,
     genReqId: (req) => {
       const h = req.headers['x-request-id'];
@@ -103,11 +136,27 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
     },
     // Keep-alive connections that are idle are closed on shutdown; busy ones finish first.
     forceCloseConnections: 'idle',
+    // Errors raised before a route runs (bad URL encoding, malformed HTTP) get the contract's body.
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
   });
 
-  const maintenance = new Maintenance(sql, { onError: (e) => app.log.warn({ err: e }, 'database maintenance failed') });
+  await registerOperatorPlugins(app, {
+    corsOrigins: operator.corsOrigins ?? parseCorsOrigins(process.env.CORS_ORIGINS),
+    compressThresholdBytes: operator.compressThresholdBytes ?? envCount('COMPRESS_THRESHOLD_BYTES') ?? 1024,
+    metrics,
+    metricsToken: operator.metricsToken !== undefined ? operator.metricsToken : process.env.METRICS_TOKEN?.trim() || null,
+    knownOperation: (name) => lookup(name) !== null,
+  });
+
+  const maintenance = new Maintenance(sql, {
+    onError: (e) => app.log.warn({ err: e }, 'database maintenance failed'),
+    now: () => clock.now(),
+    refusalsRetentionDays: operator.refusalsRetentionDays ?? envNumber('REFUSALS_RETENTION_DAYS'),
+  });
   const offMaintenance = db.onCommit((e) => maintenance.noteChanges(e.rows));
   await maintenance.run();
+  maintenance.sweep().catch((e: unknown) => app.log.warn({ err: e }, 'sweeping old refusals and rate-limit rows failed'));
   const purge = setInterval(() => {
     purgeExpired(sql, clock.now()).catch((e: unknown) => app.log.warn({ err: e }, 'purging idempotency keys failed'));
   }, 3_600_000);
@@ -127,36 +176,12 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
     clearInterval(purge);
     offMaintenance();
     await maintenance.stop();
+    await limiter.stop();
     await auth.settle();
     if (ownsDatabase) await sql.close();
   });
 
-  // JSON bodies: an empty body is an empty object; prototype keys are dropped.
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    const text = typeof body === 'string' ? body : body.toString('utf8');
-    if (text.trim() === '') return done(null, undefined);
-    try {
-      const parsed: unknown = /"(__proto__|constructor)"/.test(text)
-        ? JSON.parse(text, (k, v: unknown) => (k === '__proto__' || k === 'constructor' ? undefined : v))
-        : JSON.parse(text);
-      done(null, parsed);
-    } catch (e) {
-      done(new DomainError('INVALID_INPUT', `The body is not valid JSON: ${e instanceof Error ? e.message : String(e)}.`), undefined);
-    }
-  });
-
-  app.setErrorHandler((err: FastifyError | DomainError | Error, req, reply) => {
-    const domain = toDomainError(err, bodyLimit, String(req.id));
-    if (domain.code === 'INTERNAL') req.log.error({ err }, 'request failed');
-    else if (domain.status >= 500) req.log.warn({ err }, 'request failed');
-    void reply.code(domain.status).send(domain.toJSON());
-  });
-  app.setNotFoundHandler((req, reply) => {
-    const name = req.url.split('?')[0]?.replace(/^\//, '') ?? '';
-    const e = new DomainError('UNKNOWN_OPERATION', `There is no operation named ${name}. GET /openapi.json lists every operation.`, { name });
-    void reply.code(e.status).send(e.toJSON());
-  });
+  installErrorBoundary(app, bodyLimit);
 
   let openapi: Record<string, unknown> | null = null;
   app.get('/openapi.json', async (_req, reply) => {
@@ -175,10 +200,20 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
 
   /** Authenticates and applies the key's rate limit; every authenticated route starts here. */
   async function admit(req: FastifyRequest, reply: FastifyReply): Promise<Authenticated> {
-    const who = await auth.authenticate(req.headers.authorization);
-    const decision = limiter.take(who.keyId);
+    let who: Authenticated;
+    try {
+      who = await auth.authenticate(req.headers.authorization, req.ip);
+    } catch (e) {
+      if (isDomainError(e) && e.code === 'RATE_LIMITED') {
+        metrics.refused.inc({ reason: 'auth_failures' });
+        void reply.header('Retry-After', String(e.details.retryAfterSeconds));
+      }
+      throw e;
+    }
+    const decision = await limiter.take(who.keyId);
+    void reply.headers(rateLimitHeaders(decision));
     if (!decision.allowed) {
-      void reply.header('Retry-After', String(decision.retryAfterSeconds));
+      metrics.refused.inc({ reason: 'rate_limit' });
       throw new DomainError('RATE_LIMITED', `Rate limit of ${limiter.perMinute} requests per minute reached for this API key; retry in ${decision.retryAfterSeconds} s.`, {
         retryAfterSeconds: decision.retryAfterSeconds,
         limitPerMinute: limiter.perMinute,
@@ -215,6 +250,12 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
     admit,
     heartbeatMs: opts.streamHeartbeatMs,
     log: app.log,
+    streams: {
+      perKey: operator.streamsPerKey ?? envNumber('STREAMS_PER_KEY') ?? 32,
+      perProcess: operator.streamsPerProcess ?? envNumber('STREAMS_PER_PROCESS') ?? 5000,
+      bufferBytes: operator.streamBufferBytes ?? envNumber('STREAM_BUFFER_BYTES') ?? 1024 * 1024,
+      metrics,
+    },
     onChange: (e) => {
       // Keys and members changed in another server process too: look them up again.
       if (e.collections.includes('apiKeys') || e.collections.includes('members')) auth.invalidate();
@@ -262,10 +303,92 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   return app;
 }
 
+/**
+ * The error boundary: every answer that is not a success has the contract's body
+ * `{"error": {"code", "message", "details"}}` and a 4xx status when the request was at fault, whatever
+ * refused it (a handler, the rules, Fastify's body parsing, the router, Node's HTTP parser, or the
+ * database refusing a value). Bad input never reaches anything recursive unbounded: a JSON body's
+ * nesting is checked on its text before it is parsed.
+ */
+function installErrorBoundary(app: FastifyInstance, bodyLimit: number): void {
+  // JSON bodies: an empty body is an empty object; prototype keys are dropped.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') return done(null, undefined);
+    if (jsonNestingTooDeep(text, MAX_BODY_DEPTH)) {
+      return done(new DomainError('INVALID_INPUT', `The body is nested more than ${MAX_BODY_DEPTH} levels deep; no request of this API needs that.`, { maxDepth: MAX_BODY_DEPTH }), undefined);
+    }
+    try {
+      const parsed: unknown = /"(__proto__|constructor)"/.test(text)
+        ? JSON.parse(text, (k, v: unknown) => (k === '__proto__' || k === 'constructor' ? undefined : v))
+        : JSON.parse(text);
+      done(null, parsed);
+    } catch (e) {
+      done(new DomainError('INVALID_INPUT', `The body is not valid JSON: ${e instanceof Error ? e.message : String(e)}.`), undefined);
+    }
+  });
+
+  app.setErrorHandler((err: FastifyError | DomainError | Error, req, reply) => {
+    const domain = toDomainError(err, bodyLimit, String(req.id));
+    if (domain.code === 'INTERNAL') req.log.error({ err }, 'request failed');
+    else if (domain.status >= 500) req.log.warn({ err }, 'request failed');
+    else if (isDatabaseError(err)) req.log.warn({ err, sqlState: err.code }, 'bad input reached the database');
+    void reply.code(domain.status).send(domain.toJSON());
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const name = req.url.split('?')[0]?.replace(/^\//, '') ?? '';
+    const e = new DomainError('UNKNOWN_OPERATION', `There is no operation named ${name}. GET /openapi.json lists every operation.`, { name });
+    void reply.code(e.status).send(e.toJSON());
+  });
+}
+
+/** Deepest JSON nesting of a request body. Far above any operation input or replicated document (the
+ * operation guard and the document limits are tighter and say so), and low enough that nothing
+ * recursive downstream (request hashing, document comparison, schema validation) can run out of stack. */
+export const MAX_BODY_DEPTH = 64;
+
+/** Whether JSON text nests objects and arrays deeper than `max`, in one pass over the text. */
+export function jsonNestingTooDeep(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}
+
+type DatabaseError = Error & { code: string };
+
+/** An error of PostgreSQL or PGlite (they carry a five-character SQLSTATE and a severity). */
+function isDatabaseError(err: unknown): err is DatabaseError {
+  return err instanceof Error && 'severity' in err && 'code' in err && typeof err.code === 'string' && /^[0-9A-Z]{5}$/.test(err.code);
+}
+
+/** SQLSTATEs that mean the request carried a value the database cannot hold: data exceptions (class
+ * 22: NUL in text, bad Unicode, out-of-range dates and numbers) and an index entry too large (54000).
+ * The boundaries refuse these values first; this keeps a gap from becoming a 500, and the warning
+ * 'bad input reached the database' in the log shows the gap (the fuzz suite fails on it). */
+function databaseRefusal(err: DatabaseError): DomainError | null {
+  if (!err.code.startsWith('22') && err.code !== '54000') return null;
+  return new DomainError('INVALID_INPUT', 'The request holds a value the database cannot store (too long, out of range, or not valid text).', { sqlState: err.code });
+}
+
 function toDomainError(err: FastifyError | DomainError | Error, bodyLimit: number, requestId: string): DomainError {
   if (isDomainError(err)) {
     if (err.code !== 'INTERNAL') return err;
     return new DomainError('INTERNAL', err.message, { ...err.details, requestId });
+  }
+  if (isDatabaseError(err)) {
+    const refusal = databaseRefusal(err);
+    if (refusal) return refusal;
   }
   const code = 'code' in err && typeof err.code === 'string' ? err.code : '';
   const status = 'statusCode' in err && typeof err.statusCode === 'number' ? err.statusCode : 500;
@@ -279,6 +402,37 @@ function toDomainError(err: FastifyError | DomainError | Error, bodyLimit: numbe
   return new DomainError('INTERNAL', `Something went wrong on the server; quote request id ${requestId} when reporting it.`, { requestId });
 }
 
+/** Errors the router raises before any route runs: a path that is not valid percent-encoding
+ * (`GET /%ff`) or a path segment longer than any operation name. */
+function frameworkErrorHandler(err: FastifyError, _req: FastifyRequest, reply: FastifyReply): void {
+  const e =
+    err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? new DomainError('UNKNOWN_OPERATION', 'There is no operation at this path: the name is longer than any operation name. GET /openapi.json lists every operation.')
+      : new DomainError('INVALID_INPUT', err.code === 'FST_ERR_BAD_URL' ? 'The URL is not valid: its path has a malformed percent-encoding (like %ff).' : err.message, { code: err.code });
+  void reply.code(e.status).send(e.toJSON());
+}
+
+/** Requests Node's HTTP parser refuses before Fastify sees them (malformed HTTP, headers over the
+ * 16 KB limit, a request that took too long to arrive): the contract's body, then the connection
+ * closes, as Node's own answer does. */
+function clientErrorHandler(this: FastifyInstance, err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'The request headers are larger than this server accepts (16 KB in all); send a shorter URL or fewer headers.']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'The request did not arrive in time; send it again.']
+        : [400, 'The request is not valid HTTP/1.1; it was not read.'];
+  this.log.debug({ err }, 'refused a malformed request');
+  const body = JSON.stringify({ error: { code: 'INVALID_INPUT', message, details: { reason: err.code ?? 'unknown' } } } satisfies ErrorBody);
+  // Only when no answer is half-sent on this connection (Node's own rule: `_httpMessage` is the
+  // response in flight, if any).
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  if (socket.writable && !inFlight?.headersSent) {
+    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Bad Request'}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  } else socket.destroy();
+}
+
 /** Where the generated credentials key lives: the PGlite data folder, or DATA_DIR beside PostgreSQL. */
 function keyDirOf(open: OpenOptions | undefined): string {
   if (open?.dataDir && !open.databaseUrl) return open.dataDir;
@@ -288,6 +442,23 @@ function keyDirOf(open: OpenOptions | undefined): string {
 function sandboxHost(clock: Clock): ChannelHost {
   const network = createSandboxNetwork({ seed: 'sync-server', clock });
   return { channelFor: (sender) => (sender.channel === 'sandbox' ? network : null) };
+}
+
+/** A count that may be 0 (COMPRESS_THRESHOLD_BYTES=0 turns compression off). */
+function envCount(name: string): number | undefined {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number, got ${raw}.`);
+  return n;
+}
+
+/** TRUST_PROXY: 1/true (trust X-Forwarded-For), or the proxies' addresses/CIDRs, comma-separated. */
+function envTrustProxy(): boolean | string {
+  const raw = process.env.TRUST_PROXY?.trim() ?? '';
+  if (raw === '' || /^(0|false|no)$/i.test(raw)) return false;
+  if (/^(1|true|yes)$/i.test(raw)) return true;
+  return raw;
 }
 
 function envNumber(name: string): number | undefined {

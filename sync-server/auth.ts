@@ -4,6 +4,7 @@ import type { Actor, Clock } from '../shared/context.ts';
 import { DomainError } from '../shared/errors.ts';
 import type { ApiKey, Member } from '../shared/model/index.ts';
 import type { PgDatabase } from './pg-store.ts';
+import { RateLimiter } from './rate-limit.ts';
 import { hashApiKey } from './secrets.ts';
 
 export type Authenticated = { actor: Actor; keyId: string };
@@ -11,11 +12,15 @@ export type Authenticated = { actor: Actor; keyId: string };
 /** lastUsedAt is written at most this often per key. */
 const LAST_USED_EVERY_MS = 60_000;
 
+/** Failed authentications allowed per client address and minute (unknown, revoked or malformed keys). */
+export const DEFAULT_AUTH_FAILURES_PER_MINUTE = 300;
+
 export class Authenticator {
   private readonly cache = new Map<string, { auth: Authenticated; until: number }>();
   private readonly lastUsedWritten = new Map<string, number>();
   private readonly pending = new Set<Promise<void>>();
   private readonly unsubscribe: () => void;
+  private readonly failures: RateLimiter;
 
   constructor(
     private readonly db: PgDatabase,
@@ -23,7 +28,11 @@ export class Authenticator {
     /** How long a successful lookup is reused. Local key and member changes clear it at once; this
      * bounds how late another server process's revocation is noticed. */
     private readonly cacheMs = 2_000,
+    /** Failed authentications per client address and minute before the address is refused without
+     * a lookup (429). */
+    failuresPerMinute = DEFAULT_AUTH_FAILURES_PER_MINUTE,
   ) {
+    this.failures = new RateLimiter(failuresPerMinute, () => this.clock.now().getTime());
     this.unsubscribe = db.onCommit((e) => {
       if (e.collections.includes('apiKeys') || e.collections.includes('members')) this.cache.clear();
     });
@@ -34,7 +43,17 @@ export class Authenticator {
     this.cache.clear();
   }
 
-  async authenticate(header: string | undefined): Promise<Authenticated> {
+  /** `address` is the client's (req.ip): failures are counted against it. */
+  async authenticate(header: string | undefined, address = 'unknown'): Promise<Authenticated> {
+    try {
+      return await this.lookup(header, address);
+    } catch (e) {
+      if (e instanceof DomainError && e.code === 'UNAUTHENTICATED') this.failures.take(address);
+      throw e;
+    }
+  }
+
+  private async lookup(header: string | undefined, address: string): Promise<Authenticated> {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
     if (!match?.[1]) {
       throw new DomainError('UNAUTHENTICATED', 'Send an API key: Authorization: Bearer live_...', { header: 'Authorization' });
@@ -47,6 +66,15 @@ export class Authenticator {
     if (hit && hit.until > now) {
       this.touch(hit.auth, null, now);
       return hit.auth;
+    }
+    // An address that keeps sending unknown keys is refused before it costs a query.
+    if (!this.failures.allows(address)) {
+      const d = this.failures.take(address);
+      throw new DomainError('RATE_LIMITED', `Too many requests with unknown or invalid API keys from this address; retry in ${d.retryAfterSeconds} s.`, {
+        retryAfterSeconds: d.retryAfterSeconds,
+        limitPerMinute: this.failures.perMinute,
+        reason: 'auth_failures',
+      });
     }
     const rows = await this.db.sql.query<{ key: ApiKey; member: Member | null }>(
       `SELECT k.doc AS key, m.doc AS member

@@ -1,6 +1,10 @@
-/** `npm run sync-server` serves; `npm run sync-server -- <command> ...` administers workspaces and
- * prints one JSON object. Bad arguments: a message on stderr and exit code 2. */
+/** `npm run sync-server` (or, built, `node dist/sync-server/cli.js`) serves; with a command it
+ * administers workspaces and prints one JSON object. Bad arguments or settings: a message on stderr
+ * and exit code 2. The port already in use: a message and exit code 3, at once. SIGTERM and SIGINT
+ * finish the requests in flight and exit 0 (run it as `node ...` under PID 1: npm does not forward
+ * signals). */
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import { DomainError, isDomainError } from '../shared/errors.ts';
 import { ROLES, SUBSCRIPTION_STATUSES } from '../shared/model/index.ts';
@@ -12,6 +16,8 @@ import { openDatabase } from './db.ts';
 import type { OpenOptions } from './db.ts';
 import { migrate } from './migrate.ts';
 import { PgDatabase } from './pg-store.ts';
+import { createMetrics } from './metrics.ts';
+import { parseCorsOrigins } from './operator.ts';
 import { createServerRunner } from './runner-host.ts';
 import { nodeSecrets } from './secrets.ts';
 
@@ -32,9 +38,19 @@ Database: DATABASE_URL (PostgreSQL; DATABASE_SCHEMA optionally picks a schema), 
 embedded PGlite database in DATA_DIR (default ./data), which only one process may open at a time.
 Other settings: RATE_LIMIT_PER_MINUTE (default 1200), BODY_LIMIT_BYTES, LOG_LEVEL (default info),
 CREDENTIALS_KEY (32 bytes, hex or base64: encrypts sender passwords and tokens; default a key file
-generated in DATA_DIR), RUNNER_INTERVAL_MS (default 5000).`;
+generated in DATA_DIR), RUNNER_INTERVAL_MS (default 5000), CORS_ORIGINS, METRICS_TOKEN,
+COMPRESS_THRESHOLD_BYTES, AUTH_FAILURES_PER_MINUTE, STREAMS_PER_KEY, STREAMS_PER_PROCESS,
+STREAM_BUFFER_BYTES, REFUSALS_RETENTION_DAYS, TRUST_PROXY, ALLOW_PRIVATE_SENDER_HOSTS
+(README "Settings" describes each).
+
+Exit codes: 0 done (or stopped by SIGTERM/SIGINT), 1 failed, 2 bad arguments or settings,
+3 the port is already in use.`;
+
+/** The port is taken: nothing else to try, so the process ends at once. */
+export const EXIT_ADDRESS_IN_USE = 3;
 
 class UsageError extends Error {}
+class AddressInUse extends Error {}
 
 type Spec = Record<string, { type: 'string'; required: boolean }>;
 
@@ -114,7 +130,24 @@ async function admin(command: string, args: Record<string, string>): Promise<unk
 async function serve(withRunner: boolean): Promise<void> {
   const port = positiveEnv('PORT') ?? 4000;
   const host = process.env.HOST?.trim() || '0.0.0.0';
+  // A signal while starting (opening PGlite takes seconds) ends the process at once: as PID 1 in a
+  // container, Node would otherwise ignore it.
+  const early = (signal: NodeJS.Signals): void => {
+    process.stderr.write(`${signal} while starting: exiting.\n`);
+    process.exit(0);
+  };
+  process.once('SIGTERM', early);
+  process.once('SIGINT', early);
+  // Before the database opens: a taken port ends the process at once.
+  await probePort(port, host);
   const open = databaseOptions();
+  let corsOrigins: string[];
+  try {
+    corsOrigins = parseCorsOrigins(process.env.CORS_ORIGINS);
+  } catch (e) {
+    throw new UsageError(e instanceof Error ? e.message : String(e));
+  }
+  const metrics = createMetrics();
   const credentials = serverCredentials(() => loadCredentialsKey({ envKey: process.env.CREDENTIALS_KEY, dataDir: process.env.DATA_DIR?.trim() || './data' }));
   // With the runner the database is opened here, so the server and the runner share it.
   const sql = withRunner ? await openDatabase(open) : null;
@@ -124,8 +157,23 @@ async function serve(withRunner: boolean): Promise<void> {
     rateLimitPerMinute: positiveEnv('RATE_LIMIT_PER_MINUTE'),
     bodyLimit: positiveEnv('BODY_LIMIT_BYTES'),
     logLevel: process.env.LOG_LEVEL?.trim() || 'info',
+    operator: { corsOrigins, metrics },
   });
-  const runner = sql ? createServerRunner({ sql, credentials, log: app.log, intervalMs: positiveEnv('RUNNER_INTERVAL_MS') }) : null;
+  const runner = sql
+    ? createServerRunner({
+        sql,
+        credentials,
+        log: app.log,
+        intervalMs: positiveEnv('RUNNER_INTERVAL_MS'),
+        stateDir: process.env.DATA_DIR?.trim() || './data',
+        // Runner actions in /metrics: sent by kind, failed, and deferred by reason.
+        onReport: (_workspaceId, r) => {
+          for (const [kind, n] of Object.entries(r.byKind)) if (n) metrics.runnerActions.inc({ kind, outcome: 'done' }, n);
+          if (r.failed) metrics.runnerActions.inc({ kind: 'any', outcome: 'failed' }, r.failed);
+          for (const [reason, n] of Object.entries(r.deferred)) if (n) metrics.runnerActions.inc({ kind: 'any', outcome: `deferred_${reason}` }, n);
+        },
+      })
+    : null;
   if (runner) {
     // Leases are released before the database closes, so another server takes over at once.
     app.addHook('onClose', async () => {
@@ -153,13 +201,41 @@ async function serve(withRunner: boolean): Promise<void> {
       },
     );
   };
+  process.off('SIGTERM', early);
+  process.off('SIGINT', early);
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
-  await app.listen({ port, host });
+  try {
+    await app.listen({ port, host });
+  } catch (e) {
+    // Nothing is served: release the database (and its lock on DATA_DIR) and end now.
+    closing = true;
+    await app.close().catch(() => undefined);
+    await sql?.close().catch(() => undefined);
+    throw listenError(e, port, host);
+  }
   if (runner) {
     await runner.start();
     app.log.info({ runnerId: runner.runnerId, workspaces: runner.workspaces().length }, 'outreach runner started (senders with channelConfig.hostedBy "server")');
   }
+}
+
+/** The error to exit with when the server cannot listen on host:port. */
+function listenError(e: unknown, port: number, host: string): unknown {
+  const code = e instanceof Error && 'code' in e ? e.code : undefined;
+  if (code === 'EADDRINUSE') return new AddressInUse(`Port ${port} on ${host} is already in use (another sync server?). Stop it or set PORT to a free port.`);
+  if (code === 'EACCES') return new UsageError(`Port ${port} on ${host} needs privileges this process does not have; use a port above 1023.`);
+  if (code === 'EADDRNOTAVAIL') return new UsageError(`HOST ${host} is not an address of this machine.`);
+  return e;
+}
+
+/** Listens on host:port and closes again: whether the server will be able to. */
+function probePort(port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (e) => reject(listenError(e, port, host)));
+    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve()));
+  });
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -185,6 +261,10 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`${e.message}\n\n${USAGE}\n`);
       return 2;
     }
+    if (e instanceof AddressInUse) {
+      process.stderr.write(`${e.message}\n`);
+      return EXIT_ADDRESS_IN_USE;
+    }
     if (isDomainError(e)) {
       // A refused argument value (unknown role, bad email) is a usage problem too.
       process.stderr.write(`${e.message}\n`);
@@ -197,7 +277,8 @@ async function main(argv: string[]): Promise<number> {
 
 main(process.argv.slice(2)).then(
   (code) => {
-    if (code >= 0) process.exitCode = code;
+    // A finished command exits now: a pool, a timer or PGlite's worker must not keep it alive.
+    if (code >= 0) process.exit(code);
   },
   (e: unknown) => {
     process.stderr.write(`${e instanceof DomainError || e instanceof Error ? e.message : String(e)}\n`);

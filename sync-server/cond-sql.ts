@@ -10,6 +10,7 @@ import { COLLECTIONS } from '../shared/model/index.ts';
 import type { CollectionName } from '../shared/model/index.ts';
 import { LEAD_QUERY_FIELDS } from '../shared/ops/lead-search.ts';
 import type { Cond, Sort } from '../shared/store.ts';
+import { foldForSort, SORT_FOLD_FROM, SORT_FOLD_TO } from '../shared/text-sort.ts';
 
 /** Collects query parameters; `add` returns the placeholder. */
 export class Params {
@@ -36,7 +37,7 @@ type Field = {
 /** Field path parts: identifiers, and the uuid keys of maps such as `variables.<column id>`. */
 const PART = /^[A-Za-z0-9_-]+$/;
 
-/** The lower-cased concatenation indexed by leads_search (001_documents.sql); keep them identical. */
+/** The lower-cased concatenation indexed by leads_search_scoped (007_lead_search_scoped.sql); keep them identical. */
 export const LEAD_SEARCH_SQL = `lower(${LEAD_QUERY_FIELDS.map((f) => `coalesce(doc->>'${f}', '')`).join(` || E'\\x1f' || `)})`;
 const LEAD_QUERY_SET = new Set(LEAD_QUERY_FIELDS);
 const SEPARATOR = '\u001f';
@@ -178,10 +179,25 @@ const rankSql = (f: Field): string =>
 const numSql = (f: Field): string => `(CASE WHEN jsonb_typeof(${f.json}) = 'number' THEN (${f.text})::float8 END)`;
 const sortable = (f: Field): string => (f.kind === 'text' ? `${f.value} COLLATE "C"` : f.value);
 
+/** SQL text literal of one of the fold tables (letters only, so no escaping is needed). */
+const literal = (s: string): string => `'${s.replace(/'/g, "''")}'`;
+
+/** The field a sort compares: for `collate: 'text'` the folded text (shared/text-sort.ts), the same
+ * table JavaScript stores apply, compared by code point like every text sort. */
+function sortField(collection: CollectionName, s: Sort): Field {
+  const f = field(collection, s.field);
+  if (s.collate !== 'text' || f.kind !== 'text') return f;
+  const fold = (e: string): string => `translate(${e}, ${literal(SORT_FOLD_FROM)}, ${literal(SORT_FOLD_TO)})`;
+  return { ...f, value: fold(f.value), text: fold(f.text) };
+}
+
+/** A cursor value as the sort compares it. */
+const sortKeyOf = (s: Sort | undefined, v: unknown): unknown => (s?.collate === 'text' && typeof v === 'string' ? foldForSort(v) : v);
+
 export function orderSql(collection: CollectionName, orderBy: readonly Sort[]): string {
   const keys: string[] = [];
   for (const s of orderBy) {
-    const f = field(collection, s.field);
+    const f = sortField(collection, s);
     const dir = s.dir === 'asc' ? 'ASC' : 'DESC';
     if (f.kind === 'json') {
       keys.push(`${rankSql(f)} ${dir}`, `${numSql(f)} ${dir}`, `${f.text} COLLATE "C" ${dir}`);
@@ -236,13 +252,14 @@ function typed(f: Field, v: unknown): unknown {
 
 /** Rows strictly after the cursor position (sort values `k` and tie-breaking id). */
 export function cursorSql(collection: CollectionName, orderBy: readonly Sort[], state: { k: unknown[]; id: string }, p: Params): string {
-  const fields = orderBy.map((s) => field(collection, s.field));
+  const fields = orderBy.map((s) => sortField(collection, s));
+  const keys = orderBy.map((s, i) => sortKeyOf(s, state.k[i]));
   const alternatives: string[] = [];
   for (let i = 0; i <= orderBy.length; i++) {
     const prefix: string[] = [];
-    for (let j = 0; j < i; j++) prefix.push(sameSql(fields[j] as Field, state.k[j], p));
+    for (let j = 0; j < i; j++) prefix.push(sameSql(fields[j] as Field, keys[j], p));
     const sort = orderBy[i];
-    const last = sort ? afterSql(fields[i] as Field, state.k[i], sort.dir, p) : `id COLLATE "C" > ${p.add(state.id)}::text`;
+    const last = sort ? afterSql(fields[i] as Field, keys[i], sort.dir, p) : `id COLLATE "C" > ${p.add(state.id)}::text`;
     if (last === FALSE) continue;
     alternatives.push(prefix.length === 0 ? last : `(${[...prefix, last].join(' AND ')})`);
   }

@@ -1,33 +1,24 @@
 /**
  * Sender secrets on the sync server: the SMTP passwords and connector tokens of the senders its
- * runner hosts (`--runner`), in the sender_credentials table, encrypted at rest with AES-256-GCM.
- * The key comes from CREDENTIALS_KEY (32 bytes, hex or base64), or from a key file generated in the
- * data folder on first use. Each ciphertext is bound to its workspace and sender (GCM additional
+ * runner hosts (`--runner`), in the sender_credentials table, encrypted at rest with AES-256-GCM
+ * (the codec of channels/secret-codec.ts, shared with the desktop). The key comes from
+ * CREDENTIALS_KEY (32 bytes, hex or base64), or from a key file generated in the data folder on
+ * first use. Each ciphertext is bound to its workspace and sender (GCM additional
  * data), so a row copied onto another sender does not decrypt. Nothing here ever returns a secret to
  * an operation: only the runner reads them (secretFor).
  */
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SenderCredentials } from '../shared/context.ts';
+import { openSecret, parseCredentialsKey, sealSecret } from '../channels/secret-codec.ts';
+import type { CredentialsKey } from '../channels/secret-codec.ts';
 import type { SqlExecutor } from './db.ts';
 
-export type CredentialsKey = { key: Buffer; id: string };
+export { openSecret, parseCredentialsKey, sealSecret };
+export type { CredentialsKey };
 
 export const KEY_FILE_NAME = 'credentials.key';
-const VERSION = 'v1';
-
-/** The key itself, from hex (64 characters) or base64 (44 characters) of 32 random bytes. */
-export function parseCredentialsKey(raw: string): CredentialsKey {
-  const text = raw.trim();
-  let key: Buffer | null = null;
-  if (/^[0-9a-fA-F]{64}$/.test(text)) key = Buffer.from(text, 'hex');
-  else if (/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) key = Buffer.from(text.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
-  if (!key || key.length !== 32) {
-    throw new Error('CREDENTIALS_KEY must be 32 random bytes written as 64 hex characters or as base64 (for example the output of `openssl rand -base64 32`).');
-  }
-  return { key, id: createHash('sha256').update(key).digest('hex').slice(0, 16) };
-}
 
 /**
  * CREDENTIALS_KEY when set; otherwise the key file in dataDir, created (mode 0600) when missing. An
@@ -45,25 +36,6 @@ export function loadCredentialsKey(opts: { envKey?: string | undefined; dataDir:
     if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
   }
   return parseCredentialsKey(readFileSync(file, 'utf8'));
-}
-
-const aad = (workspaceId: string, senderId: string): Buffer => Buffer.from(`sender-credential\u0000${workspaceId}\u0000${senderId}`, 'utf8');
-
-export function sealSecret(k: CredentialsKey, workspaceId: string, senderId: string, secret: string): string {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', k.key, iv);
-  cipher.setAAD(aad(workspaceId, senderId));
-  const data = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
-  return [VERSION, iv.toString('base64'), cipher.getAuthTag().toString('base64'), data.toString('base64')].join(':');
-}
-
-export function openSecret(k: CredentialsKey, workspaceId: string, senderId: string, sealed: string): string {
-  const [version, iv, tag, data] = sealed.split(':');
-  if (version !== VERSION || iv === undefined || tag === undefined || data === undefined) throw new Error('The stored credential has an unknown format.');
-  const decipher = createDecipheriv('aes-256-gcm', k.key, Buffer.from(iv, 'base64'));
-  decipher.setAAD(aad(workspaceId, senderId));
-  decipher.setAuthTag(Buffer.from(tag, 'base64'));
-  return Buffer.concat([decipher.update(Buffer.from(data, 'base64')), decipher.final()]).toString('utf8');
 }
 
 /** The stored secret could not be used (another key, or tampered with): say how to fix it. */

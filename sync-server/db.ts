@@ -3,6 +3,7 @@
 import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
+import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import pg from 'pg';
 
@@ -13,12 +14,49 @@ export type SqlExecutor = {
 
 export type NotificationHandler = (payload: string) => void;
 
+/** A transaction-scoped advisory lock: `pg_advisory_xact_lock(classId, hashtext(key))`. */
+export type AdvisoryLock = { classId: number; key: string };
+
+export type TransactionOptions = {
+  /** Taken right after BEGIN, in the same round trip, and held until COMMIT or ROLLBACK. PGlite runs
+   * one transaction at a time, so there it is already held by construction and costs nothing. */
+  lock?: AdvisoryLock;
+  /** A statement without parameters (quote values with quoteLiteral) run right after BEGIN and the
+   * lock, in the same round trip; its rows are fn's second argument. */
+  first?: string;
+  /** Called once COMMIT or ROLLBACK has been sent (not yet acknowledged): a writer queued behind this
+   * transaction may send its BEGIN and lock request now, and the database grants the lock the moment
+   * this transaction ends. May be called more than once. */
+  onEnd?: () => void;
+};
+
+/** Rows of TransactionOptions.first (empty without one). */
+export type FirstRows = Record<string, unknown>[];
+
+/** Statements worth a named prepared statement on PostgreSQL (parsed and planned once per
+ * connection): the few fixed texts every request runs. Register with `prepared(text)`. */
+const PREPARED = new Map<string, string>();
+
+/** Marks a fixed statement text to be prepared once per PostgreSQL connection; returns the text. */
+export function prepared(text: string): string {
+  if (!PREPARED.has(text)) PREPARED.set(text, `crm_${PREPARED.size + 1}`);
+  return text;
+}
+
+const statement = (text: string, values: unknown[]): pg.QueryConfig => {
+  const name = PREPARED.get(text);
+  return name ? { name, text, values } : { text, values };
+};
+
+/** A string as an SQL literal, for statements sent without parameters. */
+export const quoteLiteral = (s: string): string => pg.escapeLiteral(s);
+
 export type SqlDatabase = SqlExecutor & {
   readonly kind: 'pglite' | 'postgres';
   /** BEGIN ... COMMIT around fn (ROLLBACK when it throws). */
-  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: SqlExecutor, first: FirstRows) => Promise<T>, opts?: TransactionOptions): Promise<T>;
   /** A consistent read-only view for fn (a snapshot on Postgres). */
-  readOnly<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  readOnly<T>(fn: (tx: SqlExecutor, first: FirstRows) => Promise<T>, opts?: Pick<TransactionOptions, 'first'>): Promise<T>;
   /** Several statements in one string (migrations). */
   exec(sql: string): Promise<void>;
   /** LISTEN on a channel; returns the unlisten function. */
@@ -50,7 +88,7 @@ async function openPglite(dataDir: string): Promise<SqlDatabase> {
   const release = inMemory ? () => undefined : lockDataDir(dataDir);
   let db: PGlite;
   try {
-    db = await PGlite.create({ dataDir, extensions: { pg_trgm } });
+    db = await PGlite.create({ dataDir, extensions: { pg_trgm, btree_gin } });
   } catch (e) {
     release();
     throw e;
@@ -62,12 +100,18 @@ async function openPglite(dataDir: string): Promise<SqlDatabase> {
     },
   });
   const direct = wrap(db);
+  const inTransaction = <T>(fn: (tx: SqlExecutor, first: FirstRows) => Promise<T>, first: string | undefined): Promise<T> =>
+    db.transaction(async (t) => {
+      const tx = wrap(t);
+      return fn(tx, first ? await tx.query<FirstRows[number]>(first) : []);
+    });
+  // PGlite runs one transaction at a time: a queued writer simply waits for this one to end.
   return {
     kind: 'pglite',
     query: direct.query,
-    transaction: (fn) => db.transaction((tx) => fn(wrap(tx))),
+    transaction: (fn, opts) => inTransaction(fn, opts?.first),
     // One connection: a transaction is already exclusive, so reads need nothing stronger.
-    readOnly: (fn) => db.transaction((tx) => fn(wrap(tx))),
+    readOnly: (fn, opts) => inTransaction(fn, opts?.first),
     async exec(sql) {
       await db.exec(sql);
     },
@@ -127,6 +171,11 @@ function isAlive(pid: number): boolean {
   }
 }
 
+function lockClass(lock: AdvisoryLock): number {
+  if (!Number.isInteger(lock.classId) || Math.abs(lock.classId) > 2 ** 31 - 1) throw new Error(`Invalid advisory lock class ${lock.classId}.`);
+  return lock.classId;
+}
+
 async function openPostgres(url: string, schema: string | undefined, max: number): Promise<SqlDatabase> {
   if (schema !== undefined && !IDENT.test(schema)) throw new Error(`Invalid schema name ${schema}.`);
   if (schema) {
@@ -147,27 +196,38 @@ async function openPostgres(url: string, schema: string | undefined, max: number
   pool.on('error', () => undefined);
   const exec: SqlExecutor = {
     async query<R>(text: string, params: readonly unknown[] = []) {
-      const res = await pool.query(text, [...params]);
+      const res = await pool.query(statement(text, [...params]));
       return res.rows as R[];
     },
   };
-  async function inTransaction<T>(begin: string, fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+  async function inTransaction<T>(beginWith: string, fn: (tx: SqlExecutor, first: FirstRows) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
     const client = await pool.connect();
+    // BEGIN, the lock and the first statement in one simple-protocol round trip (values are quoted
+    // literals there).
+    const statements = [beginWith];
+    if (opts.lock) statements.push(`SELECT pg_advisory_xact_lock(${lockClass(opts.lock)}, hashtext(${quoteLiteral(opts.lock.key)}))`);
+    if (opts.first) statements.push(opts.first);
     const tx: SqlExecutor = {
       async query<R>(text: string, params: readonly unknown[] = []) {
-        const res = await client.query(text, [...params]);
+        const res = await client.query(statement(text, [...params]));
         return res.rows as R[];
       },
     };
     let broken: Error | undefined;
     try {
-      await client.query(begin);
-      const out = await fn(tx);
-      await client.query('COMMIT');
+      const began: unknown = await client.query(statements.join('; '));
+      const results = (Array.isArray(began) ? began : [began]) as pg.QueryResult[];
+      const first: FirstRows = opts.first ? (results[results.length - 1]?.rows ?? []) : [];
+      const out = await fn(tx, first);
+      const committing = client.query('COMMIT');
+      opts.onEnd?.();
+      await committing;
       return out;
     } catch (e) {
       try {
-        await client.query('ROLLBACK');
+        const rollingBack = client.query('ROLLBACK');
+        opts.onEnd?.();
+        await rollingBack;
       } catch (rollbackError) {
         broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
       }
@@ -180,8 +240,8 @@ async function openPostgres(url: string, schema: string | undefined, max: number
   return {
     kind: 'postgres',
     query: exec.query,
-    transaction: (fn) => inTransaction('BEGIN', fn),
-    readOnly: (fn) => inTransaction('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', fn),
+    transaction: (fn, opts) => inTransaction('BEGIN', fn, opts),
+    readOnly: (fn, opts) => inTransaction('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', fn, { first: opts?.first }),
     async exec(sql) {
       await pool.query(sql);
     },

@@ -1,10 +1,17 @@
-/** An in-memory copy of each workspace's small collections (campaigns, stages, tags, members, ...)
- * for the embedded database. PGlite has exactly one owner process (the data folder is locked), and
- * every write goes through PgStore.commit in that process, so the copy can be kept exact: a commit
- * applies its writes here inside its own transaction, before COMMIT, while PGlite lets no other
- * transaction run. Reads of these collections then cost no database round trip at all, which is what
- * keeps list operations close to the speed of a bare HTTP route. Postgres (several server processes)
- * does not use it. */
+/** An in-memory copy of each workspace's small collections (campaigns, stages, tags, members, ...).
+ *
+ * Embedded database ('exclusive'): PGlite has exactly one owner process (the data folder is locked),
+ * and every write goes through PgStore.commit in that process, so the copy can be kept exact: a
+ * commit applies its writes here inside its own transaction, before COMMIT, while PGlite lets no
+ * other transaction run. Reads of these collections then cost no database round trip at all, which
+ * is what keeps list operations close to the speed of a bare HTTP route.
+ *
+ * PostgreSQL ('validated'): other server processes write too, so a copy is used only when it is
+ * provably current. Every change of a document takes a new, higher `seq` under the workspace's
+ * writer lock, so the highest seq of one collection of one workspace (deleted rows included)
+ * identifies its state. Each transaction reads those highest seqs in its first round trip (with
+ * BEGIN and the lock: VERSIONS_SQL) and uses a copy only when it was loaded at exactly that seq;
+ * otherwise it loads the collection again inside the same transaction. */
 import type { CollectionName } from '../shared/model/index.ts';
 import type { AnyWrite } from '../shared/store.ts';
 import { documentJson } from '../shared/tx.ts';
@@ -57,7 +64,53 @@ class Entry implements CachedDocs {
   }
 }
 
+/** Copies kept in 'validated' mode (workspace x collection); the oldest are dropped beyond this. */
+const MAX_VALIDATED = 2000;
+
+/** The statement (no parameters) that reads the version of every cached collection of a workspace:
+ * one index probe each (documents_pull is ordered by seq). */
+export function versionsSql(workspaceLiteral: string): string {
+  const cols = [...CACHED_COLLECTIONS].map((c) => `(SELECT max(seq) FROM documents WHERE collection = '${c}' AND workspace_id = ${workspaceLiteral}) AS "${c}"`);
+  return `SELECT ${cols.join(', ')}`;
+}
+
+/** Versions by collection from the row of versionsSql (an empty collection is version 0). */
+export function parseVersions(rows: readonly Record<string, unknown>[]): Map<CollectionName, number> {
+  const row = rows[0] ?? {};
+  const out = new Map<CollectionName, number>();
+  for (const c of CACHED_COLLECTIONS) out.set(c, Number(row[c] ?? 0));
+  return out;
+}
+
 export class DocumentCache {
+  constructor(readonly mode: 'exclusive' | 'validated' = 'exclusive') {}
+
+  private readonly atVersion = new Map<string, { entry: Entry; version: number }>();
+
+  /** 'validated' mode: the documents of `c` as of `version`, loaded through `sql` (which must see
+   * exactly that version: the transaction that read it) unless a copy at that version is kept. */
+  async docsAt(workspaceId: string, c: CollectionName, version: number, sql: SqlExecutor): Promise<CachedDocs> {
+    const k = key(workspaceId, c);
+    const hit = this.atVersion.get(k);
+    if (hit && hit.version === version) return hit.entry;
+    const rows = await sql.query<{ id: string; doc: unknown }>(
+      `SELECT id, doc FROM documents WHERE collection = '${c}' AND workspace_id = $1 AND NOT deleted`,
+      [workspaceId],
+    );
+    const loaded = new Entry();
+    for (const r of rows) loaded.set(r.id, JSON.stringify(r.doc));
+    // Keep the newest state seen (an older snapshot may still be reading).
+    if (!hit || hit.version < version) {
+      this.atVersion.delete(k);
+      this.atVersion.set(k, { entry: loaded, version });
+      if (this.atVersion.size > MAX_VALIDATED) {
+        const oldest = this.atVersion.keys().next();
+        if (!oldest.done) this.atVersion.delete(oldest.value);
+      }
+    }
+    return loaded;
+  }
+
   /** Bumps on every applied change: a reader that saw the same version before and after its reads
    * saw one consistent state. */
   version = 0;
@@ -118,12 +171,12 @@ export class DocumentCache {
 
 const caches = new WeakMap<SqlDatabase, DocumentCache>();
 
-/** One cache per open embedded database, shared by every PgDatabase over it; none for Postgres. */
-export function cacheFor(sql: SqlDatabase): DocumentCache | null {
-  if (sql.kind !== 'pglite') return null;
+/** One cache per open database, shared by every PgDatabase over it: exact for the embedded database,
+ * validated by collection versions on PostgreSQL. */
+export function cacheFor(sql: SqlDatabase): DocumentCache {
   let c = caches.get(sql);
   if (!c) {
-    c = new DocumentCache();
+    c = new DocumentCache(sql.kind === 'pglite' ? 'exclusive' : 'validated');
     caches.set(sql, c);
   }
   return c;

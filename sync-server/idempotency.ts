@@ -11,25 +11,36 @@ const MAX_KEY_LENGTH = 255;
 
 export type StoredResponse = { status: number; body: unknown };
 
-/** Canonical JSON (sorted keys) so the same body in another key order counts as the same request. */
+/** Deepest body the hash walks; the JSON body parser refuses deeper bodies first (MAX_BODY_DEPTH). */
+const MAX_HASH_DEPTH = 64;
+
+/** Canonical JSON (sorted keys) so the same body in another key order counts as the same request.
+ * The walk is bounded: a body nested deeper than MAX_HASH_DEPTH is refused (400), never recursed. */
 export function requestHash(operation: string, body: unknown): string {
-  const canon = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(canon);
-    if (v !== null && typeof v === 'object') {
-      return Object.fromEntries(
-        Object.keys(v)
-          .sort()
-          .map((k) => [k, canon((v as Record<string, unknown>)[k])]),
-      );
+  const canon = (v: unknown, depth: number): unknown => {
+    if (v === null || typeof v !== 'object') return v;
+    if (depth >= MAX_HASH_DEPTH) {
+      throw new DomainError('INVALID_INPUT', `The body is nested more than ${MAX_HASH_DEPTH} levels deep; no request of this API needs that.`, { maxDepth: MAX_HASH_DEPTH });
     }
-    return v;
+    if (Array.isArray(v)) return v.map((x) => canon(x, depth + 1));
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, canon((v as Record<string, unknown>)[k], depth + 1)]),
+    );
   };
-  return createHash('sha256').update(JSON.stringify([operation, canon(body)])).digest('hex');
+  return createHash('sha256').update(JSON.stringify([operation, canon(body, 0)])).digest('hex');
 }
 
+/** A key is 1 to 255 visible ASCII characters (a UUID, a ULID, any token): it is stored and compared
+ * as text, so control characters (NUL) and non-ASCII are refused rather than half-stored. */
+const KEY_PATTERN = /^[\x21-\x7e]+$/;
+
 export function checkIdempotencyKey(key: string): void {
-  if (key.length === 0 || key.length > MAX_KEY_LENGTH) {
-    throw new DomainError('INVALID_INPUT', `Idempotency-Key must be 1 to ${MAX_KEY_LENGTH} characters.`, { header: 'Idempotency-Key' });
+  if (key.length === 0 || key.length > MAX_KEY_LENGTH || !KEY_PATTERN.test(key)) {
+    throw new DomainError('INVALID_INPUT', `Idempotency-Key must be 1 to ${MAX_KEY_LENGTH} visible ASCII characters (letters, digits, punctuation; no spaces), like a UUID.`, {
+      header: 'Idempotency-Key',
+    });
   }
 }
 

@@ -6,8 +6,9 @@ import { DomainError } from '../shared/errors.ts';
 import { decodeCursor, encodeCursor, matches, runQuery } from '../shared/query.ts';
 import type { AnyWrite, Cond, Page, Query, Store, StoreProvider } from '../shared/store.ts';
 import { Params, condSql, cursorSql, orderSql } from './cond-sql.ts';
+import { prepared, quoteLiteral } from './db.ts';
 import type { SqlDatabase, SqlExecutor } from './db.ts';
-import { CACHED_COLLECTIONS, LazyReadTransaction, cacheFor } from './doc-cache.ts';
+import { CACHED_COLLECTIONS, LazyReadTransaction, cacheFor, parseVersions, versionsSql } from './doc-cache.ts';
 import type { CachedDocs, DocumentCache } from './doc-cache.ts';
 
 /** Advisory lock class of the per-workspace writer lock (the second key is the workspace hash). */
@@ -18,6 +19,24 @@ const KNOWN = new Set<string>(COLLECTION_NAMES);
 function lit(c: CollectionName): string {
   if (!KNOWN.has(c)) throw new Error(`Unknown collection ${String(c)}.`);
   return `'${c}'`;
+}
+
+/** Whether a condition's best plan does not depend on its values, so one prepared plan per
+ * connection serves every call: lookups by equality, lists and ranges do; a substring search does
+ * not (how selective its trigrams are depends on the text), so it is planned each time. */
+function stable(cond: Cond | undefined): boolean {
+  if (!cond) return true;
+  switch (cond.op) {
+    case 'contains':
+      return false;
+    case 'and':
+    case 'or':
+      return cond.conds.every(stable);
+    case 'not':
+      return stable(cond.cond);
+    default:
+      return true;
+  }
 }
 
 /** What a commit changed, for live updates and replication fan-out. */
@@ -33,6 +52,8 @@ export class PgStore implements Store {
   readonly writes: AnyWrite[] = [];
   /** Whether a read was answered from the document cache. */
   usedCache = false;
+  /** Whether this transaction holds the workspace's writer lock. */
+  locked = false;
 
   constructor(
     private readonly sql: SqlExecutor,
@@ -40,11 +61,19 @@ export class PgStore implements Store {
     private readonly cache: DocumentCache | null = null,
     /** NOTIFY other processes of each commit (Postgres). */
     private readonly notify = false,
+    /** 'validated' cache: the versions of the cached collections this transaction sees. */
+    private readonly versions: ReadonlyMap<CollectionName, number> | null = null,
   ) {}
 
   /** The cached documents of `c`, unless this store has written to it (then SQL sees those writes). */
   private async cached(c: CollectionName): Promise<CachedDocs | null> {
     if (!this.cache || !CACHED_COLLECTIONS.has(c) || this.writes.some((w) => w.collection === c)) return null;
+    if (this.cache.mode === 'validated') {
+      const version = this.versions?.get(c);
+      if (version === undefined) return null;
+      this.usedCache = true;
+      return this.cache.docsAt(this.workspaceId, c, version, this.sql);
+    }
     this.usedCache = true;
     return this.cache.docs(this.workspaceId, c, this.sql);
   }
@@ -52,10 +81,10 @@ export class PgStore implements Store {
   async get<C extends CollectionName>(c: C, id: string): Promise<Docs[C] | null> {
     const mem = await this.cached(c);
     if (mem) return (mem.copyById(id) as Docs[C] | undefined) ?? null;
-    const rows = await this.sql.query<{ doc: Docs[C] }>(
-      `SELECT doc FROM documents WHERE collection = ${lit(c)} AND id = $1 AND workspace_id = $2 AND NOT deleted`,
-      [id, this.workspaceId],
-    );
+    const rows = await this.sql.query<{ doc: Docs[C] }>(prepared(`SELECT doc FROM documents WHERE collection = ${lit(c)} AND id = $1 AND workspace_id = $2 AND NOT deleted`), [
+      id,
+      this.workspaceId,
+    ]);
     return rows[0]?.doc ?? null;
   }
 
@@ -64,7 +93,7 @@ export class PgStore implements Store {
     const mem = await this.cached(c);
     if (mem) return ids.flatMap((id) => (mem.docs.has(id) ? [mem.copyById(id) as Docs[C]] : []));
     const rows = await this.sql.query<{ id: string; doc: Docs[C] }>(
-      `SELECT id, doc FROM documents WHERE collection = ${lit(c)} AND id = ANY($1::text[]) AND workspace_id = $2 AND NOT deleted`,
+      prepared(`SELECT id, doc FROM documents WHERE collection = ${lit(c)} AND id = ANY($1::text[]) AND workspace_id = $2 AND NOT deleted`),
       [[...new Set(ids)], this.workspaceId],
     );
     const byId = new Map(rows.map((r) => [r.id, r.doc]));
@@ -89,7 +118,7 @@ export class PgStore implements Store {
     if (q.cursor) where.push(cursorSql(c, orderBy, decodeCursor(q.cursor, orderBy), p));
     let text = `SELECT doc FROM documents WHERE ${where.join(' AND ')} ORDER BY ${orderSql(c, orderBy)}`;
     if (q.limit !== undefined) text += ` LIMIT ${p.add(q.limit + 1)}::int`;
-    const rows = await this.sql.query<{ doc: Docs[C] }>(text, p.values);
+    const rows = await this.sql.query<{ doc: Docs[C] }>(stable(q.where) ? prepared(text) : text, p.values);
     const docs = rows.map((r) => r.doc);
     if (q.limit === undefined || docs.length <= q.limit) return { docs, nextCursor: null };
     const page = docs.slice(0, q.limit);
@@ -105,10 +134,8 @@ export class PgStore implements Store {
       return n;
     }
     const p = new Params();
-    const rows = await this.sql.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM documents WHERE collection = ${lit(c)} AND workspace_id = ${p.add(this.workspaceId)} AND NOT deleted AND ${condSql(c, where, p)}`,
-      p.values,
-    );
+    const text = `SELECT count(*)::int AS n FROM documents WHERE collection = ${lit(c)} AND workspace_id = ${p.add(this.workspaceId)} AND NOT deleted AND ${condSql(c, where, p)}`;
+    const rows = await this.sql.query<{ n: number }>(stable(where) ? prepared(text) : text, p.values);
     return rows[0]?.n ?? 0;
   }
 
@@ -117,70 +144,116 @@ export class PgStore implements Store {
     for (const w of writes) {
       if (!KNOWN.has(w.collection)) throw new Error(`Unknown collection ${w.collection}.`);
       if (w.after && (w.after as { workspaceId: string }).workspaceId !== this.workspaceId) {
-        throw new DomainError('CONFLICT', `A write to ${w.collection}/${w.id} names another workspace.`);
+        throw new DomainError('CONFLICT', `A write to ${w.collection}/${w.id} names another workspace.`, { collection: w.collection, id: w.id });
       }
       if (w.after && (w.after as { id: string }).id !== w.id) throw new Error(`Write ${w.collection}/${w.id} carries a document with another id.`);
     }
     // Serialises this workspace's writers until COMMIT: seq is taken below, under the lock, so seq
-    // order is commit order and a pull by seq never skips a row that commits later.
-    await this.sql.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))', [WRITER_LOCK_CLASS, this.workspaceId]);
-
-    const rows = writes.map((w, ord) => ({ ord, collection: w.collection, id: w.id, before: w.before ?? undefined }));
-    const checks = await this.sql.query<{ ord: number; workspace_id: string | null; same: boolean }>(
-      `SELECT w.ord, d.workspace_id,
-              CASE WHEN d.id IS NULL OR d.deleted THEN w.before IS NULL OR w.before = 'null'::jsonb
-                   ELSE w.before IS NOT NULL AND d.doc = w.before END AS same
-         FROM jsonb_to_recordset($1::jsonb) AS w(ord int, collection text, id text, before jsonb)
-         LEFT JOIN documents d ON d.collection = w.collection AND d.id = w.id`,
-      [JSON.stringify(rows)],
-    );
-    for (const ch of checks) {
+    // order is commit order and a pull by seq never skips a row that commits later. A store opened by
+    // PgDatabase.withStore already holds it from the transaction's first statement.
+    if (!this.locked) {
+      await this.sql.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))', [WRITER_LOCK_CLASS, this.workspaceId]);
+      this.locked = true;
+    }
+    const collections = [...new Set(writes.map((w) => w.collection))];
+    let result: CommitRow | undefined;
+    try {
+      [result] = await this.sql.query<CommitRow>(prepared(COMMIT_SQL), [
+        JSON.stringify(writes.map((w, ord) => ({ ord, collection: w.collection, id: w.id, before: w.before ?? null, doc: w.after, del: w.after === null }))),
+        this.workspaceId,
+        this.notify,
+        CHANGES_CHANNEL,
+        JSON.stringify(collections),
+      ]);
+    } catch (e) {
+      throw uniqueViolation(e) ?? e;
+    }
+    if (!result) throw new Error('The commit statement returned no row.');
+    for (const ch of result.bad ?? []) {
       const w = writes[ch.ord];
       if (!w) continue;
       if (ch.workspace_id !== null && ch.workspace_id !== this.workspaceId) {
         throw new DomainError('CONFLICT', `Document ${w.id} belongs to another workspace.`);
       }
-      if (!ch.same) {
-        throw new DomainError('CONFLICT', `${w.collection}/${w.id} changed since it was read; try again.`, { collection: w.collection, id: w.id });
-      }
-    }
-
-    const puts = writes.filter((w) => w.after !== null).map((w) => ({ collection: w.collection, id: w.id, doc: w.after }));
-    const dels = writes.filter((w) => w.after === null).map((w) => ({ collection: w.collection, id: w.id }));
-    const seqs: number[] = [];
-    if (puts.length > 0) {
-      const r = await this.sql.query<{ seq: string | number }>(
-        `INSERT INTO documents (collection, id, workspace_id, seq, deleted, doc)
-         SELECT w.collection, w.id, $2, nextval('documents_seq'), false, w.doc
-           FROM jsonb_to_recordset($1::jsonb) AS w(collection text, id text, doc jsonb)
-         ON CONFLICT (collection, id) DO UPDATE
-           SET workspace_id = EXCLUDED.workspace_id, seq = EXCLUDED.seq, deleted = false, doc = EXCLUDED.doc
-         RETURNING seq`,
-        [JSON.stringify(puts), this.workspaceId],
-      );
-      for (const row of r) seqs.push(Number(row.seq));
-    }
-    if (dels.length > 0) {
-      const r = await this.sql.query<{ seq: string | number }>(
-        `UPDATE documents d SET deleted = true, seq = nextval('documents_seq')
-           FROM jsonb_to_recordset($1::jsonb) AS w(collection text, id text)
-          WHERE d.collection = w.collection AND d.id = w.id AND d.workspace_id = $2 AND NOT d.deleted
-         RETURNING d.seq`,
-        [JSON.stringify(dels), this.workspaceId],
-      );
-      for (const row of r) seqs.push(Number(row.seq));
+      throw new DomainError('CONFLICT', `${w.collection}/${w.id} changed since it was read; try again.`, { collection: w.collection, id: w.id });
     }
     this.writes.push(...writes);
-    const event: CommitEvent = {
-      workspaceId: this.workspaceId,
-      collections: [...new Set(writes.map((w) => w.collection))],
-      maxSeq: seqs.reduce((m, s) => (s > m ? s : m), 0),
-      rows: seqs.length,
-    };
-    // Other server processes on the same Postgres learn of the change at COMMIT (LISTEN/NOTIFY).
-    if (this.notify) await this.sql.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, JSON.stringify(event)]);
-    this.committed.push(event);
+    this.committed.push({ workspaceId: this.workspaceId, collections, maxSeq: Number(result.max_seq), rows: Number(result.n) });
   }
+}
+
+type CommitRow = { bad: { ord: number; workspace_id: string | null }[] | null; max_seq: string | number; n: string | number };
+
+/** One statement per commit: compare every write's `before` with the stored row, and only when all
+ * match write them all (upserts and soft deletes, each with a fresh seq) and, on Postgres, NOTIFY
+ * other server processes, who learn of it at COMMIT. A mismatch writes nothing and comes back in
+ * `bad`. Data-modifying CTEs all see the statement's snapshot, so the checks read the state before
+ * this commit; the writer lock keeps anyone else from changing it meanwhile. */
+const COMMIT_SQL = `
+WITH w AS (
+  SELECT * FROM jsonb_to_recordset($1::jsonb) AS w(ord int, collection text, id text, before jsonb, doc jsonb, del boolean)
+), chk AS (
+  SELECT w.ord, d.workspace_id,
+         CASE WHEN d.id IS NULL OR d.deleted THEN w.before IS NULL OR w.before = 'null'::jsonb
+              ELSE w.before IS NOT NULL AND d.doc = w.before END AS same
+    FROM w LEFT JOIN documents d ON d.collection = w.collection AND d.id = w.id
+), bad AS (
+  SELECT ord, workspace_id FROM chk WHERE NOT same OR (workspace_id IS NOT NULL AND workspace_id <> $2::text)
+), ins AS (
+  INSERT INTO documents (collection, id, workspace_id, seq, deleted, doc)
+  SELECT w.collection, w.id, $2::text, nextval('documents_seq'), false, w.doc
+    FROM w WHERE NOT w.del AND NOT EXISTS (SELECT 1 FROM bad)
+   ORDER BY w.ord
+  ON CONFLICT (collection, id) DO UPDATE
+    SET workspace_id = EXCLUDED.workspace_id, seq = EXCLUDED.seq, deleted = false, doc = EXCLUDED.doc
+  RETURNING seq
+), del AS (
+  UPDATE documents d SET deleted = true, seq = nextval('documents_seq')
+    FROM w
+   WHERE w.del AND d.collection = w.collection AND d.id = w.id AND d.workspace_id = $2::text AND NOT d.deleted
+     AND NOT EXISTS (SELECT 1 FROM bad)
+  RETURNING d.seq
+), changed AS (
+  SELECT coalesce(max(seq), 0) AS max_seq, count(*) AS n FROM (SELECT seq FROM ins UNION ALL SELECT seq FROM del) s
+)
+SELECT (SELECT jsonb_agg(jsonb_build_object('ord', ord, 'workspace_id', workspace_id)) FROM bad) AS bad,
+       c.max_seq, c.n,
+       CASE WHEN $3::boolean AND c.n > 0 AND NOT EXISTS (SELECT 1 FROM bad)
+            THEN pg_notify($4::text, json_build_object('workspaceId', $2::text, 'collections', $5::jsonb, 'maxSeq', c.max_seq, 'rows', c.n)::text)
+       END AS notified
+  FROM changed c`;
+
+/** Invariants the database holds (unique indexes of the migrations), by index name. */
+const UNIQUE_INVARIANTS: Record<string, { code: 'ALREADY_RUNNING' | 'ALREADY_ENROLLED'; message: (leadId: string) => string }> = {
+  enrollments_one_running: {
+    code: 'ALREADY_RUNNING',
+    message: (leadId) => `Lead ${leadId} already runs a sequence; a lead runs at most one at a time. Nothing was changed.`,
+  },
+  enrollments_one_per_campaign: {
+    code: 'ALREADY_ENROLLED',
+    message: (leadId) => `Lead ${leadId} is already enrolled in this campaign. Nothing was changed.`,
+  },
+};
+
+/** A unique violation of one of the invariant indexes as the contract's CONFLICT (409), with the
+ * invariant named in details.reason; null for any other error. */
+export function uniqueViolation(e: unknown): DomainError | null {
+  if (typeof e !== 'object' || e === null) return null;
+  const err = e as { code?: unknown; constraint?: unknown; detail?: unknown };
+  if (err.code !== '23505') return null;
+  const constraint = typeof err.constraint === 'string' ? err.constraint : '';
+  const detail = typeof err.detail === 'string' ? err.detail : '';
+  // "Key (workspace_id, (doc ->> 'leadId'::text))=(<workspace>, <lead>) already exists."
+  const values = /\)=\((.*)\) already exists/.exec(detail)?.[1]?.split(', ') ?? [];
+  const leadId = values[1] ?? 'of this write';
+  const invariant = UNIQUE_INVARIANTS[constraint];
+  if (!invariant) return new DomainError('CONFLICT', 'A concurrent change created the same document; try again.', { reason: 'DUPLICATE', constraint });
+  return new DomainError('CONFLICT', invariant.message(leadId), {
+    reason: invariant.code,
+    constraint,
+    ...(values[1] ? { leadId: values[1] } : {}),
+    ...(values[2] ? { campaignId: values[2] } : {}),
+  });
 }
 
 /** The StoreProvider over a SqlDatabase: each `withStore` is one transaction. */
@@ -189,15 +262,44 @@ type CommitListener = (e: CommitEvent) => void;
  * reports its commits to the same live streams and caches. */
 const listenersOf = new WeakMap<SqlDatabase, Set<CommitListener>>();
 
+/** One writer at a time per workspace within this process, in arrival order. */
+class WorkspaceQueue {
+  private readonly tails = new Map<string, Promise<void>>();
+
+  /** Resolves when it is this caller's turn; call the returned function when done. */
+  async acquire(workspaceId: string): Promise<() => void> {
+    const previous = this.tails.get(workspaceId) ?? Promise.resolve();
+    let release: () => void = () => undefined;
+    const mine = new Promise<void>((r) => (release = r));
+    const tail = previous.then(() => mine);
+    this.tails.set(workspaceId, tail);
+    await previous;
+    return () => {
+      release();
+      if (this.tails.get(workspaceId) === tail) this.tails.delete(workspaceId);
+    };
+  }
+}
+
+/** Per open database, like the listeners: every PgDatabase over it shares the queue. */
+const queuesOf = new WeakMap<SqlDatabase, WorkspaceQueue>();
+
 export class PgDatabase implements StoreProvider {
   private readonly commitListeners: Set<CommitListener>;
   private readonly cache: DocumentCache | null;
+  private readonly writers: WorkspaceQueue;
 
   constructor(
     readonly sql: SqlDatabase,
     opts: { cache?: boolean } = {},
   ) {
     this.cache = opts.cache === false ? null : cacheFor(sql);
+    let writers = queuesOf.get(sql);
+    if (!writers) {
+      writers = new WorkspaceQueue();
+      queuesOf.set(sql, writers);
+    }
+    this.writers = writers;
     let listeners = listenersOf.get(sql);
     if (!listeners) {
       listeners = new Set();
@@ -212,36 +314,56 @@ export class PgDatabase implements StoreProvider {
     return () => this.commitListeners.delete(listener);
   }
 
-  /** Runs fn in one transaction with a workspace-scoped Store; its commits become durable together. */
+  /** Runs fn in one transaction with a workspace-scoped Store that holds the workspace's writer lock
+   * from the start (mutating work only; reads use withReadStore); its commits become durable
+   * together. */
   async withStore<T>(workspaceId: string, fn: (store: Store, tx: SqlExecutor) => Promise<T>): Promise<T> {
+    // Writers of one workspace in this process queue here rather than each holding a pooled
+    // connection while it waits for the database lock (which still orders them across processes).
+    const release = await this.writers.acquire(workspaceId);
     let store: PgStore | undefined;
     let applied = false;
     let out: T;
+    const cache = this.cache;
+    const validated = cache?.mode === 'validated';
     try {
-      out = await this.sql.transaction(async (tx) => {
-        store = new PgStore(tx, workspaceId, this.cache, this.sql.kind === 'postgres');
-        const result = await fn(store, tx);
-        // Still inside the transaction: no other transaction can run before COMMIT (PGlite).
-        if (this.cache && store.writes.length > 0) {
-          this.cache.apply(workspaceId, store.writes);
-          applied = true;
-        }
-        return result;
-      });
+      out = await this.sql.transaction(
+        async (tx, first) => {
+          store = new PgStore(tx, workspaceId, cache, this.sql.kind === 'postgres', validated ? parseVersions(first) : null);
+          store.locked = true;
+          const result = await fn(store, tx);
+          // Still inside the transaction: no other transaction can run before COMMIT (PGlite).
+          if (cache?.mode === 'exclusive' && store.writes.length > 0) {
+            cache.apply(workspaceId, store.writes);
+            applied = true;
+          }
+          return result;
+        },
+        // The writer lock from the first statement: everything fn reads to decide its writes is
+        // read under it, so no other writer of this workspace can invalidate it before COMMIT.
+        {
+          lock: { classId: WRITER_LOCK_CLASS, key: workspaceId },
+          ...(validated ? { first: versionsSql(quoteLiteral(workspaceId)) } : {}),
+          // The next writer's BEGIN travels while this COMMIT is flushed; the lock orders them.
+          onEnd: release,
+        },
+      );
     } catch (e) {
-      if (applied) this.cache?.invalidate(workspaceId);
+      if (applied) cache?.invalidate(workspaceId);
       throw e;
+    } finally {
+      release();
     }
     if (store) for (const e of store.committed) this.emit(e);
     return out;
   }
 
-  /** Like withStore for calls that only read (a read-only snapshot on Postgres). On PGlite a call
-   * served from the document cache opens no transaction; if a commit changed the cache while the call
-   * ran, the call runs again, and the last attempt holds a transaction throughout. */
+  /** Like withStore for calls that only read (a read-only snapshot on Postgres, no lock). On PGlite a
+   * call served from the document cache opens no transaction; if a commit changed the cache while the
+   * call ran, the call runs again, and the last attempt holds a transaction throughout. */
   async withReadStore<T>(workspaceId: string, fn: (store: Store, tx: SqlExecutor) => Promise<T>): Promise<T> {
     const cache = this.cache;
-    if (cache) {
+    if (cache?.mode === 'exclusive') {
       for (let attempt = 0; attempt < 2; attempt++) {
         const lazy = new LazyReadTransaction(this.sql);
         const version = cache.version;
@@ -254,6 +376,9 @@ export class PgDatabase implements StoreProvider {
         }
         if (!store.usedCache || cache.version === version) return out;
       }
+    }
+    if (cache?.mode === 'validated') {
+      return this.sql.readOnly((tx, first) => fn(new PgStore(tx, workspaceId, cache, false, parseVersions(first)), tx), { first: versionsSql(quoteLiteral(workspaceId)) });
     }
     return this.sql.readOnly((tx) => fn(new PgStore(tx, workspaceId, cache), tx));
   }

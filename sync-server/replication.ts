@@ -9,6 +9,18 @@ import type { Actor, Clock } from '../shared/context.ts';
 import { DomainError, isDomainError } from '../shared/errors.ts';
 import { COLLECTIONS, REPLICATED_COLLECTIONS } from '../shared/model/index.ts';
 import type { CollectionName } from '../shared/model/index.ts';
+import {
+  DOCUMENT_MAX_DEPTH,
+  DOCUMENT_MAX_ITEMS,
+  DOCUMENT_MAX_KEYS,
+  FIELD_LIMITS,
+  INDEXED_TEXT_FIELDS,
+  INDEXED_TEXT_MAX_BYTES,
+  TEXT_LIMITS,
+  TIMESTAMP_MAX_YEAR,
+  TIMESTAMP_MIN_YEAR,
+  timestampProblem,
+} from '../shared/model/common.ts';
 import { schemaProblem } from '../shared/model/validate.ts';
 import { validateChange } from '../shared/rules/index.ts';
 import type { Change } from '../shared/rules/index.ts';
@@ -17,6 +29,7 @@ import type { Authenticated } from './auth.ts';
 import type { SqlDatabase, SqlExecutor } from './db.ts';
 import { CHANGES_CHANNEL, WRITER_LOCK_CLASS } from './pg-store.ts';
 import type { CommitEvent, PgDatabase } from './pg-store.ts';
+import type { ServerMetrics } from './metrics.ts';
 
 type Json = Record<string, unknown>;
 type Checkpoint = { seq: number };
@@ -39,7 +52,12 @@ export type ReplicationOptions = {
   /** Called for every change event, local or from another process (auth cache invalidation). */
   onChange?: (e: CommitEvent) => void;
   log: FastifyInstance['log'];
+  /** Caps on live streams: per API key and per process, and the unsent bytes a stream may hold
+   * before it is closed (a slow client reconnects and resyncs from its checkpoint). */
+  streams?: StreamLimits;
 };
+
+export type StreamLimits = { perKey: number; perProcess: number; bufferBytes: number; metrics?: ServerMetrics };
 
 function collectionOf(name: string): CollectionName {
   if (!REPLICATED.has(name)) {
@@ -100,6 +118,31 @@ function parseLimit(raw: unknown): number {
   return n;
 }
 
+/** The `since` of GET /replication/refusals: an ISO 8601 date-time in the years documents may hold
+ * (a year-0000 or far-future date is refused with 400, never handed to the database). */
+function parseSince(raw: unknown): string {
+  if (raw === undefined) return '1970-01-01T00:00:00.000Z';
+  const problem = typeof raw === 'string' ? timestampProblem(raw) : 'must be given once';
+  if (problem) throw new DomainError('INVALID_INPUT', `since ${problem}.`, { field: 'since' });
+  return new Date(raw as string).toISOString();
+}
+
+/** The limits a collection's documents keep beside its RxDB schema (shared/model FIELD_LIMITS),
+ * published with the schema so any RxDB client can check a document before pushing it. */
+function documentLimits(c: CollectionName): Json {
+  return {
+    fieldMaxLength: FIELD_LIMITS[c] ?? {},
+    defaultTextMaxLength: TEXT_LIMITS.text,
+    indexedFieldsMaxUtf8Bytes: Object.fromEntries((INDEXED_TEXT_FIELDS[c] ?? []).map((f) => [f, INDEXED_TEXT_MAX_BYTES])),
+    maxArrayItems: DOCUMENT_MAX_ITEMS,
+    maxObjectKeys: DOCUMENT_MAX_KEYS,
+    maxDepth: DOCUMENT_MAX_DEPTH,
+    timestampYears: [TIMESTAMP_MIN_YEAR, TIMESTAMP_MAX_YEAR],
+    text: 'no NUL characters, no unpaired UTF-16 surrogates',
+    pushMaxRows: MAX_PUSH_ROWS,
+  };
+}
+
 const master = (doc: Json, deleted: boolean): MasterDoc => ({ ...doc, _deleted: deleted });
 
 /** One page of a collection's changes after `after`, in seq order. */
@@ -133,8 +176,20 @@ function sameJson(a: unknown, b: unknown): boolean {
 
 type PushRow = { assumed: { doc: Json; deleted: boolean } | null; next: { doc: Json; deleted: boolean } };
 
+/** Most rows in one push (the desktop sends 100); a larger batch is refused whole (400). */
+export const MAX_PUSH_ROWS = 1000;
+
+/** Validates a push body: the rows' shape, then every new document against its collection's schema
+ * and field limits (shared/model: text sizes, no NUL or lone surrogates, real timestamps, bounded
+ * arrays and nesting), the same checks an operation's writes pass. Any problem refuses the batch. */
 function parsePush(c: CollectionName, body: unknown, workspaceId: string): PushRow[] {
   if (!Array.isArray(body)) throw new DomainError('INVALID_INPUT', 'The push body must be an array of {assumedMasterState?, newDocumentState}.');
+  if (body.length > MAX_PUSH_ROWS) {
+    throw new DomainError('INVALID_INPUT', `A push holds at most ${MAX_PUSH_ROWS} rows, this one ${body.length}; push in smaller batches. Nothing of this push was stored.`, {
+      collection: c,
+      maxRows: MAX_PUSH_ROWS,
+    });
+  }
   const rows: PushRow[] = body.map((raw: unknown, i) => {
     if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new DomainError('INVALID_INPUT', `Row ${i} must be an object {assumedMasterState?, newDocumentState}.`, { row: i });
     const r = raw as Json;
@@ -162,7 +217,7 @@ function parsePush(c: CollectionName, body: unknown, workspaceId: string): PushR
 /** Serves the replication routes on `app`. Returns a closer for the live streams. */
 export async function registerReplication(app: FastifyInstance, opts: ReplicationOptions): Promise<{ close(): Promise<void> }> {
   const { db, sql, clock } = opts;
-  const hub = new StreamHub(sql, opts.log, opts.heartbeatMs ?? 15_000);
+  const hub = new StreamHub(sql, opts.log, opts.heartbeatMs ?? 15_000, opts.streams ?? { perKey: 32, perProcess: 5000, bufferBytes: 1024 * 1024 });
   const offLocal = db.onCommit((e) => {
     hub.changed(e);
     opts.onChange?.(e);
@@ -184,18 +239,13 @@ export async function registerReplication(app: FastifyInstance, opts: Replicatio
   app.get('/replication/collections', async (req, reply) => {
     await opts.admit(req, reply);
     return reply.send({
-      collections: REPLICATED_COLLECTIONS.map((name) => ({ name, schemaVersion: COLLECTIONS[name].schema.version, schema: COLLECTIONS[name].schema })),
+      collections: REPLICATED_COLLECTIONS.map((name) => ({ name, schemaVersion: COLLECTIONS[name].schema.version, schema: COLLECTIONS[name].schema, limits: documentLimits(name) })),
     });
   });
 
   app.get('/replication/refusals', async (req, reply) => {
     const who = await opts.admit(req, reply);
-    const since = (req.query as Record<string, unknown>).since;
-    let sinceIso = '1970-01-01T00:00:00.000Z';
-    if (since !== undefined) {
-      if (typeof since !== 'string' || Number.isNaN(Date.parse(since))) throw new DomainError('INVALID_INPUT', 'since must be an ISO 8601 date-time.', { field: 'since' });
-      sinceIso = new Date(since).toISOString();
-    }
+    const sinceIso = parseSince((req.query as Record<string, unknown>).since);
     const rows = await sql.query<{ collection: string; document_id: string; code: string; message: string; details: Json; at: Date | string }>(
       `SELECT collection, document_id, code, message, details, at FROM refusals
         WHERE workspace_id = $1 AND member_id = $2 AND at > $3::timestamptz ORDER BY at, id LIMIT 500`,
@@ -231,10 +281,20 @@ export async function registerReplication(app: FastifyInstance, opts: Replicatio
     const who = await opts.admit(req, reply);
     const c = collectionOf((req.params as { collection: string }).collection);
     checkSchemaVersion(req, c);
-    const start = await sql.query<{ m: string | number | null }>(`SELECT max(seq) AS m FROM documents WHERE collection = '${c}' AND workspace_id = $1`, [who.actor.workspaceId]);
+    hub.admit(who.keyId);
+    let start: { m: string | number | null }[];
+    try {
+      start = await sql.query<{ m: string | number | null }>(`SELECT max(seq) AS m FROM documents WHERE collection = '${c}' AND workspace_id = $1`, [who.actor.workspaceId]);
+    } catch (e) {
+      hub.release(who.keyId);
+      throw e;
+    }
+    // Headers set before the stream starts (CORS, RateLimit-*) go out with it.
+    const earlier = Object.fromEntries(Object.entries(reply.getHeaders()).filter((e): e is [string, string | number | string[]] => e[1] !== undefined));
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, {
+      ...earlier,
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
       connection: 'keep-alive',
@@ -243,7 +303,7 @@ export async function registerReplication(app: FastifyInstance, opts: Replicatio
     });
     // The client pulls from its own checkpoint: everything before this point reaches it that way.
     res.write('data: RESYNC\n\n');
-    hub.add({ workspaceId: who.actor.workspaceId, collection: c, lastSeq: Number(start[0]?.m ?? 0), res });
+    hub.add({ workspaceId: who.actor.workspaceId, keyId: who.keyId, collection: c, lastSeq: Number(start[0]?.m ?? 0), res });
   });
 
   return {
@@ -341,31 +401,95 @@ function sameMaster(stored: MasterDoc | null, assumed: MasterDoc | null): boolea
   return sameJson(stored, assumed);
 }
 
-type Subscriber = { workspaceId: string; collection: CollectionName; lastSeq: number; res: NodeJS.WritableStream & { end(): void; destroyed?: boolean; on(e: 'close', f: () => void): unknown } };
+export type Subscriber = {
+  workspaceId: string;
+  keyId: string;
+  collection: CollectionName;
+  lastSeq: number;
+  res: NodeJS.WritableStream & { end(): void; destroy(): void; destroyed?: boolean; writableLength: number; on(e: 'close', f: () => void): unknown };
+};
 
 /** Live streams: on every change of a workspace's collection, each subscriber gets the documents
  * after the last one it was sent, in seq order. One query per group of subscribers at the same point. */
-class StreamHub {
+export class StreamHub {
   private readonly subs = new Set<Subscriber>();
   private readonly pumping = new Map<string, Promise<void>>();
   private readonly again = new Set<string>();
   private readonly heartbeat: NodeJS.Timeout;
   private closed = false;
+  private readonly perKey = new Map<string, number>();
+  /** Streams admitted and not yet closed (counted from admission, so concurrent opens cannot pass). */
+  private open = 0;
 
   constructor(
     private readonly sql: SqlDatabase,
     private readonly log: FastifyInstance['log'],
     heartbeatMs: number,
+    private readonly limits: StreamLimits,
   ) {
     this.heartbeat = setInterval(() => {
-      for (const s of this.subs) s.res.write(': ping\n\n');
+      for (const s of this.subs) this.send(s, ': ping\n\n');
     }, heartbeatMs);
     this.heartbeat.unref();
   }
 
-  add(s: Subscriber): void {
+  /** Refuses a new stream over the key's or the process's cap (429, nothing opened). */
+  admit(keyId: string): void {
+    const mine = this.perKey.get(keyId) ?? 0;
+    const refuse = (scope: 'key' | 'process', limit: number): never => {
+      this.limits.metrics?.refused.inc({ reason: `streams_per_${scope}` });
+      throw new DomainError(
+        'RATE_LIMITED',
+        scope === 'key'
+          ? `This API key already has ${mine} live replication streams open, the most allowed (${limit}); close one (or another desktop) first.`
+          : `This server has the most live replication streams it holds (${limit}); retry in a moment (another server process may have room).`,
+        { reason: `streams_per_${scope}`, limit, retryAfterSeconds: 5 },
+      );
+    };
+    if (mine >= this.limits.perKey) refuse('key', this.limits.perKey);
+    if (this.open >= this.limits.perProcess) refuse('process', this.limits.perProcess);
+    this.perKey.set(keyId, mine + 1);
+    this.open += 1;
+    this.limits.metrics?.streamsOpen.set(this.open);
+  }
+
+  /** Gives back an admission whose stream never opened (or closed). */
+  release(keyId: string): void {
+    const n = (this.perKey.get(keyId) ?? 1) - 1;
+    if (n > 0) this.perKey.set(keyId, n);
+    else this.perKey.delete(keyId);
+    this.open = Math.max(0, this.open - 1);
+    this.limits.metrics?.streamsOpen.set(this.open);
+  }
+
+  /** Writes to a stream unless its unsent data is over the bound: a client that does not read is
+   * dropped (it reconnects, gets RESYNC and pulls from its checkpoint) instead of growing memory. */
+  private send(s: Subscriber, chunk: string): void {
+    if (s.res.destroyed) return;
+    // The backlog, not the message: a page larger than the bound still goes to a client that keeps up.
+    if (s.res.writableLength > this.limits.bufferBytes) {
+      this.log.warn({ keyId: s.keyId, collection: s.collection, bufferedBytes: s.res.writableLength }, 'closing a live replication stream that does not keep up');
+      this.limits.metrics?.refused.inc({ reason: 'stream_backpressure' });
+      this.subs.delete(s);
+      s.res.destroy();
+      return;
+    }
+    s.res.write(chunk);
+  }
+
+  add(s: Subscriber, onClose?: () => void): void {
     this.subs.add(s);
-    s.res.on('close', () => this.subs.delete(s));
+    let released = false;
+    const done = (): void => {
+      this.subs.delete(s);
+      if (!released) {
+        released = true;
+        this.release(s.keyId);
+        onClose?.();
+      }
+    };
+    s.res.on('close', done);
+    if (s.res.destroyed || this.closed) done();
     // Changes committed between the start point and now.
     this.pump(s.workspaceId, s.collection);
   }
@@ -405,7 +529,7 @@ class StreamHub {
         const last = mine[mine.length - 1];
         if (!last) continue;
         s.lastSeq = last.seq;
-        s.res.write(`data: ${JSON.stringify({ documents: mine.map((p) => p.doc), checkpoint: { seq: last.seq } })}\n\n`);
+        this.send(s, `data: ${JSON.stringify({ documents: mine.map((p) => p.doc), checkpoint: { seq: last.seq } })}\n\n`);
       }
       if (page.length < 500) return;
     }
@@ -443,7 +567,7 @@ export function replicationOpenApi(): { paths: Record<string, unknown>; schemas:
           ...common,
           operationId: 'replication.collections',
           summary: 'The replicated collections with their schema version and RxDB JSON schema.',
-          responses: { '200': { description: 'Collections.', content: { 'application/json': { schema: { type: 'object', properties: { collections: { type: 'array', items: { type: 'object', properties: { name: { type: 'string' }, schemaVersion: { type: 'integer' }, schema: { type: 'object' } } } } } } } } }, '401': errors['401'] },
+          responses: { '200': { description: 'Collections.', content: { 'application/json': { schema: { type: 'object', properties: { collections: { type: 'array', items: { type: 'object', properties: { name: { type: 'string' }, schemaVersion: { type: 'integer' }, schema: { type: 'object' }, limits: { type: 'object', description: 'The field limits every pushed document must also keep (see documentLimits in sync-server/replication.ts).' } } } } } } } } }, '401': errors['401'] },
         },
       },
       '/replication/refusals': {

@@ -13,22 +13,28 @@
  * sender's lease acts for it. Stopping releases the leases, so another process takes over at once.
  */
 import { randomUUID } from 'node:crypto';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import type { Actor, Clock, Ids } from '../shared/context.ts';
 import { ChannelFailure } from '../shared/engine/channel.ts';
 import type { ChannelHost } from '../shared/engine/channel.ts';
 import { createRunnerHost } from '../shared/engine/host.ts';
 import type { RunnerHost } from '../shared/engine/host.ts';
+import { spacingFromEnv } from '../shared/engine/pacing.ts';
 import { createRunner } from '../shared/engine/runner.ts';
 import type { Spacing, TickReport } from '../shared/engine/runner.ts';
 import type { Sender } from '../shared/model/index.ts';
-import { createHttpConnector } from '../electron/backend/channels/http-connector.ts';
-import { createSmtpChannel, smtpConfig } from '../electron/backend/channels/smtp.ts';
-import type { SmtpChannel } from '../electron/backend/channels/smtp.ts';
+import { imapCredentialId } from '../shared/ops/credentials.ts';
+import { createHostChannels } from '../channels/host.ts';
+import type { HostChannels } from '../channels/host.ts';
+import { smtpConfig } from '../channels/smtp.ts';
 import { CredentialUnreadable } from './credentials.ts';
 import type { ServerCredentials } from './credentials.ts';
 import type { SqlDatabase } from './db.ts';
 import { PgDatabase } from './pg-store.ts';
+import { guardChannelHost, guardedFetch, guardedSmtpSocket, privateHostsAllowed } from './sender-hosts.ts';
+import type { SenderHostPolicy } from './sender-hosts.ts';
 
 /** The channels whose network calls a server can make for its users. */
 export const SERVER_CHANNELS: readonly Sender['channel'][] = ['email', 'http'];
@@ -47,17 +53,27 @@ export type ServerRunnerOptions = {
   clock?: Clock;
   random?: () => number;
   ids?: Ids;
-  /** Unique per process (default: host name, pid and a random part). */
+  /** Unique per process. Default: RUNNER_ID, else the identity kept in `stateDir` (so a restarted
+   * server takes its own leases back at once), else host name, pid and a random part. */
   runnerId?: string;
+  /** Where the runner keeps its identity between restarts (the server's data folder). */
+  stateDir?: string;
   /** Pause between two ticks of a workspace (default 5 s). */
   intervalMs?: number;
   /** How often the workspaces with server-hosted senders are looked up again (default 30 s). */
   scanMs?: number;
   leaseMs?: number;
   spacing?: Spacing;
-  /** Timeouts of SMTP and connector calls (defaults of the channels). */
+  /** Timeouts of SMTP, IMAP and connector calls (defaults of the channels). */
   channelTimeoutMs?: number;
+  /** IMAP polling intervals (channels/imap.ts defaults otherwise). */
+  imap?: { recheckMs?: number; pollMs?: number };
   log?: Log;
+  /** Where senders may connect (sender-hosts.ts); default: public addresses only, unless
+   * ALLOW_PRIVATE_SENDER_HOSTS=1. */
+  senderHosts?: SenderHostPolicy;
+  /** Every tick's report (the server counts runner actions in its metrics). */
+  onReport?: (workspaceId: string, report: TickReport) => void;
   /** False: scan() sets up the workspaces but no loop ticks by itself (tests drive tickAll). */
   loops?: boolean;
 };
@@ -75,7 +91,7 @@ export type ServerRunner = {
   workspaces(): string[];
 };
 
-type Hosted = { host: RunnerHost; smtp: SmtpChannel };
+type Hosted = { host: RunnerHost; channels: HostChannels };
 
 const quiet: Log = { info: () => undefined, warn: () => undefined };
 
@@ -85,8 +101,10 @@ export function createServerRunner(opts: ServerRunnerOptions): ServerRunner {
   const clock = opts.clock ?? { now: () => new Date() };
   const random = opts.random ?? Math.random;
   const ids = opts.ids ?? { uuid: () => randomUUID() };
-  const runnerId = opts.runnerId ?? `server:${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const identity = opts.runnerId ? { id: opts.runnerId, release: () => undefined } : persistedRunnerId(opts.stateDir);
+  const runnerId = identity.id;
   const log = opts.log ?? quiet;
+  const senderHosts = opts.senderHosts ?? { allowPrivate: privateHostsAllowed() };
   const hosted = new Map<string, Hosted>();
   let scanTimer: ReturnType<typeof setTimeout> | null = null;
   let scanning: Promise<string[]> | null = null;
@@ -103,9 +121,17 @@ export function createServerRunner(opts: ServerRunnerOptions): ServerRunner {
   }
 
   function hostWorkspace(workspaceId: string): Hosted {
-    const smtp = createSmtpChannel({
-      timeoutMs: opts.channelTimeoutMs,
-      async passwordFor(sender) {
+    const store = db.forWorkspace(workspaceId);
+    const hostChannels = createHostChannels({
+      store,
+      // Checked again when connecting, against names that resolve elsewhere by then (DNS rebinding).
+      network: { fetch: guardedFetch(senderHosts), smtpGetSocket: guardedSmtpSocket(senderHosts) },
+      ...(opts.channelTimeoutMs !== undefined ? { timeoutMs: opts.channelTimeoutMs } : {}),
+      ...(opts.imap ? { imap: opts.imap } : {}),
+      now: () => clock.now().getTime(),
+      log: (line) => log.warn({ workspaceId }, line),
+      imapPasswordFor: (sender) => secretOf(workspaceId, { ...sender, id: imapCredentialId(sender.id) }),
+      async smtpPasswordFor(sender) {
         const secret = await secretOf(workspaceId, sender);
         // A relay without a login is legitimate; a configured user without a password is not.
         if (secret === null && smtpConfig(sender)?.user) {
@@ -113,17 +139,18 @@ export function createServerRunner(opts: ServerRunnerOptions): ServerRunner {
         }
         return secret;
       },
+      tokenFor: (sender) => secretOf(workspaceId, sender),
     });
-    const http = createHttpConnector({ timeoutMs: opts.channelTimeoutMs, now: () => clock.now().getTime(), tokenFor: (sender) => secretOf(workspaceId, sender) });
-    const channels: ChannelHost = {
-      channelFor: (s) => (!isServerHosted(s) ? null : s.channel === 'email' ? smtp : http),
-    };
+    const channels: ChannelHost = guardChannelHost(
+      { channelFor: (s) => (!isServerHosted(s) ? null : hostChannels.forKind(s.channel)) },
+      senderHosts,
+    );
     const actor: Actor = { workspaceId, memberId: 'system', role: 'owner', isSystem: true };
     const runner = createRunner({
-      store: db.forWorkspace(workspaceId),
+      store,
       clock, random, ids, channels, actor, runnerId,
       ...(opts.leaseMs !== undefined ? { leaseMs: opts.leaseMs } : {}),
-      ...(opts.spacing ? { spacing: opts.spacing } : {}),
+      spacing: opts.spacing ?? spacingFromEnv(process.env),
     });
     const host = createRunnerHost({
       runner,
@@ -132,9 +159,10 @@ export function createServerRunner(opts: ServerRunnerOptions): ServerRunner {
       onReport: (r) => {
         for (const err of r.errors) log.warn({ workspaceId, ...err }, `outreach runner: ${err.message}`);
         if (r.actions > 0) log.info({ workspaceId, actions: r.actions, byKind: r.byKind }, 'outreach runner acted');
+        opts.onReport?.(workspaceId, r);
       },
     });
-    return { host, smtp };
+    return { host, channels: hostChannels };
   }
 
   async function release(workspaceId: string): Promise<void> {
@@ -142,7 +170,7 @@ export function createServerRunner(opts: ServerRunnerOptions): ServerRunner {
     if (!h) return;
     hosted.delete(workspaceId);
     await h.host.stop();
-    h.smtp.close();
+    await h.channels.close();
   }
 
   async function lookup(): Promise<string[]> {
@@ -210,7 +238,60 @@ export function createServerRunner(opts: ServerRunnerOptions): ServerRunner {
       scanTimer = null;
       if (scanning) await scanning.catch(() => undefined);
       await Promise.all([...hosted.keys()].map((ws) => release(ws)));
+      identity.release();
     },
     workspaces: () => [...hosted.keys()],
   };
+}
+
+/**
+ * The runner's identity, kept in `<stateDir>/runner-id` so that a server restarted after a crash
+ * recognises the leases it held and works its senders again at once (instead of waiting for them
+ * to lapse). A lock file with the pid keeps two live processes from sharing one identity: the
+ * second gets a fresh one (and waits for leases as any other runner would).
+ */
+export function persistedRunnerId(stateDir: string | undefined): { id: string; release: () => void } {
+  const fresh = `server:${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const env = process.env.RUNNER_ID?.trim();
+  if (env) return { id: env, release: () => undefined };
+  if (!stateDir) return { id: fresh, release: () => undefined };
+  try {
+    mkdirSync(stateDir, { recursive: true });
+    const lock = join(stateDir, 'runner-id.lock');
+    if (existsSync(lock)) {
+      const pid = Number(readFileSync(lock, 'utf8').trim());
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) return { id: fresh, release: () => undefined };
+      unlinkSync(lock);
+    }
+    const fd = openSync(lock, 'wx');
+    writeSync(fd, String(process.pid));
+    closeSync(fd);
+    const file = join(stateDir, 'runner-id');
+    let id = existsSync(file) ? readFileSync(file, 'utf8').trim() : '';
+    if (!id) {
+      id = `server:${hostname()}:${randomUUID()}`;
+      writeFileSync(file, `${id}\n`);
+    }
+    return {
+      id,
+      release: () => {
+        try {
+          unlinkSync(lock);
+        } catch {
+          // Already gone.
+        }
+      },
+    };
+  } catch {
+    return { id: fresh, release: () => undefined };
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
