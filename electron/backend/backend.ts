@@ -11,7 +11,7 @@ import { DomainError, isDomainError } from '../../shared/errors.ts';
 import type { CollectionName } from '../../shared/model/index.ts';
 import { execute, getOperation } from '../../shared/ops/execute.ts';
 import type { Store } from '../../shared/store.ts';
-import { nodeSecrets } from '../../sync-server/secrets.ts';
+import { nodeSecrets } from '../../channels/secret-codec.ts';
 import type { BridgeError, BridgeOnlyCode, Result, SessionInfo, SyncStatus } from '../bridge.ts';
 import type { SessionManager } from './session.ts';
 

@@ -67,8 +67,8 @@ export type CredentialCodec = Codec;
 
 /**
  * The desktop's credentials port (shared/context.ts SenderCredentials) for the senders whose channel
- * runs on this desktop (channelConfig.hostedBy absent or 'desktop'): their SMTP passwords and
- * connector tokens, in the same CredentialStore as the sync server's key, i.e. under Electron a file
+ * runs on this desktop (channelConfig.hostedBy absent or 'desktop'): their SMTP (and IMAP)
+ * passwords and connector tokens, in the same CredentialStore as the sync server's key, i.e. under Electron a file
  * of the data folder (mode 0600) encrypted with safeStorage. Documents never hold them.
  */
 export type DesktopSenderCredentials = SenderCredentials & {
@@ -90,6 +90,10 @@ export function desktopSenderCredentials(store: CredentialStore): DesktopSenderC
       return (await store.get(senderCredentialName(workspaceId, sdrProfileId))) !== null;
     },
     secretFor: (workspaceId, sdrProfileId) => store.get(senderCredentialName(workspaceId, sdrProfileId)),
-    forget: (workspaceId, sdrProfileId) => store.delete(senderCredentialName(workspaceId, sdrProfileId)),
+    async forget(workspaceId, sdrProfileId) {
+      await store.delete(senderCredentialName(workspaceId, sdrProfileId));
+      // An email sender's own IMAP password (shared/ops/credentials.ts imapCredentialId) goes with it.
+      await store.delete(senderCredentialName(workspaceId, `${sdrProfileId}:imap`));
+    },
   };
 }

@@ -23,12 +23,17 @@ const TEAMMATE_NOTES = [
   'Spoke with their assistant: the best time to reach them is Tuesday mornings.',
 ];
 
-export function buildDemoWorkspace(opts: { now: Date; ids?: Ids; seed?: number }): DemoWorkspace {
+export async function buildDemoWorkspace(opts: { now: Date; ids?: Ids; seed?: number; timeZone?: string }): Promise<DemoWorkspace> {
   const ids: Ids = opts.ids ?? { uuid: () => randomUUID() };
   const now = opts.now.toISOString();
   const ws = workspaceCreation(ids, now, { name: 'Demo workspace', owner: DEMO_OWNER, subscriptionStatus: 'active' });
   const stages = ws.writes.flatMap((w) => (w.collection === 'stages' && w.after ? [w.after as Stage] : []));
-  const seed = demoSeedWrites({ workspaceId: ws.workspaceId, ownerId: ws.ownerId, leadGroupId: ws.leadGroupId, ids, now, random: seededRandom(opts.seed ?? 20261116), stages });
+  // The campaigns' windows cover every hour of this machine's zone, so a Start sends at once.
+  const timeZone = opts.timeZone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const seed = await demoSeedWrites({
+    workspaceId: ws.workspaceId, ownerId: ws.ownerId, leadGroupId: ws.leadGroupId, ids, now, random: seededRandom(opts.seed ?? 20261116), stages,
+    existing: ws.writes, userTimeZone: timeZone,
+  });
 
   const teammateId = ids.uuid();
   const teammate: Member = { id: teammateId, workspaceId: ws.workspaceId, createdAt: now, updatedAt: now, name: DEMO_TEAMMATE.name, email: DEMO_TEAMMATE.email, role: 'member' };
@@ -50,10 +55,12 @@ export function buildDemoWorkspace(opts: { now: Date; ids?: Ids; seed?: number }
     });
     extra.push({ collection: 'activities', id: task.id, before: null, after: task });
   }
+  const changed = new Set(seed.writes.filter((w) => w.before !== null).map((w) => `${w.collection}/${w.id}`));
   return {
     workspaceId: ws.workspaceId,
     workspaceName: 'Demo workspace',
     member: { id: ws.ownerId, name: DEMO_OWNER.name, role: 'owner' },
-    writes: [...ws.writes, ...seed.writes, ...extra],
+    // The seed returns the workspace's documents it changed too: those replace the creation writes.
+    writes: [...ws.writes.filter((w) => !changed.has(`${w.collection}/${w.id}`)), ...seed.writes.map((w) => ({ ...w, before: null })), ...extra],
   };
 }

@@ -25,7 +25,7 @@ import { DomainError, isDomainError } from '../../shared/errors.ts';
 import type { CollectionName } from '../../shared/model/index.ts';
 import { execute, getOperation } from '../../shared/ops/execute.ts';
 import type { AnyWrite, Cond, Query } from '../../shared/store.ts';
-import { nodeSecrets } from '../../sync-server/secrets.ts';
+import { nodeSecrets } from '../../channels/secret-codec.ts';
 import { openLocalDatabase } from './local-db.ts';
 import type { LocalDatabase } from './local-db.ts';
 import { identifyKey, startSync } from './replication.ts';

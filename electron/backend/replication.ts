@@ -192,7 +192,7 @@ export type SyncOptions = {
   serverUrl: string;
   apiKey: string;
   fetch?: FetchFn;
-  /** Documents per pull request (default 500) and per push request (default 100). */
+  /** Documents per pull request (default 2000, the server's largest page) and per push request (default 100). */
   pullBatchSize?: number;
   pushBatchSize?: number;
   /** Wait before retrying a failed pull or push (default 2 s). */
@@ -239,6 +239,25 @@ const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
   });
 
 /** Starts replicating every replicated collection of the local database with the sync server. */
+/**
+ * The collections whose documents a collection's documents point at. The server refuses a pushed
+ * reference to something it does not have, and every collection replicates on its own lane, so a
+ * lead written offline with a new tag could otherwise reach the server before its tag and be refused.
+ * A lane therefore pushes only once the lanes it depends on have pushed what they hold.
+ */
+export const PUSH_AFTER: Partial<Record<CollectionName, readonly CollectionName[]>> = {
+  senders: ['members'],
+  leads: ['tags', 'leadGroups', 'stages'],
+  campaigns: ['leadGroups', 'senders'],
+  activities: ['leads', 'members'],
+  enrollments: ['leads', 'campaigns', 'senders'],
+  messages: ['leads', 'campaigns', 'senders'],
+  usage: ['senders'],
+};
+
+/** How long a push waits for the lanes it depends on before trying anyway (the server then judges). */
+const PUSH_ORDER_WAIT_MS = 30_000;
+
 export async function startSync(opts: SyncOptions): Promise<Sync> {
   const rx = opts.db.rx;
   if (!rx) throw new Error('Replication needs the RxDB local database (openLocalDatabase).');
@@ -284,6 +303,19 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
   };
 
   const lanes: Lane[] = [];
+  /** Waits (bounded) until the lanes `c` depends on have nothing left to push or pull. */
+  const parentsPushed = async (c: CollectionName): Promise<void> => {
+    const parents = lanes.filter((l) => (PUSH_AFTER[c] ?? []).includes(l.collection));
+    if (parents.length === 0) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      Promise.all(parents.map((l) => l.state.awaitInSync())),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, PUSH_ORDER_WAIT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+  };
   /** Conflicts resolved by taking the server's document, until that write lands in the fork. */
   const tookServerState = new Map<string, Doc>();
   for (const c of REPLICATED_COLLECTIONS) {
@@ -298,7 +330,8 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
       waitForLeadership: false,
       autoStart: true,
       pull: {
-        batchSize: opts.pullBatchSize ?? 500,
+        // Big pages: fewer round trips and fewer (larger) storage transactions per pulled document.
+        batchSize: opts.pullBatchSize ?? 2000,
         stream$: stream.asObservable(),
         handler: async (checkpoint, batchSize) => {
           const q = new URLSearchParams({ limit: String(batchSize) });
@@ -313,6 +346,7 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
         batchSize: opts.pushBatchSize ?? 100,
         handler: async (rows: RxReplicationWriteToMasterRow<Json>[]) => {
           for (const r of rows) status.addPending(`${c}/${String(r.newDocumentState.id)}`);
+          await parentsPushed(c);
           const body = await client.json(`/replication/${c}/push`, { method: 'POST', body: JSON.stringify(rows), collection: c }).catch(fail);
           status.requestOk();
           return (Array.isArray(body) ? body : []) as Doc[];
@@ -329,7 +363,7 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
         instance.changeStream().subscribe((bulk) => {
           if (bulk.context.startsWith('replication-downstream-')) {
             // RxDB only pulls over documents without unpushed local changes: these match the server.
-            for (const ev of bulk.events) status.acknowledged(`${c}/${ev.documentId}`);
+            if (status.pendingCount() > 0) for (const ev of bulk.events) status.acknowledged(`${c}/${ev.documentId}`);
             return;
           }
           for (const ev of bulk.events) {

@@ -11,13 +11,14 @@ import { hostname } from 'node:os';
 import type { Actor, Clock } from '../../shared/context.ts';
 import type { ChannelHost } from '../../shared/engine/channel.ts';
 import { createRunnerHost, restoreSandbox } from '../../shared/engine/host.ts';
+import { spacingFromEnv } from '../../shared/engine/pacing.ts';
 import { createRunner } from '../../shared/engine/runner.ts';
+import type { Spacing } from '../../shared/engine/runner.ts';
 import { createSandboxNetwork } from '../../shared/engine/sandbox.ts';
 import type { Sender } from '../../shared/model/index.ts';
-import { hostedByOf } from '../../shared/ops/credentials.ts';
+import { hostedByOf, imapCredentialId } from '../../shared/ops/credentials.ts';
 import type { WorkspaceKind } from '../bridge.ts';
-import { createHttpConnector } from './channels/http-connector.ts';
-import { createSmtpChannel } from './channels/smtp.ts';
+import { createHostChannels } from '../../channels/host.ts';
 import type { DesktopSenderCredentials } from './credentials.ts';
 import type { LocalDb } from './local-db-port.ts';
 import type { RunnerHandle } from './session.ts';
@@ -26,8 +27,12 @@ export type RunnerSettings = {
   intervalMs?: number;
   clock?: Clock;
   log?: (line: string) => void;
-  /** Where this desktop keeps its senders' SMTP passwords and connector tokens. */
+  /** Where this desktop keeps its senders' SMTP/IMAP passwords and connector tokens. */
   senderCredentials?: DesktopSenderCredentials;
+  /** IMAP polling intervals (channels/imap.ts defaults otherwise). */
+  imap?: { recheckMs?: number; pollMs?: number };
+  /** Gap between one sender's actions (default: RUNNER_SPACING_SECONDS / RUNNER_JITTER_SECONDS). */
+  spacing?: Spacing;
 };
 
 export function startWorkspaceRunner(args: { db: LocalDb; actor: Actor; kind: WorkspaceKind }, settings: RunnerSettings = {}): RunnerHandle {
@@ -37,14 +42,21 @@ export function startWorkspaceRunner(args: { db: LocalDb; actor: Actor; kind: Wo
   // One network per workspace, seeded by its id: the same people answer the same way after a restart.
   const network = createSandboxNetwork({ seed: workspaceId, clock });
   const secretOf = (sender: Sender) => settings.senderCredentials?.secretFor(workspaceId, sender.id) ?? null;
-  const smtp = createSmtpChannel({ passwordFor: secretOf });
-  const http = createHttpConnector({ tokenFor: secretOf, now: () => clock.now().getTime() });
+  const hosted = createHostChannels({
+    store: args.db.store,
+    smtpPasswordFor: secretOf,
+    imapPasswordFor: (sender) => settings.senderCredentials?.secretFor(workspaceId, imapCredentialId(sender.id)) ?? null,
+    tokenFor: secretOf,
+    now: () => clock.now().getTime(),
+    log,
+    ...(settings.imap ? { imap: settings.imap } : {}),
+  });
   const channels: ChannelHost = {
     channelFor(sender) {
       // Server-hosted senders run on the sync server; in a team workspace a desktop runs its own member's.
       if (hostedByOf(sender) !== 'desktop') return null;
       if (args.kind === 'connected' && sender.ownerMemberId !== args.actor.memberId) return null;
-      return sender.channel === 'sandbox' ? network : sender.channel === 'email' ? smtp : http;
+      return sender.channel === 'sandbox' ? network : hosted.forKind(sender.channel);
     },
   };
   const runner = createRunner({
@@ -54,7 +66,9 @@ export function startWorkspaceRunner(args: { db: LocalDb; actor: Actor; kind: Wo
     ids: { uuid: () => randomUUID() },
     channels,
     actor: { workspaceId, memberId: args.actor.memberId, role: args.actor.role, isSystem: true },
+    // Stable across restarts: a desktop restarted after a crash takes its own leases back at once.
     runnerId: `desktop:${hostname()}:${args.actor.memberId}`,
+    spacing: settings.spacing ?? spacingFromEnv(process.env),
   });
   const host = createRunnerHost({
     runner,
@@ -77,7 +91,7 @@ export function startWorkspaceRunner(args: { db: LocalDb; actor: Actor; kind: Wo
       stopped = true;
       await ready;
       await host.stop();
-      smtp.close();
+      await hosted.close();
     },
   };
 }

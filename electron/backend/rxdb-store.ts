@@ -20,6 +20,7 @@ import { DomainError } from '../../shared/errors.ts';
 import type { CollectionName, Docs } from '../../shared/model/index.ts';
 import { compareValues, decodeCursor, encodeCursor } from '../../shared/query.ts';
 import type { AnyWrite, Cond, Page, Query, Sort, Store, StoreProvider } from '../../shared/store.ts';
+import { foldForSort } from '../../shared/text-sort.ts';
 import { AtomicWriteConflict, persistedInstanceOf, writeAtomically } from './storage/persisted-memory.ts';
 import type { PersistedMemoryInstance } from './storage/persisted-memory.ts';
 
@@ -43,6 +44,21 @@ function cloneJson<T>(v: T): T {
   const out: Json = {};
   for (const k of Object.keys(v)) out[k] = cloneJson((v as Json)[k]);
   return out as T;
+}
+
+/** A copy of a stored document as the Store port hands it out: without RxDB's fields. */
+function cloneDoc(raw: Json): Json {
+  const out: Json = {};
+  for (const k of Object.keys(raw)) if (!RX_FIELDS.has(k)) out[k] = cloneJson(raw[k]);
+  return out;
+}
+
+/** sameJson of a stored document (RxDB's fields ignored) and a Store document or null. */
+function sameStored(raw: Json | null, doc: unknown): boolean {
+  if (raw === null || doc === null || typeof doc !== 'object') return raw === doc;
+  const kr = Object.keys(raw).filter((k) => !RX_FIELDS.has(k) && raw[k] !== undefined);
+  const kd = Object.keys(doc).filter((k) => (doc as Json)[k] !== undefined);
+  return kr.length === kd.length && kr.every((k) => sameJson(raw[k], (doc as Json)[k]));
 }
 
 /** Equality of JSON values regardless of key order. */
@@ -77,9 +93,19 @@ const isScalar = (v: unknown): v is Scalar => v === null || typeof v === 'string
 
 type Cmp = (a: Json, b: Json) => number;
 
+/** sortValue of shared/query.ts: the field, folded for a `collate: 'text'` sort. */
+function sortGetter(s: Sort): Getter {
+  const get = getter(s.field);
+  if (s.collate !== 'text') return get;
+  return (doc) => {
+    const v = get(doc);
+    return typeof v === 'string' ? foldForSort(v) : v;
+  };
+}
+
 /** sortKeyCompare of shared/query.ts, compiled. */
 function comparator(orderBy: readonly Sort[]): Cmp {
-  const keys = orderBy.map((s) => ({ get: getter(s.field), sign: s.dir === 'asc' ? 1 : -1 }));
+  const keys = orderBy.map((s) => ({ get: sortGetter(s), sign: s.dir === 'asc' ? 1 : -1 }));
   return (a, b) => {
     for (const k of keys) {
       const c = compareValues(k.get(a), k.get(b));
@@ -154,7 +180,11 @@ export const QUERY_TUNING = {
   textHitsCap: 2000,
 };
 
-/** The live documents of one collection, with the indexes queries build on demand. */
+/**
+ * The live documents of one collection, with the indexes queries build on demand. The documents
+ * are the storage's own objects (RxDB's fields included; they are stripped when handed out), so
+ * the view costs references, not a second copy. They are never changed in place.
+ */
 class CollectionView {
   readonly live = new Map<string, Json>();
   private readonly sorted = new Map<string, SortedOrder>();
@@ -165,7 +195,7 @@ class CollectionView {
     readonly name: CollectionName,
     readonly instance: PersistedMemoryInstance<Json>,
   ) {
-    for (const [id, raw] of instance.currentDocuments()) if (!raw._deleted) this.live.set(id, stripRxFields(raw));
+    for (const [id, raw] of instance.currentDocuments()) if (!raw._deleted) this.live.set(id, raw);
   }
 
   raw(id: string): Raw | undefined {
@@ -178,7 +208,9 @@ class CollectionView {
     for (const ev of events) {
       const id = ev.documentId;
       const old = this.live.get(id);
-      const next = ev.documentData._deleted ? undefined : stripRxFields(ev.documentData);
+      // The stored object itself (the event may carry an equal copy).
+      const stored = this.instance.currentDocuments().get(id) ?? ev.documentData;
+      const next = stored._deleted ? undefined : stored;
       if (next) this.live.set(id, next);
       else this.live.delete(id);
       if (this.textChunks) {
@@ -236,9 +268,14 @@ class CollectionView {
     const idx = this.hash.get(field);
     const out: Json[] = [];
     if (!idx) return out;
-    for (const v of new Set(values)) {
+    // A document is in one bucket, so only a value given twice could list it twice: remember the
+    // values that hit (an import asks for tens of thousands of spellings, of which few hit).
+    const hit = new Set<Scalar>();
+    for (const v of values) {
       const b = idx.buckets.get(v);
-      if (b) for (const d of b) out.push(d);
+      if (!b || hit.has(v)) continue;
+      hit.add(v);
+      for (const d of b) out.push(d);
     }
     return out;
   }
@@ -249,8 +286,9 @@ class CollectionView {
     if (field === 'id') return values.length;
     const idx = this.hash.get(field);
     if (!idx) return -1;
+    // A value given twice counts twice: still an upper bound, without building a set of the values.
     let n = 0;
-    for (const v of new Set(values)) n += idx.buckets.get(v)?.size ?? 0;
+    for (const v of values) n += idx.buckets.get(v)?.size ?? 0;
     return n;
   }
 
@@ -265,6 +303,11 @@ class CollectionView {
   text(): TextChunks {
     if (!this.textChunks) this.textChunks = new TextChunks(this.live.values());
     return this.textChunks;
+  }
+
+  /** Whether `orderBy`'s sorted order is built and current (sortedBy would not sort). */
+  hasSorted(orderBy: readonly Sort[]): boolean {
+    return (this.sorted.get(JSON.stringify(orderBy))?.docs ?? null) !== null;
   }
 
   sortedBy(orderBy: readonly Sort[]): SortedOrder & { docs: Json[] } {
@@ -622,7 +665,7 @@ class RxdbStore implements Store {
 
   async get<C extends CollectionName>(c: C, id: string): Promise<Docs[C] | null> {
     const doc = this.provider.view(c)?.live.get(id);
-    return this.mine(doc) ? (cloneJson(doc) as Docs[C]) : null;
+    return this.mine(doc) ? (cloneDoc(doc) as Docs[C]) : null;
   }
 
   async getMany<C extends CollectionName>(c: C, ids: readonly string[]): Promise<Docs[C][]> {
@@ -631,7 +674,7 @@ class RxdbStore implements Store {
     if (!view) return out;
     for (const id of ids) {
       const doc = view.live.get(id);
-      if (this.mine(doc)) out.push(cloneJson(doc) as Docs[C]);
+      if (this.mine(doc)) out.push(cloneDoc(doc) as Docs[C]);
     }
     return out;
   }
@@ -651,7 +694,14 @@ class RxdbStore implements Store {
     const cands = candidates(view, q.where);
     const text = limit !== undefined && textConjunct(q.where) !== null;
     if (cands && (limit === undefined || cands.length <= QUERY_TUNING.smallCandidates)) list = this.sortHits(cands, pred, orderBy, cursor);
-    else {
+    else if (limit === undefined && !view.hasSorted(orderBy)) {
+      // Every match is wanted and the sort order is not built (a large write set it aside): sorting
+      // the matches costs less than sorting the whole collection (an import's lookups after each
+      // call of 5,000 writes would otherwise sort every lead again).
+      const hits: Json[] = [];
+      for (const d of view.live.values()) if (pred(d)) hits.push(d);
+      list = this.sortHits(hits, () => true, orderBy, cursor);
+    } else {
       const { cmp, docs } = view.sortedBy(orderBy);
       const start = cursor ? upperBound(docs, cursorProbe(cursor, orderBy), cmp) : 0;
       const want = limit === undefined ? Infinity : limit + 1;
@@ -682,7 +732,7 @@ class RxdbStore implements Store {
     const page = more ? list.slice(0, limit) : list;
     const last = page[page.length - 1];
     return {
-      docs: page.map((d) => cloneJson(d) as Docs[C]),
+      docs: page.map((d) => cloneDoc(d) as Docs[C]),
       nextCursor: more && last ? encodeCursor(last, orderBy) : null,
     };
   }
@@ -722,7 +772,7 @@ class RxdbStore implements Store {
       if (current && current.workspaceId !== this.workspaceId) {
         throw new DomainError('CONFLICT', `Document ${w.id} belongs to another workspace.`);
       }
-      if (!sameJson(current, w.before)) {
+      if (!sameStored(current, w.before)) {
         throw new DomainError('CONFLICT', `${w.collection}/${w.id} changed since it was read; try again.`, { collection: w.collection, id: w.id });
       }
       if (w.after && (w.after as { workspaceId: string }).workspaceId !== this.workspaceId) {

@@ -50,7 +50,7 @@ export type SessionDeps = {
   openDb: OpenLocalDb;
   credentials: CredentialStore;
   /** Builds every document of a new demo workspace. */
-  buildDemo: () => DemoWorkspace;
+  buildDemo: () => DemoWorkspace | Promise<DemoWorkspace>;
   startSync?: StartSync;
   startRunner?: StartRunner;
   fetch?: typeof fetch;
@@ -188,7 +188,7 @@ export class SessionManager {
           return this.info();
         }
       }
-      const demo = this.deps.buildDemo();
+      const demo = await this.deps.buildDemo();
       const saved: Saved = { kind: 'demo', workspaceId: demo.workspaceId, workspaceName: demo.workspaceName, member: demo.member, serverUrl: null };
       await this.activate(saved, null, demo.writes);
       await writeJsonAtomic(this.demoFile, saved);
