@@ -1,9 +1,13 @@
+import { useEffect, useMemo, useState } from 'react';
+import { remindDueTasks } from '../screens/tasks/reminders.ts';
+import { useOp } from '../lib/ops.ts';
 import { useApp } from '../state/app-store.ts';
 import type { Screen } from '../state/app-store.ts';
 
 const ITEMS: { screen: Screen; label: string; keys: string }[] = [
   { screen: 'leads', label: 'Leads', keys: 'g l' },
   { screen: 'pipeline', label: 'Pipeline', keys: 'g p' },
+  { screen: 'inbox', label: 'Inbox', keys: 'g i' },
   { screen: 'tasks', label: 'Tasks', keys: 'g t' },
   { screen: 'triage', label: 'Triage', keys: 'g r' },
   { screen: 'campaigns', label: 'Campaigns', keys: 'g c' },
@@ -16,12 +20,31 @@ export function Nav() {
   const screen = useApp((s) => s.screen);
   const go = useApp((s) => s.go);
   const session = useApp((s) => s.session);
+  const open = session?.state === 'open';
+  // Replies waiting in the inbox, and my open tasks already due (the query is per minute).
+  const inbox = useOp('inbox.counts', open ? {} : null);
+  const [minute, setMinute] = useState(() => Math.floor(Date.now() / 60_000));
+  useEffect(() => {
+    const timer = setInterval(() => setMinute(Math.floor(Date.now() / 60_000)), 15_000);
+    return () => clearInterval(timer);
+  }, []);
+  const dueInput = useMemo(() => ({ status: 'open' as const, dueBefore: new Date((minute + 1) * 60_000).toISOString(), limit: 200 }), [minute]);
+  const due = useOp('leadActivities.myTasks', open ? dueInput : null);
+  const openLead = useApp((s) => s.openLead);
+  // A task falling due raises a desktop notification, once per task and due time.
+  useEffect(() => {
+    if (due.data) void remindDueTasks(due.data.tasks, Date.now(), openLead);
+  }, [due.data, openLead]);
+  const counts: Partial<Record<Screen, number>> = { inbox: inbox.data?.open ?? 0, tasks: due.data?.tasks.length ?? 0 };
   return (
     <nav className="nav" aria-label="Main">
       <div className="brand"><span className="logo" aria-hidden="true" />Outreach CRM</div>
       {ITEMS.map((it) => (
         <button key={it.screen} aria-current={screen === it.screen ? 'page' : undefined} onClick={() => go(it.screen)}>
           <span>{it.label}</span>
+          {(counts[it.screen] ?? 0) > 0 && (
+            <span className="badge" style={{ marginLeft: 'auto', marginRight: 6, padding: '0 6px', borderRadius: 9, background: '#2563eb', color: '#fff', fontSize: 11, fontWeight: 600 }} data-testid={`nav-count-${it.screen}`} aria-label={`${counts[it.screen] ?? 0} waiting`}>{counts[it.screen]}</span>
+          )}
           <kbd>{it.keys}</kbd>
         </button>
       ))}

@@ -7,6 +7,7 @@ import { LeadsScreen } from '../screens/leads/LeadsScreen.tsx';
 import { LeadPanel } from '../screens/lead/LeadPanel.tsx';
 import { PipelineBoard } from '../screens/pipeline/PipelineBoard.tsx';
 import { TasksScreen } from '../screens/tasks/TasksScreen.tsx';
+import { InboxScreen } from '../screens/inbox/InboxScreen.tsx';
 import { TriageScreen } from '../screens/triage/TriageScreen.tsx';
 import { SettingsScreen } from '../screens/settings/SettingsScreen.tsx';
 import { CampaignsScreen } from '../screens/campaigns/CampaignsScreen.tsx';
@@ -22,6 +23,7 @@ import { useShortcuts } from './shortcuts.ts';
 const SCREEN_VIEWS: Record<Screen, () => React.JSX.Element> = {
   leads: LeadsScreen,
   pipeline: PipelineBoard,
+  inbox: InboxScreen,
   tasks: TasksScreen,
   triage: TriageScreen,
   campaigns: CampaignsScreen,

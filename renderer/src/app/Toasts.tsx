@@ -8,6 +8,9 @@ export function Toasts() {
       {toasts.map((t) => (
         <div key={t.id} className={`toast ${t.kind}`} role={t.kind === 'error' ? 'alert' : 'status'}>
           <span className="grow">{t.text}</span>
+          {t.action && (
+            <button className="btn small" onClick={() => { dismiss(t.id); t.action?.run(); }}>{t.action.label}</button>
+          )}
           <button onClick={() => dismiss(t.id)} aria-label="Dismiss">✕</button>
         </div>
       ))}

@@ -4,7 +4,7 @@ import { useEffect } from 'react';
 import { useApp } from '../state/app-store.ts';
 import type { Screen } from '../state/app-store.ts';
 
-const GO: Record<string, Screen> = { l: 'leads', p: 'pipeline', t: 'tasks', r: 'triage', c: 'campaigns', e: 'senders', o: 'social', s: 'settings' };
+const GO: Record<string, Screen> = { l: 'leads', p: 'pipeline', i: 'inbox', t: 'tasks', r: 'triage', c: 'campaigns', e: 'senders', o: 'social', s: 'settings' };
 
 function typing(target: EventTarget | null): boolean {
   const el = target as HTMLElement | null;
@@ -57,6 +57,7 @@ export const SHORTCUTS: { keys: string; what: string }[] = [
   { keys: '/', what: 'Search leads' },
   { keys: 'g l', what: 'Go to leads' },
   { keys: 'g p', what: 'Go to the pipeline board' },
+  { keys: 'g i', what: 'Go to the reply inbox' },
   { keys: 'g t', what: 'Go to tasks' },
   { keys: 'g r', what: 'Go to triage (catch-ups due)' },
   { keys: 'g c', what: 'Go to campaigns' },
@@ -66,6 +67,8 @@ export const SHORTCUTS: { keys: string; what: string }[] = [
   { keys: '↑ ↓ / j k', what: 'Move through leads in the table' },
   { keys: 'x', what: 'Select the current lead' },
   { keys: 'Enter', what: 'Open the current lead' },
+  { keys: 'n', what: 'New lead (on the leads screen)' },
+  { keys: 'j k / r / e / Enter', what: 'Inbox: move, reply, mark done (or back), open the lead' },
   { keys: 'Esc', what: 'Close the lead panel or a dialog' },
   { keys: '?', what: 'This help' },
 ];

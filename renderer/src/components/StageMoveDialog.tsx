@@ -1,5 +1,6 @@
 /** Moving a lead into a lost stage asks for a close reason, into an on-hold stage for a wake date.
- * The user may still press Move without one: the operation refuses and its reason is shown here. */
+ * Move stays disabled, with the reason beside it, until what the stage needs is given; a refusal of
+ * the operation itself (a rule, a conflict) is shown here in its own words. */
 import { useState } from 'react';
 import { CLOSE_REASONS } from '../../../shared/model/common.ts';
 import type { CloseReason } from '../../../shared/model/common.ts';
@@ -28,7 +29,10 @@ export function StageMoveDialog(props: { stage: StageChoice; what: string; onMov
   const lost = stage.category === 'LOST';
   const onHold = stage.category === 'ON_HOLD';
 
+  const missing = lost && !reason ? 'Choose why it was lost to move it.' : onHold && !fromLocalInput(wake) ? 'Choose the day to pick it back up.' : null;
+
   async function submit() {
+    if (missing) return;
     setBusy(true);
     setError(null);
     try {
@@ -48,8 +52,9 @@ export function StageMoveDialog(props: { stage: StageChoice; what: string; onMov
       onClose={props.onClose}
       footer={
         <>
+          {missing && <span className="faint" data-testid="move-blocked">{missing}</span>}
           <button className="btn" onClick={props.onClose}>Cancel</button>
-          <button className="btn primary" disabled={busy} onClick={() => void submit()}>{busy ? 'Moving…' : `Move to ${stage.name}`}</button>
+          <button className="btn primary" disabled={busy || missing !== null} title={missing ?? undefined} onClick={() => void submit()}>{busy ? 'Moving…' : `Move to ${stage.name}`}</button>
         </>
       }
     >

@@ -20,7 +20,7 @@ export function useTags() {
 export function useCampaigns() {
   const live = useOp('campaigns.getBasic', { pageSize: 200, sortBy: 'name', sortOrder: 'asc' });
   const campaigns = useMemo(() => live.data?.basicCampaigns ?? [], [live.data]);
-  return { campaigns, error: live.error };
+  return { campaigns, error: live.error, loaded: live.data !== undefined };
 }
 
 export function useMembers() {

@@ -4,7 +4,7 @@
 import { create } from 'zustand';
 import type { SessionInfo, SyncStatus } from '../../../electron/bridge.ts';
 
-export const SCREENS = ['leads', 'pipeline', 'tasks', 'triage', 'campaigns', 'senders', 'social', 'settings'] as const;
+export const SCREENS = ['leads', 'pipeline', 'inbox', 'tasks', 'triage', 'campaigns', 'senders', 'social', 'settings'] as const;
 export type Screen = (typeof SCREENS)[number];
 
 export type SortBy = 'createdAt' | 'lastActivityAt' | 'fullName' | 'company' | 'rankingScore' | 'leadFitScore' | 'followUpAt';
@@ -22,7 +22,9 @@ export type LeadFilters = {
 
 export const DEFAULT_FILTERS: LeadFilters = { query: '', campaignId: '', tagId: 'all', pipelineStage: '', sortBy: 'createdAt', sortOrder: 'desc' };
 
-export type Toast = { id: number; text: string; kind: 'info' | 'error' };
+/** A toast may offer one action (e.g. Undo) while it shows. */
+export type ToastAction = { label: string; run: () => void };
+export type Toast = { id: number; text: string; kind: 'info' | 'error'; action?: ToastAction };
 
 type AppState = {
   session: SessionInfo | null;
@@ -46,7 +48,8 @@ type AppState = {
   setFilters(patch: Partial<LeadFilters>): void;
   setPalette(open: boolean): void;
   setHelp(open: boolean): void;
-  toast(text: string, kind?: Toast['kind']): void;
+  /** Shows a toast; returns its id. */
+  toast(text: string, kind?: Toast['kind'], action?: ToastAction): number;
   dismissToast(id: number): void;
 };
 
@@ -97,10 +100,12 @@ export const useApp = create<AppState>((set, get) => ({
   setFilters: (patch) => set((s) => ({ filters: { ...s.filters, ...patch } })),
   setPalette: (paletteOpen) => set({ paletteOpen }),
   setHelp: (helpOpen) => set({ helpOpen }),
-  toast(text, kind = 'info') {
+  toast(text, kind = 'info', action) {
     const id = ++toastId;
-    set((s) => ({ toasts: [...s.toasts, { id, text, kind }] }));
-    if (kind === 'info') setTimeout(() => get().dismissToast(id), 4000);
+    set((s) => ({ toasts: [...s.toasts, { id, text, kind, ...(action ? { action } : {}) }] }));
+    // An action needs time to be read and clicked.
+    if (kind === 'info') setTimeout(() => get().dismissToast(id), action ? 10_000 : 4000);
+    return id;
   },
   dismissToast: (id) => set((s) => ({ toasts: s.toasts.filter((t) => t.id !== id) })),
 }));

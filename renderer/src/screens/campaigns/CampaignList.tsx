@@ -3,7 +3,7 @@
 import { useEffect, useRef, useState } from 'react';
 import type { OpInput } from '../../../../shared/ops/index.ts';
 import { ErrorText } from '../../components/ErrorText.tsx';
-import { shortDate } from '../../lib/format.ts';
+import { dateTime, shortDate } from '../../lib/format.ts';
 import { useOp } from '../../lib/ops.ts';
 import { useApp } from '../../state/app-store.ts';
 import { NewCampaignDialog } from './NewCampaignDialog.tsx';
@@ -110,7 +110,7 @@ export function CampaignList() {
               return (
                 <tr key={c.id} className="clickable" onClick={() => openCampaign(c.id)} data-campaign-id={c.id}>
                   <td>
-                    <a href={`#/campaigns?campaign=${c.id}`} onClick={(e) => { e.preventDefault(); openCampaign(c.id); }} className="name">{c.name}</a>
+                    <a href={`#/campaigns?campaign=${c.id}`} onClick={(e) => { e.preventDefault(); openCampaign(c.id); }} className="name" title={c.name}>{c.name}</a>
                   </td>
                   <td><RunPill running={c.hasActiveSequence} /></td>
                   <td className="num">{m ? m.enrolled.toLocaleString() : '…'}</td>
@@ -118,8 +118,8 @@ export function CampaignList() {
                   <td className="num">{m ? m.replies.toLocaleString() : '…'}</td>
                   <td className="num">{m ? percent(m.replyRate) : '…'}</td>
                   <td className="num">{m ? m.meetingsBooked.toLocaleString() : '…'}</td>
-                  <td className="muted">{shortDate(c.createdAt)}</td>
-                  <td className="muted">{shortDate(c.updatedAt)}</td>
+                  <td className="muted" title={`Created ${dateTime(c.createdAt)}`}>{shortDate(c.createdAt)}</td>
+                  <td className="muted" title={`Changed ${dateTime(c.updatedAt)}`}>{shortDate(c.updatedAt)}</td>
                 </tr>
               );
             })}

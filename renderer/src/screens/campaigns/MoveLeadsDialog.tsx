@@ -16,7 +16,7 @@ export function MoveLeadsDialog({ campaignId, from: initialFrom, onClose }: { ca
   const [target, setTarget] = useState('');
   const [mode, setMode] = useState<'keep_position' | 'restart'>('keep_position');
   const senders = useOp('campaigns.listSenders', { campaignId });
-  const held = useOp('campaigns.getEnrollments', { campaignId, ...(from ? { sdrProfileId: from } : {}), limit: 10_000 });
+  const held = useOp('campaigns.getEnrollments', { campaignId, ...(from ? { sdrProfileId: from } : {}), limit: 200 });
   const holders = held.data?.senders ?? [];
   const leadIds = [...new Set((held.data?.enrollments ?? []).filter((e) => e.status === 'IN_PROGRESS').map((e) => e.leadId))];
   const input = target && held.data ? { scope: { kind: 'campaign' as const, campaignId }, selection: { mode: 'ids' as const, leadIds }, targetSdrProfileId: target, mode } : null;

@@ -6,6 +6,7 @@ import { dateTime, relative } from '../../lib/format.ts';
 import { useOp } from '../../lib/ops.ts';
 import { useApp } from '../../state/app-store.ts';
 import { percent } from './format.ts';
+import { StepResults } from './StepResults.tsx';
 
 type Activity = OpOutput<'campaigns.getActivity'>;
 
@@ -54,6 +55,7 @@ export function Overview({ campaignId }: { campaignId: string }) {
         <Metric id="replyRate" label="Reply rate" text={m ? percent(m.replyRate) : undefined} sub="of people contacted" />
         <Metric id="meetings" label="Meetings booked" value={m?.meetingsBooked} />
       </div>
+      <StepResults campaignId={campaignId} />
       <ErrorText error={activity.error?.message} />
       {activity.data && <DailyChart daily={activity.data.daily} />}
       {activity.data && (

@@ -21,10 +21,16 @@ function zones(): string[] {
   }
 }
 
+/** Times are typed and shown as 24-hour HH:MM, like every message about them (a browser's time input
+ * would follow its locale and show 6:00 PM beside "starts at 18:00"). The end may be 24:00. */
+const START_TIME = /^([01]\d|2[0-3]):[0-5]\d$/;
+const END_TIME = /^(([01]\d|2[0-3]):[0-5]\d|24:00)$/;
+
 /** What is wrong with one day's window, in words (null when fine). */
 export function windowProblem(w: Window): string | null {
   if (!w.enabled) return null;
-  if (!/^\d\d:\d\d$/.test(w.start) || !/^(\d\d:\d\d)$/.test(w.end)) return 'Give both times as HH:MM.';
+  if (!START_TIME.test(w.start)) return `“${w.start}” is not a 24-hour start time: use HH:MM, e.g. 09:00.`;
+  if (!END_TIME.test(w.end)) return `“${w.end}” is not a 24-hour end time: use HH:MM, e.g. 17:30, or 24:00 for midnight.`;
   if (!(w.start < w.end)) return `Starts at ${w.start}, which is not before its end ${w.end}.`;
   return null;
 }
@@ -55,7 +61,7 @@ export function ScheduleEditor({ campaignId, schedule, running }: { campaignId: 
   return (
     <section className="card-box schedule" aria-label="Sending schedule" data-testid="schedule-editor">
       <p className="muted">
-        Messages go out only inside these windows, in the schedule's time zone{running ? '; changes apply from the next send while the campaign runs' : ''}.
+        Messages go out only inside these windows, in the schedule's time zone{running ? '; changes apply from the next send while the campaign runs' : ''}. Times are 24-hour (HH:MM); an end of 24:00 sends until midnight.
       </p>
       <label className="field" style={{ maxWidth: 360 }}>
         <span>Time zone {draft.timeZone === schedule.timeZone ? `(${utcOffset(schedule.utcOffsetMinutes)} now)` : ''}</span>
@@ -88,10 +94,10 @@ export function ScheduleEditor({ campaignId, schedule, running }: { campaignId: 
                   <input type="checkbox" className="check" checked={w.enabled} onChange={(e) => setDay(d, { enabled: e.target.checked })} aria-label={`${DAY_LABELS[d]} enabled`} />
                 </td>
                 <td>
-                  <input className="input" type="time" value={w.start} disabled={!w.enabled} onChange={(e) => setDay(d, { start: e.target.value })} aria-label={`${DAY_LABELS[d]} start`} />
+                  <input className="input time-input" type="text" inputMode="numeric" placeholder="HH:MM" maxLength={5} size={6} title="24-hour time, HH:MM" value={w.start} disabled={!w.enabled} onChange={(e) => setDay(d, { start: e.target.value.trim() })} aria-label={`${DAY_LABELS[d]} start`} />
                 </td>
                 <td>
-                  <input className="input" type="time" value={w.end === '24:00' ? '23:59' : w.end} disabled={!w.enabled} onChange={(e) => setDay(d, { end: e.target.value })} aria-label={`${DAY_LABELS[d]} end`} />
+                  <input className="input time-input" type="text" inputMode="numeric" placeholder="HH:MM" maxLength={5} size={6} title="24-hour time, HH:MM; 24:00 is midnight at the end of the day" value={w.end} disabled={!w.enabled} onChange={(e) => setDay(d, { end: e.target.value.trim() })} aria-label={`${DAY_LABELS[d]} end`} />
                 </td>
                 <td>{problem && <span className="error-inline" role="alert">{problem}</span>}</td>
               </tr>

@@ -56,12 +56,18 @@ export function SequenceEditor({ campaignId }: { campaignId: string }) {
       <ErrorText error={mergeFields.error?.message} />
       {summary.running && (
         <div className="notice warn" data-testid="sequence-running">
-          The campaign is running, so its sequence is locked: adding, editing or removing a step is refused until you pause it. Schedule, senders and lead picking can change while it runs.
+          The campaign is running, so its sequence is locked: pause it to add, edit or remove a step. Schedule, senders and lead picking can change while it runs.
         </div>
       )}
       <div className="row">
         <span className="muted grow">{summary.stepCount} step{summary.stepCount === 1 ? '' : 's'} · merge fields: {fields.map((f) => f.name).join(', ') || 'none'}</span>
-        {summary.readiness.ready ? <span className="reason due">Ready to start</span> : <span className="reason daily_limit">Not ready to start</span>}
+        {summary.running ? (
+          <span className="reason due" data-testid="sequence-state">Running</span>
+        ) : summary.readiness.ready ? (
+          <span className="reason due" data-testid="sequence-state">Ready to start</span>
+        ) : (
+          <span className="reason daily_limit" data-testid="sequence-state">Not ready to start</span>
+        )}
       </div>
       {problems.length > 0 && (
         <ul className="problems" data-testid="sequence-problems">
@@ -72,7 +78,7 @@ export function SequenceEditor({ campaignId }: { campaignId: string }) {
       )}
       <PathView ctx={ctx} steps={main} />
       {(!last || last.type !== 'CONDITION') && (
-        <button className="btn add-step" onClick={() => ctx.add({ afterStepId: last?.id ?? null, branch: null, where: last ? `after step ${last.number}` : 'as the first step' })}>
+        <button className="btn add-step" disabled={summary.running} title={summary.running ? LOCKED : undefined} onClick={() => ctx.add({ afterStepId: last?.id ?? null, branch: null, where: last ? `after step ${last.number}` : 'as the first step' })}>
           + {last ? 'Add a step at the end' : 'Add the first step'}
         </button>
       )}
@@ -91,6 +97,9 @@ export function SequenceEditor({ campaignId }: { campaignId: string }) {
   );
 }
 
+/** Why the sequence's edit buttons are disabled while the campaign runs. */
+const LOCKED = 'Pause the campaign to change its sequence.';
+
 function PathView({ ctx, steps }: { ctx: Ctx; steps: readonly SummaryStep[] }) {
   return (
     <ol className="path">
@@ -106,7 +115,7 @@ function PathView({ ctx, steps }: { ctx: Ctx; steps: readonly SummaryStep[] }) {
 
 function InsertHere({ ctx, after }: { ctx: Ctx; after: SummaryStep }) {
   return (
-    <button className="insert" onClick={() => ctx.add({ afterStepId: after.id, branch: null, where: `after step ${after.number}` })} aria-label={`Add a step after step ${after.number}`} title="Add a step here">
+    <button className="insert" disabled={ctx.summary.running} onClick={() => ctx.add({ afterStepId: after.id, branch: null, where: `after step ${after.number}` })} aria-label={`Add a step after step ${after.number}`} title={ctx.summary.running ? LOCKED : 'Add a step here'}>
       +
     </button>
   );
@@ -150,10 +159,10 @@ function StepCard({ ctx, step }: { ctx: Ctx; step: SummaryStep }) {
       <div className="step-head">
         <span className="step-no">{step.number}</span>
         <strong>{STEP_LABELS[step.type]}</strong>
-        {step.subject && <span className="muted ellipsis">“{step.subject}”</span>}
+        {step.subject && <span className="muted ellipsis" title={`Subject: ${step.subject}`}>“{step.subject}”</span>}
         <div className="grow" />
-        <button className="btn small" onClick={() => ctx.edit(step)}>Edit</button>
-        <button className="btn small danger" disabled={remove.busy} onClick={doRemove} aria-label={`Remove step ${step.number}`}>Remove</button>
+        <button className="btn small" disabled={ctx.summary.running} title={ctx.summary.running ? LOCKED : undefined} onClick={() => ctx.edit(step)}>Edit</button>
+        <button className="btn small danger" disabled={remove.busy || ctx.summary.running} title={ctx.summary.running ? LOCKED : undefined} onClick={doRemove} aria-label={`Remove step ${step.number}`}>Remove</button>
       </div>
       <div className="step-body">
         <div className="step-text">{summaryLine(step)}</div>

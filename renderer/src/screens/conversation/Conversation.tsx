@@ -78,7 +78,7 @@ export function Conversation({ leadId, leadName }: { leadId: string; leadName: s
         )}
       </div>
       <ErrorText error={live.error?.message} />
-      <div className="thread" data-testid="thread">
+      <div className="thread" data-testid="thread" data-loaded={live.data ? 'yes' : 'no'}>
         {live.data && conversational.length === 0 && <span className="muted">No messages with {leadName} yet.</span>}
         {conversational.map((m) => (
           <Bubble key={m.id} m={m} who={m.direction === 'in' ? leadName : senderName(m.sdrProfileId)} />

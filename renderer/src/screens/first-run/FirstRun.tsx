@@ -19,7 +19,7 @@ export function FirstRun({ dataDir }: { dataDir: string }) {
         <div className="choices">
           <section className="choice" aria-labelledby="demo-title">
             <h2 id="demo-title">Explore a demo workspace</h2>
-            <p>500 sample leads, a pipeline, tasks and two campaigns sending through a simulated network of people who accept, reply and book meetings. Nothing reaches real people.</p>
+            <p>500 sample leads and ten days of history: two campaigns that already sent, were answered and booked meetings, a pipeline and tasks. The campaigns are paused and open at any hour: press Start and the simulated people accept and reply within a minute or two. Nothing reaches real people.</p>
             <div className="grow" />
             <button className="btn primary" disabled={demo.busy} onClick={() => void demo.act(async () => unwrap(await bridge.session.openDemo()))}>
               {demo.busy ? 'Creating the demo workspace…' : 'Open the demo workspace'}

@@ -1,9 +1,17 @@
-/** The lead's fields, variables and campaign enrollments. */
+/** The lead's fields and custom columns (each edited in place), and its campaign enrollments. */
 import type { OpOutput } from '../../../../shared/ops/index.ts';
 import { dateTime, shortDate } from '../../lib/format.ts';
+import { run } from '../../lib/ops.ts';
 import { useSenders } from '../../lib/workspace-data.ts';
+import { EditableField } from './EditableField.tsx';
 
 type LeadDetail = OpOutput<'campaigns.leads.get'>;
+
+/** The lead's own fields, edited in place (stage, tag and dates have controls of their own). */
+const TEXT_FIELDS = [
+  ['firstName', 'First name'], ['lastName', 'Last name'], ['email', 'Email'], ['jobTitle', 'Job title'], ['company', 'Company'],
+  ['phone', 'Phone'], ['location', 'Location'], ['socialUrl', 'Profile URL'],
+] as const;
 
 export function LeadFields({ lead }: { lead: LeadDetail }) {
   const { senders } = useSenders();
@@ -14,16 +22,22 @@ export function LeadFields({ lead }: { lead: LeadDetail }) {
       <section className="section" aria-label="Fields">
         <h3>Details</h3>
         <dl className="kv">
-          <dt>Email</dt><dd>{lead.email || '—'}</dd>
-          <dt>Phone</dt><dd>{lead.phone || '—'}</dd>
-          <dt>Location</dt><dd>{lead.location || '—'}</dd>
+          {TEXT_FIELDS.map(([field, label]) => (
+            <EditableField key={field} label={label} value={lead[field]} save={(v) => run('campaigns.leads.update', { leadId: lead.id, [field]: v })}>
+              {field === 'email' && lead.emailBouncedAt && (
+                <span className="notice warn" role="status" style={{ display: 'inline-block', marginLeft: 8, padding: '0 6px', fontSize: 12 }} title={`Bounced ${dateTime(lead.emailBouncedAt)}: email steps to this lead stop`}>
+                  Email bounced: {lead.emailBounceReason ?? 'the address does not work'}
+                </span>
+              )}
+            </EditableField>
+          ))}
           <dt>Ranking score</dt><dd>{Math.round(lead.rankingScore)}</dd>
           <dt>Lead fit</dt><dd>{Math.round(lead.leadFitScore)}</dd>
           <dt>Created</dt><dd>{shortDate(lead.createdAt)}</dd>
           {lead.lastActivityAt && (<><dt>Last activity</dt><dd>{dateTime(lead.lastActivityAt)}</dd></>)}
           {lead.meetingBookedAt && (<><dt>Meeting booked</dt><dd>{dateTime(lead.meetingBookedAt)}</dd></>)}
           {custom.map((v) => (
-            <FieldRow key={v.variableTypeId} label={v.name} value={v.value} />
+            <EditableField key={v.variableTypeId} label={v.name} value={v.value} save={(value) => run('campaigns.leads.update', { leadId: lead.id, variables: { [v.name]: value } })} />
           ))}
         </dl>
       </section>
@@ -39,15 +53,6 @@ export function LeadFields({ lead }: { lead: LeadDetail }) {
           </div>
         ))}
       </section>
-    </>
-  );
-}
-
-function FieldRow({ label, value }: { label: string; value: string }) {
-  return (
-    <>
-      <dt>{label}</dt>
-      <dd>{value || '—'}</dd>
     </>
   );
 }

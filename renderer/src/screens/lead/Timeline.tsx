@@ -1,7 +1,8 @@
 /** Notes, tasks, system events and messages of a lead, newest first, live. */
 import { ErrorText } from '../../components/ErrorText.tsx';
 import { dateTime } from '../../lib/format.ts';
-import { useOp } from '../../lib/ops.ts';
+import { useState } from 'react';
+import { errorText, run, useOp } from '../../lib/ops.ts';
 import { useMembers } from '../../lib/workspace-data.ts';
 import { NoteItem } from './NoteItem.tsx';
 import { TaskItem } from './TaskItem.tsx';
@@ -41,6 +42,7 @@ export function Timeline({ leadId }: { leadId: string }) {
           {m.subject && <div><strong>{m.subject}</strong></div>}
           <div className="content">{m.text || <span className="faint">(no text)</span>}</div>
           {m.error && <ErrorText error={m.error} />}
+          {m.status === 'unknown' && <SendAgain messageId={m.id} />}
         </div>
       ),
     });
@@ -54,6 +56,32 @@ export function Timeline({ leadId }: { leadId: string }) {
       {entries.map((e) => (
         <div key={e.key}>{e.node}</div>
       ))}
+    </div>
+  );
+}
+
+/** "Delivery unknown": a send interrupted by a crash that could not be confirmed; one click sends
+ * it again (campaigns.leads.resendUnknown). */
+function SendAgain({ messageId }: { messageId: string }) {
+  const [state, setState] = useState<{ busy: boolean; error: string | null; done: boolean }>({ busy: false, error: null, done: false });
+  if (state.done) return <span className="muted">Will be sent again shortly.</span>;
+  return (
+    <div className="row">
+      <button
+        type="button"
+        className="small"
+        data-testid="send-again"
+        disabled={state.busy}
+        onClick={() => {
+          setState({ busy: true, error: null, done: false });
+          run('campaigns.leads.resendUnknown', { messageId })
+            .then(() => setState({ busy: false, error: null, done: true }))
+            .catch((e: unknown) => setState({ busy: false, error: errorText(e), done: false }));
+        }}
+      >
+        Send again
+      </button>
+      <ErrorText error={state.error ?? undefined} />
     </div>
   );
 }

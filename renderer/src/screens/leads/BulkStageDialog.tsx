@@ -5,8 +5,9 @@ import { ErrorText } from '../../components/ErrorText.tsx';
 import { needsPrompt, StageMoveDialog } from '../../components/StageMoveDialog.tsx';
 import type { StageExtras } from '../../components/StageMoveDialog.tsx';
 import { errorText, run } from '../../lib/ops.ts';
+import { leadState, offerUndo, restoreMany, restoreStage } from '../../lib/undo.ts';
+import type { LeadState } from '../../lib/undo.ts';
 import { useStages } from '../../lib/workspace-data.ts';
-import { useApp } from '../../state/app-store.ts';
 import type { LeadFilters } from '../../state/app-store.ts';
 import { forEachRow, selectedRows } from './bulk-targets.ts';
 import type { BulkProgress } from './bulk-targets.ts';
@@ -16,7 +17,6 @@ import type { Selection } from './selection.ts';
 
 export function BulkStageDialog({ selection, filters, pager, onClose }: { selection: Selection; filters: LeadFilters; pager: LeadPager; onClose: () => void }) {
   const { stages } = useStages();
-  const toast = useApp((s) => s.toast);
   const [stageId, setStageId] = useState('');
   const [prompt, setPrompt] = useState(false);
   const [progress, setProgress] = useState<BulkProgress | null>(null);
@@ -26,12 +26,22 @@ export function BulkStageDialog({ selection, filters, pager, onClose }: { select
 
   async function move(extras: StageExtras) {
     const rows = await selectedRows(selection, filters, pager);
-    const result = await forEachRow(rows, (r) => run('campaigns.leads.updateLeadStage', { leadId: r.id, pipelineStageId: stageId, ...extras }), setProgress);
+    const changed: LeadState[] = [];
+    const result = await forEachRow(
+      rows,
+      async (r) => {
+        await run('campaigns.leads.updateLeadStage', { leadId: r.id, pipelineStageId: stageId, ...extras });
+        changed.push(leadState(r));
+      },
+      setProgress,
+    );
+    if (changed.length > 0) {
+      offerUndo(`Moved ${changed.length.toLocaleString()} lead${changed.length === 1 ? '' : 's'} to ${stage?.name ?? 'the stage'}.`, () => restoreMany(changed, (b) => restoreStage(b, stages)));
+    }
     if (result.failures.length > 0) {
       const reasons = [...new Set(result.failures.map((f) => f.message))].join(' ');
       throw new Error(`${result.failures.length} of ${result.total} leads were not moved: ${reasons}`);
     }
-    toast(`Moved ${result.done.toLocaleString()} lead${result.done === 1 ? '' : 's'} to ${stage?.name ?? 'the stage'}.`);
     onClose();
   }
 

@@ -3,8 +3,9 @@ import { useState } from 'react';
 import { Dialog } from '../../components/Dialog.tsx';
 import { ErrorText } from '../../components/ErrorText.tsx';
 import { errorText, run } from '../../lib/ops.ts';
+import { leadState, offerUndo, restoreMany, restoreTag } from '../../lib/undo.ts';
+import type { LeadState } from '../../lib/undo.ts';
 import { useTags } from '../../lib/workspace-data.ts';
-import { useApp } from '../../state/app-store.ts';
 import type { LeadFilters } from '../../state/app-store.ts';
 import { forEachRow, selectedRows } from './bulk-targets.ts';
 import type { BulkProgress } from './bulk-targets.ts';
@@ -14,7 +15,6 @@ import type { Selection } from './selection.ts';
 
 export function BulkTagDialog({ selection, filters, pager, onClose }: { selection: Selection; filters: LeadFilters; pager: LeadPager; onClose: () => void }) {
   const { tags } = useTags();
-  const toast = useApp((s) => s.toast);
   const [tagId, setTagId] = useState('');
   const [newTag, setNewTag] = useState('');
   const [progress, setProgress] = useState<BulkProgress | null>(null);
@@ -28,11 +28,19 @@ export function BulkTagDialog({ selection, filters, pager, onClose }: { selectio
       let target: string | null = tagId === '__none__' ? null : tagId;
       if (tagId === '__new__') target = (await run('tags.create', { name: newTag.trim() })).id;
       const rows = await selectedRows(selection, filters, pager);
-      const result = await forEachRow(rows, (r) => run('campaigns.leads.updateTag', { leadGroupId: r.leadGroupId, leadId: r.id, tagId: target }), setProgress);
-      if (result.failures.length === 0) {
-        toast(`${target ? 'Tagged' : 'Cleared the tag of'} ${result.done.toLocaleString()} lead${result.done === 1 ? '' : 's'}.`);
-        onClose();
+      const changed: LeadState[] = [];
+      const result = await forEachRow(
+        rows,
+        async (r) => {
+          await run('campaigns.leads.updateTag', { leadGroupId: r.leadGroupId, leadId: r.id, tagId: target });
+          changed.push(leadState(r));
+        },
+        setProgress,
+      );
+      if (changed.length > 0) {
+        offerUndo(`${target ? 'Tagged' : 'Cleared the tag of'} ${changed.length.toLocaleString()} lead${changed.length === 1 ? '' : 's'}.`, () => restoreMany(changed, restoreTag));
       }
+      if (result.failures.length === 0) onClose();
     } catch (e) {
       setError(errorText(e));
     } finally {

@@ -5,6 +5,7 @@ import { Dialog } from '../../components/Dialog.tsx';
 import { usePreviewedAction } from '../../lib/preview.ts';
 import { ErrorText } from '../../components/ErrorText.tsx';
 import { useOp } from '../../lib/ops.ts';
+import { offerUndo, undoSenderChange } from '../../lib/undo.ts';
 import { useCampaigns } from '../../lib/workspace-data.ts';
 import { useApp } from '../../state/app-store.ts';
 import type { LeadFilters } from '../../state/app-store.ts';
@@ -32,7 +33,8 @@ export function ChangeSenderDialog({ selection, filters, onClose, onDone }: { se
   async function confirm() {
     const r = await runForReal();
     if (!r) return;
-    toast(movedText(r.changedCount));
+    if (r.changedCount > 0) offerUndo(movedText(r.changedCount), () => undoSenderChange(r.campaignId, r.moved, mode === 'restart'));
+    else toast(movedText(r.changedCount));
     onDone();
     onClose();
   }

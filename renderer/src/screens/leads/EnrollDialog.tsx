@@ -4,6 +4,7 @@ import type { OpInput, OpOutput } from '../../../../shared/ops/index.ts';
 import { Dialog } from '../../components/Dialog.tsx';
 import { usePreviewedAction } from '../../lib/preview.ts';
 import { ErrorText } from '../../components/ErrorText.tsx';
+import { offerUndo, undoEnroll } from '../../lib/undo.ts';
 import { useCampaigns } from '../../lib/workspace-data.ts';
 import { useApp } from '../../state/app-store.ts';
 import type { LeadFilters } from '../../state/app-store.ts';
@@ -21,6 +22,7 @@ const COUNT_LABELS: [keyof EnrollOutput, string][] = [
   ['skippedActive', 'Running elsewhere, skipped'],
   ['skippedDoNotContact', 'Skipped: do not contact'],
   ['skippedBlocklisted', 'Skipped: blocklisted'],
+  ['skippedClosed', 'Skipped: Won or Lost'],
   ['skippedMissing', 'Skipped: no longer exist'],
   ['keptOwnerCount', 'Keep their sender'],
   ['reassignedCount', "Go to the campaign's senders"],
@@ -47,10 +49,14 @@ export function EnrollDialog({ selection, filters, onClose, onDone }: { selectio
   const [newName, setNewName] = useState('');
   const [sender, setSender] = useState<'keep_where_possible' | 'keep' | 'unassign'>('keep_where_possible');
   const [policy, setPolicy] = useState<'stop' | 'skip' | 'complete'>('stop');
+  // Won and Lost leads are closed deals: left out unless the user asks for them.
+  const [includeClosed, setIncludeClosed] = useState(false);
 
   const destination: EnrollInput['destination'] | null =
     dest === '__new__' ? (newName.trim() ? { kind: 'new', name: newName.trim() } : null) : dest ? { kind: 'existing', campaignId: dest } : null;
-  const input: EnrollInput | null = destination ? { ...bulkTarget(selection, filters), destination, sender, activeConflictPolicy: policy } : null;
+  const input: EnrollInput | null = destination
+    ? { ...bulkTarget(selection, filters), destination, sender, activeConflictPolicy: policy, excludeClosed: !includeClosed }
+    : null;
   // Debounced: typing a new campaign's name should not preview on every keystroke.
   const { preview, previewError, busy, error, confirm: runForReal } = usePreviewedAction('campaigns.leads.bulkEnrollInCampaign', input, 150);
 
@@ -58,7 +64,9 @@ export function EnrollDialog({ selection, filters, onClose, onDone }: { selectio
     const r = await runForReal();
     if (!r) return;
     const name = campaigns.find((c) => c.id === r.campaignId)?.name ?? (newName.trim() || 'the campaign');
-    toast(`Enrolled ${r.enrolled.toLocaleString()} lead${r.enrolled === 1 ? '' : 's'} in ${name}. The campaign was not started.`);
+    const text = `Enrolled ${r.enrolled.toLocaleString()} lead${r.enrolled === 1 ? '' : 's'} in ${name}. The campaign was not started.`;
+    if (r.enrolled > 0) offerUndo(text, () => undoEnroll(r, name));
+    else toast(text);
     onDone();
     onClose();
   }
@@ -116,6 +124,16 @@ export function EnrollDialog({ selection, filters, onClose, onDone }: { selectio
       {!input && <p className="muted">Choose a campaign to see what would happen.</p>}
       {input && !preview && !previewError && <p className="muted">Counting…</p>}
       <ErrorText error={previewError} />
+      {preview && preview.closedSelected > 0 && (
+        <div className="notice" data-testid="closed-warning">
+          {preview.closedSelected.toLocaleString()} selected lead{preview.closedSelected === 1 ? ' is' : 's are'} in a Won or Lost stage
+          {includeClosed ? ' and will be enrolled.' : ' and will be left out.'}
+          <label style={{ display: 'flex', gap: 6, alignItems: 'center', marginTop: 6 }}>
+            <input type="checkbox" className="check" checked={includeClosed} onChange={(e) => setIncludeClosed(e.target.checked)} aria-label="Include Won/Lost leads" />
+            <span>Include Won/Lost leads</span>
+          </label>
+        </div>
+      )}
       {preview && <Counts result={preview} labels={COUNT_LABELS} />}
       {preview && preview.addedSenders.length > 0 && <p className="muted">{preview.addedSenders.length} sender(s) would join the campaign to keep their leads.</p>}
       <ErrorText error={error} />

@@ -1,7 +1,9 @@
-/** Leads: filters, the virtualized table, bulk actions on the selection, CSV import and export. */
+/** Leads: filters, the virtualized table, bulk actions on the selection, a new lead by hand (`n`),
+ * CSV import and export. */
 import { useEffect, useMemo, useState, useSyncExternalStore } from 'react';
 import { ErrorText } from '../../components/ErrorText.tsx';
 import { useOp } from '../../lib/ops.ts';
+import { useCampaigns } from '../../lib/workspace-data.ts';
 import { useApp } from '../../state/app-store.ts';
 import { BulkBar } from './BulkBar.tsx';
 import type { BulkAction } from './BulkBar.tsx';
@@ -13,7 +15,8 @@ import { exportLeadsCsv } from './csv-export.ts';
 import { ImportDialog } from './ImportDialog.tsx';
 import { LeadFiltersBar } from './LeadFiltersBar.tsx';
 import { LeadPager } from './lead-pager.ts';
-import { LeadsTable } from './LeadsTable.tsx';
+import { ColumnChooser, LeadsTable } from './LeadsTable.tsx';
+import { NewLeadDialog } from './NewLeadDialog.tsx';
 import { searchInput, Selection } from './selection.ts';
 
 export function LeadsScreen() {
@@ -30,7 +33,7 @@ export function LeadsScreen() {
     return () => p.dispose();
   }, [input]);
   const [selection, setSelection] = useState(Selection.none());
-  const [dialog, setDialog] = useState<BulkAction | 'import' | null>(null);
+  const [dialog, setDialog] = useState<BulkAction | 'import' | 'new' | null>(null);
   const [exporting, setExporting] = useState<string | null>(null);
   const [exportError, setExportError] = useState<string | null>(null);
 
@@ -50,6 +53,19 @@ export function LeadsScreen() {
     }
   }
 
+  // `n`: a new lead, unless the user is typing or a dialog is open (like the app's other letters).
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const el = e.target as HTMLElement | null;
+      const typing = !!el && (el.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName));
+      if (e.key !== 'n' || e.ctrlKey || e.metaKey || e.altKey || typing || document.querySelector('[role="dialog"]')) return;
+      e.preventDefault();
+      setDialog('new');
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, []);
+
   useEffect(() => {
     if (intent === 'import-csv') setDialog('import');
     if (intent === 'export-csv') void runExport();
@@ -65,8 +81,8 @@ function LeadsView(props: {
   pager: LeadPager;
   selection: Selection;
   setSelection: (s: Selection) => void;
-  dialog: BulkAction | 'import' | null;
-  setDialog: (d: BulkAction | 'import' | null) => void;
+  dialog: BulkAction | 'import' | 'new' | null;
+  setDialog: (d: BulkAction | 'import' | 'new' | null) => void;
   exporting: string | null;
   exportError: string | null;
   runExport: () => Promise<void>;
@@ -75,6 +91,9 @@ function LeadsView(props: {
   const filters = useApp((s) => s.filters);
   useSyncExternalStore(pager.subscribe, pager.getVersion);
   const { query, campaignId, tagId, pipelineStage } = searchInput(filters);
+  // Leads made or imported while a campaign is shown go to its list by default.
+  const { campaigns } = useCampaigns();
+  const campaignGroupId = campaigns.find((c) => c.id === campaignId)?.leadGroupId;
   // The exact size of the view, kept live; until it answers, what has loaded so far.
   const total = useOp('campaigns.leads.count', { query, campaignId, tagId, pipelineStage }).data?.count;
   const count = total ?? pager.loadedCount;
@@ -87,6 +106,8 @@ function LeadsView(props: {
           {total === undefined && pager.loading ? 'Loading…' : approximate ? `${count.toLocaleString()}+ leads` : `${count.toLocaleString()} lead${count === 1 ? '' : 's'}`}
         </span>
         <div className="grow" />
+        <ColumnChooser />
+        <button className="btn" onClick={() => setDialog('new')} title="New lead (n)">New lead</button>
         <button className="btn" onClick={() => setDialog('import')}>Import CSV</button>
         <button className="btn" onClick={() => void runExport()} disabled={exporting !== null}>{exporting ?? 'Export CSV'}</button>
       </div>
@@ -94,7 +115,8 @@ function LeadsView(props: {
       {exportError && <div style={{ margin: '0 16px 10px' }}><ErrorText error={exportError} /></div>}
       {!selection.isEmpty && <BulkBar selection={selection} pager={pager} onSelection={setSelection} onAction={setDialog} />}
       <LeadsTable pager={pager} selection={selection} onSelection={setSelection} />
-      {dialog === 'import' && <ImportDialog onClose={() => setDialog(null)} />}
+      {dialog === 'import' && <ImportDialog onClose={() => setDialog(null)} defaultGroupId={campaignGroupId} />}
+      {dialog === 'new' && <NewLeadDialog onClose={() => setDialog(null)} defaultGroupId={campaignGroupId} />}
       {dialog === 'enroll' && <EnrollDialog selection={selection} filters={filters} onClose={() => setDialog(null)} onDone={() => setSelection(Selection.none())} />}
       {dialog === 'sender' && <ChangeSenderDialog selection={selection} filters={filters} onClose={() => setDialog(null)} onDone={() => setSelection(Selection.none())} />}
       {dialog === 'tag' && <BulkTagDialog selection={selection} filters={filters} pager={pager} onClose={() => setDialog(null)} />}

@@ -15,11 +15,12 @@ const ROW_HEIGHT = 40;
 /** The header sits inside the scrolling box (so it scrolls sideways with the rows): rows start below it. */
 const HEADER_HEIGHT = 34;
 
-type Column = { key: string; label: string; width: string; sort?: SortBy; num?: boolean; render: (r: LeadRow, ctx: { tagName: (id: string | null) => { name: string; color: string } | undefined }) => React.ReactNode };
+type Column = { key: string; label: string; width: string; sort?: SortBy; num?: boolean; title?: (r: LeadRow) => string; render: (r: LeadRow, ctx: { tagName: (id: string | null) => { name: string; color: string } | undefined }) => React.ReactNode };
 
 const COLUMNS: Column[] = [
   {
     key: 'name', label: 'Name', width: 'minmax(180px, 2fr)', sort: 'fullName',
+    title: (r) => [r.fullName || r.email || r.leadIdentifier, r.fullName ? r.email : ''].filter(Boolean).join('\n'),
     render: (r) => (
       <>
         <div className="name">{r.fullName || r.email || r.leadIdentifier}</div>
@@ -29,6 +30,7 @@ const COLUMNS: Column[] = [
   },
   {
     key: 'company', label: 'Company', width: 'minmax(160px, 2fr)', sort: 'company',
+    title: (r) => [r.company, r.jobTitle].filter(Boolean).join('\n'),
     render: (r) => (
       <>
         <div>{r.company || <span className="faint">—</span>}</div>
@@ -40,6 +42,7 @@ const COLUMNS: Column[] = [
   { key: 'tag', label: 'Tag', width: '110px', render: (r, c) => <TagPill tag={c.tagName(r.tagId)} /> },
   {
     key: 'sequence', label: 'Sequence', width: 'minmax(140px, 1.3fr)',
+    title: (r) => (r.leadSequence ? `${r.leadSequence.status.replace('_', ' ').toLowerCase()} · ${r.leadSequence.sdrProfile ? `${r.leadSequence.sdrProfile.firstName} ${r.leadSequence.sdrProfile.lastName}` : 'Unassigned'} · ${r.campaigns.find((c) => c.id === r.leadSequence?.campaignId)?.name ?? ''}` : ''),
     render: (r) =>
       r.leadSequence ? (
         <>
@@ -59,14 +62,108 @@ const COLUMNS: Column[] = [
 /** With the lead panel open the table keeps the columns that identify and place a lead, so it fits
  * beside the panel without scrolling sideways. */
 const COMPACT_KEYS = new Set(['name', 'company', 'stage', 'tag', 'sequence']);
-const LAYOUTS = {
-  full: { columns: COLUMNS, grid: `40px ${COLUMNS.map((c) => c.width).join(' ')}`, minWidth: 1130 },
-  compact: (() => {
-    const columns = COLUMNS.filter((c) => COMPACT_KEYS.has(c.key));
-    return { columns, grid: `40px ${columns.map((c) => c.width).join(' ')}`, minWidth: 700 };
-  })(),
+type Layout = { columns: Column[]; grid: string; minWidth: number };
+
+/** The columns a person hid with the column chooser, remembered on this machine. */
+const HIDDEN_KEY = 'leads.hiddenColumns';
+const hiddenListeners = new Set<() => void>();
+let hiddenCache: string | null = null;
+function readHidden(): string {
+  if (hiddenCache === null) {
+    try {
+      hiddenCache = localStorage.getItem(HIDDEN_KEY) ?? '[]';
+    } catch {
+      hiddenCache = '[]';
+    }
+  }
+  return hiddenCache;
+}
+function parseHidden(raw: string): Set<string> {
+  try {
+    const v: unknown = JSON.parse(raw);
+    return new Set(Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string' && x !== 'name') : []);
+  } catch {
+    return new Set();
+  }
+}
+function setHidden(keys: Set<string>): void {
+  hiddenCache = JSON.stringify([...keys]);
+  try {
+    localStorage.setItem(HIDDEN_KEY, hiddenCache);
+  } catch {
+    // Storage full or disabled: the choice lasts for this session.
+  }
+  for (const l of hiddenListeners) l();
+}
+const subscribeHidden = (l: () => void) => {
+  hiddenListeners.add(l);
+  return () => hiddenListeners.delete(l);
 };
-type Layout = (typeof LAYOUTS)['full'];
+function useHiddenColumns(): Set<string> {
+  const raw = useSyncExternalStore(subscribeHidden, readHidden);
+  return useMemo(() => parseHidden(raw), [raw]);
+}
+
+function layoutOf(compact: boolean, hidden: Set<string>): Layout {
+  const columns = COLUMNS.filter((c) => !hidden.has(c.key) && (!compact || COMPACT_KEYS.has(c.key)));
+  // Each hidden column gives back roughly its width.
+  const minWidth = compact ? 700 : Math.max(600, 1130 - (COLUMNS.length - columns.length) * 100);
+  return { columns, grid: `40px ${columns.map((c) => c.width).join(' ')}`, minWidth };
+}
+
+/** "Columns" button: show or hide the table's columns (Name always shows), remembered on this
+ * machine. A menu of checkboxes: Tab and Space work in it, Escape closes it. */
+export function ColumnChooser() {
+  const hidden = useHiddenColumns();
+  const [open, setOpen] = useState(false);
+  const box = useRef<HTMLDivElement>(null);
+  const button = useRef<HTMLButtonElement>(null);
+  useEffect(() => {
+    if (!open) return;
+    box.current?.querySelector<HTMLInputElement>('input:not(:disabled)')?.focus();
+    const onDown = (e: MouseEvent) => {
+      if (box.current && !box.current.contains(e.target as Node) && e.target !== button.current) setOpen(false);
+    };
+    window.addEventListener('mousedown', onDown);
+    return () => window.removeEventListener('mousedown', onDown);
+  }, [open]);
+  const shown = COLUMNS.length - hidden.size;
+  return (
+    <div className="column-chooser" style={{ position: 'relative' }} onKeyDown={(e) => { if (e.key === 'Escape' && open) { e.stopPropagation(); setOpen(false); button.current?.focus(); } }}>
+      <button ref={button} className="btn" aria-haspopup="true" aria-expanded={open} onClick={() => setOpen(!open)} data-testid="column-chooser" title="Show or hide columns">
+        Columns{hidden.size > 0 ? ` (${shown} of ${COLUMNS.length})` : ''}
+      </button>
+      {open && (
+        <div
+          className="menu column-menu"
+          ref={box}
+          role="group"
+          aria-label="Columns to show"
+          style={{ position: 'absolute', right: 0, top: 'calc(100% + 4px)', zIndex: 30, minWidth: 200, display: 'flex', flexDirection: 'column', gap: 6, padding: 10, background: 'var(--panel)', border: '1px solid var(--border)', borderRadius: 'var(--radius)', boxShadow: '0 6px 18px rgba(0,0,0,0.12)' }}
+        >
+          {COLUMNS.map((c) => (
+            <label key={c.key} className="row">
+              <input
+                type="checkbox"
+                className="check"
+                checked={!hidden.has(c.key)}
+                disabled={c.key === 'name'}
+                onChange={(e) => {
+                  const next = new Set(hidden);
+                  if (e.target.checked) next.delete(c.key);
+                  else next.add(c.key);
+                  setHidden(next);
+                }}
+              />
+              <span>{c.label}{c.key === 'name' ? ' (always shown)' : ''}</span>
+            </label>
+          ))}
+          {hidden.size > 0 && <button className="btn small" onClick={() => setHidden(new Set())}>Show all</button>}
+        </div>
+      )}
+    </div>
+  );
+}
 
 export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager; selection: Selection; onSelection: (s: Selection) => void }) {
   useSyncExternalStore(pager.subscribe, pager.getVersion);
@@ -75,7 +172,9 @@ export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager
   const setFilters = useApp((s) => s.setFilters);
   const openLeadId = useApp((s) => s.leadId);
   const openLead = useApp((s) => s.openLead);
-  const layout: Layout = openLeadId ? LAYOUTS.compact : LAYOUTS.full;
+  const hidden = useHiddenColumns();
+  const compact = Boolean(openLeadId);
+  const layout: Layout = useMemo(() => layoutOf(compact, hidden), [compact, hidden]);
   const parentRef = useRef<HTMLDivElement>(null);
   const [cursorRow, setCursorRow] = useState(0);
   const lastClicked = useRef<number | null>(null);
@@ -234,7 +333,7 @@ const LeadRowView = memo(function LeadRowView(props: { row: LeadRow; index: numb
         <input type="checkbox" className="check" aria-label={`Select ${r.fullName}`} checked={props.selected} onChange={(e) => actions.toggle(index, r.id, (e.nativeEvent as MouseEvent).shiftKey)} />
       </div>
       {props.layout.columns.map((c) => (
-        <div key={c.key} role="gridcell" className={`td${c.num ? ' num' : ''}`}>{c.render(r, { tagName: props.tagName })}</div>
+        <div key={c.key} role="gridcell" className={`td${c.num ? ' num' : ''}`} title={c.title?.(r) || undefined}>{c.render(r, { tagName: props.tagName })}</div>
       ))}
     </div>
   );

@@ -1,30 +1,25 @@
-/** Exports the leads of the current view (all pages, same filters and order) as a CSV download. */
-import Papa from 'papaparse';
+/** Exports the leads of the current view (all pages, same filters and order) as a CSV download,
+ * through campaigns.leads.export: the lead id first, every field and custom column, cells that
+ * start like a formula escaped. Importing the file again with "Update" updates these leads. */
 import { run } from '../../lib/ops.ts';
-import { allLeads } from './lead-pager.ts';
 import type { SearchInput } from './lead-pager.ts';
 
-export async function exportLeadsCsv(input: Omit<SearchInput, 'cursor' | 'limit'>, onProgress: (n: number) => void): Promise<number> {
-  const { tags } = await run('tags.getAll', {});
-  const tagName = new Map(tags.map((t) => [t.id, t.name]));
-  const rows: Record<string, string | number>[] = [];
-  for await (const page of allLeads({ ...input, includeVariables: true })) {
-    for (const l of page) {
-      const row: Record<string, string | number> = {
-        'First name': l.firstName, 'Last name': l.lastName, 'Full name': l.fullName, Email: l.email, Company: l.company,
-        'Job title': l.jobTitle, Location: l.location, Phone: l.phone, 'Social URL': l.socialUrl, Stage: l.pipelineStage?.name ?? 'New',
-        Tag: l.tagId ? (tagName.get(l.tagId) ?? '') : '', 'Sequence status': l.leadSequence?.status ?? '', Campaigns: l.campaigns.map((c) => c.name).join('; '),
-        'Ranking score': l.rankingScore, 'Lead fit score': l.leadFitScore, 'Catch-up date': l.followUpAt ?? '', 'Last activity': l.lastActivityAt ?? '', Created: l.createdAt,
-      };
-      for (const v of l.variables ?? []) if (!v.builtInType) row[v.name] = v.value;
-      rows.push(row);
-    }
-    onProgress(rows.length);
-  }
-  const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+const PAGE = 2000;
+
+export async function exportLeadsCsv(input: Omit<SearchInput, 'cursor' | 'limit' | 'includeVariables'>, onProgress: (n: number) => void): Promise<number> {
+  const { campaignId, tagId, query, pipelineStage, sortBy, sortOrder } = input;
+  const parts: string[] = [];
+  let count = 0;
+  let cursor: string | undefined;
+  do {
+    const page = await run('campaigns.leads.export', { campaignId, tagId, query, pipelineStage, sortBy, sortOrder, limit: PAGE, cursor });
+    parts.push(page.csv);
+    count += page.count;
+    cursor = page.nextCursor ?? undefined;
+    onProgress(count);
+  } while (cursor);
   // A leading BOM lets spreadsheet apps read accents correctly.
-  const csv = '\ufeff' + Papa.unparse(rows, { columns });
-  const url = URL.createObjectURL(new Blob([csv], { type: 'text/csv;charset=utf-8' }));
+  const url = URL.createObjectURL(new Blob(['\ufeff', ...parts], { type: 'text/csv;charset=utf-8' }));
   const a = document.createElement('a');
   a.href = url;
   a.download = `leads-${new Date().toISOString().slice(0, 10)}.csv`;
@@ -32,5 +27,5 @@ export async function exportLeadsCsv(input: Omit<SearchInput, 'cursor' | 'limit'
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
-  return rows.length;
+  return count;
 }

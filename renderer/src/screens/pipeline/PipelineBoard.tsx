@@ -5,15 +5,40 @@ import { ErrorText } from '../../components/ErrorText.tsx';
 import { needsPrompt, StageMoveDialog } from '../../components/StageMoveDialog.tsx';
 import type { StageChoice } from '../../components/StageMoveDialog.tsx';
 import { errorText, run } from '../../lib/ops.ts';
+import { offerUndo, restoreStage } from '../../lib/undo.ts';
+import type { LeadState } from '../../lib/undo.ts';
+import type { StageExtras } from '../../components/StageMoveDialog.tsx';
 import { useStages } from '../../lib/workspace-data.ts';
 import { useApp } from '../../state/app-store.ts';
+import { BoardFilters } from './BoardFilters.tsx';
 import { PipelineColumn } from './PipelineColumn.tsx';
 
-export type DragLead = { id: string; name: string; stageId: string | null };
+/** A card being dragged, with what a move replaces (for Undo). */
+export type DragLead = { id: string; name: string; stageId: string | null; before: LeadState };
+
+const COLLAPSED_KEY = 'outreach.board.collapsedStages';
+
+/** Which columns the user folded away, remembered on this machine. */
+function useCollapsedStages(): [string[], (ids: string[]) => void] {
+  const [ids, setIds] = useState<string[]>(() => {
+    try {
+      const v: unknown = JSON.parse(localStorage.getItem(COLLAPSED_KEY) ?? '[]');
+      return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+    } catch {
+      return [];
+    }
+  });
+  const save = (next: string[]) => {
+    setIds(next);
+    localStorage.setItem(COLLAPSED_KEY, JSON.stringify(next));
+  };
+  return [ids, save];
+}
 
 export function PipelineBoard() {
   const { stages, error } = useStages();
-  const campaignId = useApp((s) => s.filters.campaignId);
+  const filters = useApp((s) => s.filters);
+  const [collapsed, setCollapsed] = useCollapsedStages();
   const [dragging, setDragging] = useState<DragLead | null>(null);
   // Read by drag events synchronously: the state above only re-renders (card styling) later.
   const draggingRef = useRef<DragLead | null>(null);
@@ -21,6 +46,15 @@ export function PipelineBoard() {
   const [moveError, setMoveError] = useState<{ stageId: string; text: string } | null>(null);
   const [pinned, setPinned] = useState<string[]>([]);
   const pin = (leadId: string) => setPinned((p) => [leadId, ...p.filter((id) => id !== leadId)].slice(0, 10));
+
+  async function moveAndOfferUndo(lead: DragLead, stage: StageChoice, extras: StageExtras) {
+    await run('campaigns.leads.updateLeadStage', { leadId: lead.id, pipelineStageId: stage.id, ...extras });
+    pin(lead.id);
+    offerUndo(`Moved ${lead.name} to ${stage.name}.`, async () => {
+      await restoreStage(lead.before, stages);
+      return `${lead.name} is back in ${stages.find((s) => s.id === lead.before.pipelineStageId)?.name ?? 'New'}.`;
+    });
+  }
 
   async function move(lead: DragLead, stage: StageChoice) {
     setMoveError(null);
@@ -30,8 +64,7 @@ export function PipelineBoard() {
       return;
     }
     try {
-      await run('campaigns.leads.updateLeadStage', { leadId: lead.id, pipelineStageId: stage.id });
-      pin(lead.id);
+      await moveAndOfferUndo(lead, stage, {});
     } catch (e) {
       setMoveError({ stageId: stage.id, text: `${lead.name} was not moved: ${errorText(e)}` });
     }
@@ -41,8 +74,9 @@ export function PipelineBoard() {
     <>
       <div className="screen-header">
         <h1>Pipeline</h1>
-        <span className="sub">Drag a card to move a lead to another stage.</span>
+        <span className="sub">Drag a card to move a lead to another stage. Click a column's name to fold it.</span>
       </div>
+      <BoardFilters />
       <ErrorText error={error?.message} />
       <div
         className="board"
@@ -58,7 +92,9 @@ export function PipelineBoard() {
           <PipelineColumn
             key={s.id}
             stage={s}
-            campaignId={campaignId}
+            filters={{ campaignId: filters.campaignId, tagId: filters.tagId, query: filters.query }}
+            collapsed={collapsed.includes(s.id)}
+            onToggleCollapsed={() => setCollapsed(collapsed.includes(s.id) ? collapsed.filter((id) => id !== s.id) : [...collapsed, s.id])}
             pinnedIds={pinned}
             dragging={dragging}
             getDragging={() => draggingRef.current}
@@ -81,8 +117,7 @@ export function PipelineBoard() {
           what={prompt.lead.name}
           onClose={() => setPrompt(null)}
           onMove={async (extras) => {
-            await run('campaigns.leads.updateLeadStage', { leadId: prompt.lead.id, pipelineStageId: prompt.stage.id, ...extras });
-            pin(prompt.lead.id);
+            await moveAndOfferUndo(prompt.lead, prompt.stage, extras);
           }}
         />
       )}

@@ -24,6 +24,8 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
   const [timeZone, setTimeZone] = useState(localZone);
   const [premium, setPremium] = useState(false);
   const [smtp, setSmtp] = useState({ host: '', port: '587', secure: false, user: '', from: '', password: '' });
+  // Reading the mailbox (replies, out-of-office answers, bounces): same login as SMTP unless given.
+  const [imap, setImap] = useState({ enabled: true, host: '', port: '993', secure: true, user: '', password: '' });
   const [baseUrl, setBaseUrl] = useState('https://');
   const [warnings, setWarnings] = useState<string[]>([]);
   const action = useAction();
@@ -34,7 +36,12 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
       return {
         ...base,
         channel,
-        channelConfig: { host: smtp.host, port: Number(smtp.port), secure: smtp.secure, user: smtp.user, from: smtp.from, ...(smtp.password ? { password: smtp.password } : {}) },
+        channelConfig: {
+          host: smtp.host, port: Number(smtp.port), secure: smtp.secure, user: smtp.user, from: smtp.from, ...(smtp.password ? { password: smtp.password } : {}),
+          ...(imap.enabled && imap.host.trim()
+            ? { imap: { host: imap.host.trim(), port: Number(imap.port), secure: imap.secure, ...(imap.user.trim() ? { user: imap.user.trim() } : {}), ...(imap.password ? { password: imap.password } : {}) } }
+            : {}),
+        },
       };
     }
     if (channel === 'http') return { ...base, channel, channelConfig: { baseUrl } };
@@ -81,7 +88,7 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
           </div>
           {channel === 'sandbox' && <p className="muted">Simulated people who accept, reply and book meetings, deterministically. Nobody real is contacted: try campaigns safely.</p>}
           {channel === 'http' && <p className="muted">A connector service that speaks the app's HTTP protocol to a social network on your behalf. This app never logs in to a social network itself.</p>}
-          {channel === 'email' && <p className="muted">Sends emails through your mailbox's SMTP server. The password is kept on this computer only, never in the shared workspace.</p>}
+          {channel === 'email' && <p className="muted">Sends emails through your mailbox's SMTP server and reads its inbox over IMAP, so a reply stops the sequence and a bounce stops emailing that address. Passwords are kept on this computer only, never in the shared workspace.</p>}
           <div className="controls">
             <label className="field">
               <span>Name</span>
@@ -124,6 +131,38 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
                 <input type="checkbox" className="check" checked={smtp.secure} onChange={(e) => setSmtp({ ...smtp, secure: e.target.checked })} />
                 <span>TLS from the start (port 465)</span>
               </label>
+            </div>
+          )}
+          {channel === 'email' && (
+            <div className="controls">
+              <label className="row check-row">
+                <input type="checkbox" className="check" checked={imap.enabled} onChange={(e) => setImap({ ...imap, enabled: e.target.checked })} aria-label="Read replies and bounces over IMAP" />
+                <span>Read replies and bounces over IMAP</span>
+              </label>
+              {imap.enabled && (
+                <>
+                  <label className="field">
+                    <span>IMAP host</span>
+                    <input className="input" value={imap.host} onChange={(e) => setImap({ ...imap, host: e.target.value })} placeholder="imap.example.com" aria-label="IMAP host" />
+                  </label>
+                  <label className="field">
+                    <span>Port</span>
+                    <input className="input" type="number" value={imap.port} onChange={(e) => setImap({ ...imap, port: e.target.value, secure: e.target.value === '993' ? true : imap.secure })} aria-label="IMAP port" />
+                  </label>
+                  <label className="field">
+                    <span>IMAP user (empty: the SMTP user)</span>
+                    <input className="input" value={imap.user} onChange={(e) => setImap({ ...imap, user: e.target.value })} aria-label="IMAP user" autoComplete="off" />
+                  </label>
+                  <label className="field">
+                    <span>IMAP password (empty: the SMTP password)</span>
+                    <input className="input" type="password" value={imap.password} onChange={(e) => setImap({ ...imap, password: e.target.value })} aria-label="IMAP password" autoComplete="new-password" />
+                  </label>
+                  <label className="row check-row">
+                    <input type="checkbox" className="check" checked={imap.secure} onChange={(e) => setImap({ ...imap, secure: e.target.checked })} />
+                    <span>TLS from the start (port 993)</span>
+                  </label>
+                </>
+              )}
             </div>
           )}
           {channel === 'http' && (

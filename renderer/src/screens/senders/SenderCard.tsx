@@ -34,12 +34,18 @@ const STATUS_WORDS: Record<string, string> = {
 export function SenderCard({ sender }: { sender: Sender }) {
   const role = useApp((s) => (s.session?.state === 'open' ? s.session.member.role : 'member'));
   const usage = useOp('sdrProfiles.getUsage', { sdrProfileId: sender.id });
+  const safety = useOp('social.getAccountLimits', { senderProfileId: sender.id });
+  const account = safety.data?.accounts[0];
   const [draft, setDraft] = useState<Partial<Record<LimitKey, string>>>({});
   const [result, setResult] = useState<LimitsResult | null>(null);
   const limits = useAction();
   const pause = useAction();
   const dirty = Object.keys(draft).length > 0;
   const u = usage.data;
+  // Right after a save the sender list may still hold the limits from before it: show what the save
+  // stored (the same numbers the outcome sentence names) until the list catches up.
+  const stale = result !== null && LIMIT_KEYS.every((k) => sender.limits[k] === result.before[k]);
+  const current = (k: LimitKey): number => (stale && result ? result.after[k] : sender.limits[k]);
 
   async function saveLimits() {
     const asked: Partial<Record<LimitKey, number>> = {};
@@ -89,6 +95,18 @@ export function SenderCard({ sender }: { sender: Sender }) {
       )}
       {sender.status === 'disconnected' && <ErrorText error={`The account is disconnected${sender.statusReason ? `: ${sender.statusReason}` : ''}. Reconnect it on the computer that hosts it.`} />}
       <ErrorText error={pause.error} />
+      {account?.rampUp.active && (
+        <div className="notice" data-testid="ramp-up">
+          New account ramping up: day {account.rampUp.day} of {account.rampUp.of}, sending at {account.rampUp.percent}% of its limits{account.rampUp.endsAt ? ` until ${dateTime(account.rampUp.endsAt)}` : ''}.
+        </div>
+      )}
+      {account && (
+        <div className="row" data-testid="weekly-cap">
+          <span>Connection requests this week (any 7 days)</span>
+          <span className="muted">{account.weekly.connectionRequests.used} of {account.weekly.connectionRequests.limit}</span>
+          <Meter used={account.weekly.connectionRequests.used} limit={account.weekly.connectionRequests.limit} />
+        </div>
+      )}
 
       <table className="plain limits" data-testid="limits">
         <thead>
@@ -102,7 +120,7 @@ export function SenderCard({ sender }: { sender: Sender }) {
         </thead>
         <tbody>
           {LIMIT_KEYS.map((k) => {
-            const value = draft[k] ?? String(sender.limits[k]);
+            const value = draft[k] ?? String(current(k));
             const over = Number(value) > sender.planMax[k];
             const used = u?.used[k] ?? 0;
             return (
@@ -120,7 +138,7 @@ export function SenderCard({ sender }: { sender: Sender }) {
                     aria-label={`${LIMIT_LABELS[k]} daily limit`}
                   />
                   {over && <span className="faint cap-hint">above the plan: it will be lowered to {sender.planMax[k]}</span>}
-                  <Meter used={used} limit={sender.limits[k]} />
+                  <Meter used={used} limit={current(k)} />
                 </td>
                 <td className="num">{sender.planMax[k]}</td>
               </tr>
