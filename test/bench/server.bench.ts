@@ -1,27 +1,33 @@
 /**
- * Sync server benchmark on embedded PGlite, loopback, autocannon, 5 s per scenario:
- * a bare Fastify JSON route (the baseline), campaigns.getBasic, campaigns.leads.search with a query
- * and a stage filter over 100k leads, and a POST campaigns.leads.updateTag that really writes.
- * Targets on a 2-core machine: search p50 under 20 ms at 100k leads; getBasic at least 30% of the
- * bare route's throughput. Each server runs in its own process (this file, started with
- * BENCH_ROLE=bare|crm), so autocannon and the server do not share an event loop.
+ * Sync server benchmark, loopback, autocannon, 10 connections, BENCH_SECONDS (default 5) per scenario,
+ * on embedded PGlite and, when DATABASE_URL is set, on PostgreSQL (a fresh schema, dropped after):
+ * a bare Fastify JSON route (the baseline of every HTTP row), campaigns.getBasic, campaigns.leads.search
+ * with a query and a stage filter over BENCH_LEADS (default 100k) leads, a POST
+ * campaigns.leads.updateTag that really writes, and an API import (campaigns.leads.create, 1,000 rows
+ * a call; campaigns.leads.import too when the registry has it) against a raw multi-row INSERT of the
+ * same rows as its baseline. Every row prints its target and whether it was met.
+ * Each server runs in its own process (this file, started with BENCH_ROLE=bare|crm), so autocannon
+ * and the server do not share an event loop.
  * `npx tsx test/bench/server.bench.ts` runs it alone; test/bench/run.ts calls run().
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
+import pg from 'pg';
 import { newLead } from '../../shared/model/factories.ts';
 import type { Lead, LeadGroup, Stage, Tag } from '../../shared/model/index.ts';
+import { operations } from '../../shared/ops/index.ts';
 import type { AnyWrite } from '../../shared/store.ts';
 import { createWorkspace, seedDemo } from '../../sync-server/admin.ts';
 import { buildServer } from '../../sync-server/app.ts';
 import { openDatabase } from '../../sync-server/db.ts';
+import type { OpenOptions } from '../../sync-server/db.ts';
 import { Maintenance } from '../../sync-server/maintenance.ts';
 import { migrate } from '../../sync-server/migrate.ts';
 import { PgDatabase } from '../../sync-server/pg-store.ts';
@@ -38,6 +44,10 @@ const COMPANY = ['North', 'Blue', 'Iron', 'Silver', 'Bright', 'Cedar', 'Harbor',
 const KIND = ['Analytics', 'Logistics', 'Health', 'Robotics', 'Software', 'Capital', 'Foods', 'Energy', 'Labs', 'Systems'];
 
 type Scenario = { title: string; rps: number; p50: number; p99: number; errors: number; non2xx: number };
+type Row = { backend: string; title: string; value: string; baseline: string; target: string; met: boolean | null };
+
+const IMPORT_CALLS = Number(process.env.BENCH_IMPORT_CALLS ?? 10);
+const IMPORT_BATCH = 1000;
 
 function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
@@ -60,7 +70,8 @@ async function serveRole(role: string): Promise<void> {
     process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));
     return;
   }
-  const app = await buildServer({ open: { dataDir: process.env.DATA_DIR ?? '' }, logLevel: 'warn', rateLimitPerMinute: 1e9 });
+  const open = JSON.parse(process.env.BENCH_OPEN ?? '{}') as OpenOptions;
+  const app = await buildServer({ open, logLevel: 'warn', rateLimitPerMinute: 1e9, bodyLimit: 50 * 1024 * 1024 });
   await app.listen({ port, host: '127.0.0.1' });
   process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));
 }
@@ -94,9 +105,30 @@ async function cannon(title: string, opts: autocannon.Options): Promise<Scenario
   return { title, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.timeouts, non2xx: result.non2xx };
 }
 
+/** A generated person (the same generator for the seed and the import rows). */
+function person(rnd: () => number, i: number, prefix: string): { firstName: string; lastName: string; email: string; company: string; jobTitle: string; socialUrl: string } {
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
+  const firstName = pick(FIRST);
+  const lastName = pick(LAST);
+  const company = `${pick(COMPANY)} ${pick(KIND)}`;
+  const slug = `${prefix}${firstName}-${lastName}-${i}`.toLowerCase();
+  return {
+    firstName,
+    // Imported people are new people: a seeded name and company would be reported as a possible
+    // duplicate of a seeded lead instead of created.
+    lastName: prefix ? `${lastName} ${prefix}${i}` : lastName,
+    email: `${slug}@${company.toLowerCase().replace(/\s+/g, '')}.example`,
+    company,
+    jobTitle: pick(['VP Sales', 'CTO', 'Head of Growth', 'SDR', 'RevOps Manager']),
+    socialUrl: `https://social.example/in/${slug}`,
+  };
+}
+
+type Seeded = { apiKey: string; workspaceId: string; leadIds: string[]; groupId: string; tagIds: string[] };
+
 /** Seeds a workspace with the demo data plus generated leads up to LEADS, straight through the store. */
-async function seed(dataDir: string): Promise<{ apiKey: string; leadIds: string[]; groupId: string; tagIds: string[] }> {
-  const sql = await openDatabase({ dataDir });
+export async function seed(open: OpenOptions, label: string): Promise<Seeded> {
+  const sql = await openDatabase(open);
   try {
     await migrate(sql);
     const db = new PgDatabase(sql);
@@ -117,18 +149,9 @@ async function seed(dataDir: string): Promise<{ apiKey: string; leadIds: string[
     for (let done = existing; done < LEADS; done += batch) {
       const writes: AnyWrite[] = [];
       for (let i = done; i < Math.min(LEADS, done + batch); i++) {
-        const firstName = pick(FIRST);
-        const lastName = pick(LAST);
-        const company = `${pick(COMPANY)} ${pick(KIND)}`;
-        const slug = `${firstName}-${lastName}-${i}`.toLowerCase();
         const stage = rnd() < 0.5 ? null : pick(stages);
         const lead: Lead = newLead({ id: randomUUID(), workspaceId: ws.workspaceId, now: new Date(start + i * 60_000).toISOString() }, group.id, {
-          firstName,
-          lastName,
-          email: `${slug}@${company.toLowerCase().replace(/\s+/g, '')}.example`,
-          company,
-          jobTitle: pick(['VP Sales', 'CTO', 'Head of Growth', 'SDR', 'RevOps Manager']),
-          socialUrl: `https://social.example/in/${slug}`,
+          ...person(rnd, i, ''),
           pipelineStageId: stage && stage.category !== 'LOST' && stage.category !== 'ON_HOLD' ? stage.id : null,
           tagId: rnd() < 0.3 ? pick(tags).id : null,
           leadFitScore: Math.floor(rnd() * 100),
@@ -140,84 +163,172 @@ async function seed(dataDir: string): Promise<{ apiKey: string; leadIds: string[
       await store.commit(writes);
     }
     const total = await store.count('leads');
-    process.stdout.write(`seeded ${total} leads in ${((performance.now() - started) / 1000).toFixed(1)} s (${Math.round((total - existing) / ((performance.now() - started) / 1000))} leads/s through Store.commit)\n`);
+    process.stdout.write(`[${label}] seeded ${total} leads in ${((performance.now() - started) / 1000).toFixed(1)} s (${Math.round((total - existing) / ((performance.now() - started) / 1000))} leads/s through Store.commit)\n`);
     const vacuum = performance.now();
-    await new Maintenance(sql).run();
-    process.stdout.write(`VACUUM ANALYZE (the server's PGlite maintenance) took ${((performance.now() - vacuum) / 1000).toFixed(1)} s\n`);
-    return { apiKey: ws.apiKey, leadIds, groupId: group.id, tagIds: tags.map((t) => t.id) };
+    if (sql.kind === 'pglite') await new Maintenance(sql).run();
+    else await sql.exec('VACUUM ANALYZE documents');
+    process.stdout.write(`[${label}] VACUUM ANALYZE took ${((performance.now() - vacuum) / 1000).toFixed(1)} s\n`);
+    return { apiKey: ws.apiKey, workspaceId: ws.workspaceId, leadIds, groupId: group.id, tagIds: tags.map((t) => t.id) };
   } finally {
     await sql.close();
   }
 }
 
+/** The baseline of the import rows: the same lead documents inserted raw, 1,000 rows per multi-row
+ * INSERT, all in one transaction (no operation, no rules, no checks). Leads/s. */
+async function rawInsert(open: OpenOptions, workspaceId: string, groupId: string, calls: number): Promise<number> {
+  const sql = await openDatabase(open);
+  try {
+    const rnd = mulberry32(5);
+    const now = new Date().toISOString();
+    const batches = Array.from({ length: calls }, (_, c) =>
+      Array.from({ length: IMPORT_BATCH }, (_, i) => newLead({ id: randomUUID(), workspaceId, now }, groupId, person(rnd, c * IMPORT_BATCH + i, 'raw-'))),
+    );
+    const started = performance.now();
+    await sql.transaction(async (tx) => {
+      for (const leads of batches) {
+        await tx.query(
+          `INSERT INTO documents (collection, id, workspace_id, seq, deleted, doc)
+           SELECT 'leads', w.id, $2, nextval('documents_seq'), false, w.doc FROM jsonb_to_recordset($1::jsonb) AS w(id text, doc jsonb)`,
+          [JSON.stringify(leads.map((l) => ({ id: l.id, doc: l }))), workspaceId],
+        );
+      }
+    });
+    const rate = (calls * IMPORT_BATCH) / ((performance.now() - started) / 1000);
+    // Out of the workspace again, so the scenarios after this one see the seeded data only.
+    await sql.query(`DELETE FROM documents WHERE collection = 'leads' AND id = ANY($1::text[])`, [batches.flat().map((l) => l.id)]);
+    return rate;
+  } finally {
+    await sql.close();
+  }
+}
+
+/** Imports IMPORT_CALLS x 1,000 new people through an operation, one call after the other. Leads/s. */
+async function importThrough(url: string, auth: Record<string, string>, name: string, body: (rows: ReturnType<typeof person>[]) => Record<string, unknown>, prefix: string): Promise<{ rate: number; errors: number }> {
+  const rnd = mulberry32(17);
+  const calls = Array.from({ length: IMPORT_CALLS }, (_, c) => JSON.stringify(body(Array.from({ length: IMPORT_BATCH }, (_, i) => person(rnd, c * IMPORT_BATCH + i, prefix)))));
+  let errors = 0;
+  const started = performance.now();
+  for (const payload of calls) {
+    const res = await fetch(`${url}/${name}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: payload });
+    // campaigns.leads.create answers {created}, campaigns.leads.import {totals: {created}}.
+    const out = (await res.json()) as { created?: number; totals?: { created?: number }; error?: { message: string } };
+    if (!res.ok || (out.created ?? out.totals?.created) !== IMPORT_BATCH) {
+      errors++;
+      if (errors === 1) process.stdout.write(`${name} answered ${res.status}: ${JSON.stringify(out).slice(0, 300)}\n`);
+    }
+  }
+  return { rate: (IMPORT_CALLS * IMPORT_BATCH) / ((performance.now() - started) / 1000), errors };
+}
+
 const fmt = (n: number, digits = 0): string => n.toFixed(digits);
 
-export async function run(): Promise<void> {
+type Target = { name: 'PGlite' | 'PostgreSQL'; open: OpenOptions; cleanup(): Promise<void> };
+
+function targets(): Target[] {
   const dir = mkdtempSync(join(tmpdir(), 'crm-bench-'));
-  let crm: ChildProcess | null = null;
-  let bare: ChildProcess | null = null;
+  const out: Target[] = [
+    { name: 'PGlite', open: { dataDir: dir }, cleanup: async () => rmSync(dir, { recursive: true, force: true }) },
+  ];
+  const url = process.env.DATABASE_URL;
+  if (url) {
+    const schema = `bench_${process.pid}_${randomBytes(3).toString('hex')}`;
+    out.push({
+      name: 'PostgreSQL',
+      open: { databaseUrl: url, schema },
+      async cleanup() {
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        try {
+          await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+        } finally {
+          await client.end();
+        }
+      },
+    });
+  }
+  return out;
+}
+
+/** Every scenario of one database; rows are appended to `rows`. */
+async function runOn(t: Target, bare: Scenario, rows: Row[]): Promise<void> {
+  const seeded = await seed(t.open, t.name);
+  // Before the server starts: an embedded database has one owner process at a time.
+  const raw = await rawInsert(t.open, `raw-${seeded.workspaceId}`, seeded.groupId, IMPORT_CALLS);
+  const c = await startChild('crm', { BENCH_OPEN: JSON.stringify(t.open) });
   try {
-    const seeded = await seed(dir);
-    const results: Scenario[] = [];
-
-    const b = await startChild('bare', {});
-    bare = b.proc;
-    results.push(await cannon('bare Fastify JSON route', { url: `${b.url}/bare` }));
-    await stopChild(b.proc);
-    bare = null;
-
-    const c = await startChild('crm', { DATA_DIR: dir });
-    crm = c.proc;
     const auth = { authorization: `Bearer ${seeded.apiKey}` };
-    const searchPath = '/campaigns.leads.search?query=smith&pipelineStage=Contacted';
+    const searchPath = '/campaigns.leads.search?query=Smith&pipelineStage=Contacted';
     const probe = (await (await fetch(c.url + searchPath, { headers: auth })).json()) as { leads?: unknown[] };
-    process.stdout.write(`search probe: ${probe.leads?.length ?? 0} leads on the first page for query=smith&pipelineStage=Contacted\n`);
+    process.stdout.write(`[${t.name}] search probe: ${probe.leads?.length ?? 0} leads on the first page for query=Smith&pipelineStage=Contacted\n`);
     const basic = (await (await fetch(`${c.url}/campaigns.getBasic`, { headers: auth })).json()) as { totalCount?: number };
-    process.stdout.write(`getBasic probe: ${basic.totalCount ?? 0} campaigns\n`);
+    process.stdout.write(`[${t.name}] getBasic probe: ${basic.totalCount ?? 0} campaigns\n`);
 
-    results.push(await cannon('campaigns.getBasic', { url: `${c.url}/campaigns.getBasic`, headers: auth }));
-    results.push(await cannon(`campaigns.leads.search (query + stage, ${LEADS} leads)`, { url: c.url + searchPath, headers: auth }));
-    const unloaded = await cannon('campaigns.leads.search, one connection', { url: c.url + searchPath, headers: auth, connections: 1 });
+    const getBasic = await cannon('campaigns.getBasic', { url: `${c.url}/campaigns.getBasic`, headers: auth });
+    const search = await cannon('search', { url: c.url + searchPath, headers: auth });
+    const unloaded = await cannon('search, one connection', { url: c.url + searchPath, headers: auth, connections: 1 });
     let n = 0;
-    results.push(
-      await cannon('POST campaigns.leads.updateTag', {
-        url: `${c.url}/campaigns.leads.updateTag`,
-        method: 'POST',
-        headers: { ...auth, 'content-type': 'application/json' },
-        requests: [
-          {
-            setupRequest: (req) => {
-              n++;
-              const leadId = seeded.leadIds[n % seeded.leadIds.length];
-              const tagId = seeded.tagIds[Math.floor(n / seeded.leadIds.length) % seeded.tagIds.length];
-              return { ...req, body: JSON.stringify({ leadGroupId: seeded.groupId, leadId, tagId }) };
-            },
+    const update = await cannon('POST campaigns.leads.updateTag', {
+      url: `${c.url}/campaigns.leads.updateTag`,
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      requests: [
+        {
+          setupRequest: (req) => {
+            n++;
+            const leadId = seeded.leadIds[n % seeded.leadIds.length];
+            const tagId = seeded.tagIds[Math.floor(n / seeded.leadIds.length) % seeded.tagIds.length];
+            return { ...req, body: JSON.stringify({ leadGroupId: seeded.groupId, leadId, tagId }) };
           },
-        ],
-      }),
-    );
-    results.push(unloaded);
-    await stopChild(c.proc);
-    crm = null;
+        },
+      ],
+    });
+    const created = await importThrough(c.url, auth, 'campaigns.leads.create', (leads) => ({ leadGroupId: seeded.groupId, leads }), 'api-');
+    const hasImport = Object.prototype.hasOwnProperty.call(operations, 'campaigns.leads.import');
+    const imported = hasImport ? await importThrough(c.url, auth, 'campaigns.leads.import', (leads) => ({ leadGroupId: seeded.groupId, rows: leads }), 'imp-') : null;
 
-    const base = results[0] as Scenario;
-    process.stdout.write(`\n${'scenario'.padEnd(52)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'vs bare'.padStart(8)}  errors\n`);
-    for (const r of results) {
-      process.stdout.write(
-        `${r.title.padEnd(52)} ${fmt(r.rps).padStart(8)} ${fmt(r.p50).padStart(7)} ${fmt(r.p99).padStart(7)} ${`${fmt((r.rps / base.rps) * 100, 1)}%`.padStart(8)}  ${r.errors + r.non2xx}\n`,
-      );
-    }
-    const search = results.find((r) => r.title.startsWith('campaigns.leads.search (')) as Scenario;
-    const getBasic = results.find((r) => r.title === 'campaigns.getBasic') as Scenario;
-    process.stdout.write(
-      `\ntargets: search p50 < 20 ms at ${LEADS} leads: ${fmt(unloaded.p50)} ms on one connection, ${fmt(search.p50)} ms at ${CONNECTIONS} connections (${unloaded.p50 < 20 ? 'met' : 'MISSED'} unloaded)` +
-        `; getBasic >= 30% of the bare route: ${fmt((getBasic.rps / base.rps) * 100, 1)}% (${getBasic.rps / base.rps >= 0.3 ? 'met' : 'MISSED'})\n`,
+    const pct = (s: Scenario): number => (s.rps / bare.rps) * 100;
+    const errs = (s: Scenario): string => (s.errors + s.non2xx > 0 ? ` (${s.errors + s.non2xx} errors)` : '');
+    rows.push(
+      { backend: t.name, title: 'campaigns.getBasic', value: `${fmt(getBasic.rps)} req/s = ${fmt(pct(getBasic), 1)}% of bare${errs(getBasic)}`, baseline: `bare ${fmt(bare.rps)} req/s`, target: '>= 50% of bare', met: pct(getBasic) >= 50 && getBasic.non2xx === 0 },
+      { backend: t.name, title: `search query=Smith + stage, ${LEADS} leads, ${CONNECTIONS} conn`, value: `p50 ${fmt(search.p50)} ms, p99 ${fmt(search.p99)} ms, ${fmt(search.rps)} req/s${errs(search)}`, baseline: `one connection p50 ${fmt(unloaded.p50)} ms`, target: 'p50 <= 20 ms, p99 <= 60 ms', met: search.p50 <= 20 && search.p99 <= 60 && search.non2xx === 0 },
+      { backend: t.name, title: `POST updateTag, ${CONNECTIONS} conn`, value: `${fmt(update.rps)} req/s, p50 ${fmt(update.p50)} ms, p99 ${fmt(update.p99)} ms${errs(update)}`, baseline: `bare ${fmt(bare.rps)} req/s`, target: '>= 2,000 req/s, p50 <= 5 ms (PostgreSQL)', met: update.rps >= 2000 && update.p50 <= 5 && update.non2xx === 0 },
+      { backend: t.name, title: `API import campaigns.leads.create, ${IMPORT_CALLS} x ${IMPORT_BATCH}`, value: `${fmt(created.rate)} leads/s${created.errors ? ` (${created.errors} failed calls)` : ''}`, baseline: `raw multi-row INSERT ${fmt(raw)} rows/s`, target: '>= 20,000 leads/s', met: created.rate >= 20_000 && created.errors === 0 },
     );
-    process.stdout.write(`(${CONNECTIONS} connections, ${SECONDS} s per scenario, PGlite, rate limit lifted for the run; errors counts non-2xx answers and socket errors)\n`);
+    if (imported) {
+      rows.push({ backend: t.name, title: `bulk import campaigns.leads.import, ${IMPORT_CALLS} x ${IMPORT_BATCH}`, value: `${fmt(imported.rate)} leads/s${imported.errors ? ` (${imported.errors} failed calls)` : ''}`, baseline: `raw multi-row INSERT ${fmt(raw)} rows/s`, target: '>= 20,000 leads/s', met: imported.rate >= 20_000 && imported.errors === 0 });
+    } else {
+      rows.push({ backend: t.name, title: 'bulk import campaigns.leads.import', value: 'not in the registry yet', baseline: '', target: '>= 20,000 leads/s', met: null });
+    }
   } finally {
-    if (bare) await stopChild(bare);
-    if (crm) await stopChild(crm);
-    rmSync(dir, { recursive: true, force: true });
+    await stopChild(c.proc);
+  }
+}
+
+export async function run(): Promise<void> {
+  const all = targets();
+  let bareProc: ChildProcess | null = null;
+  try {
+    const b = await startChild('bare', {});
+    bareProc = b.proc;
+    const bare = await cannon('bare Fastify JSON route', { url: `${b.url}/bare` });
+    await stopChild(b.proc);
+    bareProc = null;
+
+    const rows: Row[] = [];
+    for (const t of all) await runOn(t, bare, rows);
+
+    process.stdout.write(`\nbare Fastify JSON route: ${fmt(bare.rps)} req/s, p50 ${fmt(bare.p50)} ms (the HTTP baseline, measured in this run)\n\n`);
+    const w = [10, 48, 50, 34, 40];
+    process.stdout.write(`${'database'.padEnd(w[0] ?? 0)} ${'scenario'.padEnd(w[1] ?? 0)} ${'measured'.padEnd(w[2] ?? 0)} ${'baseline (same run)'.padEnd(w[3] ?? 0)} ${'target'.padEnd(w[4] ?? 0)} met\n`);
+    for (const r of rows) {
+      const met = r.met === null ? '-' : r.met ? 'yes' : 'NO';
+      process.stdout.write(`${r.backend.padEnd(w[0] ?? 0)} ${r.title.padEnd(w[1] ?? 0)} ${r.value.padEnd(w[2] ?? 0)} ${r.baseline.padEnd(w[3] ?? 0)} ${r.target.padEnd(w[4] ?? 0)} ${met}\n`);
+    }
+    process.stdout.write(`(${CONNECTIONS} connections, ${SECONDS} s per HTTP scenario, rate limit lifted for the run; errors count non-2xx answers and socket errors${process.env.DATABASE_URL ? '' : '; set DATABASE_URL to measure PostgreSQL too'})\n`);
+  } finally {
+    if (bareProc) await stopChild(bareProc);
+    for (const t of all) await t.cleanup().catch(() => undefined);
   }
 }
 

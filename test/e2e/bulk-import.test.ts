@@ -1,5 +1,5 @@
-/** Journeys that act on many leads: bulk enrollment with its dry-run preview, CSV import with a bad
- * row (reported while the rest go in), and CSV export of the current view. */
+/** Journeys that act on many leads: bulk enrollment with its dry-run preview, CSV import with bad
+ * rows (reported by row number while the rest go in), and CSV export of the current view. */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Papa from 'papaparse';
@@ -48,8 +48,10 @@ describe('bulk enrollment', () => {
     const name = await pickCampaign(dialog);
     await dialog.getByTestId('preview-counts').waitFor();
     const enrolled = await count('enrolled');
-    const accounted = enrolled + (await count('alreadyEnrolled')) + (await count('skippedDoNotContact')) + (await count('skippedBlocklisted')) + (await count('skippedActive')) + (await count('skippedMissing'));
+    const accounted = enrolled + (await count('alreadyEnrolled')) + (await count('skippedDoNotContact')) + (await count('skippedBlocklisted')) + (await count('skippedActive')) + (await count('skippedMissing')) + (await count('skippedClosed'));
     expect(accounted).toBe(500);
+    // Won and Lost leads are left out by default, and the dialog says how many.
+    if ((await count('skippedClosed')) > 0) await expect(dialog.getByTestId('closed-warning').innerText()).resolves.toMatch(/Won or Lost stage and will be left out/);
     expect(await count('alreadyEnrolled')).toBeGreaterThan(0);
     await screenshot(page, '11-bulk-enroll-preview');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
@@ -63,8 +65,8 @@ describe('bulk enrollment', () => {
   }, 60_000);
 
   it('enrolls three selected leads after the preview, and their rows show the campaign', async () => {
-    // Leads not in any campaign yet.
-    const free = rows().filter({ hasText: 'Not enrolled' });
+    // Leads not in any campaign yet, and not closed (the dialog leaves Won/Lost leads out).
+    const free = rows().filter({ hasText: 'Not enrolled' }).filter({ hasNotText: /Won|Lost/ });
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       const r = free.nth(i);
@@ -114,8 +116,8 @@ describe('bulk tag, stage and sender', () => {
     await page.getByRole('dialog', { name: 'Move leads to a stage' }).getByLabel('Stage').selectOption({ label: 'Lost' });
     await page.getByRole('dialog', { name: 'Move leads to a stage' }).getByRole('button', { name: 'Move' }).click();
     const prompt = page.getByRole('dialog', { name: 'Move the selected leads to Lost' });
-    await prompt.getByRole('button', { name: 'Move to Lost' }).click();
-    await expect(prompt.getByRole('alert').innerText()).resolves.toMatch(/^2 of 2 leads were not moved: .*needs a closeReason/);
+    await expect(prompt.getByRole('button', { name: 'Move to Lost' }).isDisabled()).resolves.toBe(true);
+    await expect(prompt.getByTestId('move-blocked').innerText()).resolves.toBe('Choose why it was lost to move it.');
     await prompt.getByLabel('Close reason').selectOption('NO_RESPONSE');
     await prompt.getByRole('button', { name: 'Move to Lost' }).click();
     await prompt.waitFor({ state: 'detached' });
@@ -126,9 +128,10 @@ describe('bulk tag, stage and sender', () => {
     const campaign = page.getByLabel('Campaign', { exact: true });
     const name = (await campaign.locator('option').allInnerTexts()).find((o) => o !== 'All campaigns') ?? '';
     await campaign.selectOption({ label: name });
+    // The campaign's leads: its lead list, enrolled in it or not yet.
     await page.waitForFunction((n) => {
       const r = Array.from(document.querySelectorAll('.table [data-lead-id]'));
-      return r.length > 0 && r.every((x) => x.textContent?.includes(n));
+      return r.some((x) => x.textContent?.includes(n)) && r.every((x) => x.textContent?.includes(n) || x.textContent?.includes('Not enrolled'));
     }, name);
     const running = rows().filter({ hasText: 'in progress' });
     const ids = [(await running.nth(0).getAttribute('data-lead-id')) ?? '', (await running.nth(1).getAttribute('data-lead-id')) ?? ''];
@@ -153,8 +156,13 @@ describe('bulk tag, stage and sender', () => {
 });
 
 describe('CSV', () => {
-  it('imports a file with bad rows: the rest go in, each refusal is listed with its line', async () => {
-    const existing = await rows().nth(5).locator('.sub').first().innerText();
+  it('imports a file with bad rows: the rest go in, each refusal is listed with its row number', async () => {
+    // An email the workspace already has (not every demo lead has one).
+    const existing = await page.evaluate(async () => {
+      const r = await window.outreach?.call('campaigns.leads.search', { limit: 50 });
+      return r?.ok ? (r.value.leads.find((l) => l.email)?.email ?? '') : '';
+    });
+    expect(existing).toContain('@');
     const csv = [
       'First Name,Last Name,Email,Company,Title,LinkedIn URL,Team size',
       'Wanda,Importer,wanda@imported.example,Imported Ltd,CTO,https://social.example/in/wanda-importer,11-50',
@@ -171,20 +179,23 @@ describe('CSV', () => {
     const dialog = page.getByRole('dialog', { name: 'Import leads from CSV' });
     await dialog.getByLabel('Lead list').selectOption({ label: 'Demo prospects' });
     await dialog.getByLabel('CSV file').setInputFiles(file);
-    await expect(dialog.getByLabel('Map First Name').inputValue()).resolves.toBe('field:firstName');
-    await expect(dialog.getByLabel('Map Title').inputValue()).resolves.toBe('field:jobTitle');
-    await expect(dialog.getByLabel('Map LinkedIn URL').inputValue()).resolves.toBe('field:socialUrl');
+    await expect(dialog.getByLabel('Map First Name').inputValue()).resolves.toBe('firstName');
+    await expect(dialog.getByLabel('Map Title').inputValue()).resolves.toBe('jobTitle');
+    await expect(dialog.getByLabel('Map LinkedIn URL').inputValue()).resolves.toBe('socialUrl');
     await expect(dialog.getByLabel('Map Team size').inputValue()).resolves.toBe('custom:Team size');
-    await dialog.getByText('repeats a person listed earlier').waitFor();
     await screenshot(page, '12-import-mapping');
-    await dialog.getByRole('button', { name: 'Import 6 rows' }).click();
-    const outcome = dialog.getByTestId('import-outcome');
-    await outcome.waitFor();
-    const text = await outcome.innerText();
-    expect(text).toContain('Imported 3 new leads; 1 already in the CRM; 1 repeated rows skipped; 2 rows refused.');
-    const refused = dialog.getByRole('table', { name: 'Refused rows' });
-    await expect(refused.getByRole('row', { name: /^4 / }).innerText()).resolves.toContain('not-an-email');
-    await expect(refused.getByRole('row', { name: /^5 / }).innerText()).resolves.toContain('needs a name, an email or a social profile URL');
+    await dialog.getByRole('button', { name: 'Import 7 rows' }).click();
+    const totals = dialog.getByTestId('import-totals');
+    await dialog.getByRole('button', { name: 'Done' }).waitFor();
+    const n = async (k: string) => Number((await totals.locator(`[data-count="${k}"] strong`).innerText()).replace(/\D/g, ''));
+    expect(await n('created')).toBe(3);
+    expect(await n('invalid')).toBe(2);
+    // The existing person (by email) and Wanda's second row are found, not created again.
+    expect((await n('updated')) + (await n('unchanged'))).toBe(2);
+    const results = dialog.getByRole('table', { name: 'Row results' });
+    await expect(results.locator('tr[data-code="INVALID_EMAIL"] td').first().innerText()).resolves.toBe('4');
+    await expect(results.locator('tr[data-code="INVALID_EMAIL"]').innerText()).resolves.toContain('not-an-email');
+    await expect(results.locator('tr[data-code="MISSING_IDENTITY"] td').first().innerText()).resolves.toBe('5');
     await screenshot(page, '13-import-result');
     await dialog.getByRole('button', { name: 'Done' }).click();
 
@@ -195,11 +206,12 @@ describe('CSV', () => {
     await expect.poll(() => rows().allInnerTexts()).toEqual(expect.arrayContaining([expect.stringContaining('Wanda Importer'), expect.stringContaining('Zed Importer'), expect.stringContaining('Xavier Importer')]));
   }, 60_000);
 
-  it('exports the current view as CSV', async () => {
+  it('exports the current view as CSV, lead id first', async () => {
     const download = page.waitForEvent('download');
     await page.getByRole('button', { name: 'Export CSV' }).click();
     const file = await (await download).path();
     const parsed = Papa.parse<Record<string, string>>(readFileSync(file, 'utf8').replace(/^\ufeff/, ''), { header: true, skipEmptyLines: true });
+    expect(parsed.meta.fields?.[0]).toBe('id');
     expect(parsed.data.map((r) => r['Full name']).sort()).toEqual(['Wanda Importer', 'Xavier Importer', 'Zed Importer']);
     expect(parsed.data.find((r) => r['Full name'] === 'Wanda Importer')?.['Team size']).toBe('11-50');
     expect(page.errors).toEqual([]);

@@ -36,7 +36,8 @@ async function openLead(id: string): Promise<void> {
   await page.evaluate((leadId) => {
     location.hash = `#/leads?lead=${leadId}`;
   }, id);
-  await conversation().waitFor();
+  // Counted only once the thread has arrived (it loads after the panel).
+  await conversation().locator('[data-testid="thread"][data-loaded="yes"]').waitFor();
 }
 
 beforeAll(async () => {

@@ -97,9 +97,8 @@ describe('lead detail', () => {
     await panel().getByLabel('Stage').selectOption({ label: 'Lost' });
     const dialog = page.getByRole('dialog', { name: /to Lost/ });
     await dialog.waitFor();
-    await dialog.getByRole('button', { name: 'Move to Lost' }).click();
-    await dialog.getByRole('alert').waitFor();
-    await expect(dialog.getByRole('alert').innerText()).resolves.toContain('needs a closeReason');
+    await expect(dialog.getByRole('button', { name: 'Move to Lost' }).isDisabled()).resolves.toBe(true);
+    await expect(dialog.getByTestId('move-blocked').innerText()).resolves.toBe('Choose why it was lost to move it.');
     await expect(panel().getByLabel('Stage').inputValue()).resolves.not.toBe(await panel().getByLabel('Stage').locator('option', { hasText: 'Lost' }).getAttribute('value'));
     await screenshot(page, '06-lost-needs-reason');
     await dialog.getByLabel('Close reason').selectOption('NOT_INTERESTED');
@@ -114,9 +113,8 @@ describe('lead detail', () => {
     const dialog = page.getByRole('dialog', { name: /to On hold/ });
     await dialog.waitFor();
     await dialog.getByLabel('Wake date').fill('');
-    await dialog.getByRole('button', { name: 'Move to On hold' }).click();
-    await dialog.getByRole('alert').waitFor();
-    await expect(dialog.getByRole('alert').innerText()).resolves.toContain('needs a wakeAt date');
+    await expect(dialog.getByRole('button', { name: 'Move to On hold' }).isDisabled()).resolves.toBe(true);
+    await expect(dialog.getByTestId('move-blocked').innerText()).resolves.toBe('Choose the day to pick it back up.');
     await dialog.getByLabel('Wake date').fill('2031-03-02');
     await dialog.getByRole('button', { name: 'Move to On hold' }).click();
     await dialog.waitFor({ state: 'detached' });

@@ -26,6 +26,18 @@ afterAll(async () => {
   await app?.stop();
 });
 
+/** The Leads screen's count once it stops changing (a new filter's count arrives after the old one). */
+async function settledCount(): Promise<number> {
+  let last = '';
+  for (let same = 0, tries = 0; same < 3 && tries < 100; tries++) {
+    await new Promise((r) => setTimeout(r, 150));
+    const now = await page.getByTestId('leads-count').innerText();
+    same = now === last && /^[\d,.\s]+ leads?$/.test(now) ? same + 1 : 0;
+    last = now;
+  }
+  return Number(last.replace(/\D/g, ''));
+}
+
 async function dragFirstCard(from: string, to: string): Promise<{ id: string; name: string }> {
   const card = column(from).locator('.card').first();
   const id = (await card.getAttribute('data-lead-id')) ?? '';
@@ -44,8 +56,8 @@ describe('pipeline board', () => {
     const lead = await dragFirstCard('New', 'Lost');
     const dialog = page.getByRole('dialog', { name: `Move ${lead.name} to Lost` });
     await dialog.waitFor();
-    await dialog.getByRole('button', { name: 'Move to Lost' }).click();
-    await expect(dialog.getByRole('alert').innerText()).resolves.toContain('needs a closeReason');
+    await expect(dialog.getByRole('button', { name: 'Move to Lost' }).isDisabled()).resolves.toBe(true);
+    await expect(dialog.getByTestId('move-blocked').innerText()).resolves.toBe('Choose why it was lost to move it.');
     await expect(column('Lost').locator(`[data-lead-id="${lead.id}"]`).count()).resolves.toBe(0);
     await dialog.getByLabel('Close reason').selectOption('COMPETITOR');
     await dialog.getByRole('button', { name: 'Move to Lost' }).click();
@@ -58,8 +70,8 @@ describe('pipeline board', () => {
     const dialog = page.getByRole('dialog', { name: `Move ${lead.name} to On hold` });
     await dialog.waitFor();
     await dialog.getByLabel('Wake date').fill('');
-    await dialog.getByRole('button', { name: 'Move to On hold' }).click();
-    await expect(dialog.getByRole('alert').innerText()).resolves.toContain('needs a wakeAt date');
+    await expect(dialog.getByRole('button', { name: 'Move to On hold' }).isDisabled()).resolves.toBe(true);
+    await expect(dialog.getByTestId('move-blocked').innerText()).resolves.toBe('Choose the day to pick it back up.');
     await dialog.getByLabel('Wake date').fill('2031-01-15');
     await dialog.getByRole('button', { name: 'Move to On hold' }).click();
     await column('On hold').locator(`[data-lead-id="${lead.id}"]`).waitFor();
@@ -72,6 +84,48 @@ describe('pipeline board', () => {
     await expect(page.getByRole('dialog').count()).resolves.toBe(0);
     await page.setViewportSize({ width: 1440, height: 900 });
   }, 60_000);
+
+  it('fits every stage at 1440 px, counts each column exactly and names the filters it applies', async () => {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    const board = page.getByTestId('board');
+    await column('New').locator('.card').first().waitFor();
+    const stages = await page.locator('section.column').count();
+    expect(stages).toBe(7);
+    // Every column is on screen: no sideways scrolling at a common laptop width.
+    await expect(board.evaluate((el) => el.scrollWidth <= el.clientWidth + 1)).resolves.toBe(true);
+    // Exact counts (the demo's New stage holds far more than one page of cards).
+    const newCount = () => column('New').getByTestId('column-count').innerText();
+    await page.waitForFunction(() => /^\d[\d,.\s]*$/.test(document.querySelector('section.column[data-stage="New"] [data-testid="column-count"]')?.textContent ?? ''));
+    const total = Number((await newCount()).replace(/\D/g, ''));
+    const shown = await column('New').locator('.card').count();
+    expect(total).toBeGreaterThan(shown);
+    // The same number as the Leads screen filtered to the stage.
+    await page.getByRole('button', { name: /^Leads/ }).click();
+    await page.getByLabel('Pipeline stage').selectOption('New');
+    await page.waitForFunction((n) => document.querySelector('[data-testid="leads-count"]')?.textContent?.replace(/\D/g, '') === String(n), total);
+    // A campaign chosen on the Leads screen is named on the board, with a way to clear it, and the
+    // column counts what the Leads screen counts for that campaign.
+    const campaign = page.getByRole('search', { name: 'Lead filters' }).getByLabel('Campaign');
+    const firstCampaign = await campaign.locator('option').nth(1).innerText();
+    await campaign.selectOption({ index: 1 });
+    const inCampaign = await settledCount();
+    await page.getByLabel('Pipeline stage').selectOption('');
+    await page.getByRole('button', { name: /^Pipeline/ }).click();
+    await page.getByTestId('board-filter-campaign').filter({ hasText: `Campaign: ${firstCampaign}` }).waitFor();
+    await page.waitForFunction((n) => document.querySelector('section.column[data-stage="New"] [data-testid="column-count"]')?.textContent?.replace(/\D/g, '') === String(n), inCampaign);
+    await screenshot(page, '07b-pipeline-filtered');
+    await page.getByRole('button', { name: 'Clear filters' }).click();
+    await expect(page.getByTestId('board-filter-summary').innerText()).resolves.toContain('Showing every lead');
+    await page.waitForFunction((n) => document.querySelector('section.column[data-stage="New"] [data-testid="column-count"]')?.textContent?.replace(/\D/g, '') === String(n), total);
+    // Folding a column keeps its count visible and gives the room to the others.
+    await column('Won').getByRole('button', { name: 'Fold Won' }).click();
+    await expect(page.locator('section.column.collapsed[data-stage="Won"]').count()).resolves.toBe(1);
+    await page.locator('section.column.collapsed[data-stage="Won"]').getByRole('button').click();
+    await expect(page.locator('section.column.collapsed').count()).resolves.toBe(0);
+    // Cards say who sends to the lead and where its sequence is.
+    await expect(page.locator('.card .card-sequence').count()).resolves.toBeGreaterThan(0);
+    await screenshot(page, '07c-pipeline-1440');
+  }, 90_000);
 });
 
 describe('tasks and triage', () => {

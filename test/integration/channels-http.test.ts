@@ -6,7 +6,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { makeHarness, seededRandom } from '../support/harness.ts';
-import { createHttpConnector, retryAfterSeconds } from '../../electron/backend/channels/http-connector.ts';
+import { createHttpConnector, retryAfterSeconds } from '../../channels/http-connector.ts';
 import { channelHostOf } from '../../shared/engine/channel.ts';
 import type { ChannelEvent } from '../../shared/engine/channel.ts';
 import { createRunner } from '../../shared/engine/runner.ts';

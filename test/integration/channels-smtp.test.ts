@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeHarness, seededRandom } from '../support/harness.ts';
-import { createSmtpChannel } from '../../electron/backend/channels/smtp.ts';
+import { createSmtpChannel } from '../../channels/smtp.ts';
 import { channelHostOf } from '../../shared/engine/channel.ts';
 import { createRunner } from '../../shared/engine/runner.ts';
 import { newEnrollment, newMessage, newStep } from '../../shared/model/factories.ts';

@@ -1,36 +1,49 @@
-/** The demo workspace: realistic, deterministic, and valid for the schemas and the rules. */
-import { describe, expect, it } from 'vitest';
-import { DEMO_CUSTOM_COLUMNS, demoSeedWrites } from '../../shared/demo-seed.ts';
+/** The demo workspace is made by running the product (operations and the runner over simulated
+ * days), so the rules hold in it: stages, sequences, replies, metrics and last-activity times agree. */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildDemoWorkspace } from '../../electron/backend/demo-workspace.ts';
+import { demoSeedWrites } from '../../shared/demo-seed.ts';
 import { MemoryDatabase } from '../../shared/memory-store.ts';
-import type { Activity, Campaign, Enrollment, Lead, LeadGroup, Sender, Stage, Tag } from '../../shared/model/index.ts';
+import type { Activity, Campaign, Enrollment, Lead, Message, Sender, Stage, Tag } from '../../shared/model/index.ts';
 import { schemaProblem } from '../../shared/model/validate.ts';
-import { parseMergeFields } from '../../shared/merge-fields.ts';
-import { validateWrites } from '../../shared/rules/index.ts';
-import { Tx } from '../../shared/tx.ts';
+import { execute } from '../../shared/ops/execute.ts';
+import { createSandboxNetwork } from '../../shared/engine/sandbox.ts';
+import { restoreSandbox } from '../../shared/engine/host.ts';
+import { createRunner } from '../../shared/engine/runner.ts';
+import { newLead, newSender } from '../../shared/model/factories.ts';
+import type { AnyWrite } from '../../shared/store.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
-import { seededRandom, sequentialIds } from '../support/harness.ts';
+import { FakeClock, seededRandom, sequentialIds, testSecrets } from '../support/harness.ts';
 
-const NOW = '2026-11-16T10:00:00.000Z';
+const NOW = '2026-11-16T19:30:00.000Z';
 
-function build(seed = 5) {
+async function build(seed = 5, leadCount = 500) {
   const ids = sequentialIds(3);
-  const ws = workspaceCreation(ids, NOW, { name: 'Demo', owner: { name: 'Olive Owner', email: 'olive@demo.test' }, subscriptionStatus: 'trialing' });
+  const ws = workspaceCreation(ids, NOW, { name: 'Demo', owner: { name: 'Olive Owner', email: 'olive@demo.test' }, subscriptionStatus: 'active' });
   const stages = ws.writes.flatMap((w) => (w.collection === 'stages' && w.after ? [w.after as Stage] : []));
-  const seed1 = demoSeedWrites({ workspaceId: ws.workspaceId, ownerId: ws.ownerId, leadGroupId: ws.leadGroupId, ids, now: NOW, random: seededRandom(seed), stages });
-  return { ws, stages, ...seed1 };
+  const out = await demoSeedWrites({
+    workspaceId: ws.workspaceId, ownerId: ws.ownerId, leadGroupId: ws.leadGroupId, ids, now: NOW, random: seededRandom(seed), stages, existing: ws.writes, leadCount,
+    userTimeZone: 'Pacific/Auckland',
+  });
+  return { ws, stages, ids, ...out };
 }
 
-const docs = <T>(writes: ReturnType<typeof build>['writes'], c: string): T[] => writes.flatMap((w) => (w.collection === c && w.after ? [w.after as T] : []));
+const docs = <T>(writes: readonly AnyWrite[], c: string): T[] => writes.flatMap((w) => (w.collection === c && w.after ? [w.after as T] : []));
 
-describe('demoSeedWrites', () => {
-  it('is deterministic for the same ids and random source, and different for another seed', () => {
-    expect(JSON.stringify(build(5).writes)).toBe(JSON.stringify(build(5).writes));
-    expect(JSON.stringify(build(6).writes)).not.toBe(JSON.stringify(build(5).writes));
-  });
+describe('the demo seed', () => {
+  let demo: Awaited<ReturnType<typeof build>>;
+  beforeAll(async () => {
+    demo = await build();
+  }, 120_000);
 
-  it('creates only new documents, every one valid for its schema', () => {
-    const { writes, ws } = build();
-    expect(writes.every((w) => w.before === null && w.after !== null)).toBe(true);
+  it('is deterministic for the same ids and random source', async () => {
+    const again = await build(5, 60);
+    const twice = await build(5, 60);
+    expect(JSON.stringify(again.writes)).toBe(JSON.stringify(twice.writes));
+  }, 120_000);
+
+  it('writes only valid documents of the workspace', () => {
+    const { writes, ws } = demo;
     expect(new Set(writes.map((w) => `${w.collection}/${w.id}`)).size).toBe(writes.length);
     for (const w of writes) {
       expect(schemaProblem(w.collection, w.after), `${w.collection}/${w.id}`).toBeNull();
@@ -38,109 +51,163 @@ describe('demoSeedWrites', () => {
     }
   });
 
-  it('passes every rule when committed with the workspace, like seed-demo does', async () => {
-    const { ws, writes } = build();
-    const db = new MemoryDatabase();
-    const store = db.forWorkspace(ws.workspaceId);
-    await store.commit(ws.writes);
-    const tx = new Tx(store);
-    for (const w of writes) if (w.after) await tx.put(w.collection, w.after as never);
-    const staged = tx.writes();
-    expect(staged).toHaveLength(writes.length);
-    await validateWrites(staged, { actor: { workspaceId: ws.workspaceId, memberId: ws.ownerId, role: 'owner', isSystem: true }, read: tx, now: new Date(NOW) });
-    // The owner themself could have written the notes and tasks.
-    const notes = staged.filter((w) => w.collection === 'activities');
-    await validateWrites(notes, { actor: { workspaceId: ws.workspaceId, memberId: ws.ownerId, role: 'owner' }, read: tx, now: new Date(NOW) });
-    await store.commit(staged);
-    expect(await store.count('leads')).toBe(500);
-  });
-
-  it('builds a realistic CRM: tags, columns, 500 people at companies, stages, follow-ups, variables', () => {
-    const { writes, counts, ws, stages } = build();
-    const tags = docs<Tag>(writes, 'tags');
-    expect(tags.map((t) => t.name).sort()).toEqual(['Cold', 'Hot', 'Partner', 'Warm']);
-    const [group] = docs<LeadGroup>(writes, 'leadGroups');
-    expect(group?.columns.map((c) => c.name)).toEqual(expect.arrayContaining([...DEMO_CUSTOM_COLUMNS, 'First name', 'Company']));
-
-    const leads = docs<Lead>(writes, 'leads');
-    expect(leads).toHaveLength(500);
-    expect(counts.leads).toBe(500);
-    expect(leads.every((l) => l.groupIds.includes(ws.leadGroupId) && l.leadGroupId === group?.id)).toBe(true);
-    expect(leads.every((l) => /^https:\/\/social\.example\/in\/[a-z0-9-]+$/.test(l.socialUrl))).toBe(true);
-    expect(new Set(leads.map((l) => l.socialUrl)).size).toBe(500);
-    expect(leads.every((l) => l.firstName && l.lastName && l.company && l.jobTitle && l.location && l.seniority)).toBe(true);
-    const emails = leads.filter((l) => l.email).map((l) => l.email);
-    expect(emails.length).toBeGreaterThan(350);
-    expect(emails.every((e) => /^[a-z]+\.[a-z]+@[a-z]+\.example$/.test(e))).toBe(true);
-
-    const perCompany = new Map<string, number>();
-    for (const l of leads) perCompany.set(l.company, (perCompany.get(l.company) ?? 0) + 1);
-    expect(counts.companies).toBe(perCompany.size);
-    expect(Math.max(...perCompany.values())).toBeGreaterThanOrEqual(4);
-    expect(new Set(leads.map((l) => l.seniority)).size).toBeGreaterThanOrEqual(5);
-    expect(new Set(leads.map((l) => l.leadFitScore)).size).toBeGreaterThan(20);
-
-    const byCategory = new Map(stages.map((s) => [s.id, s.category]));
-    const staged = leads.filter((l) => l.pipelineStageId !== null);
-    expect(staged.length).toBeGreaterThan(100);
-    expect(new Set(staged.map((l) => byCategory.get(l.pipelineStageId ?? '')))).toEqual(new Set(['CONTACTED', 'ENGAGED', 'MEETING_BOOKED', 'ON_HOLD', 'WON', 'LOST']));
-    expect(leads.filter((l) => l.tagId !== null).length).toBeGreaterThan(100);
-    expect(leads.filter((l) => l.followUpAt !== null).length).toBeGreaterThan(40);
-    const painCol = group?.columns.find((c) => c.name === 'Pain point')?.id ?? '';
-    expect(leads.filter((l) => l.variables[painCol]).length).toBeGreaterThan(300);
-  });
-
-  it('adds three sandbox senders and two campaigns with sequences, senders and ~150 enrollments', () => {
-    const { writes, counts, ws } = build();
+  it('has the CRM a new user expects: 500 leads, tags, three senders, two campaigns with history', () => {
+    const { writes, counts } = demo;
+    expect(docs<Lead>(writes, 'leads')).toHaveLength(500);
+    expect(docs<Tag>(writes, 'tags').map((t) => t.name).sort()).toEqual(['Cold', 'Hot', 'Partner', 'Warm']);
     const senders = docs<Sender>(writes, 'senders');
-    expect(senders).toHaveLength(3);
-    expect(senders.every((s) => s.channel === 'sandbox' && s.ownerMemberId === ws.ownerId)).toBe(true);
-    expect(new Set(senders.map((s) => s.timeZone)).size).toBe(3);
-    expect(senders.filter((s) => s.premium)).toHaveLength(1);
-
+    expect(senders.map((s) => s.name).sort()).toEqual(['Alex Rivera', 'Kenji Watanabe', 'Mia Schneider']);
+    expect(senders.filter((s) => s.premium).map((s) => s.name)).toEqual(['Alex Rivera']);
     const campaigns = docs<Campaign>(writes, 'campaigns');
-    expect(campaigns).toHaveLength(2);
-    expect(campaigns.every((c) => c.senders.length > 0 && !c.running)).toBe(true);
-    const rich = campaigns.find((c) => c.steps.some((s) => s.type === 'CONDITION'));
-    const condition = rich?.steps.find((s) => s.type === 'CONDITION');
-    expect(condition?.sendCondition).toBe('CONNECTED');
-    expect(rich?.steps.some((s) => s.type === 'CONNECTION_REQUEST')).toBe(true);
-    expect(rich?.steps.some((s) => s.type === 'WAIT')).toBe(true);
-    expect(rich?.steps.filter((s) => s.parentStepId === condition?.id && s.branch === 'yes').length).toBeGreaterThan(0);
-    expect(rich?.steps.filter((s) => s.parentStepId === condition?.id && s.branch === 'no').length).toBeGreaterThan(0);
-    expect(rich?.steps.some((s) => s.variants.length === 2)).toBe(true);
-    for (const c of campaigns) {
-      for (const s of c.steps) expect(() => parseMergeFields(s.content)).not.toThrow();
-    }
-
-    const enrollments = docs<Enrollment>(writes, 'enrollments');
-    expect(enrollments.length).toBe(counts.enrollments);
-    expect(enrollments.length).toBeGreaterThanOrEqual(140);
-    const running = enrollments.filter((e) => e.status === 'IN_PROGRESS').map((e) => e.leadId);
-    expect(new Set(running).size).toBe(running.length);
-    for (const e of enrollments) {
-      const c = campaigns.find((x) => x.id === e.campaignId);
-      expect(c?.senders.some((s) => s.sdrProfileId === e.sdrProfileId)).toBe(true);
-    }
-    expect(enrollments.some((e) => e.doneSteps.length > 0)).toBe(true);
-  });
-
-  it('adds notes and tasks written by the owner', () => {
-    const { writes, counts, ws } = build();
-    const acts = docs<Activity>(writes, 'activities');
-    expect(acts.filter((a) => a.type === 'NOTE')).toHaveLength(counts.notes);
-    expect(acts.filter((a) => a.type === 'TASK')).toHaveLength(counts.tasks);
+    expect(campaigns.map((c) => c.name).sort()).toEqual(['Event follow-up: SaaS Summit', 'Q4 outbound: Heads of Sales']);
+    expect(counts.messages).toBeGreaterThan(50);
+    expect(counts.replies).toBeGreaterThan(5);
     expect(counts.notes).toBeGreaterThan(10);
     expect(counts.tasks).toBeGreaterThan(10);
-    expect(acts.every((a) => a.userId === ws.ownerId)).toBe(true);
-    expect(acts.filter((a) => a.type === 'TASK').every((a) => a.metadata.taskStatus === 'open' && a.dueAt !== null)).toBe(true);
+    const messages = docs<Message>(writes, 'messages');
+    expect(new Set(messages.filter((m) => m.direction === 'in').map((m) => m.campaignId)).size).toBe(2);
   });
 
-  it('works without stages (every lead unstaged) and for a smaller count', () => {
-    const ids = sequentialIds(4);
-    const out = demoSeedWrites({ workspaceId: 'w', ownerId: 'o', leadGroupId: 'g', ids, now: NOW, random: seededRandom(1), leadCount: 30 });
-    const leads = docs<Lead>(out.writes, 'leads');
-    expect(leads).toHaveLength(30);
-    expect(leads.every((l) => l.pipelineStageId === null)).toBe(true);
+  it('has no Won, Lost or Meeting-booked lead with a running sequence, and no replied lead in New', () => {
+    const { writes, stages } = demo;
+    const category = new Map(stages.map((s) => [s.id, s.category]));
+    const leads = docs<Lead>(writes, 'leads');
+    const running = new Set(docs<Enrollment>(writes, 'enrollments').filter((e) => e.status === 'IN_PROGRESS').map((e) => e.leadId));
+    const byCategory = (l: Lead) => (l.pipelineStageId ? category.get(l.pipelineStageId) : 'NEW') ?? 'NEW';
+    const closedRunning = leads.filter((l) => ['WON', 'LOST', 'MEETING_BOOKED'].includes(byCategory(l)) && running.has(l.id));
+    expect(closedRunning.map((l) => l.fullName)).toEqual([]);
+    expect(leads.some((l) => byCategory(l) === 'MEETING_BOOKED' || byCategory(l) === 'WON')).toBe(true);
+    expect(leads.some((l) => byCategory(l) === 'LOST')).toBe(true);
+    const repliedIds = new Set(docs<Message>(writes, 'messages').filter((m) => m.direction === 'in').map((m) => m.leadId));
+    expect(repliedIds.size).toBeGreaterThan(0);
+    const repliedInNew = leads.filter((l) => repliedIds.has(l.id) && byCategory(l) === 'NEW');
+    expect(repliedInNew.map((l) => l.fullName)).toEqual([]);
+    // A replied enrollment is never still in progress.
+    const inProgressReplied = docs<Enrollment>(writes, 'enrollments').filter((e) => e.status === 'IN_PROGRESS' && repliedIds.has(e.leadId));
+    expect(inProgressReplied).toEqual([]);
+  });
+
+  it("campaign metrics equal the recorded messages, for each campaign", async () => {
+    const { writes, ws, ids } = demo;
+    const db = new MemoryDatabase();
+    const store = db.forWorkspace(ws.workspaceId);
+    const created = new Set(writes.map((w) => `${w.collection}/${w.id}`));
+    await store.commit([...ws.writes.filter((w) => !created.has(`${w.collection}/${w.id}`)), ...writes.map((w) => ({ ...w, before: null }))]);
+    const campaigns = docs<Campaign>(writes, 'campaigns');
+    const env = { actor: { workspaceId: ws.workspaceId, memberId: ws.ownerId, role: 'owner' as const }, store, clock: new FakeClock(NOW), ids, random: seededRandom(1), secrets: testSecrets };
+    const { metrics } = await execute('campaigns.getMetrics', { campaignIds: campaigns.map((c) => c.id) }, env);
+    const messages = docs<Message>(writes, 'messages');
+    for (const c of campaigns) {
+      const m = metrics.find((x) => x.campaignId === c.id);
+      const ours = messages.filter((x) => x.campaignId === c.id);
+      const sent = ours.filter((x) => x.direction === 'out' && x.status === 'sent' && ['message', 'inmail', 'email', 'voice_note'].includes(x.kind)).length;
+      const requests = ours.filter((x) => x.direction === 'out' && x.status === 'sent' && x.kind === 'connection_request').length;
+      const repliedLeads = new Set(ours.filter((x) => x.direction === 'in').map((x) => x.leadId)).size;
+      expect(m?.messagesSent, c.name).toBe(sent);
+      expect(m?.connectionRequestsSent, c.name).toBe(requests);
+      expect(m?.replies, c.name).toBe(repliedLeads);
+      expect(m?.replies, c.name).toBeGreaterThan(0);
+      expect(m?.enrolled, c.name).toBe(docs<Enrollment>(writes, 'enrollments').filter((e) => e.campaignId === c.id).length);
+    }
+  });
+
+  it("a lead's last activity is its latest recorded message or event, and untouched leads have none", () => {
+    const { writes } = demo;
+    const leads = docs<Lead>(writes, 'leads');
+    const latest = new Map<string, string>();
+    const bump = (leadId: string, at: string | null) => {
+      if (at && (latest.get(leadId) ?? '') < at) latest.set(leadId, at);
+    };
+    for (const m of docs<Message>(writes, 'messages')) if (m.status === 'sent' || m.status === 'received') bump(m.leadId, m.sentAt);
+    for (const l of leads) {
+      const last = latest.get(l.id);
+      if (last === undefined) {
+        // Nothing was sent or received: never "a few seconds ago".
+        if (l.lastActivityAt !== null) expect(l.lastActivityAt < NOW, l.fullName).toBe(true);
+        continue;
+      }
+      expect(l.lastActivityAt, l.fullName).not.toBeNull();
+      expect((l.lastActivityAt ?? '') >= last, l.fullName).toBe(true);
+      expect((l.lastActivityAt ?? '') <= NOW, l.fullName).toBe(true);
+    }
+  });
+
+  it('leaves the campaigns paused, open at every hour of the user zone, on demo-paced senders', () => {
+    const { writes } = demo;
+    for (const c of docs<Campaign>(writes, 'campaigns')) {
+      expect(c.running).toBe(false);
+      expect(c.schedule.timeZone).toBe('Pacific/Auckland');
+      for (const d of Object.values(c.schedule.days)) expect(d).toEqual({ enabled: true, start: '00:00', end: '24:00' });
+    }
+    for (const s of docs<Sender>(writes, 'senders')) expect(s.channelConfig).toMatchObject({ pace: 'demo', paceSince: NOW });
+    const tasks = docs<Activity>(writes, 'activities').filter((a) => a.type === 'TASK');
+    expect(tasks.every((a) => a.metadata.taskStatus === 'open' && a.dueAt !== null)).toBe(true);
+  });
+
+  it('keeps its promise: after Start, sends, an accept and replies arrive within two minutes', async () => {
+    const { writes, ws, ids } = demo;
+    const db = new MemoryDatabase();
+    const store = db.forWorkspace(ws.workspaceId);
+    const created = new Set(writes.map((w) => `${w.collection}/${w.id}`));
+    await store.commit([...ws.writes.filter((w) => !created.has(`${w.collection}/${w.id}`)), ...writes.map((w) => ({ ...w, before: null }))]);
+    // The desktop's runner host: a network seeded by the workspace id, restored from what was sent.
+    const clock = new FakeClock(new Date(Date.parse(NOW) + 60_000).toISOString());
+    const network = createSandboxNetwork({ seed: ws.workspaceId, clock });
+    await restoreSandbox(store, network, clock);
+    const owner = { workspaceId: ws.workspaceId, memberId: ws.ownerId, role: 'owner' as const };
+    const env = { actor: owner, store, clock, ids, random: seededRandom(3), secrets: testSecrets };
+    const runner = createRunner({ store, clock, random: seededRandom(4), ids, channels: { channelFor: () => network }, actor: { ...owner, isSystem: true } });
+    const count = async () => {
+      const { docs: msgs } = await store.query('messages');
+      const { docs: acts } = await store.query('activities');
+      return { out: msgs.filter((m) => m.direction === 'out' && m.status === 'sent').length, in: msgs.filter((m) => m.direction === 'in').length, accepted: acts.filter((a) => a.metadata.eventKind === 'connection_accepted').length };
+    };
+    const before = await count();
+    for (const c of docs<Campaign>(writes, 'campaigns')) await execute('campaigns.start', { campaignId: c.id }, env);
+    // The desktop ticks every 5 seconds: two minutes of them.
+    for (let i = 0; i < 24; i++) {
+      clock.advance(5_000);
+      await runner.tick();
+    }
+    const after = await count();
+    expect(after.out).toBeGreaterThan(before.out + 1);
+    expect(after.in).toBeGreaterThan(before.in);
+    // Demo-paced senders act seconds apart, so a connection request and its accept fit in too.
+    expect(after.accepted).toBeGreaterThan(before.accepted);
+  }, 120_000);
+
+  it("the desktop demo: the teammate's note is on the newest lead", async () => {
+    const built = await buildDemoWorkspace({ now: new Date(NOW), ids: sequentialIds(9), timeZone: 'Europe/Berlin' });
+    const leads = docs<Lead>(built.writes, 'leads');
+    const newest = [...leads].sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0))[0];
+    expect(leads.filter((l) => l.createdAt === newest?.createdAt)).toHaveLength(1);
+    const notes = docs<Activity>(built.writes, 'activities').filter((a) => a.leadId === newest?.id && a.type === 'NOTE');
+    expect(notes.map((n) => n.content).join('\n')).toContain('Met at SaaStr last spring');
+    expect(new Set(built.writes.map((w) => `${w.collection}/${w.id}`)).size).toBe(built.writes.length);
+  }, 120_000);
+});
+
+describe("the sandbox network's demo pace", () => {
+  async function twoMinutesAfterSending(channelConfig: Record<string, string>) {
+    const clock = new FakeClock('2026-11-16T10:00:00.000Z');
+    const network = createSandboxNetwork({ seed: 'pace-test', clock });
+    const stamp = (id: string) => ({ id, workspaceId: 'w', now: clock.now().toISOString() });
+    const sender = newSender(stamp('s1'), { name: 'Mia Schneider', ownerMemberId: 'o', channel: 'sandbox', channelConfig });
+    for (let i = 0; i < 20; i++) {
+      const lead = newLead(stamp(`l${i}`), 'g', { fullName: `Lead ${i}`, firstName: 'Lead', email: `lead${i}@x.example` });
+      await network.send(sender, lead, { kind: 'connection_request', note: 'Hi, would be great to connect!' }, `cr-${i}`);
+      await network.send(sender, lead, { kind: 'message', text: 'Thanks for connecting!', chatId: null, voiceNote: null }, `m-${i}`);
+    }
+    clock.advance(2 * 60_000);
+    return (await network.poll(sender, null)).events;
+  }
+
+  it('a demo-paced sender sees accepts and replies within two minutes; a realistic one sees none that soon', async () => {
+    const demo = await twoMinutesAfterSending({ pace: 'demo', paceSince: '2026-11-16T09:00:00.000Z' });
+    expect(demo.filter((e) => e.kind === 'connection_accepted').length).toBeGreaterThan(5);
+    expect(demo.filter((e) => e.kind === 'reply').length).toBeGreaterThan(5);
+    expect(await twoMinutesAfterSending({})).toEqual([]);
+    // Sent before the demo pace began (the demo's simulated history): realistic.
+    expect(await twoMinutesAfterSending({ pace: 'demo', paceSince: '2026-11-16T11:00:00.000Z' })).toEqual([]);
   });
 });

@@ -5,7 +5,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newCampaign, newEnrollment, newLead, newSender, newStep } from '../../shared/model/factories.ts';
+import { newCampaign, newEnrollment, newLead, newLeadGroup, newSender, newStep } from '../../shared/model/factories.ts';
 import type { Campaign, LeadGroup, Sender } from '../../shared/model/index.ts';
 import { createMember } from '../../sync-server/admin.ts';
 import { CredentialUnreadable, parseCredentialsKey, serverCredentials } from '../../sync-server/credentials.ts';
@@ -93,12 +93,14 @@ describe.each(BACKENDS)('sender credentials and the server runner (%s)', (backen
     const store = s.db.forWorkspace(s.ours.workspaceId);
     const now = s.clock.now().toISOString();
     const stamp = () => ({ id: randomUUID(), workspaceId: s.ours.workspaceId, now });
-    const group = (await store.query('leadGroups', { limit: 1 })).docs[0] as LeadGroup;
+    // Its own lead group: a running campaign starts every lead of its group.
+    const group: LeadGroup = newLeadGroup(stamp(), `Group ${randomUUID().slice(0, 6)}`, () => randomUUID());
     const step = newStep(randomUUID(), 'EMAIL', { subject: 'Idea for {{Company|your team}}', content: 'Hi {{First name|there}}, one idea.' });
     const campaign: Campaign = { ...newCampaign(stamp(), `Email run ${randomUUID().slice(0, 6)}`, group.id, randomUUID()), running: true, startedAt: now, senders: [{ sdrProfileId: senderId, paused: false }], steps: [step] };
     const leads = emails.map((email, i) => newLead(stamp(), group.id, { firstName: `Lead${i}`, company: 'Analytical', email }));
     const enrollments = leads.map((l) => newEnrollment(stamp(), l.id, campaign.id, { sdrProfileId: senderId, currentStepId: step.id }));
     await store.commit([
+      { collection: 'leadGroups', id: group.id, before: null, after: group },
       { collection: 'campaigns', id: campaign.id, before: null, after: campaign },
       ...leads.map((l) => ({ collection: 'leads' as const, id: l.id, before: null, after: l })),
       ...enrollments.map((e) => ({ collection: 'enrollments' as const, id: e.id, before: null, after: e })),

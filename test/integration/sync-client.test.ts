@@ -20,6 +20,7 @@ import type { Actor } from '../../shared/context.ts';
 import { newLead } from '../../shared/model/factories.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { HeadlessDesktop } from './sync-processes.ts';
+import { COLLECTIONS } from '../../shared/model/index.ts';
 import type { Lead } from '../../shared/model/index.ts';
 
 type Json = Record<string, unknown>;
@@ -56,7 +57,10 @@ class FakeServer {
   readonly streams = new Set<{ collection: string; res: ServerResponse }>();
   /** Refuses a write: returns the reason, or null to accept. */
   rule: (collection: string, before: Json | null, after: Json) => { code: string; message: string } | null = () => null;
-  schemaVersion = 0;
+  /** Milliseconds a push of the collection takes (a slow lane). */
+  pushDelayMs: Record<string, number> = {};
+  /** How many schema versions the server is ahead of this app (0: the same). */
+  schemaVersionsAhead = 0;
   keyMember = '';
   server: Server;
   url = '';
@@ -119,8 +123,9 @@ class FakeServer {
     const m = /^\/replication\/(\w+)\/(pull|push|stream)$/.exec(url.pathname);
     if (!m) return send(404, { error: { code: 'NOT_FOUND', message: 'no route' } });
     const [, collection = '', action] = m;
-    if (Number(req.headers['x-schema-version']) !== this.schemaVersion) {
-      return send(426, { error: { code: 'CLIENT_OUTDATED', message: `The server expects ${collection} schema version ${this.schemaVersion}.` } });
+    const expected = (collection in COLLECTIONS ? COLLECTIONS[collection as keyof typeof COLLECTIONS].schema.version : 0) + this.schemaVersionsAhead;
+    if (Number(req.headers['x-schema-version']) !== expected) {
+      return send(426, { error: { code: 'CLIENT_OUTDATED', message: `The server expects ${collection} schema version ${expected}.` } });
     }
     if (action === 'pull') {
       const cp = url.searchParams.get('checkpoint');
@@ -131,6 +136,8 @@ class FakeServer {
       return send(200, { documents: docs.map(([, r]) => r.doc), checkpoint: last ? { seq: last[1].seq } : cp ? JSON.parse(cp) : null });
     }
     if (action === 'push') {
+      const delay = this.pushDelayMs[collection] ?? 0;
+      if (delay > 0) await new Promise((r) => setTimeout(r, delay));
       const rows = (await this.body(req)) as { assumedMasterState?: Json; newDocumentState: Json }[];
       const conflicts: Json[] = [];
       for (const row of rows) {
@@ -197,7 +204,8 @@ afterEach(async () => {
   await sync?.stop();
   sync = null;
   server.rule = () => null;
-  server.schemaVersion = 0;
+  server.pushDelayMs = {};
+  server.schemaVersionsAhead = 0;
 });
 
 afterAll(async () => {
@@ -276,6 +284,26 @@ describe('replication client against the protocol', () => {
     expect(s.status().pending).toBe(0);
   });
 
+  it('pushes a lead written offline with a new tag after the tag, so the server (which refuses references it does not have) keeps both', async () => {
+    // Like the sync server: a lead naming a tag the server does not have is refused.
+    server.rule = (c, _before, after) => (c === 'leads' && typeof after.tagId === 'string' && !server.get('tags', after.tagId) ? { code: 'NOT_FOUND', message: 'Tag was not found in this workspace.' } : null);
+    // The tags lane is the slow one: without ordering, the lead's push would arrive first.
+    server.pushDelayMs = { tags: 400 };
+    const s = await start();
+    await s.awaitInSync();
+    await s.pause();
+    const tag = { id: 'a0000000-0000-4000-8000-0000000000f1', workspaceId: WS, name: 'Offline tag', color: '#123456', createdAt: NOW, updatedAt: NOW };
+    await db.store.commit([{ collection: 'tags', id: tag.id, before: null, after: tag }]);
+    const mine = lead(200, { tagId: tag.id });
+    await db.store.commit([{ collection: 'leads', id: mine.id, before: null, after: mine }]);
+    await s.resume();
+    await until('lead on the server', () => server.get('leads', mine.id)?.tagId === tag.id);
+    await s.awaitInSync();
+    expect(server.get('tags', tag.id)?.name).toBe('Offline tag');
+    expect((await db.store.get('leads', mine.id))?.tagId).toBe(tag.id);
+    expect(s.status().refusals.filter((r) => r.documentId === mine.id)).toEqual([]);
+  });
+
   it('reconnects a dropped stream with backoff and catches up on what it missed', async () => {
     server.write('leads', lead(5));
     const s = await start();
@@ -289,7 +317,7 @@ describe('replication client against the protocol', () => {
   });
 
   it('tells an outdated app to update instead of syncing', async () => {
-    server.schemaVersion = 1;
+    server.schemaVersionsAhead = 1;
     const s = await start();
     await until('outdated', () => /older than the sync server/.test(s.status().error ?? ''));
     expect(s.status().mode).toBe('offline');

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COLLECTIONS } from '../../shared/model/index.ts';
 import type { Activity, Campaign, Lead } from '../../shared/model/index.ts';
 import { HeadlessDesktop, serverAdmin, startServer } from './sync-processes.ts';
 import type { RunningServer, ServerEnv } from './sync-processes.ts';
@@ -245,7 +246,7 @@ describe('two desktops and a sync server', () => {
 });
 
 async function foreignGroup(): Promise<string> {
-  const res = await fetch(`${server.url}/replication/leadGroups/pull?limit=10`, { headers: { authorization: `Bearer ${other.apiKey}`, 'x-schema-version': '0' } });
+  const res = await fetch(`${server.url}/replication/leadGroups/pull?limit=10`, { headers: { authorization: `Bearer ${other.apiKey}`, 'x-schema-version': String(COLLECTIONS.leadGroups.schema.version) } });
   const body = (await res.json()) as { documents: { id: string }[] };
   const id = body.documents[0]?.id;
   if (!id) throw new Error('the other workspace has no lead group');

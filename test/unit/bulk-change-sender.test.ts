@@ -58,7 +58,8 @@ describe('campaigns.leads.bulkChangeSender', () => {
       selection: { mode: 'ids', leadIds: [...all.map((l) => l.id), MISSING_ID] },
       targetSdrProfileId: b.id, mode: 'keep_position',
     }, h.member);
-    expect(res).toEqual({ dryRun: false, campaignId: campaign.id, changedCount: 2, skipped: { notEnrolled: 2, completed: 3, paused: 1, alreadyAssigned: 1 } });
+    expect(res).toEqual({ dryRun: false, campaignId: campaign.id, changedCount: 2, skipped: { notEnrolled: 2, completed: 3, paused: 1, alreadyAssigned: 1 },
+      moved: [{ leadId: runningE.leadId, fromSdrProfileId: runningE.sdrProfileId }, { leadId: unassignedE.leadId, fromSdrProfileId: null }] });
     const moved = await h.store.get('enrollments', runningE.id);
     expect(moved).toEqual({ ...runningE, sdrProfileId: b.id, inConversationAt: null, updatedAt: h.now() });
     expect(moved).toMatchObject({ currentStepId: runningE.currentStepId, doneSteps: done, nextActionAt: later, variants: runningE.variants });
@@ -109,7 +110,7 @@ describe('campaigns.leads.bulkChangeSender', () => {
     const err = await h.expectRefused(h.call('campaigns.leads.bulkChangeSender', {
       scope: { kind: 'campaign', campaignId: campaign.id }, selection, targetSdrProfileId: outsider.id, mode: 'keep_position',
     }), 'INVALID_INPUT');
-    expect(err.message).toMatch(/not a sender of this campaign/);
+    expect(err.message).toBe(`Outsider Sender does not send in campaign "${campaign.name}": pick one of its senders.`);
     await h.expectRefused(h.call('campaigns.leads.bulkChangeSender', {
       scope: { kind: 'campaign', campaignId: campaign.id }, selection, targetSdrProfileId: outsider.id, mode: 'keep_position', dryRun: true,
     }), 'INVALID_INPUT');

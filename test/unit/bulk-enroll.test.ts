@@ -37,7 +37,7 @@ const stored = (h: Harness) => Object.fromEntries(Object.entries(h.db.snapshot()
 
 const ZERO = {
   enrolled: 0, alreadyEnrolled: 0, skippedMissing: 0, skippedDoNotContact: 0, skippedBlocklisted: 0, skippedActive: 0,
-  stoppedActive: 0, completedActive: 0, keptOwnerCount: 0, reassignedCount: 0, linkedLeads: 0,
+  stoppedActive: 0, completedActive: 0, keptOwnerCount: 0, reassignedCount: 0, linkedLeads: 0, closedSelected: 0, skippedClosed: 0,
 };
 
 describe('campaigns.leads.bulkEnrollInCampaign', () => {
@@ -50,7 +50,8 @@ describe('campaigns.leads.bulkEnrollInCampaign', () => {
       scope: { kind: 'workspace' }, selection: { mode: 'ids', leadIds: [a.id, b.id, a.id] },
       destination: { kind: 'existing', campaignId: dest.id }, sender: 'unassign',
     }, h.member);
-    expect(res).toEqual({ ...ZERO, dryRun: false, campaignId: dest.id, createdCampaign: false, enrolled: 2, reassignedCount: 2, linkedLeads: 2, addedSenders: [] });
+    expect(res).toEqual({ ...ZERO, dryRun: false, campaignId: dest.id, createdCampaign: false, enrolled: 2, reassignedCount: 2, linkedLeads: 2, addedSenders: [],
+      enrolledLeadIds: [a.id, b.id], linkedLeadIds: [a.id, b.id] });
     const created = await enrollmentsOf(h, { campaignId: dest.id });
     expect(created).toHaveLength(2);
     for (const e of created) {
@@ -93,7 +94,7 @@ describe('campaigns.leads.bulkEnrollInCampaign', () => {
     expect(real).toEqual({
       ...ZERO, dryRun: false, campaignId: dest.id, createdCampaign: false, addedSenders: [],
       enrolled: 2, alreadyEnrolled: 1, skippedMissing: 3, skippedDoNotContact: 1, skippedBlocklisted: 1, skippedActive: 1,
-      reassignedCount: 2, linkedLeads: 1,
+      reassignedCount: 2, linkedLeads: 1, enrolledLeadIds: [fresh.id, linked.id], linkedLeadIds: [fresh.id],
     });
     expect((await enrollmentsOf(h, { campaignId: dest.id })).map((e) => e.leadId).sort()).toEqual([already.id, fresh.id, linked.id].sort());
     expect((await enrollmentsOf(h, { campaignId: dest.id, leadId: already.id }))[0]?.status).toBe('COMPLETED');
@@ -219,7 +220,7 @@ describe('campaigns.leads.bulkEnrollInCampaign', () => {
     const lead = await h.addLead();
     const base = { scope: { kind: 'workspace' as const }, selection: { mode: 'ids' as const, leadIds: [lead.id] } };
     const err = await h.expectRefused(h.call('campaigns.leads.bulkEnrollInCampaign', { ...base, destination: { kind: 'existing', campaignId: dest.id }, sender: outsider.id }), 'INVALID_INPUT');
-    expect(err.message).toMatch(/not a sender/);
+    expect(err.message).toBe('Outsider does not send in campaign "Destination": pick one of its senders, or keep each lead\'s sender.');
     await h.expectRefused(h.call('campaigns.leads.bulkEnrollInCampaign', { ...base, destination: { kind: 'existing', campaignId: dest.id }, sender: outsider.id, dryRun: true }), 'INVALID_INPUT');
     await h.expectRefused(h.call('campaigns.leads.bulkEnrollInCampaign', { ...base, destination: { kind: 'new', name: 'Fresh' }, sender: a.id }), 'INVALID_INPUT');
     await h.expectRefused(h.call('campaigns.leads.bulkEnrollInCampaign', { ...base, destination: { kind: 'existing', campaignId: MISSING_ID } }), 'NOT_FOUND');
@@ -255,9 +256,10 @@ describe('campaigns.leads.bulkEnrollInCampaign', () => {
   it("a campaign scope filters that campaign's leads only", async () => {
     const h = await makeHarness();
     const dest = await destination(h);
-    const source = await h.addCampaign({ name: 'Source' });
-    const inSource = await h.addLead({ firstName: 'In' });
-    const finished = await h.addLead({ firstName: 'Finished' });
+    // The source's leads are those of its lead group, enrolled in it or not.
+    const source = await destination(h, { name: 'Source' });
+    const inSource = await h.addLead({ firstName: 'In' }, source.leadGroupId);
+    const finished = await h.addLead({ firstName: 'Finished' }, source.leadGroupId);
     await h.addLead({ firstName: 'Out' });
     await enroll(h, inSource, source);
     await enroll(h, finished, source, { status: 'COMPLETED' });
@@ -291,7 +293,7 @@ describe('campaigns.leads.bulkEnrollInCampaign', () => {
     expect(stored(h)).toEqual(before);
     expect(await h.store.get('campaigns', preview.campaignId)).toBeNull();
     const real = await h.call('campaigns.leads.bulkEnrollInCampaign', input);
-    expect(real).toEqual({ ...ZERO, dryRun: false, createdCampaign: true, campaignId: real.campaignId, enrolled: 2, reassignedCount: 2, linkedLeads: 2, addedSenders: [] });
+    expect(real).toEqual({ ...ZERO, dryRun: false, createdCampaign: true, campaignId: real.campaignId, enrolled: 2, reassignedCount: 2, linkedLeads: 2, addedSenders: [], enrolledLeadIds: [a.id, b.id], linkedLeadIds: [a.id, b.id] });
     expect({ ...preview, campaignId: real.campaignId }).toEqual({ ...real, dryRun: true });
 
     const campaign = await h.store.get('campaigns', real.campaignId);
@@ -340,7 +342,8 @@ describe('enrollment rules on raw writes', () => {
     const second = newEnrollment(h.stamp(), lead.id, two.id);
     const err = await refusal(h, null, second);
     expect(err?.code).toBe('RULE_VIOLATION');
-    expect(err?.message).toMatch(/already runs a sequence/);
+    // In the user's words: names, not ids.
+    expect(err?.message).toBe('This lead is already in the sequence of campaign "One"; stop or complete it there first.');
     // Allowed once the first one is no longer running, or as a non-running enrollment.
     expect(await refusal(h, null, { ...second, status: 'PAUSED' })).toBeNull();
     await h.seed([{ collection: 'enrollments', id: first.id, before: first, after: { ...first, status: 'COMPLETED' } }]);
@@ -376,5 +379,52 @@ describe('enrollment rules on raw writes', () => {
     // A sender taken off the campaign keeps the leads it already holds (in conversation).
     const held = { ...e, sdrProfileId: outsider.id };
     expect(await refusal(h, held, { ...held, currentStepId: null })).toBeNull();
+  });
+});
+
+describe('closed-stage leads in bulk enrollment', () => {
+  async function closedWorld() {
+    const h = await makeHarness();
+    const dest = await destination(h);
+    const { docs: stages } = await h.store.query('stages', {});
+    const stage = (cat: string) => stages.find((st) => st.category === cat)?.id ?? null;
+    const open = await h.addLead({ firstName: 'Open', pipelineStageId: stage('ENGAGED') });
+    const won = await h.addLead({ firstName: 'Won', pipelineStageId: stage('WON') });
+    const lost = await h.addLead({ firstName: 'Lost', pipelineStageId: stage('LOST'), closeReason: 'NOT_ICP' });
+    const unstaged = await h.addLead({ firstName: 'New' });
+    const input = {
+      scope: { kind: 'workspace' as const }, selection: { mode: 'ids' as const, leadIds: [open.id, won.id, lost.id, unstaged.id] },
+      destination: { kind: 'existing' as const, campaignId: dest.id }, sender: 'unassign',
+    };
+    return { h, dest, open, won, lost, unstaged, input };
+  }
+
+  it('without excludeClosed enrolls Won and Lost leads as the specification says, and reports how many were closed', async () => {
+    const { h, dest, won, input } = await closedWorld();
+    const preview = await h.call('campaigns.leads.bulkEnrollInCampaign', { ...input, dryRun: true });
+    const real = await h.call('campaigns.leads.bulkEnrollInCampaign', input);
+    expect(preview).toEqual({ ...real, dryRun: true });
+    expect(real).toMatchObject({ enrolled: 4, closedSelected: 2, skippedClosed: 0 });
+    expect((await enrollmentsOf(h, { campaignId: dest.id })).map((e) => e.leadId)).toContain(won.id);
+  });
+
+  it('with excludeClosed leaves Won and Lost leads out, counted in skippedClosed; the dry run equals the real call', async () => {
+    const { h, dest, open, unstaged, input } = await closedWorld();
+    const before = stored(h);
+    const preview = await h.call('campaigns.leads.bulkEnrollInCampaign', { ...input, excludeClosed: true, dryRun: true });
+    expect(stored(h)).toEqual(before);
+    const real = await h.call('campaigns.leads.bulkEnrollInCampaign', { ...input, excludeClosed: true });
+    expect(preview).toEqual({ ...real, dryRun: true });
+    expect(real).toMatchObject({ enrolled: 2, closedSelected: 2, skippedClosed: 2 });
+    expect((await enrollmentsOf(h, { campaignId: dest.id })).map((e) => e.leadId).sort()).toEqual([open.id, unstaged.id].sort());
+  });
+
+  it('counts closed leads of a filter selection too', async () => {
+    const { h, dest } = await closedWorld();
+    const res = await h.call('campaigns.leads.bulkEnrollInCampaign', {
+      scope: { kind: 'workspace' }, selection: { mode: 'filter', pipelineStage: 'WON' },
+      destination: { kind: 'existing', campaignId: dest.id }, sender: 'unassign', excludeClosed: true, dryRun: true,
+    });
+    expect(res).toMatchObject({ enrolled: 0, closedSelected: 1, skippedClosed: 1 });
   });
 });

@@ -189,7 +189,7 @@ describe('readiness', () => {
 
     const off = Object.fromEntries(Object.entries(c.schedule.days).map(([d, w]) => [d, { ...w, enabled: false }])) as Campaign['schedule']['days'];
     const noDay = readiness({ ...c, schedule: { ...c.schedule, days: off } }, { group, senders: [sender], workspace });
-    expect(noDay.problems.map((p) => p.message)).toEqual(['Sending schedule: no day is enabled; at least one day must stay on.']);
+    expect(noDay.problems.map((p) => p.message)).toEqual(['Sending schedule: every day is switched off; keep at least one day on.']);
     const unknown = readiness(withStep(c, msg.id, { content: 'Hi {{Nick}}' }), { group, senders: [sender], workspace });
     expect(unknown.problems).toEqual([expect.objectContaining({ stepId: msg.id, message: expect.stringMatching(/Nick/) })]);
     const empty = readiness(withStep(c, msg.id, { content: '  ' }), { group, senders: [sender], workspace });

@@ -174,7 +174,7 @@ describe('campaign metrics', () => {
     expect(res.notFound).toEqual([]);
     expect(res.metrics[0]).toEqual({
       campaignId: c.id, enrolled: 3, inProgress: 1, completed: 1, messagesSent: 3, connectionRequestsSent: 1, connectionsAccepted: 1,
-      replies: 1, replyRate: 1 / 3, meetingsBooked: 1,
+      replies: 1, replyRate: 1 / 3, meetingsBooked: 1, bounces: 0,
     });
     expect(res.metrics[1]).toMatchObject({ campaignId: other.id, enrolled: 1, messagesSent: 1, replies: 0, replyRate: 0, meetingsBooked: 1 });
 

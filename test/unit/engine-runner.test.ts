@@ -472,7 +472,7 @@ describe('runner: direct messages, company relay, leases', () => {
     const junior = await w.h.addLead({ firstName: 'Junior', company: 'Initech', seniority: 'junior', rankingScore: 99 });
     const director = await w.h.addLead({ firstName: 'Dir', company: ' initech ', seniority: 'Director', rankingScore: 5 });
     const vp2 = await w.h.addLead({ firstName: 'Vp2', company: 'Initech', seniority: 'vp', rankingScore: 1 });
-    await w.h.addLead({ firstName: 'Other', company: 'Globex', seniority: 'vp' });
+    const other = await w.h.addLead({ firstName: 'Other', company: 'Globex', seniority: 'vp' });
     const e = await w.enroll(first, campaign, { sdrProfileId: sender.id });
     const r = await w.runner().tick();
     expect((await w.enrollment(e.id)).status).toBe('COMPLETED');
@@ -485,8 +485,11 @@ describe('runner: direct messages, company relay, leases', () => {
     await w.runner().tick();
     const after = await w.h.store.query('enrollments', { where: { op: 'eq', field: 'campaignId', value: campaign.id } });
     expect(after.docs.map((d) => d.leadId)).not.toContain(vp2.id);
-    expect(after.docs.length).toBe(2);
-    expect((await w.events('enrolled'))[0]?.content).toMatch(/company relay/);
+    // Initech has its 2 people; the campaign's other group lead (Globex) was started from the group.
+    expect(after.docs.map((d) => d.leadId).sort()).toEqual([first.id, director.id, other.id].sort());
+    const enrolled = (await w.events('enrolled')).map((a) => [a.leadId, a.content]);
+    expect(enrolled).toContainEqual([director.id, expect.stringMatching(/company relay/)]);
+    expect(enrolled).toContainEqual([other.id, expect.stringMatching(/from its lead group/)]);
   });
 
   it('never lets two runners work one sender: the lease holder acts, the other waits until the lease lapses or is released', async () => {

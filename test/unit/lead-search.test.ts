@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { compareValues } from '../../shared/query.ts';
+import { foldForSort } from '../../shared/text-sort.ts';
 import { newEnrollment, newLead, newLeadGroup, newStage } from '../../shared/model/factories.ts';
 import type { Campaign, Enrollment, Lead, LeadGroup, Stage } from '../../shared/model/index.ts';
 import { execute } from '../../shared/ops/execute.ts';
@@ -43,7 +44,9 @@ async function world(n = 320): Promise<World> {
   const sender = await h.addSender({ name: 'Sam Sender' });
   const sender2 = await h.addSender({ name: 'Tia Two' });
   const a = await h.addCampaign({ name: 'Alpha', senderIds: [sender.id, sender2.id] });
-  const b = await h.addCampaign({ name: 'Beta', senderIds: [sender.id] });
+  // Beta works the imported group: its leads are those linked to that group (created there or
+  // linked by enrollment), Alpha's those of the workspace's default group.
+  const b = await h.addCampaign({ name: 'Beta', senderIds: [sender.id], leadGroupId: group.id });
   const colour = group.columns.find((c) => c.builtInType === null);
 
   const leads: Lead[] = [];
@@ -77,6 +80,7 @@ async function world(n = 320): Promise<World> {
     const e = rnd();
     const add = (campaign: Campaign, fields: Partial<Enrollment>) => {
       const en = newEnrollment(h.stamp(), lead.id, campaign.id, fields);
+      if (!lead.groupIds.includes(campaign.leadGroupId)) lead.groupIds.push(campaign.leadGroupId);
       enrollments.push(en);
       writes.push({ collection: 'enrollments', id: en.id, before: null, after: en });
     };
@@ -103,7 +107,8 @@ function expected(w: World, f: LeadFilter): Set<string> {
   return new Set(
     w.leads
       .filter((l) => {
-        if (f.campaignId && !w.enrollments.some((e) => e.leadId === l.id && e.campaignId === f.campaignId)) return false;
+        const campaign = [w.campaigns.a, w.campaigns.b].find((c) => c.id === f.campaignId);
+        if (f.campaignId && !l.groupIds.includes(campaign?.leadGroupId ?? '')) return false;
         if (f.tagId && f.tagId !== 'all' && (f.tagId === 'uncategorized' ? l.tagId !== null : l.tagId !== f.tagId)) return false;
         if (f.query) {
           const q = f.query.toLowerCase();
@@ -146,11 +151,14 @@ async function all(w: World, input: SearchInput): Promise<{ rows: Row[]; pages: 
   return { rows, pages };
 }
 
+/** Names and companies sort case- and accent-insensitively (shared/text-sort.ts), the rest by value. */
+const sortKey = (field: string, v: unknown): unknown => ((field === 'fullName' || field === 'company') && typeof v === 'string' ? foldForSort(v) : v);
+
 function expectOrdered(rows: Row[], field: string, dir: 'asc' | 'desc'): void {
   for (let i = 1; i < rows.length; i++) {
     const prev = rows[i - 1] as Row;
     const cur = rows[i] as Row;
-    const c = compareValues(prev[field], cur[field]);
+    const c = compareValues(sortKey(field, prev[field]), sortKey(field, cur[field]));
     const ok = dir === 'asc' ? c < 0 || (c === 0 && prev.id < cur.id) : c > 0 || (c === 0 && prev.id < cur.id);
     expect(ok, `${field} ${dir} at ${i}: ${String(prev[field])}/${prev.id} then ${String(cur[field])}/${cur.id}`).toBe(true);
   }
@@ -197,6 +205,10 @@ describe('lead search filters and paging', () => {
     }
     // The sample is rich enough that the filters above are not trivially empty or full.
     expect(expected(w, { campaignId: w.campaigns.a.id, tagId: w.tags.cold }).size).toBeGreaterThan(3);
+    // A campaign's leads include leads of its group that are not enrolled in it (yet).
+    const notEnrolledInB = [...expected(w, { campaignId: w.campaigns.b.id })].filter((id) => !w.enrollments.some((e) => e.leadId === id && e.campaignId === w.campaigns.b.id));
+    expect(notEnrolledInB.length).toBeGreaterThan(3);
+    expect(expected(w, { campaignId: w.campaigns.b.id }).size).toBeLessThan(w.leads.length);
     expect(expected(w, { pipelineStage: 'NEW' }).size).toBeGreaterThan(expected(w, { pipelineStage: 'LOST' }).size);
   });
 
@@ -293,6 +305,30 @@ describe('lead search rows', () => {
     }
     expect(checkedRunning).toBeGreaterThan(0);
     expect(checkedLatest).toBeGreaterThan(0);
+  });
+
+  it("with campaignId show each lead's enrollment in that campaign, NOT_ENROLLED for the group's leads not enrolled yet", async () => {
+    const w = await world(200);
+    const c = w.campaigns.b;
+    const { rows } = await all(w, { campaignId: c.id, limit: 200 });
+    const { rows: wide } = await all(w, { limit: 200 });
+    const wideById = new Map(wide.map((r) => [r.id, r]));
+    const states = new Set<string>();
+    for (const row of rows) {
+      const mine = w.enrollments.filter((e) => e.leadId === row.id && e.campaignId === c.id);
+      const cur = mine.find((e) => e.status === 'IN_PROGRESS') ?? mine[mine.length - 1];
+      expect(row.enrollmentState).toBe(cur?.status ?? 'NOT_ENROLLED');
+      expect(row.sequenceStatus).toBe(cur?.status ?? null);
+      if (cur) expect(row.leadSequence).toMatchObject({ enrollmentId: cur.id, campaignId: c.id });
+      else expect(row.leadSequence).toBeNull();
+      states.add(String(row.enrollmentState));
+      // The payload has the same fields with or without campaignId.
+      expect(Object.keys(row).sort()).toEqual(Object.keys(wideById.get(row.id) ?? {}).sort());
+    }
+    expect(states).toContain('NOT_ENROLLED');
+    expect(states.size).toBeGreaterThan(2);
+    // Without campaignId the state is the lead's current enrollment anywhere.
+    for (const row of wide) expect(row.enrollmentState).toBe(row.sequenceStatus ?? 'NOT_ENROLLED');
   });
 
   it('include built-in values and every variable of the lead\'s groups when includeVariables is true', async () => {

@@ -224,13 +224,16 @@ describe('campaigns.leads.create', () => {
         { firstName: 'Num', phone: ' 555 1234 ', variables: { Booth: '7' } },
       ],
     }, h.member);
-    expect(res.created).toBe(3);
+    expect(res.created).toBe(4);
     expect(res.duplicates).toBe(3);
     expect(await h.store.get('leads', res.leadIds[8] ?? '')).toMatchObject({ phone: '555 1234', variables: { [booth?.id ?? '']: '7' } });
-    expect(res.errors.map((e) => e.index)).toEqual([1, 2, 5]);
+    expect(res.errors.map((e) => e.index)).toEqual([1, 2]);
     expect(res.errors[0]?.message).toMatch(/email/);
     expect(res.errors[1]?.message).toMatch(/name, an email or a social profile URL/);
-    expect(res.errors[2]?.message).toMatch(/unknown variable column "Shoe"/);
+    // A variable no column has yet becomes a custom column of the group, holding the value.
+    const shoe = (await h.store.get('leadGroups', group.id))?.columns.find((c) => c.name === 'Shoe');
+    expect(shoe).toMatchObject({ builtInType: null });
+    expect(await h.store.get('leads', res.leadIds[5] ?? '')).toMatchObject({ firstName: 'Cy', variables: { [shoe?.id ?? '']: '42' } });
     const [ann, , , ex, annAgain, , di, ex2] = res.leadIds;
     expect(res.leadIds[1]).toBeNull();
     expect(ex).toBe(existing.id);
@@ -245,7 +248,7 @@ describe('campaigns.leads.create', () => {
     expect(exDoc?.groupIds).toEqual([h.main.leadGroupId, group.id]);
     expect(exDoc?.firstName).toBe('Ex');
     expect(exDoc?.variables).toEqual({ [booth?.id ?? '']: 'C3' });
-    expect(await h.store.count('leads')).toBe(4);
+    expect(await h.store.count('leads')).toBe(5);
   });
 
   it("refuses another workspace's group and more than 1000 rows", async () => {

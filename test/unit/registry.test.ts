@@ -24,12 +24,16 @@ const CONTRACT_ADDITIONS = [
   'leadActivities.create', 'leadActivities.list', 'leadActivities.myTasks',
   'campaigns.leads.create', 'campaigns.leads.delete', 'campaigns.leads.setDoNotContact',
   'campaigns.create', 'campaigns.get', 'sdrProfiles.list', 'sdrProfiles.create', 'tags.create', 'members.list', 'members.create',
+  // "Custom columns"
+  'campaigns.addColumn', 'campaigns.removeColumn', 'campaigns.leads.update',
 ];
 
 const GETS = [
   'campaigns.leads.search', 'campaigns.getBasic', 'social.getAccountLimits', 'campaigns.getActiveIds', 'campaigns.getMetrics',
   'campaigns.getSequence', 'campaigns.getMergeFields', 'campaigns.listSenders', 'campaigns.get', 'tags.getAll', 'pipelineStages.getAll',
   'leadActivities.list', 'leadActivities.myTasks', 'sdrProfiles.list', 'members.list', 'apiKeys.list',
+  // Campaign results (shared/ops/campaign-results.ts)
+  'campaigns.getStepMetrics', 'campaigns.previewMessage',
 ];
 
 describe('the operation registry', () => {
