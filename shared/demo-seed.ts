@@ -211,6 +211,15 @@ export async function demoSeedWrites(input: DemoSeedInput): Promise<{ writes: An
   const rows: Row[] = [];
   const slugs = new Set<string>();
   const usedCompanies = new Set<string>();
+  // Two people of one name at one company get different addresses: one email is one lead, so a
+  // repeated address would be skipped as a duplicate and the demo would hold fewer leads than asked.
+  const emails = new Set<string>();
+  const uniqueEmail = (firstName: string, lastName: string, slug: string, domain: string): string => {
+    let email = `${firstName}.${lastName}@${domain}`.toLowerCase();
+    if (emails.has(email)) email = `${slug}@${domain}`;
+    emails.add(email);
+    return email;
+  };
   for (let i = 0; i < leadCount; i++) {
     const company = pick(companies);
     usedCompanies.add(company.name);
@@ -226,7 +235,7 @@ export async function demoSeedWrites(input: DemoSeedInput): Promise<{ writes: An
     rows.push({
       firstName,
       lastName,
-      email: chance(0.85) ? `${firstName}.${lastName}@${company.domain}`.toLowerCase() : '',
+      email: chance(0.85) ? uniqueEmail(firstName, lastName, slug, company.domain) : '',
       company: company.name,
       jobTitle: pick(SENIORITY_TITLES[seniority] ?? ['Manager']),
       seniority,
