@@ -234,7 +234,9 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
     };
     for (let attempt = 0; ; attempt++) {
       try {
-        return op.mutates || idem ? await db.withStore(who.actor.workspaceId, call) : await db.withReadStore(who.actor.workspaceId, call);
+        // Without an idempotency key (whose record is written beside the store) a call may share a
+        // transaction with other writers of its workspace (group commit, PgDatabase.withStore).
+        return op.mutates || idem ? await db.withStore(who.actor.workspaceId, call, { batch: !idem }) : await db.withReadStore(who.actor.workspaceId, call);
       } catch (e) {
         // A concurrent writer changed what this call read: run it again on the new state.
         if (isDomainError(e) && e.code === 'CONFLICT' && attempt < retries) continue;

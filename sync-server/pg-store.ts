@@ -2,7 +2,7 @@
  * workspace's view inside one database transaction. */
 import { COLLECTION_NAMES } from '../shared/model/index.ts';
 import type { CollectionName, Docs } from '../shared/model/index.ts';
-import { DomainError } from '../shared/errors.ts';
+import { DomainError, isDomainError } from '../shared/errors.ts';
 import { decodeCursor, encodeCursor, matches, runQuery } from '../shared/query.ts';
 import type { AnyWrite, Cond, Page, Query, Store, StoreProvider } from '../shared/store.ts';
 import { Params, condSql, cursorSql, orderSql } from './cond-sql.ts';
@@ -281,6 +281,12 @@ class WorkspaceQueue {
   }
 }
 
+/** Calls that share one transaction at most (group commit, see PgDatabase.withStore). */
+const MAX_BATCH = 32;
+
+type Job = { fn: (store: Store, tx: SqlExecutor) => Promise<unknown>; resolve: (value: unknown) => void; reject: (error: unknown) => void };
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
 /** Per open database, like the listeners: every PgDatabase over it shares the queue. */
 const queuesOf = new WeakMap<SqlDatabase, WorkspaceQueue>();
 
@@ -316,28 +322,144 @@ export class PgDatabase implements StoreProvider {
 
   /** Runs fn in one transaction with a workspace-scoped Store that holds the workspace's writer lock
    * from the start (mutating work only; reads use withReadStore); its commits become durable
-   * together. */
-  async withStore<T>(workspaceId: string, fn: (store: Store, tx: SqlExecutor) => Promise<T>): Promise<T> {
+   * together.
+   *
+   * `batch: true` (operations from the HTTP API, on PostgreSQL) lets calls that arrive while this
+   * workspace's writer is busy share the next transaction (group commit): they run one after the
+   * other under the same lock, each seeing the writes of those before it, and one COMMIT makes them
+   * durable together, so a workspace's write rate is not bounded by one fsync per call. A call that
+   * fails with a DomainError before writing leaves the others untouched; any other failure (a failed
+   * statement aborts a PostgreSQL transaction) rolls the shared transaction back and each of its
+   * calls runs again in a transaction of its own. Only pure calls may batch: fn must be safe to run
+   * again, and must not write through `tx` on its own. */
+  async withStore<T>(workspaceId: string, fn: (store: Store, tx: SqlExecutor) => Promise<T>, opts: { batch?: boolean } = {}): Promise<T> {
+    if (opts.batch && this.sql.kind === 'postgres') {
+      return new Promise<T>((resolve, reject) => {
+        let q = this.pending.get(workspaceId);
+        if (!q) {
+          q = [];
+          this.pending.set(workspaceId, q);
+        }
+        q.push({ fn: fn as Job['fn'], resolve: resolve as Job['resolve'], reject });
+        void this.drain(workspaceId);
+      });
+    }
     // Writers of one workspace in this process queue here rather than each holding a pooled
     // connection while it waits for the database lock (which still orders them across processes).
     const release = await this.writers.acquire(workspaceId);
-    let store: PgStore | undefined;
-    let applied = false;
-    let out: T;
+    try {
+      const [outcome] = await this.runTransaction(workspaceId, [fn as Job['fn']], release);
+      if (!outcome) throw new Error('The transaction ran no call.');
+      if (!outcome.ok) throw outcome.error;
+      return outcome.value as T;
+    } finally {
+      release();
+    }
+  }
+
+  /** Calls waiting for their workspace's next shared transaction. */
+  private readonly pending = new Map<string, Job[]>();
+  private readonly draining = new Set<string>();
+
+  /** Runs the workspace's waiting calls, up to MAX_BATCH per transaction, until none is left. */
+  private async drain(workspaceId: string): Promise<void> {
+    if (this.draining.has(workspaceId)) return;
+    this.draining.add(workspaceId);
+    try {
+      for (;;) {
+        const q = this.pending.get(workspaceId);
+        if (!q || q.length === 0) {
+          this.pending.delete(workspaceId);
+          return;
+        }
+        const release = await this.writers.acquire(workspaceId);
+        // Whatever arrived while this one waited for the lock shares its transaction.
+        const jobs = q.splice(0, MAX_BATCH);
+        try {
+          let outcomes: Outcome[];
+          try {
+            outcomes = await this.runTransaction(workspaceId, jobs.map((j) => j.fn), null);
+          } catch (e) {
+            if (jobs.length === 1) throw e;
+            // The shared transaction rolled back: each call again, alone.
+            outcomes = [];
+            for (const j of jobs) {
+              outcomes.push(
+                await this.runTransaction(workspaceId, [j.fn], null).then(
+                  (o) => o[0] ?? { ok: false, error: new Error('The transaction ran no call.') },
+                  (error: unknown) => ({ ok: false, error }) as const,
+                ),
+              );
+            }
+          }
+          jobs.forEach((j, i) => {
+            const o = outcomes[i];
+            if (o?.ok) j.resolve(o.value);
+            else j.reject(o ? o.error : new Error('The transaction ran no call.'));
+          });
+        } catch (e) {
+          for (const j of jobs) j.reject(e);
+        } finally {
+          release();
+        }
+      }
+    } finally {
+      this.draining.delete(workspaceId);
+    }
+  }
+
+  /** One transaction under the workspace's writer lock running `fns` in order, each with a Store of
+   * its own. A DomainError from a call that wrote nothing is that call's outcome; anything else
+   * rolls the whole transaction back (the promise rejects). Commit events are emitted after COMMIT. */
+  private async runTransaction(workspaceId: string, fns: Job['fn'][], release: (() => void) | null): Promise<Outcome[]> {
     const cache = this.cache;
     const validated = cache?.mode === 'validated';
+    const stores: PgStore[] = [];
+    let applied = false;
+    let outcomes: Outcome[];
     try {
-      out = await this.sql.transaction(
+      outcomes = await this.sql.transaction(
         async (tx, first) => {
-          store = new PgStore(tx, workspaceId, cache, this.sql.kind === 'postgres', validated ? parseVersions(first) : null);
-          store.locked = true;
-          const result = await fn(store, tx);
+          const versions = validated ? parseVersions(first) : null;
+          let failed = false;
+          // A statement that failed has aborted the transaction on PostgreSQL.
+          const guarded: SqlExecutor = {
+            query: <R>(text: string, params?: readonly unknown[]) =>
+              tx.query<R>(text, params).catch((e: unknown) => {
+                failed = true;
+                throw e;
+              }),
+          };
+          const out: Outcome[] = [];
+          for (const fn of fns) {
+            const store = new PgStore(fns.length > 1 ? guarded : tx, workspaceId, cache, this.sql.kind === 'postgres', versions ? new Map(versions) : null);
+            store.locked = true;
+            // Statements a call runs itself (not through its Store) may have written: if it then
+            // fails, only a rollback of the whole transaction takes them back.
+            let direct = false;
+            const own: SqlExecutor = {
+              query: <R>(text: string, params?: readonly unknown[]) => {
+                direct = true;
+                return guarded.query<R>(text, params);
+              },
+            };
+            try {
+              out.push({ ok: true, value: await fn(store, fns.length > 1 ? own : tx) });
+              stores.push(store);
+              // Later calls read what this one wrote from SQL, not from a copy of the version before.
+              for (const w of store.writes) versions?.delete(w.collection);
+            } catch (error) {
+              if (fns.length === 1 || failed || direct || store.writes.length > 0 || !isDomainError(error)) throw error;
+              out.push({ ok: false, error });
+            }
+          }
           // Still inside the transaction: no other transaction can run before COMMIT (PGlite).
-          if (cache?.mode === 'exclusive' && store.writes.length > 0) {
-            cache.apply(workspaceId, store.writes);
+          const writes = stores.flatMap((st) => st.writes);
+          if (cache?.mode === 'exclusive' && writes.length > 0) {
+            cache.apply(workspaceId, writes);
             applied = true;
           }
-          return result;
+          return out;
         },
         // The writer lock from the first statement: everything fn reads to decide its writes is
         // read under it, so no other writer of this workspace can invalidate it before COMMIT.
@@ -345,17 +467,15 @@ export class PgDatabase implements StoreProvider {
           lock: { classId: WRITER_LOCK_CLASS, key: workspaceId },
           ...(validated ? { first: versionsSql(quoteLiteral(workspaceId)) } : {}),
           // The next writer's BEGIN travels while this COMMIT is flushed; the lock orders them.
-          onEnd: release,
+          ...(release ? { onEnd: release } : {}),
         },
       );
     } catch (e) {
       if (applied) cache?.invalidate(workspaceId);
       throw e;
-    } finally {
-      release();
     }
-    if (store) for (const e of store.committed) this.emit(e);
-    return out;
+    for (const store of stores) for (const e of store.committed) this.emit(e);
+    return outcomes;
   }
 
   /** Like withStore for calls that only read (a read-only snapshot on Postgres, no lock). On PGlite a
