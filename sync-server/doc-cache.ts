@@ -68,17 +68,19 @@ class Entry implements CachedDocs {
 const MAX_VALIDATED = 2000;
 
 /** The statement (no parameters) that reads the version of every cached collection of a workspace:
- * one index probe each (documents_pull is ordered by seq). */
+ * one index probe each (documents_pull is ordered by seq), through a PL/pgSQL function whose plan
+ * each connection keeps (012_collection_versions.sql). */
 export function versionsSql(workspaceLiteral: string): string {
-  const cols = [...CACHED_COLLECTIONS].map((c) => `(SELECT max(seq) FROM documents WHERE collection = '${c}' AND workspace_id = ${workspaceLiteral}) AS "${c}"`);
-  return `SELECT ${cols.join(', ')}`;
+  const cols = [...CACHED_COLLECTIONS].map((c) => `'${c}'`).join(', ');
+  return `SELECT collection, version FROM crm_collection_versions(${workspaceLiteral}, ARRAY[${cols}])`;
 }
 
-/** Versions by collection from the row of versionsSql (an empty collection is version 0). */
+/** Versions by collection from the rows of versionsSql (an empty collection is version 0). */
 export function parseVersions(rows: readonly Record<string, unknown>[]): Map<CollectionName, number> {
-  const row = rows[0] ?? {};
+  const found = new Map<string, number>();
+  for (const r of rows) found.set(String(r.collection), Number(r.version ?? 0));
   const out = new Map<CollectionName, number>();
-  for (const c of CACHED_COLLECTIONS) out.set(c, Number(row[c] ?? 0));
+  for (const c of CACHED_COLLECTIONS) out.set(c, found.get(c) ?? 0);
   return out;
 }
 

@@ -36,15 +36,19 @@ export async function migrate(db: SqlDatabase, migrations = loadMigrations()): P
   return applied;
 }
 
-/** Splits a migration on semicolons that end a line, skipping comment lines. Migrations keep to that
- * shape (no function bodies), which keeps this simple and predictable. */
+/** Splits a migration on semicolons that end a line, skipping comment lines outside function
+ * bodies; a `$$`-quoted body (a PL/pgSQL function) is kept whole. Migrations keep to that shape,
+ * which keeps this simple and predictable. */
 export function splitStatements(sql: string): string[] {
-  const lines = sql.split('\n').filter((l) => !/^\s*--/.test(l));
   const out: string[] = [];
   let cur: string[] = [];
-  for (const line of lines) {
+  let inBody = false;
+  for (const line of sql.split('\n')) {
+    if (!inBody && /^\s*--/.test(line)) continue;
     cur.push(line);
-    if (/;\s*$/.test(line)) {
+    // Each `$$` opens or closes a body.
+    if ((line.match(/\$\$/g) ?? []).length % 2 === 1) inBody = !inBody;
+    if (!inBody && /;\s*$/.test(line)) {
       const stmt = cur.join('\n').trim().replace(/;\s*$/, '');
       if (stmt) out.push(stmt);
       cur = [];
