@@ -158,6 +158,49 @@ function lowerBound(list: readonly Json[], probe: Json, cmp: Cmp): number {
 
 type Pred = (doc: Json) => boolean;
 
+/** A range on the first sort key (ascending, not folded) taken from the query's top-level `and`:
+ * the documents it admits are one stretch of that sort order, so a scan can start at the stretch
+ * and stop at its end (the runner's "due now" query reads only what is due). Null when the query
+ * has no upper bound there. */
+function sortedRange(where: Cond | undefined, orderBy: readonly Sort[]): { get: Getter; from: (v: unknown) => boolean; past: (v: unknown) => boolean } | null {
+  const first = orderBy[0];
+  if (!where || !first || first.dir !== 'asc' || first.collate === 'text') return null;
+  const conds: Cond[] = [];
+  const flatten = (c: Cond): void => {
+    if (c.op === 'and') c.conds.forEach(flatten);
+    else conds.push(c);
+  };
+  flatten(where);
+  let past: ((v: unknown) => boolean) | null = null;
+  let from: (v: unknown) => boolean = (v) => v !== null && v !== undefined;
+  for (const c of conds) {
+    if ((c.op === 'lt' || c.op === 'lte') && c.field === first.field) {
+      const bound = c.value;
+      const strict = c.op === 'lt';
+      const previous: ((v: unknown) => boolean) | null = past;
+      past = (v: unknown): boolean => (previous?.(v) ?? false) || (strict ? compareValues(v, bound) >= 0 : compareValues(v, bound) > 0);
+    } else if ((c.op === 'gt' || c.op === 'gte') && c.field === first.field) {
+      const bound = c.value;
+      const strict = c.op === 'gt';
+      const previous: (v: unknown) => boolean = from;
+      from = (v: unknown): boolean => previous(v) && (strict ? compareValues(v, bound) > 0 : compareValues(v, bound) >= 0);
+    }
+  }
+  return past ? { get: getter(first.field), from, past } : null;
+}
+
+/** First index at which `ok` holds, for a predicate that, once true along the list, stays true. */
+function firstWhere(list: readonly Json[], ok: (doc: Json) => boolean): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (ok(list[mid] as Json)) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
 /** Sort orders kept per collection. */
 const MAX_SORTED = 8;
 
@@ -691,9 +734,24 @@ class RxdbStore implements Store {
     if (limit !== undefined && limit <= 0) return { docs: [], nextCursor: null };
 
     let list: Json[] | null = null;
-    const cands = candidates(view, q.where);
+    const range = sortedRange(q.where, orderBy);
+    const cands = range ? null : candidates(view, q.where);
     const text = limit !== undefined && textConjunct(q.where) !== null;
-    if (cands && (limit === undefined || cands.length <= QUERY_TUNING.smallCandidates)) list = this.sortHits(cands, pred, orderBy, cursor);
+    if (range) {
+      // Only the stretch of the sort order the range admits: nulls and values before it are skipped
+      // by binary search (a lower bound only ever grows along an ascending order), and the scan
+      // stops at the first value past the upper bound.
+      const { cmp, docs } = view.sortedBy(orderBy);
+      let i = Math.max(cursor ? upperBound(docs, cursorProbe(cursor, orderBy), cmp) : 0, firstWhere(docs, (d) => range.from(range.get(d))));
+      const want = limit === undefined ? Infinity : limit + 1;
+      const found: Json[] = [];
+      for (; i < docs.length && found.length < want; i++) {
+        const d = docs[i] as Json;
+        if (range.past(range.get(d))) break;
+        if (pred(d)) found.push(d);
+      }
+      list = found;
+    } else if (cands && (limit === undefined || cands.length <= QUERY_TUNING.smallCandidates)) list = this.sortHits(cands, pred, orderBy, cursor);
     else if (limit === undefined && !view.hasSorted(orderBy)) {
       // Every match is wanted and the sort order is not built (a large write set it aside): sorting
       // the matches costs less than sorting the whole collection (an import's lookups after each

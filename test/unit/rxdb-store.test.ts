@@ -93,6 +93,16 @@ const WHERES: (Cond | undefined)[] = [
   { op: 'gte', field: 'rankingScore', value: 15 },
   { op: 'lte', field: 'fullName', value: 'C' },
   { op: 'gt', field: 'followUpAt', value: '2026-12-15T00:00:00.000Z' },
+  // Ranges on the first sort key (followUpAt ascending below) are scanned as one stretch of it.
+  { op: 'lte', field: 'followUpAt', value: '2026-12-10T00:00:00.000Z' },
+  {
+    op: 'and',
+    conds: [
+      { op: 'gte', field: 'followUpAt', value: '2026-12-05T00:00:00.000Z' },
+      { op: 'lt', field: 'followUpAt', value: '2026-12-20T00:00:00.000Z' },
+      { op: 'eq', field: 'doNotContact', value: false },
+    ],
+  },
   { op: 'contains', fields: ['firstName', 'lastName', 'email', 'company'], value: 'ann' },
   { op: 'contains', fields: ['firstName', 'lastName'], value: 'ÄNG' },
   { op: 'contains', fields: ['fullName'], value: '' },
