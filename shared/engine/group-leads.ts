@@ -73,13 +73,15 @@ export function createGroupStarter(core: RunnerCore) {
 
   /** Leads of the group with no enrollment in the campaign (a full read of the group). */
   async function fullLook(c: Campaign, nowIso: string): Promise<Pool> {
-    const [{ docs: leads }, { docs: mine }] = await Promise.all([
-      store.query('leads', { where: { op: 'has', field: 'groupIds', value: c.leadGroupId } }),
-      store.query('enrollments', { where: eq('campaignId', c.id) }),
-    ]);
+    const { docs: mine } = await store.query('enrollments', { where: eq('campaignId', c.id) });
     const enrolled = new Set(mine.map((e) => e.leadId));
+    // Only the group's leads not enrolled yet are read (and copied): in a campaign under way that is
+    // a small part of its list.
+    const { docs: leads } = await store.query('leads', {
+      where: and({ op: 'has', field: 'groupIds', value: c.leadGroupId }, { op: 'not', cond: { op: 'in', field: 'id', values: [...enrolled] } }),
+    });
     const candidates = new Map<string, { id: string; createdAt: string }>();
-    for (const l of leads) if (!enrolled.has(l.id)) candidates.set(l.id, { id: l.id, createdAt: l.createdAt });
+    for (const l of leads) candidates.set(l.id, { id: l.id, createdAt: l.createdAt });
     return { candidates, enrolled, lookedAt: nowIso, fullAt: Date.parse(nowIso) };
   }
 
