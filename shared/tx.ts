@@ -49,14 +49,16 @@ export class Tx implements StoreReader {
    * write) is fetched by settle(), many ids per read, instead of one read per write. */
   private readonly unread = new Map<Key, { collection: CollectionName; id: string }>();
   private readonly deferBase: boolean;
+  private readonly readOnly: boolean;
 
   /** `deferBase`: a put or remove of an unread document does not read it at once; settle() reads
    * them all before writes() (an import of 1,000 new leads: one read instead of 1,000). */
   constructor(
     readonly store: Store,
-    opts: { deferBase?: boolean } = {},
+    opts: { deferBase?: boolean; readOnly?: boolean } = {},
   ) {
     this.deferBase = opts.deferBase === true;
+    this.readOnly = opts.readOnly === true;
   }
 
   get workspaceId(): string {
@@ -64,6 +66,9 @@ export class Tx implements StoreReader {
   }
 
   private remember(c: CollectionName, id: string, doc: unknown): void {
+    // A read-only call never writes, so it needs no before-images (a search would serialise every
+    // lead of its page again for nothing).
+    if (this.readOnly) return;
     const k = key(c, id);
     if (!this.base.has(k)) this.base.set(k, doc === null ? null : (documentJson.get(doc as object) ?? JSON.stringify(doc)));
   }

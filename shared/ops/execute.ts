@@ -63,7 +63,7 @@ export async function execute(name: string, rawInput: unknown, env: ExecEnv): Pr
   }
 
   const dryRun = op.dryRun && input.dryRun === true;
-  const tx = new Tx(env.store, { deferBase: true });
+  const tx = new Tx(env.store, { deferBase: true, readOnly: !op.mutates });
   const ctx: Ctx = {
     actor: env.actor,
     clock: env.clock,
