@@ -45,40 +45,30 @@ export class MemoryDatabase implements StoreProvider {
 
   /** @internal The ordered index of a range-queried timestamp field (see RANGE_INDEXED). */
   orderedIndex(c: CollectionName, field: string): OrderedIndex | null {
-    if (!RANGE_INDEXED[c]?.includes(field)) return null;
-    const key = `${c}|${field}`;
-    let ix = this.ordered.get(key);
-    if (!ix) {
-      ix = new OrderedIndex(field);
-      for (const [id, r] of this.table(c)) if (!r.deleted) ix.add(id, r.doc);
-      this.ordered.set(key, ix);
-    }
-    return ix;
+    return RANGE_INDEXED[c]?.includes(field) ? this.built(this.ordered, c, field, () => new OrderedIndex(field)) : null;
   }
 
   /** @internal The hash index of an equality-queried lookup field (see EQ_INDEXED). */
   hashIndex(c: CollectionName, field: string): HashIndex | null {
-    if (!EQ_INDEXED[c]?.includes(field)) return null;
+    return EQ_INDEXED[c]?.includes(field) ? this.built(this.hashed, c, field, () => new HashIndex(field)) : null;
+  }
+
+  /** An index of `c` by `field`, filled with the live documents the first time it is asked for. */
+  private built<I extends FieldIndex>(indexes: Map<string, I>, c: CollectionName, field: string, make: () => I): I {
     const key = `${c}|${field}`;
-    let ix = this.hashed.get(key);
+    let ix = indexes.get(key);
     if (!ix) {
-      ix = new HashIndex(field);
+      ix = make();
       for (const [id, r] of this.table(c)) if (!r.deleted) ix.add(id, r.doc);
-      this.hashed.set(key, ix);
+      indexes.set(key, ix);
     }
     return ix;
   }
 
   /** @internal Keeps the built indexes of a collection in step with a committed write. */
   reindex(c: CollectionName, id: string, before: unknown, after: unknown): void {
-    for (const field of RANGE_INDEXED[c] ?? []) {
-      const ix = this.ordered.get(`${c}|${field}`);
-      if (!ix) continue;
-      if (before !== null) ix.remove(id, before);
-      if (after !== null) ix.add(id, after);
-    }
-    for (const field of EQ_INDEXED[c] ?? []) {
-      const ix = this.hashed.get(`${c}|${field}`);
+    const built = [...(RANGE_INDEXED[c] ?? []).map((f) => this.ordered.get(`${c}|${f}`)), ...(EQ_INDEXED[c] ?? []).map((f) => this.hashed.get(`${c}|${f}`))];
+    for (const ix of built) {
       if (!ix) continue;
       if (before !== null) ix.remove(id, before);
       if (after !== null) ix.add(id, after);
@@ -189,6 +179,20 @@ const RANGE_INDEXED: Partial<Record<CollectionName, readonly string[]>> = {
   leads: ['updatedAt'],
 };
 
+/** An index of one field's string values (documents without one are left out: a string equality or
+ * range never matches them). */
+abstract class FieldIndex {
+  constructor(private readonly field: string) {}
+
+  protected valueOf(doc: unknown): string | null {
+    const v = doc !== null && typeof doc === 'object' ? (doc as Record<string, unknown>)[this.field] : undefined;
+    return typeof v === 'string' ? v : null;
+  }
+
+  abstract add(id: string, doc: unknown): void;
+  abstract remove(id: string, doc: unknown): void;
+}
+
 /** Lookup fields queried by equality (a chat's messages, a message by its network id, the queued
  * messages, a lead's or a campaign's enrollments, a lead's activities); each gets a hash index on
  * first use. */
@@ -212,14 +216,9 @@ function lookupOf(where: Cond, index: (field: string) => HashIndex | null): Iter
 
 /** Ids by the string value of one field; documents without a string value are not in it (an
  * equality with a string never matches them). */
-class HashIndex {
+class HashIndex extends FieldIndex {
   private readonly buckets = new Map<string, Set<string>>();
-  constructor(private readonly field: string) {}
 
-  private valueOf(doc: unknown): string | null {
-    const v = doc !== null && typeof doc === 'object' ? (doc as Record<string, unknown>)[this.field] : undefined;
-    return typeof v === 'string' ? v : null;
-  }
 
   add(id: string, doc: unknown): void {
     const v = this.valueOf(doc);
@@ -270,14 +269,9 @@ function rangeOf(where: Cond): Range | null {
  * in it (a range condition never matches them). A B-tree keyed by `value NUL id`: NUL sorts before
  * every other character, so the keys order by value, then id, and a write costs O(log n) (sorted
  * arrays cost a memmove of the whole index per write: a third of the runner's simulated day). */
-class OrderedIndex {
+class OrderedIndex extends FieldIndex {
   private readonly tree: SortedBTree<string, string> = new BTree<string, string>();
-  constructor(private readonly field: string) {}
 
-  private valueOf(doc: unknown): string | null {
-    const v = doc !== null && typeof doc === 'object' ? (doc as Record<string, unknown>)[this.field] : undefined;
-    return typeof v === 'string' ? v : null;
-  }
 
   add(id: string, doc: unknown): void {
     const v = this.valueOf(doc);
