@@ -94,6 +94,9 @@ function eqSql(f: Field, value: Scalar, p: Params): string {
   }
 }
 
+/** Lists longer than this are matched as a set (see inSql). */
+const LONG_IN_LIST = 64;
+
 function inSql(f: Field, values: readonly Scalar[], p: Params): string {
   const parts: string[] = [];
   if (values.includes(null)) parts.push(eqSql(f, null, p));
@@ -104,7 +107,11 @@ function inSql(f: Field, values: readonly Scalar[], p: Params): string {
     const want = f.kind === 'text' ? 'string' : f.kind;
     const same = rest.filter((v) => typeof v === want);
     const cast = f.kind === 'text' ? 'text[]' : f.kind === 'number' ? 'float8[]' : 'boolean[]';
-    if (same.length > 0) parts.push(`${f.value} = ANY(${p.add(same)}::${cast})`);
+    // A long list as a set to join against: `= ANY(array)` makes the planner estimate every
+    // element against the column's statistics (97 ms to plan 10,000 profile URLs, then a parallel
+    // scan), a subquery is planned once (2 ms) and probes the index per value.
+    if (same.length > LONG_IN_LIST) parts.push(`${f.value} IN (SELECT unnest(${p.add(same)}::${cast}))`);
+    else if (same.length > 0) parts.push(`${f.value} = ANY(${p.add(same)}::${cast})`);
   }
   if (parts.length === 0) return FALSE;
   return parts.length === 1 ? (parts[0] as string) : `(${parts.join(' OR ')})`;

@@ -81,6 +81,10 @@ const CONDS: Record<string, Cond> = {
   'in numbers': { op: 'in', field: 'leadFitScore', values: [0, 100, 'x'] },
   'in ids': { op: 'in', field: 'id', values: [uid(1), uid(3), uid(70), 'nope'] },
   'in empty': { op: 'in', field: 'id', values: [] },
+  // Longer than LONG_IN_LIST (cond-sql.ts): matched as a set instead of `= ANY`.
+  'in long list of ids, with null': { op: 'in', field: 'id', values: [null, ...Array.from({ length: 80 }, (_, i) => uid(i * 2 + 1)), 'nope'] },
+  'not in long list of ids': { op: 'not', cond: { op: 'in', field: 'id', values: Array.from({ length: 70 }, (_, i) => uid(i + 1)) } },
+  'in long list of numbers': { op: 'in', field: 'rankingScore', values: Array.from({ length: 100 }, (_, i) => i / 10) },
   'lt string': { op: 'lt', field: 'createdAt', value: '2026-10-08T00:00:00.000Z' },
   'lte string': { op: 'lte', field: 'firstName', value: 'Bea' },
   'gt number': { op: 'gt', field: 'rankingScore', value: 50 },
