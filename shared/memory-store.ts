@@ -1,5 +1,6 @@
 /** An in-memory Store for tests and simulations: the reference behaviour of the Store port. */
 import SortedBTree from 'sorted-btree';
+import { cloneJson } from './json-clone.ts';
 import type { CollectionName, Docs } from './model/index.ts';
 import type { AnyWrite, Cond, Page, Query, Store, StoreProvider } from './store.ts';
 import { DomainError } from './errors.ts';
@@ -120,7 +121,7 @@ class MemoryStore implements Store {
   async get<C extends CollectionName>(c: C, id: string): Promise<Docs[C] | null> {
     const r = this.db.rows(c).get(id);
     if (!r || r.deleted || (r.doc as { workspaceId: string }).workspaceId !== this.workspaceId) return null;
-    return structuredClone(r.doc) as Docs[C];
+    return cloneJson(r.doc) as Docs[C];
   }
 
   async getMany<C extends CollectionName>(c: C, ids: readonly string[]): Promise<Docs[C][]> {
@@ -135,7 +136,7 @@ class MemoryStore implements Store {
   async query<C extends CollectionName>(c: C, q?: Query): Promise<Page<Docs[C]>> {
     // Filtered while scanning; runQuery then sorts and pages the (usually small) match set.
     const page = runQuery(this.live(c, q?.where), q);
-    return { docs: page.docs.map((d) => structuredClone(d)), nextCursor: page.nextCursor };
+    return { docs: page.docs.map((d) => cloneJson(d)), nextCursor: page.nextCursor };
   }
 
   async count<C extends CollectionName>(c: C, where?: Cond): Promise<number> {
@@ -161,7 +162,7 @@ class MemoryStore implements Store {
       const prev = t.get(w.id);
       const before = prev && !prev.deleted ? prev.doc : null;
       if (w.after) {
-        const doc = structuredClone(w.after);
+        const doc = cloneJson(w.after);
         t.set(w.id, { doc, deleted: false });
         this.db.reindex(w.collection, w.id, before, doc);
       } else if (prev) {

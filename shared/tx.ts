@@ -2,6 +2,7 @@
  * rules and committed together (or discarded for a dry run). */
 import type { CollectionName, Docs } from './model/index.ts';
 import type { AnyWrite, Cond, Page, Query, Store, StoreReader } from './store.ts';
+import { cloneJson } from './json-clone.ts';
 import { fieldValue, matches, runQuery } from './query.ts';
 
 /** Stores that build the documents they return from JSON text may record that text here, so a Tx
@@ -122,7 +123,7 @@ export class Tx implements StoreReader {
 
   async get<C extends CollectionName>(c: C, id: string): Promise<Docs[C] | null> {
     const s = this.stagedOf(c).get(id);
-    if (s) return s.after === null ? null : (structuredClone(s.after) as Docs[C]);
+    if (s) return s.after === null ? null : (cloneJson(s.after) as Docs[C]);
     // Read before by this unit of work: the same state again, without asking the store (rules read
     // each written document's lead or campaign, which the operation has usually read already).
     const known = this.base.get(key(c, id));
@@ -162,7 +163,7 @@ export class Tx implements StoreReader {
       if (!mine.has(id)) byId.set(id, d);
     }
     for (const s of this.candidates(c, q.where)) {
-      if (s.after !== null && matches(s.after, q.where)) byId.set(s.id, structuredClone(s.after) as Docs[C]);
+      if (s.after !== null && matches(s.after, q.where)) byId.set(s.id, cloneJson(s.after) as Docs[C]);
     }
     return runQuery(byId.values(), q);
   }
@@ -185,7 +186,7 @@ export class Tx implements StoreReader {
   async put<C extends CollectionName>(c: C, doc: Docs[C]): Promise<void> {
     const id = (doc as { id: string }).id;
     await this.baseOf(c, id);
-    this.stage(c, id, structuredClone(doc));
+    this.stage(c, id, cloneJson(doc));
   }
 
   /** Stages a soft delete. */

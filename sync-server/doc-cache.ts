@@ -12,6 +12,7 @@
  * identifies its state. Each transaction reads those highest seqs in its first round trip (with
  * BEGIN and the lock: VERSIONS_SQL) and uses a copy only when it was loaded at exactly that seq;
  * otherwise it loads the collection again inside the same transaction. */
+import { cloneJson } from '../shared/json-clone.ts';
 import type { CollectionName } from '../shared/model/index.ts';
 import type { AnyWrite } from '../shared/store.ts';
 import { documentJson } from '../shared/tx.ts';
@@ -22,20 +23,6 @@ import type { SqlDatabase, SqlExecutor } from './db.ts';
 export const CACHED_COLLECTIONS: ReadonlySet<CollectionName> = new Set<CollectionName>(['workspaces', 'members', 'stages', 'tags', 'leadGroups', 'campaigns', 'senders']);
 
 const key = (workspaceId: string, c: CollectionName): string => `${workspaceId}/${c}`;
-
-/** A copy of a plain JSON value. About three times faster than JSON.parse and seven times faster
- * than structuredClone on campaign documents, which list operations copy on every request. */
-export function cloneJson<T>(v: T): T {
-  if (v === null || typeof v !== 'object') return v;
-  if (Array.isArray(v)) {
-    const out: unknown[] = new Array(v.length);
-    for (let i = 0; i < v.length; i++) out[i] = cloneJson(v[i] as unknown);
-    return out as T;
-  }
-  const out: Record<string, unknown> = {};
-  for (const k of Object.keys(v)) out[k] = cloneJson((v as Record<string, unknown>)[k]);
-  return out as T;
-}
 
 /** A cached collection: the documents (for matching and sorting; never handed out), copied for
  * each reader, and their JSON text, which a Tx takes instead of serialising the copy again. */

@@ -20,6 +20,7 @@ import { DomainError } from '../../shared/errors.ts';
 import type { CollectionName, Docs } from '../../shared/model/index.ts';
 import { compareValues, decodeCursor, encodeCursor } from '../../shared/query.ts';
 import type { AnyWrite, Cond, Page, Query, Sort, Store, StoreProvider } from '../../shared/store.ts';
+import { cloneJson } from '../../shared/json-clone.ts';
 import { foldForSort } from '../../shared/text-sort.ts';
 import { AtomicWriteConflict, persistedInstanceOf, writeAtomically } from './storage/persisted-memory.ts';
 import type { PersistedMemoryInstance } from './storage/persisted-memory.ts';
@@ -35,15 +36,6 @@ export function stripRxFields(raw: Json): Json {
   const out: Json = {};
   for (const k of Object.keys(raw)) if (!RX_FIELDS.has(k)) out[k] = raw[k];
   return out;
-}
-
-/** Deep copy of JSON data; faster than structuredClone for plain documents. */
-function cloneJson<T>(v: T): T {
-  if (v === null || typeof v !== 'object') return v;
-  if (Array.isArray(v)) return v.map((x: unknown) => cloneJson(x)) as T;
-  const out: Json = {};
-  for (const k of Object.keys(v)) out[k] = cloneJson((v as Json)[k]);
-  return out as T;
 }
 
 /** A copy of a stored document as the Store port hands it out: without RxDB's fields. */
