@@ -11,7 +11,7 @@ import type { StoreReader } from '../shared/store.ts';
 import { createHttpConnector } from './http-connector.ts';
 import type { HttpConnectorChannel } from './http-connector.ts';
 import { createImapChannel, imapConfig } from './imap.ts';
-import type { ImapChannel, InboundMatch, InboundMatcher } from './imap.ts';
+import type { ImapChannel, ImapChannelOptions, InboundMatch, InboundMatcher } from './imap.ts';
 import { createSmtpChannel, smtpMessageId } from './smtp.ts';
 import type { SmtpChannel, SmtpChannelOptions } from './smtp.ts';
 
@@ -33,7 +33,7 @@ export type HostChannelsOptions = {
   now?: () => number;
   log?: (line: string) => void;
   /** How connections are made (the sync server refuses its own network: sync-server/sender-hosts.ts). */
-  network?: { fetch?: typeof fetch; smtpGetSocket?: SmtpChannelOptions['getSocket'] };
+  network?: { fetch?: typeof fetch; smtpGetSocket?: SmtpChannelOptions['getSocket']; imapLookup?: ImapChannelOptions['lookup'] };
 };
 
 export type HostChannels = {
@@ -106,6 +106,7 @@ export function createHostChannels(opts: HostChannelsOptions): HostChannels {
     ...(opts.imap ?? {}),
     ...(opts.now ? { now: opts.now } : {}),
     ...(opts.log ? { log: opts.log } : {}),
+    ...(opts.network?.imapLookup ? { lookup: opts.network.imapLookup } : {}),
     matcher: storeMatcher(opts.store),
     async passwordFor(sender) {
       const own = opts.imapPasswordFor ? await opts.imapPasswordFor(sender) : null;

@@ -19,6 +19,7 @@
  * changed, looks back over the last days; a reply already recorded (same Message-ID) is not
  * recorded twice.
  */
+import type { LookupFunction } from 'node:net';
 import { ImapFlow } from 'imapflow';
 import type { FetchMessageObject } from 'imapflow';
 import { simpleParser } from 'mailparser';
@@ -74,6 +75,9 @@ export type ImapChannelOptions = {
   batch?: number;
   now?: () => number;
   log?: (line: string) => void;
+  /** How the IMAP socket resolves its host (the sync server refuses non-public addresses at connect
+   * time: sync-server/sender-hosts.ts guardedLookup). */
+  lookup?: LookupFunction;
 };
 
 type Watch = {
@@ -143,6 +147,8 @@ export function createImapChannel(opts: ImapChannelOptions): ImapChannel {
     return new ImapFlow({
       host: cfg.host, port: cfg.port, secure: cfg.secure,
       auth: { user: cfg.user, pass: password ?? '' },
+      // ImapFlow passes its `tls` options to net.connect / tls.connect, which resolve with `lookup`.
+      ...(opts.lookup ? { tls: { lookup: opts.lookup } } : {}),
       logger: false,
       connectionTimeout: timeout, greetingTimeout: timeout, socketTimeout: Math.max(timeout, 60_000),
       // IDLE soon after each command, so new mail is announced between two ticks.

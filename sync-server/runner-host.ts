@@ -33,7 +33,7 @@ import { CredentialUnreadable } from './credentials.ts';
 import type { ServerCredentials } from './credentials.ts';
 import type { SqlDatabase } from './db.ts';
 import { PgDatabase } from './pg-store.ts';
-import { guardChannelHost, guardedFetch, guardedSmtpSocket, privateHostsAllowed } from './sender-hosts.ts';
+import { guardChannelHost, guardedFetch, guardedLookup, guardedSmtpSocket, privateHostsAllowed } from './sender-hosts.ts';
 import type { SenderHostPolicy } from './sender-hosts.ts';
 
 /** The channels whose network calls a server can make for its users. */
@@ -125,7 +125,7 @@ export function createServerRunner(opts: ServerRunnerOptions): ServerRunner {
     const hostChannels = createHostChannels({
       store,
       // Checked again when connecting, against names that resolve elsewhere by then (DNS rebinding).
-      network: { fetch: guardedFetch(senderHosts), smtpGetSocket: guardedSmtpSocket(senderHosts) },
+      network: { fetch: guardedFetch(senderHosts), smtpGetSocket: guardedSmtpSocket(senderHosts), ...(senderHosts.allowPrivate ? {} : { imapLookup: guardedLookup(senderHosts) }) },
       ...(opts.channelTimeoutMs !== undefined ? { timeoutMs: opts.channelTimeoutMs } : {}),
       ...(opts.imap ? { imap: opts.imap } : {}),
       now: () => clock.now().getTime(),

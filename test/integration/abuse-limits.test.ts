@@ -3,6 +3,7 @@
  * dropped when a client does not read, logs without documents or keys, and log tables kept bounded. */
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import nodemailer from 'nodemailer';
@@ -24,7 +25,8 @@ import { createMetrics } from '../../sync-server/metrics.ts';
 import { PgDatabase } from '../../sync-server/pg-store.ts';
 import { StreamHub } from '../../sync-server/replication.ts';
 import { nodeSecrets } from '../../sync-server/secrets.ts';
-import { blockedReason, checkHost, guardChannelHost, guardedFetch, guardedSmtpSocket } from '../../sync-server/sender-hosts.ts';
+import { blockedReason, checkHost, guardChannelHost, guardedFetch, guardedLookup, guardedSmtpSocket } from '../../sync-server/sender-hosts.ts';
+import { createImapChannel } from '../../channels/imap.ts';
 import { FakeClock, makeHarness, seededRandom } from '../support/harness.ts';
 import { BACKENDS, openMigrated, testDatabase } from './support/db.ts';
 import { createTeam, startTestServer } from './support/server.ts';
@@ -351,6 +353,38 @@ describe('server-hosted senders cannot reach the server network', () => {
       expect(hits).toBe(1);
     } finally {
       await new Promise((r) => server.close(r));
+    }
+  });
+
+  it('the IMAP channel connects through the guarded lookup: a loopback mailbox gets no connection', async () => {
+    let connections = 0;
+    // Not an IMAP server: only whether a connection arrives is counted (the guard acts before any
+    // protocol is spoken); the channel then gives up on the missing greeting.
+    const tcp = createNetServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    await new Promise<void>((r) => tcp.listen(0, '127.0.0.1', r));
+    const port = (tcp.address() as AddressInfo).port;
+    const mailbox = { id: 's2', name: 'Mailbox', channel: 'email', channelConfig: { host: 'localhost', user: 'sdr', imapHost: 'localhost', imapPort: port, imapSecure: false, hostedBy: 'server' } } as unknown as Sender;
+    const imap = (allowPrivate: boolean) =>
+      createImapChannel({
+        passwordFor: () => 'secret',
+        matcher: { byMessageIds: async () => null, byAddress: async () => null, recorded: async () => false },
+        timeoutMs: 2_000,
+        lookup: guardedLookup({ allowPrivate }),
+      });
+    const strictImap = imap(false);
+    const openImap = imap(true);
+    try {
+      await expect(strictImap.poll(mailbox, null)).rejects.toThrow(/loopback/);
+      expect(connections).toBe(0);
+      await expect(openImap.poll(mailbox, null)).rejects.toThrow();
+      expect(connections).toBeGreaterThanOrEqual(1);
+    } finally {
+      await strictImap.close();
+      await openImap.close();
+      await new Promise((r) => tcp.close(r));
     }
   });
 
