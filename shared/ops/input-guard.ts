@@ -7,6 +7,7 @@
  * - `textProblems` finds NUL characters and unpaired UTF-16 surrogates in any string (values and
  *   keys) of a raw input, with a bounded walk, so no such text reaches a store.
  */
+import { unstorableText } from '../model/common.ts';
 import { z } from 'zod';
 
 type AnyDef = { type: string } & Record<string, unknown>;
@@ -82,19 +83,6 @@ export const MAX_INPUT_DEPTH = 32;
 /** Most values (strings, numbers, objects...) one request may hold; far above the 1000-row imports. */
 export const MAX_INPUT_NODES = 500_000;
 
-// eslint-disable-next-line no-control-regex -- finding NUL is the point
-const SUSPECT = /[\u0000\uD800-\uDFFF]/;
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/** What is wrong with one string, or null: NUL characters and unpaired surrogates cannot be stored
- * (PostgreSQL refuses NUL in text, and a lone surrogate is not valid UTF-8). */
-function badText(s: string): string | null {
-  if (!SUSPECT.test(s)) return null;
-  if (s.includes('\u0000')) return 'must not contain NUL characters (\\u0000)';
-  if (LONE_SURROGATE.test(s)) return 'must not contain unpaired UTF-16 surrogates (invalid Unicode)';
-  return null;
-}
-
 /** The problems of a raw input's text (values and keys), depth-first, at most 20 listed; also a
  * problem when the input nests deeper than MAX_INPUT_DEPTH or holds more than MAX_INPUT_NODES values. */
 export function textProblems(raw: unknown): InputIssue[] {
@@ -110,7 +98,7 @@ export function textProblems(raw: unknown): InputIssue[] {
       break;
     }
     if (typeof v === 'string') {
-      const problem = badText(v);
+      const problem = unstorableText(v);
       if (problem) issues.push({ path: path.join('.'), message: problem });
       continue;
     }
@@ -126,7 +114,7 @@ export function textProblems(raw: unknown): InputIssue[] {
     const entries = Object.entries(v);
     for (let i = entries.length - 1; i >= 0; i--) {
       const [k, child] = entries[i] as [string, unknown];
-      const keyProblem = badText(k);
+      const keyProblem = unstorableText(k);
       if (keyProblem) issues.push({ path: [...path, JSON.stringify(k)].join('.'), message: `field name ${keyProblem}` });
       else stack.push({ v: child, path: [...path, k] });
     }
