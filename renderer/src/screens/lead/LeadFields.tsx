@@ -4,6 +4,7 @@ import { dateTime, shortDate } from '../../lib/format.ts';
 import { run } from '../../lib/ops.ts';
 import { useSenders } from '../../lib/workspace-data.ts';
 import { EditableField } from './EditableField.tsx';
+import { customFields } from './custom-fields.ts';
 
 type LeadDetail = OpOutput<'campaigns.leads.get'>;
 
@@ -16,7 +17,7 @@ const TEXT_FIELDS = [
 export function LeadFields({ lead }: { lead: LeadDetail }) {
   const { senders } = useSenders();
   const senderName = (id: string | null) => (id ? (senders.find((s) => s.id === id)?.name ?? 'Unknown sender') : 'Unassigned');
-  const custom = lead.variables.filter((v) => !v.builtInType);
+  const custom = customFields(lead.variables);
   return (
     <>
       <section className="section" aria-label="Fields">
@@ -37,7 +38,13 @@ export function LeadFields({ lead }: { lead: LeadDetail }) {
           {lead.lastActivityAt && (<><dt>Last activity</dt><dd>{dateTime(lead.lastActivityAt)}</dd></>)}
           {lead.meetingBookedAt && (<><dt>Meeting booked</dt><dd>{dateTime(lead.meetingBookedAt)}</dd></>)}
           {custom.map((v) => (
-            <EditableField key={v.variableTypeId} label={v.name} value={v.value} save={(value) => run('campaigns.leads.update', { leadId: lead.id, variables: { [v.name]: value } })} />
+            <EditableField key={v.variableTypeId} label={v.name} value={v.value} save={(value) => run('campaigns.leads.update', { leadId: lead.id, variables: { [v.name]: value } })}>
+              {v.otherValues.length > 0 && (
+                <span className="faint" style={{ marginLeft: 8 }} title="A list this lead is also on has its own column of this name; saving sets them all.">
+                  another list has: {v.otherValues.join(', ')}
+                </span>
+              )}
+            </EditableField>
           ))}
         </dl>
       </section>
