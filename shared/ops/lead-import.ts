@@ -24,12 +24,12 @@ import type { MappedRow, RowCode } from '../import/rows.ts';
 import { columnKey, ensureCustomColumns } from '../lead-columns.ts';
 import { newLead } from '../model/factories.ts';
 import type { Lead, LeadGroup, LeadGroupColumn } from '../model/index.ts';
-import type { Cond, Sort } from '../store.ts';
+import type { Cond } from '../store.ts';
 import { defineOp, opsByName } from './define.ts';
 import { LEAD_SORT_FIELDS, stopRunningEnrollments } from './leads.ts';
-import { leadFilterCond } from './lead-search.ts';
+import { leadPage } from './lead-search.ts';
 import { currentEnrollment, loadLeadRelations } from './lead-views.ts';
-import { cursor, dryRun, qInt, sortedCursor, storeCursor, uuid } from './params.ts';
+import { cursor, dryRun, qInt, uuid } from './params.ts';
 
 /** Characters of CSV text one call takes (about 5,000 rows of a wide CRM export). */
 export const MAX_IMPORT_CSV_CHARS = 20_000_000;
@@ -560,11 +560,7 @@ export const leadImportOps = opsByName(
     dryRun: false,
     mutates: false,
     async handler(input, ctx) {
-      const where = await leadFilterCond(ctx.db, input);
-      const sortBy = input.sortBy ?? 'createdAt';
-      const dir = input.sortOrder ?? 'desc';
-      const orderBy: Sort[] = [{ field: sortBy, dir }];
-      const page = await ctx.db.query('leads', { where, orderBy, limit: input.limit ?? 1000, cursor: storeCursor(input.cursor, sortBy, dir) });
+      const page = await leadPage(ctx.db, input, input.limit ?? 1000);
 
       // The columns: the campaign's list, or every list of the workspace (one column per name).
       const campaign = input.campaignId ? await ctx.db.get('campaigns', input.campaignId) : null;
@@ -602,7 +598,7 @@ export const leadImportOps = opsByName(
         csv: leadsToCsv(leads, customNames, { delimiter: input.delimiter, header: !input.cursor }),
         headers: exportHeaders(customNames),
         count: leads.length,
-        nextCursor: sortedCursor(sortBy, dir, page.nextCursor),
+        nextCursor: page.nextCursor,
       };
     },
   }),

@@ -3,7 +3,9 @@
 import { DomainError, notFound } from '../errors.ts';
 import { STAGE_CATEGORIES } from '../model/index.ts';
 import type { StageCategory } from '../model/index.ts';
-import type { Cond, StoreReader } from '../store.ts';
+import type { Lead } from '../model/index.ts';
+import type { Cond, Sort, StoreReader } from '../store.ts';
+import { sortedCursor, storeCursor } from './params.ts';
 
 export type LeadFilter = { campaignId?: string; tagId?: string; query?: string; pipelineStage?: string };
 
@@ -83,4 +85,22 @@ export async function leadFilterCond(db: StoreReader, filter: LeadFilter): Promi
   }
 
   return { op: 'and', conds };
+}
+
+/** Names and companies sort the way people read them (Adam, Émile, eric, Ève, Zed) on every store. */
+const TEXT_SORTS: ReadonlySet<string> = new Set(['fullName', 'company']);
+
+/** One page of the filtered leads in the asked order (newest first by default), the same for the
+ * leads table (campaigns.leads.search) and its export, so an export lists the rows as shown. */
+export async function leadPage(
+  db: StoreReader,
+  input: LeadFilter & { sortBy?: string; sortOrder?: 'asc' | 'desc'; cursor?: string | null },
+  limit: number,
+): Promise<{ docs: Lead[]; nextCursor: string | null }> {
+  const where = await leadFilterCond(db, input);
+  const sortBy = input.sortBy ?? 'createdAt';
+  const dir = input.sortOrder ?? 'desc';
+  const orderBy: Sort[] = [{ field: sortBy, dir, ...(TEXT_SORTS.has(sortBy) ? { collate: 'text' as const } : {}) }];
+  const page = await db.query('leads', { where, orderBy, limit, cursor: storeCursor(input.cursor, sortBy, dir) });
+  return { docs: page.docs, nextCursor: sortedCursor(sortBy, dir, page.nextCursor) };
 }

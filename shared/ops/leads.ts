@@ -8,11 +8,10 @@ import { newActivity, newLead, newMessage } from '../model/factories.ts';
 import { CLOSE_REASONS, ENROLLMENT_STATUSES, FIELD_LIMITS, STAGE_CATEGORIES } from '../model/index.ts';
 import type { Enrollment, Lead, LeadGroupColumn, Message, StageCategory } from '../model/index.ts';
 import { columnKey, columnNameProblem, ensureCustomColumns, findColumn } from '../lead-columns.ts';
-import type { Sort } from '../store.ts';
 import { defineOp, opsByName } from './define.ts';
-import { leadFilterCond } from './lead-search.ts';
+import { leadFilterCond, leadPage } from './lead-search.ts';
 import { leadCampaigns, leadRecordSchema, leadRowSchema, leadVariables, leadVariableSchema, toLeadRecord, toLeadRows } from './lead-views.ts';
-import { cursor, DEFAULT_PAGE_SIZE, dryRun, isoDateTime, pageLimit, qBool, sortedCursor, storeCursor, uuid } from './params.ts';
+import { cursor, DEFAULT_PAGE_SIZE, dryRun, isoDateTime, pageLimit, qBool, uuid } from './params.ts';
 
 const instant = isoDateTime.transform((s) => new Date(s).toISOString());
 const stamp = (ctx: Ctx) => ({ id: ctx.ids.uuid(), workspaceId: ctx.actor.workspaceId, now: nowIso(ctx) });
@@ -21,7 +20,6 @@ const stamp = (ctx: Ctx) => ({ id: ctx.ids.uuid(), workspaceId: ctx.actor.worksp
 export const LEAD_SORT_FIELDS = ['createdAt', 'lastActivityAt', 'fullName', 'company', 'rankingScore', 'leadFitScore', 'followUpAt'] as const;
 
 /** Sort columns ordered case- and accent-insensitively (shared/text-sort.ts). */
-const TEXT_SORTS: ReadonlySet<string> = new Set(['fullName', 'company']);
 
 /** Most ids one request may name (import rows, delete, flags). */
 export const MAX_LEADS_PER_REQUEST = 1000;
@@ -242,21 +240,11 @@ export const leadsOps = opsByName(
     dryRun: false,
     mutates: false,
     async handler(input, ctx) {
-      const where = await leadFilterCond(ctx.db, input);
-      const sortBy = input.sortBy ?? 'createdAt';
-      const dir = input.sortOrder ?? 'desc';
-      // Names and companies sort the way people read them (Adam, Émile, eric, Ève, Zed) on every store.
-      const orderBy: Sort[] = [{ field: sortBy, dir, ...(TEXT_SORTS.has(sortBy) ? { collate: 'text' as const } : {}) }];
-      const page = await ctx.db.query('leads', {
-        where,
-        orderBy,
-        limit: input.limit ?? DEFAULT_PAGE_SIZE,
-        cursor: storeCursor(input.cursor, sortBy, dir),
-      });
+      const page = await leadPage(ctx.db, input, input.limit ?? DEFAULT_PAGE_SIZE);
       let variablesFrom: string | undefined;
       if (input.includeVariables && input.campaignId) variablesFrom = (await ctx.db.get('campaigns', input.campaignId))?.leadGroupId;
       const leads = await toLeadRows(ctx.db, page.docs, { includeVariables: input.includeVariables === true, variablesFrom, campaignId: input.campaignId });
-      return { leads, nextCursor: sortedCursor(sortBy, dir, page.nextCursor) };
+      return { leads, nextCursor: page.nextCursor };
     },
   }),
   defineOp({

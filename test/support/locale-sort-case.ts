@@ -58,6 +58,17 @@ export async function expectLocaleSorting(store: Store, actor: Actor, leads: rea
       const names = (ids: string[]) => ids.map((id) => leads.find((l) => l.id === id)?.[sortBy]);
       expect(names(got), `${sortBy} ${sortOrder}`).toEqual(names(expectedOrder(leads, sortBy, sortOrder)));
       expect(got, `${sortBy} ${sortOrder}`).toEqual(expectedOrder(leads, sortBy, sortOrder));
+      // The export lists the rows in the order the table shows them (its first column is the id).
+      const exported: string[] = [];
+      cursor = null;
+      for (let guard = 0; guard < 50; guard++) {
+        const page: { csv: string; nextCursor: string | null } = await execute('campaigns.leads.export', { sortBy, sortOrder, limit: 3, cursor }, env);
+        // The header line comes with the first page only.
+        exported.push(...page.csv.split(/\r?\n/).filter((line) => line !== '' && !line.startsWith('id,')).map((line) => line.split(',')[0] ?? ''));
+        cursor = page.nextCursor;
+        if (!cursor) break;
+      }
+      expect(exported, `export ${sortBy} ${sortOrder}`).toEqual(got);
     }
   }
 }
