@@ -5,6 +5,7 @@
  * PhantomBuster and other scrapers, LinkedIn's connections export, our own export); a header no
  * alias knows becomes a custom column of the same name unless the user skips it.
  */
+import { MAX_COLUMN_NAME } from '../lead-columns.ts';
 
 /** Lead text fields an import can fill. */
 export const LEAD_TEXT_FIELDS = ['firstName', 'lastName', 'email', 'company', 'jobTitle', 'location', 'phone', 'socialUrl', 'seniority', 'websiteUrl', 'companySocialUrl'] as const;
@@ -107,9 +108,8 @@ const READ_ONLY_KEYS = new Set(EXPORT_READ_ONLY_HEADERS.map(headerKey));
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const isUuid = (s: string): boolean => UUID.test(s);
 
-/** Longest column name (the lead-group schema's limit) and the characters a merge field cannot hold. */
-const MAX_COLUMN_NAME = 100;
-/** A custom column name for a header: what `{{Name}}` merge fields can hold. */
+/** A custom column name for a header: what `{{Name}}` merge fields can hold (no braces or pipes),
+ * within the longest column name. */
 export function customColumnName(header: string): string {
   return header.replace(/[{}|]+/g, ' ').replace(/\s+/g, ' ').trim().slice(0, MAX_COLUMN_NAME).trim() || 'Column';
 }
