@@ -1,35 +1,24 @@
 /** Lead search by name and company follows the reader's locale on PostgreSQL and PGlite too (PGlite
  * has no ICU collations: the stores share one fold table, shared/text-sort.ts). */
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { describe, it } from 'vitest';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
-import { PgDatabase } from '../../sync-server/pg-store.ts';
 import { creationsOf, expectLocaleSorting, localeLeads } from '../support/locale-sort-case.ts';
 import { sequentialIds } from '../support/deterministic.ts';
-import { BACKENDS, openMigrated, testDatabase } from './support/db.ts';
-import type { TestDatabase } from './support/db.ts';
+import { BACKENDS, freshPgDatabase } from './support/db.ts';
 
 const creation = workspaceCreation(sequentialIds(5), '2026-11-01T00:00:00.000Z', { name: 'Acme', owner: { name: 'Olive Owner', email: 'olive@acme.test' }, subscriptionStatus: 'active' });
 const WS = creation.workspaceId;
 const owner = { workspaceId: WS, memberId: creation.ownerId, role: 'owner' as const };
 
 describe.each(BACKENDS)('locale sorting on %s', (backend) => {
-  let t: TestDatabase;
-  let pg: PgDatabase;
-  beforeAll(async () => {
-    t = testDatabase(backend);
-    pg = new PgDatabase(await openMigrated(t));
-  });
-  afterAll(async () => {
-    await pg?.close();
-    await t?.cleanup();
-  });
+  const database = freshPgDatabase(backend);
 
   it('sorts names and companies case- and accent-insensitively, page after page', async () => {
     const leads = localeLeads(WS, creation.leadGroupId);
-    await pg.withStore(WS, async (store) => {
+    await database.db.withStore(WS, async (store) => {
       await store.commit(creation.writes);
       await store.commit(creationsOf(leads));
     });
-    await pg.withStore(WS, (store) => expectLocaleSorting(store, owner, leads));
+    await database.db.withStore(WS, (store) => expectLocaleSorting(store, owner, leads));
   });
 });

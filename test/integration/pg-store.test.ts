@@ -12,7 +12,7 @@ import type { AnyWrite, Cond, Query, Sort, Store } from '../../shared/store.ts';
 import { PgDatabase } from '../../sync-server/pg-store.ts';
 import { LEAD_SEARCH_SQL, Params, condSql } from '../../sync-server/cond-sql.ts';
 import { seededRandom } from '../support/harness.ts';
-import { BACKENDS, openMigrated, testDatabase } from './support/db.ts';
+import { BACKENDS, freshPgDatabase, openMigrated, testDatabase } from './support/db.ts';
 import type { Backend, TestDatabase } from './support/db.ts';
 
 const WS = 'a0000000-0000-4000-8000-000000000001';
@@ -313,21 +313,12 @@ describe.each(subjects)('Store conformance: $name', ({ make }) => {
 });
 
 describe.each(BACKENDS)('PgStore specifics on %s', (backend) => {
-  let t: TestDatabase;
-  let pg: PgDatabase;
-  beforeAll(async () => {
-    t = testDatabase(backend);
-    pg = new PgDatabase(await openMigrated(t));
-  });
-  afterAll(async () => {
-    await pg?.close();
-    await t?.cleanup();
-  });
+  const database = freshPgDatabase(backend);
 
   it('never stamps server fields into the stored document', async () => {
     const a = newLead({ id: uid(1), workspaceId: WS, now: '2026-11-01T00:00:00.000Z' }, GROUP, { firstName: 'Pure' });
-    await pg.forWorkspace(WS).commit([{ collection: 'leads', id: a.id, before: null, after: a }]);
-    const rows = await pg.sql.query<{ doc: Lead; seq: string | number; deleted: boolean; workspace_id: string }>(
+    await database.db.forWorkspace(WS).commit([{ collection: 'leads', id: a.id, before: null, after: a }]);
+    const rows = await database.db.sql.query<{ doc: Lead; seq: string | number; deleted: boolean; workspace_id: string }>(
       "SELECT doc, seq, deleted, workspace_id FROM documents WHERE collection = 'leads' AND id = $1",
       [a.id],
     );
@@ -338,7 +329,7 @@ describe.each(BACKENDS)('PgStore specifics on %s', (backend) => {
 
   it('compares the before by value (jsonb equality), whatever its key order', async () => {
     const a = newLead({ id: uid(3), workspaceId: WS, now: '2026-11-01T00:00:00.000Z' }, GROUP, { firstName: 'Atom' });
-    const store = pg.forWorkspace(WS);
+    const store = database.db.forWorkspace(WS);
     await store.commit([{ collection: 'leads', id: a.id, before: null, after: a }]);
     const reordered = Object.fromEntries(Object.entries(a).reverse()) as Lead;
     await store.commit([{ collection: 'leads', id: a.id, before: reordered, after: { ...a, firstName: 'Atomic' } }]);
@@ -347,9 +338,9 @@ describe.each(BACKENDS)('PgStore specifics on %s', (backend) => {
 
   it('assigns a fresh, higher seq on every write, deletes included, in commit order', async () => {
     const seqOf = async (id: string) =>
-      Number((await pg.sql.query<{ seq: string }>("SELECT seq FROM documents WHERE collection = 'leads' AND id = $1", [id]))[0]?.seq);
+      Number((await database.db.sql.query<{ seq: string }>("SELECT seq FROM documents WHERE collection = 'leads' AND id = $1", [id]))[0]?.seq);
     const a = newLead({ id: uid(2), workspaceId: WS, now: '2026-11-01T00:00:00.000Z' }, GROUP);
-    const store = pg.forWorkspace(WS);
+    const store = database.db.forWorkspace(WS);
     await store.commit([{ collection: 'leads', id: a.id, before: null, after: a }]);
     const s1 = await seqOf(a.id);
     const b = { ...a, firstName: 'B' };
@@ -367,14 +358,14 @@ describe.each(BACKENDS)('PgStore specifics on %s', (backend) => {
     const make = (n: number) => newLead({ id: uid(100 + n), workspaceId: WS, now: '2026-11-01T00:00:00.000Z' }, GROUP);
     let release: () => void = () => undefined;
     const gate = new Promise<void>((r) => (release = r));
-    const first = pg.withStore(WS, async (store) => {
+    const first = database.db.withStore(WS, async (store) => {
       await store.commit([{ collection: 'leads', id: uid(100), before: null, after: make(0) }]);
       order.push('first wrote');
       await gate;
       order.push('first commits');
     });
     await new Promise((r) => setTimeout(r, 50));
-    const second = pg.withStore(WS, async (store) => {
+    const second = database.db.withStore(WS, async (store) => {
       await store.commit([{ collection: 'leads', id: uid(101), before: null, after: make(1) }]);
       order.push('second wrote');
     });
@@ -382,7 +373,7 @@ describe.each(BACKENDS)('PgStore specifics on %s', (backend) => {
     release();
     await Promise.all([first, second]);
     expect(order).toEqual(['first wrote', 'first commits', 'second wrote']);
-    const rows = await pg.sql.query<{ id: string; seq: string }>("SELECT id, seq FROM documents WHERE collection = 'leads' AND id = ANY($1::text[]) ORDER BY seq", [[uid(100), uid(101)]]);
+    const rows = await database.db.sql.query<{ id: string; seq: string }>("SELECT id, seq FROM documents WHERE collection = 'leads' AND id = ANY($1::text[]) ORDER BY seq", [[uid(100), uid(101)]]);
     expect(rows.map((r) => r.id)).toEqual([uid(100), uid(101)]);
   });
 
@@ -397,8 +388,8 @@ describe.each(BACKENDS)('PgStore specifics on %s', (backend) => {
         tagId: i % 2 === 0 ? uid(1, 'f') : null,
       }),
     );
-    await pg.forWorkspace(WS).commit(many.map((l) => ({ collection: 'leads', id: l.id, before: null, after: l })));
-    await pg.sql.exec('VACUUM ANALYZE documents');
+    await database.db.forWorkspace(WS).commit(many.map((l) => ({ collection: 'leads', id: l.id, before: null, after: l })));
+    await database.db.sql.exec('VACUUM ANALYZE documents');
     /** The plan of a lead query; `without` drops the named indexes for the EXPLAIN only (the
      * transaction rolls back): on 3,000 rows the planner may rightly prefer a btree that loses at
      * 100k, so the test asks whether the scoped index can serve the filter, not which one wins here. */
@@ -407,7 +398,7 @@ describe.each(BACKENDS)('PgStore specifics on %s', (backend) => {
       p.add(WS);
       const where = condSql('leads', cond, p);
       let text = '';
-      await pg.sql
+      await database.db.sql
         .transaction(async (tx) => {
           for (const index of without) await tx.query(`DROP INDEX ${index}`);
           const rows = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT doc FROM documents WHERE collection = 'leads' AND workspace_id = $1 AND NOT deleted AND ${where}`, p.values);
@@ -428,14 +419,14 @@ describe.each(BACKENDS)('PgStore specifics on %s', (backend) => {
 
   it('rolls back every write of a transaction that fails after committing through the store', async () => {
     const a = newLead({ id: uid(300), workspaceId: WS, now: '2026-11-01T00:00:00.000Z' }, GROUP);
-    const err = await pg
+    const err = await database.db
       .withStore(WS, async (store) => {
         await store.commit([{ collection: 'leads', id: a.id, before: null, after: a }]);
         throw new Error('boom after commit');
       })
       .catch((e: unknown) => e);
     expect((err as Error).message).toBe('boom after commit');
-    expect(await pg.forWorkspace(WS).get('leads', a.id)).toBeNull();
+    expect(await database.db.forWorkspace(WS).get('leads', a.id)).toBeNull();
   });
 });
 
@@ -607,32 +598,23 @@ describe.runIf(BACKENDS.includes('postgres'))('the PostgreSQL document cache, va
 });
 
 describe.each(BACKENDS)('Tx with deferred bases on %s', (backend: Backend) => {
-  let t: TestDatabase;
-  let pg: PgDatabase;
-  beforeAll(async () => {
-    t = testDatabase(backend);
-    pg = new PgDatabase(await openMigrated(t));
-  });
-  afterAll(async () => {
-    await pg?.close();
-    await t?.cleanup();
-  });
+  const database = freshPgDatabase(backend);
 
   it('reads the stored state of unread writes in one settle and gives the same writes as reading each', async () => {
     const existing = Array.from({ length: 5 }, (_, i) => newLead({ id: uid(500 + i), workspaceId: WS, now: '2026-11-01T00:00:00.000Z' }, GROUP, { firstName: `Old${i}` }));
-    await pg.forWorkspace(WS).commit(existing.map((l) => ({ collection: 'leads', id: l.id, before: null, after: l })));
+    await database.db.forWorkspace(WS).commit(existing.map((l) => ({ collection: 'leads', id: l.id, before: null, after: l })));
     const fresh = Array.from({ length: 5 }, (_, i) => newLead({ id: uid(600 + i), workspaceId: WS, now: '2026-11-02T00:00:00.000Z' }, GROUP));
     const stage = async (tx: Tx): Promise<void> => {
       for (const l of existing) await tx.put('leads', { ...l, firstName: `${l.firstName} changed` });
       for (const l of fresh) await tx.put('leads', l);
       await tx.remove('leads', uid(500));
     };
-    const plain = await pg.withReadStore(WS, async (store) => {
+    const plain = await database.db.withReadStore(WS, async (store) => {
       const tx = new Tx(store);
       await stage(tx);
       return tx.writes();
     });
-    const deferred = await pg.withReadStore(WS, async (store) => {
+    const deferred = await database.db.withReadStore(WS, async (store) => {
       const tx = new Tx(store, { deferBase: true });
       await stage(tx);
       expect(() => tx.writes()).toThrow(/settle/);

@@ -8,6 +8,8 @@ import pg from 'pg';
 import { openDatabase } from '../../../sync-server/db.ts';
 import type { OpenOptions, SqlDatabase } from '../../../sync-server/db.ts';
 import { migrate } from '../../../sync-server/migrate.ts';
+import { PgDatabase } from '../../../sync-server/pg-store.ts';
+import { afterAll, beforeAll } from 'vitest';
 
 export type Backend = 'pglite' | 'postgres';
 
@@ -64,4 +66,25 @@ export async function openMigrated(t: TestDatabase): Promise<SqlDatabase> {
   const db = await t.open();
   await migrate(db);
   return db;
+}
+
+/** A PgDatabase on a fresh migrated database of `backend` for the enclosing describe block: opened
+ * before its tests, closed and removed after them. Read `.db` inside the tests. */
+export function freshPgDatabase(backend: Backend): { readonly db: PgDatabase } {
+  let t: TestDatabase | undefined;
+  let db: PgDatabase | undefined;
+  beforeAll(async () => {
+    t = testDatabase(backend);
+    db = new PgDatabase(await openMigrated(t));
+  });
+  afterAll(async () => {
+    await db?.close();
+    await t?.cleanup();
+  });
+  return {
+    get db(): PgDatabase {
+      if (!db) throw new Error('The test database is not open (its beforeAll failed or has not run).');
+      return db;
+    },
+  };
 }
