@@ -2,7 +2,7 @@
  * refusal with its readiness problems listed, and the lead-picking settings. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Locator, Page } from 'playwright-core';
-import { ensureRendererBuilt, launchBrowser, openDemo, openPage, screenshot, startApp } from './support/app.ts';
+import { closeDemoApp, openDemoApp, screenshot } from './support/app.ts';
 import type { RunningApp } from './support/app.ts';
 
 let app: RunningApp;
@@ -17,11 +17,7 @@ async function has(locator: Locator, text: string | RegExp): Promise<void> {
 }
 
 beforeAll(async () => {
-  await ensureRendererBuilt();
-  app = await startApp();
-  browser = await launchBrowser();
-  page = await openPage(browser, app.url);
-  await openDemo(page, app);
+  ({ app, browser, page } = await openDemoApp());
   // 26 more campaigns (the demo has 2), created through the same bridge the screens use.
   await page.evaluate(async () => {
     for (let i = 1; i <= 26; i++) {
@@ -33,10 +29,7 @@ beforeAll(async () => {
   await page.getByTestId('campaign-list').waitFor();
 }, 240_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await app?.stop();
-});
+afterAll(() => closeDemoApp(app, browser));
 
 describe('campaign list', () => {
   it('pages through 28 campaigns, newest first', async () => {

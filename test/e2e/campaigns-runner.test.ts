@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Locator, Page } from 'playwright-core';
-import { ensureRendererBuilt, launchBrowser, openDemo, openPage, screenshot, startApp } from './support/app.ts';
+import { closeDemoApp, openDemoApp, screenshot } from './support/app.ts';
 import type { RunningApp } from './support/app.ts';
 
 const DAYS = ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'];
@@ -46,18 +46,9 @@ async function openAllDayAndStart(): Promise<void> {
   await page.locator('.campaign-header .run-pill.running').waitFor();
 }
 
-beforeAll(async () => {
-  await ensureRendererBuilt();
-  app = await startApp();
-  browser = await launchBrowser();
-  page = await openPage(browser, app.url);
-  await openDemo(page, app);
-}, 240_000);
+beforeAll(async () => ({ app, browser, page } = await openDemoApp()), 240_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await app?.stop();
-});
+afterAll(() => closeDemoApp(app, browser));
 
 describe('a running campaign on the sandbox network', () => {
   it('opens every day all day, starts, and sends arrive in the metrics and the runner activity', async () => {

@@ -3,7 +3,7 @@
  * step of a branch, for a schedule day that starts after it ends, and for editing while running. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Locator, Page } from 'playwright-core';
-import { ensureRendererBuilt, launchBrowser, openDemo, openPage, screenshot, startApp } from './support/app.ts';
+import { closeDemoApp, openDemoApp, screenshot } from './support/app.ts';
 import type { RunningApp } from './support/app.ts';
 
 let app: RunningApp;
@@ -14,18 +14,9 @@ const dialog = () => page.getByRole('dialog');
 const stepCards = () => page.locator('.step-card');
 const card = (n: number): Locator => page.locator(`.step-card[data-step-number="${n}"]`);
 
-beforeAll(async () => {
-  await ensureRendererBuilt();
-  app = await startApp();
-  browser = await launchBrowser();
-  page = await openPage(browser, app.url);
-  await openDemo(page, app);
-}, 240_000);
+beforeAll(async () => ({ app, browser, page } = await openDemoApp()), 240_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await app?.stop();
-});
+afterAll(() => closeDemoApp(app, browser));
 
 /** Waits until the locator's text holds `text` (the UI updates from live subscriptions). */
 async function has(locator: Locator, text: string | RegExp): Promise<void> {

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { ensureRendererBuilt, launchBrowser, openDemo, openPage, screenshot, startApp } from './support/app.ts';
+import { closeDemoApp, openDemoApp, screenshot } from './support/app.ts';
 import type { RunningApp } from './support/app.ts';
 
 const TWO_MINUTES = 120_000;
@@ -34,18 +34,9 @@ async function start(name: string): Promise<void> {
   await page.getByRole('tab', { name: 'Results & activity' }).click();
 }
 
-beforeAll(async () => {
-  await ensureRendererBuilt();
-  app = await startApp();
-  browser = await launchBrowser();
-  page = await openPage(browser, app.url);
-  await openDemo(page, app);
-}, 240_000);
+beforeAll(async () => ({ app, browser, page } = await openDemoApp()), 240_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await app?.stop();
-});
+afterAll(() => closeDemoApp(app, browser));
 
 describe('the demo at demo pace', () => {
   it('Start: sends, an accept and a reply within two minutes, answered from the inbox', async () => {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import Papa from 'papaparse';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { closeDialogs, ensureRendererBuilt, launchBrowser, openDemo, openPage, screenshot, startApp } from './support/app.ts';
+import { closeDemoApp, closeDialogs, openDemoApp, screenshot } from './support/app.ts';
 import type { RunningApp } from './support/app.ts';
 
 let app: RunningApp;
@@ -34,20 +34,11 @@ async function search(text: string): Promise<void> {
   await page.keyboard.press('Enter');
 }
 
-beforeAll(async () => {
-  await ensureRendererBuilt();
-  app = await startApp();
-  browser = await launchBrowser();
-  page = await openPage(browser, app.url);
-  await openDemo(page, app);
-}, 240_000);
+beforeAll(async () => ({ app, browser, page } = await openDemoApp()), 240_000);
 
 afterEach(() => closeDialogs(page));
 
-afterAll(async () => {
-  await browser?.close();
-  await app?.stop();
-});
+afterAll(() => closeDemoApp(app, browser));
 
 describe('import and export', () => {
   it("imports an Apollo export into a campaign's list after a dry-run preview, and lists the people with the campaign's leads", async () => {

@@ -2,25 +2,16 @@
  * keyboard moves through them, opens the lead's conversation to answer, and marks them done. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { ensureRendererBuilt, launchBrowser, openDemo, openPage, screenshot, startApp } from './support/app.ts';
+import { closeDemoApp, openDemoApp, screenshot } from './support/app.ts';
 import type { RunningApp } from './support/app.ts';
 
 let app: RunningApp;
 let browser: Browser;
 let page: Page & { errors: string[] };
 
-beforeAll(async () => {
-  await ensureRendererBuilt();
-  app = await startApp();
-  browser = await launchBrowser();
-  page = await openPage(browser, app.url);
-  await openDemo(page, app);
-}, 240_000);
+beforeAll(async () => ({ app, browser, page } = await openDemoApp()), 240_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await app?.stop();
-});
+afterAll(() => closeDemoApp(app, browser));
 
 const count = async (): Promise<number> => Number((await page.getByTestId('nav-count-inbox').innerText()).trim());
 

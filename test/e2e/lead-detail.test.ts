@@ -2,7 +2,7 @@
  * lifecycle, and notes (your own editable, a teammate's not). */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { closeDialogs, ensureRendererBuilt, launchBrowser, openDemo, openPage, screenshot, startApp } from './support/app.ts';
+import { closeDemoApp, closeDialogs, openDemoApp, screenshot } from './support/app.ts';
 import type { RunningApp } from './support/app.ts';
 
 let app: RunningApp;
@@ -12,11 +12,7 @@ let page: Page & { errors: string[] };
 const panel = () => page.getByTestId('lead-panel');
 
 beforeAll(async () => {
-  await ensureRendererBuilt();
-  app = await startApp();
-  browser = await launchBrowser();
-  page = await openPage(browser, app.url);
-  await openDemo(page, app);
+  ({ app, browser, page } = await openDemoApp());
   // The newest lead is one the teammate (Jordan Lee) worked: it carries their note and task.
   await page.locator('.table [data-lead-id]').first().click();
   await panel().getByText('Met at SaaStr last spring', { exact: false }).waitFor();
@@ -24,10 +20,7 @@ beforeAll(async () => {
 
 afterEach(() => closeDialogs(page));
 
-afterAll(async () => {
-  await browser?.close();
-  await app?.stop();
-});
+afterAll(() => closeDemoApp(app, browser));
 
 describe('lead detail', () => {
   it("lets you edit your own note and not a teammate's", async () => {

@@ -2,7 +2,7 @@
  * queue, triage of due catch-ups, and settings in the demo workspace. */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Locator, Page } from 'playwright-core';
-import { closeDialogs, ensureRendererBuilt, launchBrowser, openDemo, openPage, screenshot, startApp } from './support/app.ts';
+import { closeDemoApp, closeDialogs, openDemoApp, screenshot } from './support/app.ts';
 import type { RunningApp } from './support/app.ts';
 
 let app: RunningApp;
@@ -11,20 +11,11 @@ let page: Page & { errors: string[] };
 
 const column = (name: string): Locator => page.locator(`section.column[data-stage="${name}"]`);
 
-beforeAll(async () => {
-  await ensureRendererBuilt();
-  app = await startApp();
-  browser = await launchBrowser();
-  page = await openPage(browser, app.url);
-  await openDemo(page, app);
-}, 240_000);
+beforeAll(async () => ({ app, browser, page } = await openDemoApp()), 240_000);
 
 afterEach(() => closeDialogs(page));
 
-afterAll(async () => {
-  await browser?.close();
-  await app?.stop();
-});
+afterAll(() => closeDemoApp(app, browser));
 
 /** The Leads screen's count once it stops changing (a new filter's count arrives after the old one). */
 async function settledCount(): Promise<number> {

@@ -3,7 +3,7 @@
  * and HTTP-connector senders connect (bad settings refused with the reason). */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Locator, Page } from 'playwright-core';
-import { ensureRendererBuilt, launchBrowser, openDemo, openPage, screenshot, startApp } from './support/app.ts';
+import { closeDemoApp, openDemoApp, screenshot } from './support/app.ts';
 import type { RunningApp } from './support/app.ts';
 
 let app: RunningApp;
@@ -18,19 +18,12 @@ async function has(locator: Locator, text: string | RegExp): Promise<void> {
 }
 
 beforeAll(async () => {
-  await ensureRendererBuilt();
-  app = await startApp();
-  browser = await launchBrowser();
-  page = await openPage(browser, app.url);
-  await openDemo(page, app);
+  ({ app, browser, page } = await openDemoApp());
   await page.locator('nav').getByRole('button', { name: /Senders/ }).click();
   await cards().first().waitFor();
 }, 240_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await app?.stop();
-});
+afterAll(() => closeDemoApp(app, browser));
 
 describe('senders', () => {
   it('caps a daily limit raised above the plan maximum and says so', async () => {

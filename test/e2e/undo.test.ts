@@ -2,7 +2,7 @@
  * were), a tag change taken back with Ctrl+Z, and a bulk stage move taken back for every lead. */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { closeDialogs, ensureRendererBuilt, launchBrowser, openDemo, openPage, screenshot, startApp } from './support/app.ts';
+import { closeDemoApp, closeDialogs, openDemoApp, screenshot } from './support/app.ts';
 import type { RunningApp } from './support/app.ts';
 
 let app: RunningApp;
@@ -14,20 +14,11 @@ const rows = () => page.locator('.table [data-lead-id]');
 const stageOf = () => panel().getByLabel('Stage').evaluate((el) => (el as HTMLSelectElement).selectedOptions[0]?.textContent ?? '');
 const toast = (text: string | RegExp) => page.locator('.toast').filter({ hasText: text });
 
-beforeAll(async () => {
-  await ensureRendererBuilt();
-  app = await startApp();
-  browser = await launchBrowser();
-  page = await openPage(browser, app.url);
-  await openDemo(page, app);
-}, 240_000);
+beforeAll(async () => ({ app, browser, page } = await openDemoApp()), 240_000);
 
 afterEach(() => closeDialogs(page));
 
-afterAll(async () => {
-  await browser?.close();
-  await app?.stop();
-});
+afterAll(() => closeDemoApp(app, browser));
 
 describe('undo', () => {
   it('moves a lead to Lost and undoes it from the toast: the stage it had comes back', async () => {

@@ -119,6 +119,31 @@ export async function openDemo(page: Page & { errors?: string[] }, app?: Running
   }
 }
 
+/** What a journey file opens in its beforeAll: a fresh app, a browser, and a page on the demo
+ * workspace. What was opened before a failure is closed again before the error is thrown. */
+export type DemoApp = { app: RunningApp; browser: Browser; page: Page & { errors: string[] } };
+
+export async function openDemoApp(): Promise<DemoApp> {
+  await ensureRendererBuilt();
+  const app = await startApp();
+  let browser: Browser | undefined;
+  try {
+    browser = await launchBrowser();
+    const page = await openPage(browser, app.url);
+    await openDemo(page, app);
+    return { app, browser, page };
+  } catch (e) {
+    await closeDemoApp(app, browser);
+    throw e;
+  }
+}
+
+/** Closes what openDemoApp opened (in afterAll; either may be missing when beforeAll failed). */
+export async function closeDemoApp(app: RunningApp | undefined, browser: Browser | undefined): Promise<void> {
+  await browser?.close();
+  await app?.stop();
+}
+
 /** Presses Escape until no dialog is open, so a failed step does not leave one over the next journey. */
 export async function closeDialogs(page: Page): Promise<void> {
   for (let i = 0; i < 3 && (await page.getByRole('dialog').count()) > 0; i++) await page.keyboard.press('Escape');
