@@ -8,12 +8,9 @@
  * a refused IMAP login disconnects the sender with the reason; each sent email is filed in Sent and
  * an interrupted send is found there.
  */
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -43,6 +40,7 @@ import { startDovecot } from './support/dovecot.ts';
 import type { Dovecot, DovecotUser } from './support/dovecot.ts';
 import { startTestServer } from './support/server.ts';
 import type { TestServer } from './support/server.ts';
+import { startRunnerChild } from './support/runner-process.ts';
 
 // ---------------------------------------------------------------- what counts as what (no server)
 
@@ -680,7 +678,6 @@ describe('the Sent folder and refusals at send time', () => {
 
 // ---------------------------------------------------------------- a crash between the send and its record
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 describe.each(BACKENDS)('a runner killed as the mail server accepts an email, with IMAP configured (%s)', (backend) => {
   const KEY = randomBytes(32).toString('base64');
@@ -717,14 +714,6 @@ describe.each(BACKENDS)('a runner killed as the mail server accepts an email, wi
     await new Promise<void>((resolve) => provider.close(() => resolve()));
   });
 
-  /** The child opens the test's database: PGlite's folder, or PostgreSQL's schema (never the
-   * environment's DATABASE_URL for a PGlite run). */
-  const childEnv = (dbEnv: Record<string, string>): NodeJS.ProcessEnv => {
-    const env: NodeJS.ProcessEnv = { ...process.env, ...dbEnv, RUNNER_ID: 'runner-imap', TEST_CREDENTIALS_KEY: KEY };
-    if (!('DATABASE_URL' in dbEnv)) delete env.DATABASE_URL;
-    return env;
-  };
-
   it('exactly one email: the restarted runner finds it in Sent by its Message-ID and records it as sent, without sending again', async () => {
     const db = testDatabase(backend);
     const sql = await db.open();
@@ -751,24 +740,9 @@ describe.each(BACKENDS)('a runner killed as the mail server accepts an email, wi
     }
     try {
       took.length = 0;
-      const run = await new Promise<{ signal: NodeJS.Signals | null; out: string }>((resolve, reject) => {
-        const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/integration/support/runner-child.ts')], {
-          cwd: ROOT, env: childEnv(db.env), stdio: ['ignore', 'pipe', 'pipe'],
-        });
-        child = proc;
-        let out = '';
-        proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
-        proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
-        const timer = setTimeout(() => {
-          proc.kill('SIGKILL');
-          reject(new Error(`child runner did not finish in time: ${out}`));
-        }, 60_000);
-        proc.on('exit', (_code, signal) => {
-          clearTimeout(timer);
-          child = null;
-          resolve({ signal, out });
-        });
-      });
+      const started = startRunnerChild(db.env, 'runner-imap', KEY);
+      child = started.proc;
+      const run = await started.exited.finally(() => (child = null));
       expect(run.signal, run.out).toBe('SIGKILL');
       expect(took).toHaveLength(1);
 

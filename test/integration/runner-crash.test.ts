@@ -4,14 +4,11 @@
  * again with the same idempotency key and performed once, and the restarted runner takes its own
  * leases back at once instead of waiting for them to lapse. Real SMTP server and a mock HTTP
  * connector on loopback; PGlite always, PostgreSQL too when DATABASE_URL is set. */
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newCampaign, newEnrollment, newLead, newSender, newStep } from '../../shared/model/factories.ts';
@@ -24,9 +21,10 @@ import { migrate } from '../../sync-server/migrate.ts';
 import { PgDatabase } from '../../sync-server/pg-store.ts';
 import { createServerRunner } from '../../sync-server/runner-host.ts';
 import { BACKENDS, testDatabase } from './support/db.ts';
+import { startRunnerChild } from './support/runner-process.ts';
+import type { RunnerExit } from './support/runner-process.ts';
 import type { TestDatabase } from './support/db.ts';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const KEY = randomBytes(32).toString('base64');
 
 /** The child runner of the current test; the servers kill it at the moment the action is accepted. */
@@ -100,26 +98,10 @@ afterAll(async () => {
 });
 
 /** Runs the child runner until it exits; resolves with its exit signal and output. */
-function runChild(db: TestDatabase, runnerId: string): Promise<{ signal: NodeJS.Signals | null; code: number | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    // Only the test database's own variables: an inherited DATABASE_URL would point a PGlite run elsewhere.
-    const { DATABASE_URL: _url, DATABASE_SCHEMA: _schema, DATA_DIR: _dir, ...inherited } = process.env;
-    const env = { ...inherited, ...db.env, RUNNER_ID: runnerId, TEST_CREDENTIALS_KEY: KEY };
-    const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/integration/support/runner-child.ts')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    child = proc;
-    let out = '';
-    proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const timer = setTimeout(() => {
-      proc.kill('SIGKILL');
-      reject(new Error(`child runner did not finish in time: ${out}`));
-    }, 60_000);
-    proc.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      child = null;
-      resolve({ signal, code, out });
-    });
-  });
+function runChild(db: TestDatabase, runnerId: string): Promise<RunnerExit> {
+  const started = startRunnerChild(db.env, runnerId, KEY);
+  child = started.proc;
+  return started.exited.finally(() => (child = null));
 }
 
 type World = { db: TestDatabase; workspaceId: string; sender: Sender; campaign: Campaign; step: Step; leadId: string; enrollmentId: string };
