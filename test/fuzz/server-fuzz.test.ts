@@ -22,26 +22,11 @@ import type { Fixtures } from '../integration/support/fixtures.ts';
 import { idFor } from '../integration/support/inputs.ts';
 import { startTestServer } from '../integration/support/server.ts';
 import type { TestServer } from '../integration/support/server.ts';
+import type { Schema } from '../integration/support/inputs.ts';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 12);
 const CASES_PER_OP = Number(process.env.FUZZ_CASES_PER_OP ?? 32);
 
-type Schema = {
-  type?: string | string[];
-  properties?: Record<string, Schema>;
-  required?: string[];
-  items?: Schema;
-  enum?: unknown[];
-  const?: unknown;
-  anyOf?: Schema[];
-  oneOf?: Schema[];
-  format?: string;
-  pattern?: string;
-  minimum?: number;
-  maximum?: number;
-  minLength?: number;
-  minItems?: number;
-};
 type OpenApi = { paths: Record<string, Record<string, { operationId?: string; parameters?: { name: string; in: string; schema: Schema }[]; requestBody?: { content: { 'application/json': { schema: Schema } } } }>> };
 
 type Outcome = { label: string; status: number; body: string };

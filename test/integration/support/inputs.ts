@@ -5,7 +5,8 @@ import { z } from 'zod';
 import type { OpDef } from '../../../shared/ops/define.ts';
 import type { Fixtures } from './fixtures.ts';
 
-type Schema = {
+/** The part of JSON Schema the input builders read (zod's export and the OpenAPI document). */
+export type Schema = {
   type?: string | string[];
   properties?: Record<string, Schema>;
   required?: string[];
