@@ -117,6 +117,7 @@ export function createHostChannels(opts: HostChannelsOptions): HostChannels {
     ...timeout,
     passwordFor: opts.smtpPasswordFor,
     ...(opts.log ? { log: opts.log } : {}),
+    ...(opts.now ? { now: opts.now } : {}),
     ...(opts.network?.smtpGetSocket ? { getSocket: opts.network.smtpGetSocket } : {}),
     afterSend: (sender, raw) => imap.saveSent(sender, raw),
   });

@@ -26,6 +26,8 @@ export type SmtpChannelOptions = {
    * failure does not make the send fail: the email went out. */
   afterSend?: (sender: Sender, raw: Buffer, messageId: string) => Promise<void>;
   log?: (line: string) => void;
+  /** The clock of the host (milliseconds): the Date header of each email. */
+  now?: () => number;
   /** Opens the TCP connection instead of nodemailer (the sync server checks the address it connects
    * to: sync-server/sender-hosts.ts). Callback `false`: nodemailer connects itself. */
   getSocket?: (options: { host?: string; port?: number | string }, callback: (err: Error | null, socket?: { connection: Socket } | false) => void) => void;
@@ -127,7 +129,7 @@ export function createSmtpChannel(opts: SmtpChannelOptions): SmtpChannel {
           subject: action.subject,
           text: action.text,
           messageId,
-          date: new Date(),
+          date: new Date(opts.now ? opts.now() : Date.now()),
           ...(action.thread ? { inReplyTo: action.thread.inReplyTo, references: action.thread.references } : {}),
         }).compile().build();
       } catch (e) {

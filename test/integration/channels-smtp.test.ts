@@ -66,7 +66,7 @@ afterAll(async () => {
 
 async function world(password = 'right-password') {
   const h = await makeHarness();
-  const smtp = createSmtpChannel({ passwordFor: () => password });
+  const smtp = createSmtpChannel({ passwordFor: () => password, now: () => h.clock.now().getTime() });
   const sender: Sender = await h.addSender({
     name: 'Sam Sender', channel: 'email', capabilities: ['email'],
     channelConfig: { host: '127.0.0.1', port, secure: false, ignoreTLS: true, user: 'sam@acme.test', from: 'sam@acme.test' },
@@ -132,6 +132,8 @@ describe('SMTP channel', () => {
     expect(received.length).toBe(1);
     expect(received[0]?.headers.get('subject')).toBe('Re: Hello');
     expect(received[0]?.headers.get('in-reply-to')).toBe('<root@acme.test>');
+    // Dated by the runner's clock (the harness's, in 2026), not the machine's.
+    expect(new Date(received[0]?.headers.get('date') ?? '').toISOString()).toBe(new Date(h.clock.now().getTime() - (h.clock.now().getTime() % 1000)).toISOString());
     expect((await h.store.get('messages', queued.id))?.status).toBe('sent');
   });
 
