@@ -10,7 +10,7 @@ import { LEAD_QUERY_FIELDS } from '../../shared/ops/lead-search.ts';
 import { Tx } from '../../shared/tx.ts';
 import type { AnyWrite, Cond, Query, Sort, Store } from '../../shared/store.ts';
 import { PgDatabase } from '../../sync-server/pg-store.ts';
-import { LEAD_SEARCH_SQL, Params, condSql } from '../../sync-server/cond-sql.ts';
+import { LEAD_SEARCH_SQL, Params, condSql, orderSql } from '../../sync-server/cond-sql.ts';
 import { seededRandom } from '../support/harness.ts';
 import { BACKENDS, freshPgDatabase, openMigrated, testDatabase } from './support/db.ts';
 import type { Backend, TestDatabase } from './support/db.ts';
@@ -415,6 +415,34 @@ describe.each(BACKENDS)('PgStore specifics on %s', (backend) => {
     const tagged = await plan({ op: 'and', conds: [text, { op: 'eq', field: 'tagId', value: uid(1, 'f') }] }, ['leads_stage', 'leads_tag', 'leads_created']);
     expect(tagged).toMatch(/Bitmap Index Scan on leads_search_scoped[^\n]*\n\s+Index Cond: [^\n]*tagId[^\n]*~~/);
     expect(LEAD_SEARCH_SQL).toContain('personalSocialUrl');
+  });
+
+  it("serves the runner's lookups from their indexes: due enrollments, a chat's messages, a message by network id, queued messages", async () => {
+    /** The plan of one store query with sequential scans and the generic per-collection index out of
+     * the way (the test tables are tiny): which index can serve it. */
+    const plan = async (collection: 'enrollments' | 'messages', cond: Cond, orderBy: Sort[] = []): Promise<string> => {
+      const p = new Params();
+      p.add(WS);
+      const where = condSql(collection, cond, p);
+      const order = orderBy.length > 0 ? ` ORDER BY ${orderSql(collection, orderBy)}` : '';
+      let text = '';
+      await database.db.sql
+        .transaction(async (tx) => {
+          await tx.query('SET LOCAL enable_seqscan = off');
+          await tx.query('DROP INDEX documents_workspace');
+          const rows = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT doc FROM documents WHERE collection = '${collection}' AND workspace_id = $1 AND NOT deleted AND ${where}${order}`, p.values);
+          text = rows.map((r) => r['QUERY PLAN']).join('\n');
+          throw new Error('roll back');
+        })
+        .catch(() => undefined);
+      return text;
+    };
+    // shared/engine/plan.ts dueEnrollments, shared/engine/inbound.ts and direct.ts.
+    const due: Cond = { op: 'and', conds: [{ op: 'eq', field: 'status', value: 'IN_PROGRESS' }, { op: 'lte', field: 'nextActionAt', value: '2026-11-24T10:00:00.000Z' }, { op: 'in', field: 'campaignId', values: [uid(1, 'c')] }] };
+    expect(await plan('enrollments', due, [{ field: 'nextActionAt', dir: 'asc' }])).toContain('enrollments_due');
+    expect(await plan('messages', { op: 'and', conds: [{ op: 'eq', field: 'chatId', value: 'chat-1' }, { op: 'eq', field: 'direction', value: 'out' }] })).toContain('messages_chat');
+    expect(await plan('messages', { op: 'and', conds: [{ op: 'eq', field: 'externalId', value: 'x-1' }, { op: 'eq', field: 'sdrProfileId', value: uid(1, 's') }] })).toContain('messages_external');
+    expect(await plan('messages', { op: 'and', conds: [{ op: 'eq', field: 'status', value: 'queued' }, { op: 'eq', field: 'direction', value: 'out' }] })).toContain('messages_status');
   });
 
   it('rolls back every write of a transaction that fails after committing through the store', async () => {
