@@ -5,7 +5,7 @@ import type { CollectionName, Docs } from '../shared/model/index.ts';
 import { DomainError, isDomainError } from '../shared/errors.ts';
 import { decodeCursor, encodeCursor, matches, runQuery } from '../shared/query.ts';
 import type { AnyWrite, Cond, Page, Query, Store, StoreProvider } from '../shared/store.ts';
-import { Params, condSql, cursorSql, orderSql } from './cond-sql.ts';
+import { Params, condSql, cursorSql, orderSql, scopeSql } from './cond-sql.ts';
 import { prepared, quoteLiteral } from './db.ts';
 import type { SqlDatabase, SqlExecutor } from './db.ts';
 import { CACHED_COLLECTIONS, LazyReadTransaction, cacheFor, parseVersions, versionsSql } from './doc-cache.ts';
@@ -114,7 +114,7 @@ export class PgStore implements Store {
     }
     const orderBy = q.orderBy ?? [];
     const p = new Params();
-    const where = [`collection = ${lit(c)}`, `workspace_id = ${p.add(this.workspaceId)}`, 'NOT deleted', condSql(c, q.where, p)];
+    const where = [`collection = ${lit(c)}`, scopeSql(c, q.where, p.add(this.workspaceId)), 'NOT deleted', condSql(c, q.where, p)];
     if (q.cursor) where.push(cursorSql(c, orderBy, decodeCursor(q.cursor, orderBy), p));
     let text = `SELECT doc FROM documents WHERE ${where.join(' AND ')} ORDER BY ${orderSql(c, orderBy)}`;
     if (q.limit !== undefined) text += ` LIMIT ${p.add(q.limit + 1)}::int`;
@@ -134,7 +134,7 @@ export class PgStore implements Store {
       return n;
     }
     const p = new Params();
-    const text = `SELECT count(*)::int AS n FROM documents WHERE collection = ${lit(c)} AND workspace_id = ${p.add(this.workspaceId)} AND NOT deleted AND ${condSql(c, where, p)}`;
+    const text = `SELECT count(*)::int AS n FROM documents WHERE collection = ${lit(c)} AND ${scopeSql(c, where, p.add(this.workspaceId))} AND NOT deleted AND ${condSql(c, where, p)}`;
     const rows = await this.sql.query<{ n: number }>(stable(where) ? prepared(text) : text, p.values);
     return rows[0]?.n ?? 0;
   }

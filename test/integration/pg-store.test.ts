@@ -10,7 +10,7 @@ import { LEAD_QUERY_FIELDS } from '../../shared/ops/lead-search.ts';
 import { Tx } from '../../shared/tx.ts';
 import type { AnyWrite, Cond, Query, Sort, Store } from '../../shared/store.ts';
 import { PgDatabase } from '../../sync-server/pg-store.ts';
-import { LEAD_SEARCH_SQL, Params, condSql, orderSql } from '../../sync-server/cond-sql.ts';
+import { LEAD_SEARCH_SQL, Params, condSql, orderSql, scopeSql } from '../../sync-server/cond-sql.ts';
 import { seededRandom } from '../support/harness.ts';
 import { BACKENDS, freshPgDatabase, openMigrated, testDatabase } from './support/db.ts';
 import type { Backend, TestDatabase } from './support/db.ts';
@@ -395,13 +395,13 @@ describe.each(BACKENDS)('PgStore specifics on %s', (backend) => {
      * 100k, so the test asks whether the scoped index can serve the filter, not which one wins here. */
     const plan = async (cond: Cond, without: string[] = []): Promise<string> => {
       const p = new Params();
-      p.add(WS);
+      const scope = scopeSql('leads', cond, p.add(WS));
       const where = condSql('leads', cond, p);
       let text = '';
       await database.db.sql
         .transaction(async (tx) => {
           for (const index of without) await tx.query(`DROP INDEX ${index}`);
-          const rows = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT doc FROM documents WHERE collection = 'leads' AND workspace_id = $1 AND NOT deleted AND ${where}`, p.values);
+          const rows = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT doc FROM documents WHERE collection = 'leads' AND ${scope} AND NOT deleted AND ${where}`, p.values);
           text = rows.map((r) => r['QUERY PLAN']).join('\n');
           throw new Error('roll back');
         })
@@ -414,6 +414,24 @@ describe.each(BACKENDS)('PgStore specifics on %s', (backend) => {
     expect(staged).toMatch(/Bitmap Index Scan on leads_search_scoped[^\n]*\n\s+Index Cond: [^\n]*pipelineStageId[^\n]*~~/);
     const tagged = await plan({ op: 'and', conds: [text, { op: 'eq', field: 'tagId', value: uid(1, 'f') }] }, ['leads_stage', 'leads_tag', 'leads_created']);
     expect(tagged).toMatch(/Bitmap Index Scan on leads_search_scoped[^\n]*\n\s+Index Cond: [^\n]*tagId[^\n]*~~/);
+    // With a stage or tag id the workspace is checked on the rows found, not intersected in the index
+    // (its posting list is every lead of the workspace); a text search alone still keys on it.
+    for (const p of [staged, tagged]) expect(/Index Cond: [^\n]*/.exec(p)?.[0]).not.toContain('workspace_id');
+    expect(await plan(text)).toMatch(/Index Cond: [^\n]*workspace_id/);
+    // The check on the rows holds: another workspace's lead that names this workspace's stage and tag
+    // (only a raw write can make one) is not found.
+    const stray = newLead({ id: uid(19_999), workspaceId: OTHER, now: '2026-11-01T00:00:00.000Z' }, GROUP, { firstName: 'Person12x', pipelineStageId: uid(2, 'e'), tagId: uid(1, 'f') });
+    await database.db.forWorkspace(OTHER).commit([{ collection: 'leads', id: stray.id, before: null, after: stray }]);
+    const person12 = { op: 'contains', fields: LEAD_QUERY_FIELDS, value: 'PERSON12' } as const;
+    const want = many.filter((l) => l.firstName.startsWith('Person12') && l.pipelineStageId !== null).length;
+    expect(want).toBeGreaterThan(10);
+    for (const filter of [{ op: 'in', field: 'pipelineStageId', values: [uid(2, 'e')] }, { op: 'eq', field: 'tagId', value: uid(1, 'f') }] as const) {
+      const found = await database.db.forWorkspace(WS).query('leads', { where: { op: 'and', conds: [person12, filter] } });
+      expect(found.docs.length).toBe(want);
+      expect(found.docs.every((d) => d.workspaceId === WS)).toBe(true);
+      expect(await database.db.forWorkspace(WS).count('leads', { op: 'and', conds: [person12, filter] })).toBe(want);
+      expect(await database.db.forWorkspace(OTHER).count('leads', { op: 'and', conds: [person12, filter] })).toBe(1);
+    }
     expect(LEAD_SEARCH_SQL).toContain('personalSocialUrl');
   });
 
