@@ -142,6 +142,47 @@ class ServerClient {
   }
 }
 
+type PulledPage = { documents: Doc[]; checkpoint: Checkpoint | null };
+
+/** One collection's pull pages, with at most one page fetched ahead (the checkpoint of a page is
+ * known only once the page before it arrived): the page after a full page is requested as soon as
+ * that page arrives, and handed out when RxDB asks for the same checkpoint and size; anything else
+ * is fetched then. A page fetched ahead holds the server's changes since that checkpoint when it
+ * was read, so later changes still follow it in seq order. */
+class PullPages {
+  private ahead: { key: string; page: Promise<PulledPage> } | null = null;
+
+  constructor(
+    private readonly client: ServerClient,
+    private readonly collection: CollectionName,
+  ) {}
+
+  take(checkpoint: Checkpoint | null, batchSize: number): Promise<PulledPage> {
+    const ahead = this.ahead;
+    this.ahead = null;
+    if (ahead && ahead.key === PullPages.key(checkpoint, batchSize)) return ahead.page;
+    return this.fetch(checkpoint, batchSize);
+  }
+
+  prefetch(checkpoint: Checkpoint | null, batchSize: number): void {
+    const page = this.fetch(checkpoint, batchSize);
+    // Awaited when RxDB asks for it, or never: take() reports its failure, or nobody needs to.
+    page.catch(() => undefined);
+    this.ahead = { key: PullPages.key(checkpoint, batchSize), page };
+  }
+
+  private async fetch(checkpoint: Checkpoint | null, batchSize: number): Promise<PulledPage> {
+    const q = new URLSearchParams({ limit: String(batchSize) });
+    if (checkpoint) q.set('checkpoint', JSON.stringify(checkpoint));
+    const body = (await this.client.json(`/replication/${this.collection}/pull?${q.toString()}`, { collection: this.collection })) as { documents?: Doc[]; checkpoint?: Checkpoint | null } | null;
+    return { documents: body?.documents ?? [], checkpoint: body?.checkpoint ?? checkpoint };
+  }
+
+  private static key(checkpoint: Checkpoint | null, batchSize: number): string {
+    return `${batchSize} ${JSON.stringify(checkpoint)}`;
+  }
+}
+
 function httpError(status: number, body: unknown, serverUrl: string): SyncHttpError {
   const err = (body as { error?: { code?: unknown; message?: unknown } } | null)?.error;
   const code = typeof err?.code === 'string' ? err.code : `HTTP_${status}`;
@@ -322,6 +363,7 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
     const collection = rx.collections[c] as RxCollection<Json> | undefined;
     if (!collection) throw new Error(`The local database has no ${c} collection.`);
     const stream = new Subject<RxReplicationPullStreamItem<Json, Checkpoint>>();
+    const pages = new PullPages(client, c);
     const state = replicateRxCollection<Json, Checkpoint>({
       collection,
       replicationIdentifier: `outreach-crm-sync|${serverUrl}`,
@@ -334,12 +376,17 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
         batchSize: opts.pullBatchSize ?? 2000,
         stream$: stream.asObservable(),
         handler: async (checkpoint, batchSize) => {
-          const q = new URLSearchParams({ limit: String(batchSize) });
-          if (checkpoint) q.set('checkpoint', JSON.stringify(checkpoint));
-          const body = await client.json(`/replication/${c}/pull?${q.toString()}`, { collection: c }).catch(fail);
+          const page = await pages.take(checkpoint ?? null, batchSize).catch(fail);
           status.requestOk();
-          const page = body as { documents?: Doc[]; checkpoint?: Checkpoint | null } | null;
-          return { documents: page?.documents ?? [], checkpoint: page?.checkpoint ?? checkpoint ?? null } as { documents: Doc[]; checkpoint: Checkpoint };
+          if (page.documents.length >= batchSize) {
+            // A full page means more is waiting: ask for the next one now, and let the request go
+            // out before RxDB stores this page (its storing runs as one long chain of promise
+            // callbacks, which would otherwise hold the request back until it is done), so the
+            // server reads and sends the next page while this one is stored.
+            pages.prefetch(page.checkpoint, batchSize);
+            await new Promise((resolve) => setImmediate(resolve));
+          }
+          return page as { documents: Doc[]; checkpoint: Checkpoint };
         },
       },
       push: {

@@ -61,6 +61,10 @@ class FakeServer {
   pushDelayMs: Record<string, number> = {};
   /** How many schema versions the server is ahead of this app (0: the same). */
   schemaVersionsAhead = 0;
+  /** Every pull request, in arrival order: the collection and the seq it asked after. */
+  readonly pulls: { collection: string; after: number }[] = [];
+  /** Runs when a pull request arrives, before it is answered. */
+  onPull: (collection: string, after: number) => void = () => undefined;
   keyMember = '';
   server: Server;
   url = '';
@@ -131,6 +135,8 @@ class FakeServer {
       const cp = url.searchParams.get('checkpoint');
       const after = cp ? (JSON.parse(cp) as { seq: number }).seq : 0;
       const limit = Number(url.searchParams.get('limit') ?? 100);
+      this.pulls.push({ collection, after });
+      this.onPull(collection, after);
       const docs = [...this.rows.entries()].filter(([k, r]) => k.startsWith(`${collection}/`) && r.seq > after).sort((a, b) => a[1].seq - b[1].seq).slice(0, limit);
       const last = docs[docs.length - 1];
       return send(200, { documents: docs.map(([, r]) => r.doc), checkpoint: last ? { seq: last[1].seq } : cp ? JSON.parse(cp) : null });
@@ -206,6 +212,7 @@ afterEach(async () => {
   server.rule = () => null;
   server.pushDelayMs = {};
   server.schemaVersionsAhead = 0;
+  server.onPull = () => undefined;
 });
 
 afterAll(async () => {
@@ -237,6 +244,44 @@ describe('replication client against the protocol', () => {
     expect(st.mode).toBe('online');
     expect(st.pending).toBe(0);
     expect(st.lastSyncedAt).not.toBeNull();
+  });
+
+  it('asks for the page after a full page as soon as that page arrives, never twice, and still gets what the server wrote meanwhile', async () => {
+    // A desktop of its own, syncing from nothing (one open database per name and process: the
+    // shared one is closed meanwhile and opened again after).
+    await db.close();
+    const own = await openLocalDatabase({ dir: join(dir, 'prefetch'), workspaceId: WS, actor });
+    let s: Sync | null = null;
+    try {
+      const have = [...server.rows.keys()].filter((k) => k.startsWith('leads/')).length;
+      for (let i = 0; i < 45; i++) server.write('leads', lead(5000 + i));
+      const total = have + 45;
+      const firstSeq = server.seq;
+      // Written while the pull is under way (after the third page was asked for): it has a higher
+      // seq than everything a page fetched ahead holds, so a later page or the stream brings it.
+      let wroteDuring = false;
+      server.onPull = (c) => {
+        if (c !== 'leads' || wroteDuring || server.pulls.filter((p) => p.collection === 'leads').length < 3) return;
+        wroteDuring = true;
+        server.write('leads', lead(5999, { company: 'Written during the pull' }));
+      };
+      const before = server.pulls.length;
+      s = await startSync({ db: own, serverUrl: server.url, apiKey: 'live_test', retryMs: 100, backoffMs: 50, maxBackoffMs: 400, pullBatchSize: 10 });
+      await s.awaitInSync();
+      await until('the lead written during the pull', async () => (await own.store.get('leads', lead(5999).id))?.company === 'Written during the pull');
+      expect(await own.store.count('leads')).toBe(total + 1);
+      const asked = server.pulls.slice(before).filter((p) => p.collection === 'leads').map((p) => p.after);
+      // Each checkpoint once: a page fetched ahead is the one handed to the replication.
+      expect(new Set(asked).size).toBe(asked.length);
+      expect(asked[0]).toBe(0);
+      expect(asked.length).toBeGreaterThanOrEqual(Math.ceil(total / 10));
+      expect(wroteDuring).toBe(true);
+      expect(server.seq).toBe(firstSeq + 1);
+    } finally {
+      await s?.stop();
+      await own.close();
+      db = await openLocalDatabase({ dir, workspaceId: WS, actor });
+    }
   });
 
   it('counts pending changes while offline, then merges concurrent edits of one lead field by field', async () => {
