@@ -130,7 +130,7 @@ class ServerClient {
     } catch (e) {
       throw new SyncHttpError(0, 'UNREACHABLE', `The sync server at ${this.serverUrl} cannot be reached (${errorText(e)}).`);
     }
-    const text = await res.text();
+    const text = await bodyText(res);
     let body: unknown = null;
     try {
       body = text ? JSON.parse(text) : null;
@@ -180,6 +180,25 @@ class PullPages {
 
   private static key(checkpoint: Checkpoint | null, batchSize: number): string {
     return `${batchSize} ${JSON.stringify(checkpoint)}`;
+  }
+}
+
+/**
+ * A response body as text, decoded chunk by chunk. `Response.text()` first gathers a body into one
+ * buffer: for a 2 MB pull page that is a 2 MB allocation outside the JavaScript heap, and after the
+ * first of those glibc serves them from its main heap, which never shrinks back past the long-lived
+ * allocations made in between (at 100k leads the desktop kept ~80 MB of freed memory resident).
+ * Decoded chunk by chunk, the only large value is the string, which lives in the JavaScript heap.
+ */
+async function bodyText(res: Response): Promise<string> {
+  if (!res.body) return '';
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text + decoder.decode();
+    text += decoder.decode(value, { stream: true });
   }
 }
 
