@@ -4,7 +4,8 @@
  *   fetching and parsing the same pull pages raw over HTTP from the same server in the same run
  *   (what replication adds on top);
  * - the desktop's memory after that sync, and reopening the synced desktop to its first rows; both
- *   in a child process that is only the desktop (this process also seeds the server's database
+ *   in a child process that is only the desktop, bundled and run with plain node as the app's
+ *   backend is (test/bench/support/desktop-child.ts; this process also seeds the server's database
  *   in-process, whose memory must not count);
  * - local campaigns.leads.search at 100k leads in the synced desktop (p50/p99; target p50 < 5 ms);
  * - live propagation desktop A -> server -> desktop B (p50; target < 250 ms on loopback), with two
@@ -20,7 +21,8 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { openLocalDatabase } from '../../electron/backend/local-db.ts';
 import type { LocalDatabase } from '../../electron/backend/local-db.ts';
-import { identifyKey, startSync } from '../../electron/backend/replication.ts';
+import type { ReopenResult, SyncResult } from './support/desktop-child.ts';
+import { identifyKey } from '../../electron/backend/replication.ts';
 import { newLead } from '../../shared/model/factories.ts';
 import type { Lead, LeadGroup, Stage, Tag } from '../../shared/model/index.ts';
 import { COLLECTIONS } from '../../shared/model/index.ts';
@@ -61,8 +63,6 @@ const line = (s: string) => process.stdout.write(`${s}\n`);
 const load = (): string => `load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} on ${navigator.hardwareConcurrency} cores`;
 const mb = (n: number) => `${(n / 1e6).toFixed(0)} MB`;
 
-type SyncResult = { leads: number; seconds: number; cpuSeconds: number; rss: number; heap: number; rssAfterGc: number; heapAfterGc: number };
-type ReopenResult = { leads: number; openMs: number; firstRowsMs: number; firstRowsCpuMs: number; rows: number; rss: number; heap: number };
 
 /** CPU time (user + system) this process used since `from`, in ms: on a loaded machine, close to
  * what the wall time would be on an idle core for single-threaded work. */
@@ -71,9 +71,33 @@ const cpuMs = (from: NodeJS.CpuUsage): number => {
   return (d.user + d.system) / 1000;
 };
 
-/** Runs this file in a child process in one of its desktop-only modes; returns its RESULT line. */
+/** The desktop-only child processes run the desktop as it ships: test/bench/support/desktop-child.ts
+ * bundled by esbuild the way `npm run build` bundles the desktop backend (packages stay imports),
+ * started with plain `node`. Under tsx the same process held ~47 MB more (the TypeScript loader)
+ * and loaded its modules more slowly, which the app does not. */
+async function buildChild(): Promise<string> {
+  const { build } = await import('esbuild');
+  // Inside the project, so the bundle's package imports resolve from its node_modules.
+  const outfile = fileURLToPath(new URL('../../node_modules/.cache/outreach-crm-bench/desktop-child.mjs', import.meta.url));
+  await build({
+    entryPoints: [fileURLToPath(new URL('./support/desktop-child.ts', import.meta.url))],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node22.12',
+    packages: 'external',
+    logLevel: 'warning',
+  });
+  return outfile;
+}
+
+let childScript: Promise<string> | null = null;
+
+/** Runs the bundled desktop child in one of its modes; returns its RESULT line. */
 async function child<T>(args: readonly string[]): Promise<T> {
-  const proc = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  childScript ??= buildChild();
+  const proc = spawn(process.execPath, ['--expose-gc', await childScript, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   proc.stdout.on('data', (b: Buffer) => (out += b.toString()));
@@ -84,49 +108,6 @@ async function child<T>(args: readonly string[]): Promise<T> {
   return JSON.parse(result.slice('RESULT '.length)) as T;
 }
 
-const memory = () => {
-  const m = process.memoryUsage();
-  return { rss: m.rss, heap: m.heapUsed };
-};
-const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
-
-/** Child mode: an empty desktop syncs from the server; prints the time and the memory after it. */
-async function syncChild(url: string, key: string, dir: string): Promise<SyncResult> {
-  const who = await identifyKey(url, key);
-  const db = await openLocalDatabase({ dir, workspaceId: who.workspaceId, actor: who.actor });
-  const t0 = performance.now();
-  const c0 = process.cpuUsage();
-  const sync = await startSync({ db, serverUrl: url, apiKey: key, pullBatchSize: PULL_BATCH });
-  await sync.awaitInSync();
-  const seconds = (performance.now() - t0) / 1000;
-  const cpuSeconds = cpuMs(c0) / 1000;
-  const leads = await db.store.count('leads');
-  // Memory as the app would hold it a moment after the sync (no forced collection), then after one.
-  await new Promise((r) => setTimeout(r, 500));
-  const settled = memory();
-  gc();
-  const collected = memory();
-  await sync.stop();
-  await db.close();
-  return { leads, seconds, cpuSeconds, rss: settled.rss, heap: settled.heap, rssAfterGc: collected.rss, heapAfterGc: collected.heap };
-}
-
-/** Child mode: a fresh process opens the synced desktop and asks for the leads table's first page. */
-async function reopenChild(dir: string, workspaceId: string, memberId: string): Promise<ReopenResult> {
-  const actor = { workspaceId, memberId, role: 'owner' as const };
-  const t0 = performance.now();
-  const c0 = process.cpuUsage();
-  const db = await openLocalDatabase({ dir, workspaceId, actor });
-  const openMs = performance.now() - t0;
-  const env = { actor, store: db.store, clock: { now: () => new Date() }, ids: { uuid: () => randomUUID() }, random: mulberry32(3), secrets: nodeSecrets, channels: null };
-  const first = (await execute('campaigns.leads.search', { limit: 50 }, env)) as { leads: unknown[] };
-  const firstRowsMs = performance.now() - t0;
-  const firstRowsCpuMs = cpuMs(c0);
-  const leads = await db.store.count('leads');
-  const m = memory();
-  await db.close();
-  return { leads, openMs, firstRowsMs, firstRowsCpuMs, rows: first.leads.length, rss: m.rss, heap: m.heap };
-}
 
 type Seeded = { bigKey: string; smallKey: string };
 
@@ -361,16 +342,7 @@ export async function run(): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const [mode, ...args] = process.argv.slice(2);
-  if (mode === 'sync-child') {
-    const [url, key, dir] = args;
-    if (!url || !key || !dir) throw new Error('usage: desktop.bench.ts sync-child URL KEY DIR');
-    line(`RESULT ${JSON.stringify(await syncChild(url, key, dir))}`);
-  } else if (mode === 'reopen-child') {
-    const [dir, workspaceId, memberId] = args;
-    if (!dir || !workspaceId || !memberId) throw new Error('usage: desktop.bench.ts reopen-child DIR WORKSPACE MEMBER');
-    line(`RESULT ${JSON.stringify(await reopenChild(dir, workspaceId, memberId))}`);
-  } else await run();
+  await run();
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -1,0 +1,92 @@
+/**
+ * The desktop benchmark's desktop-only child processes (test/bench/desktop.bench.ts bundles this file
+ * with esbuild, as the app's backend is bundled, and runs it with plain node):
+ *   sync-child URL KEY DIR                  an empty desktop syncs from the server; time and memory after
+ *   reopen-child DIR WORKSPACE MEMBER       a fresh process opens the synced desktop, first page of leads
+ * Each prints one line `RESULT <json>`.
+ */
+import { randomUUID } from 'node:crypto';
+import { openLocalDatabase } from '../../../electron/backend/local-db.ts';
+import { identifyKey, startSync } from '../../../electron/backend/replication.ts';
+import { execute } from '../../../shared/ops/execute.ts';
+import { nodeSecrets } from '../../../sync-server/secrets.ts';
+import { seededRandom } from '../../support/deterministic.ts';
+
+/** The server's largest pull page (MAX_PULL_LIMIT), as in the benchmark's raw baseline. */
+const PULL_BATCH = 2000;
+
+export type SyncResult = { leads: number; seconds: number; cpuSeconds: number; rss: number; heap: number; rssAfterGc: number; heapAfterGc: number };
+export type ReopenResult = { leads: number; openMs: number; firstRowsMs: number; firstRowsCpuMs: number; rows: number; rss: number; heap: number };
+
+/** CPU time (user + system) this process used since `from`, in ms. */
+const cpuMs = (from: NodeJS.CpuUsage): number => {
+  const d = process.cpuUsage(from);
+  return (d.user + d.system) / 1000;
+};
+
+const memory = () => {
+  const m = process.memoryUsage();
+  return { rss: m.rss, heap: m.heapUsed };
+};
+const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
+
+/** Child mode: an empty desktop syncs from the server; prints the time and the memory after it. */
+async function syncChild(url: string, key: string, dir: string): Promise<SyncResult> {
+  const who = await identifyKey(url, key);
+  const db = await openLocalDatabase({ dir, workspaceId: who.workspaceId, actor: who.actor });
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  const sync = await startSync({ db, serverUrl: url, apiKey: key, pullBatchSize: PULL_BATCH });
+  await sync.awaitInSync();
+  const seconds = (performance.now() - t0) / 1000;
+  const cpuSeconds = cpuMs(c0) / 1000;
+  const leads = await db.store.count('leads');
+  // Memory as the app would hold it a moment after the sync (no forced collection), then after one.
+  await new Promise((r) => setTimeout(r, 500));
+  const settled = memory();
+  gc();
+  const collected = memory();
+  await sync.stop();
+  await db.close();
+  return { leads, seconds, cpuSeconds, rss: settled.rss, heap: settled.heap, rssAfterGc: collected.rss, heapAfterGc: collected.heap };
+}
+
+/** Child mode: a fresh process opens the synced desktop and asks for the leads table's first page. */
+async function reopenChild(dir: string, workspaceId: string, memberId: string): Promise<ReopenResult> {
+  const actor = { workspaceId, memberId, role: 'owner' as const };
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  const db = await openLocalDatabase({ dir, workspaceId, actor });
+  const openMs = performance.now() - t0;
+  const env = { actor, store: db.store, clock: { now: () => new Date() }, ids: { uuid: () => randomUUID() }, random: seededRandom(3), secrets: nodeSecrets, channels: null };
+  const first = (await execute('campaigns.leads.search', { limit: 50 }, env)) as { leads: unknown[] };
+  const firstRowsMs = performance.now() - t0;
+  const firstRowsCpuMs = cpuMs(c0);
+  const leads = await db.store.count('leads');
+  const m = memory();
+  await db.close();
+  return { leads, openMs, firstRowsMs, firstRowsCpuMs, rows: first.leads.length, rss: m.rss, heap: m.heap };
+}
+
+async function main(): Promise<unknown> {
+  const [mode, ...args] = process.argv.slice(2);
+  if (mode === 'sync-child') {
+    const [url, key, dir] = args;
+    if (!url || !key || !dir) throw new Error('usage: desktop-child sync-child URL KEY DIR');
+    return syncChild(url, key, dir);
+  }
+  if (mode === 'reopen-child') {
+    const [dir, workspaceId, memberId] = args;
+    if (!dir || !workspaceId || !memberId) throw new Error('usage: desktop-child reopen-child DIR WORKSPACE MEMBER');
+    return reopenChild(dir, workspaceId, memberId);
+  }
+  throw new Error(`desktop-child: unknown mode ${mode ?? '(none)'}`);
+}
+
+main().then(
+  (result) => process.stdout.write(`RESULT ${JSON.stringify(result)}\n`),
+  (e: unknown) => {
+    process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exit(1);
+  },
+);
