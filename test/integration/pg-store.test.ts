@@ -433,6 +433,10 @@ describe.each(BACKENDS)('PgStore specifics on %s', (backend) => {
       expect(await database.db.forWorkspace(OTHER).count('leads', { op: 'and', conds: [person12, filter] })).toBe(1);
     }
     expect(LEAD_SEARCH_SQL).toContain('personalSocialUrl');
+    // Searches read the whole GIN pending list: kept small so writes do not slow them down
+    // (014_search_pending_list.sql).
+    const [index] = await database.db.sql.query<{ reloptions: string[] | null }>("SELECT reloptions FROM pg_class WHERE oid = 'leads_search_scoped'::regclass");
+    expect(index?.reloptions).toContain('gin_pending_list_limit=256');
   });
 
   it("serves the runner's lookups from their indexes: due enrollments, a chat's messages, a message by network id, queued messages", async () => {
