@@ -207,9 +207,18 @@ async function openPostgres(url: string, schema: string | undefined, max: number
     const statements = [beginWith];
     if (opts.lock) statements.push(`SELECT pg_advisory_xact_lock(${lockClass(opts.lock)}, hashtext(${quoteLiteral(opts.lock.key)}))`);
     if (opts.first) statements.push(opts.first);
+    // One statement at a time on the connection, in call order: handlers read in parallel
+    // (Promise.all), and pg only queues overlapping queries on one client as a deprecated
+    // behaviour (removed in pg 9). COMMIT and ROLLBACK wait their turn the same way.
+    let tail: Promise<unknown> = Promise.resolve();
+    const inTurn = <R>(run: () => Promise<R>): Promise<R> => {
+      const next = tail.then(run);
+      tail = next.catch(() => undefined);
+      return next;
+    };
     const tx: SqlExecutor = {
       async query<R>(text: string, params: readonly unknown[] = []) {
-        const res = await client.query(statement(text, [...params]));
+        const res = await inTurn(() => client.query(statement(text, [...params])));
         return res.rows as R[];
       },
     };
@@ -219,13 +228,13 @@ async function openPostgres(url: string, schema: string | undefined, max: number
       const results = (Array.isArray(began) ? began : [began]) as pg.QueryResult[];
       const first: FirstRows = opts.first ? (results[results.length - 1]?.rows ?? []) : [];
       const out = await fn(tx, first);
-      const committing = client.query('COMMIT');
+      const committing = inTurn(() => client.query('COMMIT'));
       opts.onEnd?.();
       await committing;
       return out;
     } catch (e) {
       try {
-        const rollingBack = client.query('ROLLBACK');
+        const rollingBack = inTurn(() => client.query('ROLLBACK'));
         opts.onEnd?.();
         await rollingBack;
       } catch (rollbackError) {
