@@ -10,11 +10,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Lead } from '../../shared/model/index.ts';
 import { HeadlessDesktop, serverAdmin, startServer } from './sync-processes.ts';
 import type { RunningServer, ServerEnv } from './sync-processes.ts';
+import { testDatabase } from './support/db.ts';
+import type { TestDatabase } from './support/db.ts';
 
 const databaseUrl = process.env.DATABASE_URL;
 
 describe.skipIf(!databaseUrl)('two sync servers on one Postgres', () => {
   let root = '';
+  let database: TestDatabase | null = null;
   let env: ServerEnv;
   let s1: RunningServer;
   let s2: RunningServer;
@@ -23,7 +26,9 @@ describe.skipIf(!databaseUrl)('two sync servers on one Postgres', () => {
 
   beforeAll(async () => {
     root = mkdtempSync(join(tmpdir(), 'sync-fanout-'));
-    env = { dataDir: join(root, 'unused'), databaseUrl, schema: `fanout_${process.pid}_${Date.now()}` };
+    // A fresh schema, dropped afterwards like every other suite's.
+    database = testDatabase('postgres');
+    env = { dataDir: join(root, 'unused'), databaseUrl, schema: database.options.schema };
     const ws = await serverAdmin(env, ['create-workspace', '--name', 'Fanout', '--owner-email', 'fan@out.test']);
     const bob = await serverAdmin(env, ['create-member', '--workspace', ws.workspaceId ?? '', '--name', 'Bob', '--email', 'bob@out.test', '--role', 'member']);
     [s1, s2] = await Promise.all([startServer(env), startServer(env)]);
@@ -37,6 +42,7 @@ describe.skipIf(!databaseUrl)('two sync servers on one Postgres', () => {
   afterAll(async () => {
     await Promise.all([a?.close(), b?.close()]);
     await Promise.all([s1?.stop(), s2?.stop()]);
+    await database?.cleanup();
     if (root) rmSync(root, { recursive: true, force: true });
   }, 60_000);
 
