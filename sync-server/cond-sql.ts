@@ -283,12 +283,13 @@ export function scopeSql(collection: CollectionName, where: Cond | undefined, pl
   return `${scopedById(collection, where) ? "(workspace_id || '')" : 'workspace_id'} = ${placeholder}`;
 }
 
+/** Lead fields whose values are ids of one workspace's documents. */
+const WORKSPACE_ID_FIELDS: ReadonlySet<string> = new Set(['pipelineStageId', 'tagId']);
+
 function scopedById(collection: CollectionName, where: Cond | undefined): boolean {
   if (collection !== 'leads' || where?.op !== 'and') return false;
-  const byId = (c: Cond): boolean => {
-    if (c.op === 'eq') return (c.field === 'pipelineStageId' || c.field === 'tagId') && c.value !== null;
-    if (c.op === 'in') return (c.field === 'pipelineStageId' || c.field === 'tagId') && c.values.length > 0 && !c.values.includes(null);
-    return false;
-  };
+  const byId = (c: Cond): boolean =>
+    (c.op === 'eq' && WORKSPACE_ID_FIELDS.has(c.field) && c.value !== null) ||
+    (c.op === 'in' && WORKSPACE_ID_FIELDS.has(c.field) && c.values.length > 0 && !c.values.includes(null));
   return where.conds.some((c) => c.op === 'contains') && where.conds.some(byId);
 }

@@ -19,8 +19,6 @@ const stamp = (ctx: Ctx) => ({ id: ctx.ids.uuid(), workspaceId: ctx.actor.worksp
 /** Columns the lead table can sort by. */
 export const LEAD_SORT_FIELDS = ['createdAt', 'lastActivityAt', 'fullName', 'company', 'rankingScore', 'leadFitScore', 'followUpAt'] as const;
 
-/** Sort columns ordered case- and accent-insensitively (shared/text-sort.ts). */
-
 /** Most ids one request may name (import rows, delete, flags). */
 export const MAX_LEADS_PER_REQUEST = 1000;
 

@@ -22,6 +22,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { openLocalDatabase } from '../../electron/backend/local-db.ts';
 import type { LocalDatabase } from '../../electron/backend/local-db.ts';
 import type { ReopenResult, SyncResult } from './support/desktop-child.ts';
+import { cpuMs, PULL_BATCH } from './support/desktop-measure.ts';
+import { seededRandom } from '../support/deterministic.ts';
 import { identifyKey } from '../../electron/backend/replication.ts';
 import { newLead } from '../../shared/model/factories.ts';
 import type { Lead, LeadGroup, Stage, Tag } from '../../shared/model/index.ts';
@@ -34,25 +36,12 @@ import { nodeSecrets } from '../../sync-server/secrets.ts';
 // processes below do not load them.
 
 const LEADS = Number(process.env.BENCH_DESKTOP_LEADS ?? 100_000);
-/** The server's largest pull page (MAX_PULL_LIMIT), for the raw baseline and the replication alike. */
-const PULL_BATCH = 2000;
 const SEARCH_RUNS = 300;
 const PROPAGATIONS = 40;
 
 const FIRST = ['Ann', 'Bob', 'Chen', 'Dana', 'Eve', 'Farid', 'Gus', 'Hana', 'Ivan', 'Jo', 'Kim', 'Lena', 'Mo', 'Nina', 'Omar', 'Pia'];
 const LAST = ['Smith', 'Li', 'Okafor', 'Müller', 'Nguyen', 'Garcia', 'Rossi', 'Kowalski', 'Sato', 'Dubois'];
 const COMPANY = ['Acme', 'Globex', 'Initech', 'Umbrella', 'Hooli', 'Vandelay', 'Stark', 'Wayne', 'Tyrell', 'Cyberdyne'];
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const percentile = (xs: readonly number[], p: number): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -62,14 +51,6 @@ const ms = (n: number) => `${n.toFixed(n < 10 ? 2 : 0)} ms`;
 const line = (s: string) => process.stdout.write(`${s}\n`);
 const load = (): string => `load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} on ${navigator.hardwareConcurrency} cores`;
 const mb = (n: number) => `${(n / 1e6).toFixed(0)} MB`;
-
-
-/** CPU time (user + system) this process used since `from`, in ms: on a loaded machine, close to
- * what the wall time would be on an idle core for single-threaded work. */
-const cpuMs = (from: NodeJS.CpuUsage): number => {
-  const d = process.cpuUsage(from);
-  return (d.user + d.system) / 1000;
-};
 
 /** The desktop-only child processes run the desktop as it ships: test/bench/support/desktop-child.ts
  * bundled by esbuild the way `npm run build` bundles the desktop backend (packages stay imports),
@@ -108,12 +89,11 @@ async function child<T>(args: readonly string[]): Promise<T> {
   return JSON.parse(result.slice('RESULT '.length)) as T;
 }
 
-
 type Seeded = { bigKey: string; smallKey: string };
 
 /** LEADS generated leads (names, companies, stages, tags, scores), in commits of 5000. */
 function* leadBatches(workspaceId: string, groupId: string, stages: readonly Stage[], tags: readonly Tag[]): Generator<AnyWrite[]> {
-  const rnd = mulberry32(99);
+  const rnd = seededRandom(99);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
   const start = Date.parse('2026-01-01T00:00:00.000Z');
   const open = stages.filter((s) => s.category !== 'LOST' && s.category !== 'ON_HOLD');
@@ -159,7 +139,7 @@ export async function seed(dataDir: string): Promise<Seeded> {
   try {
     await migrate(sql);
     const db = new PgDatabase(sql);
-    const deps = { clock: { now: () => new Date() }, ids: { uuid: () => randomUUID() }, secrets: nodeSecrets, random: mulberry32(7) };
+    const deps = { clock: { now: () => new Date() }, ids: { uuid: () => randomUUID() }, secrets: nodeSecrets, random: seededRandom(7) };
     const big = await createWorkspace(db, { name: 'Desktop bench', ownerEmail: 'bench@desktop.test' }, deps);
     const small = await createWorkspace(db, { name: 'Propagation', ownerEmail: 'live@desktop.test' }, deps);
     for (const w of [big, small]) {
@@ -209,7 +189,7 @@ async function searchBench(db: LocalDatabase): Promise<void> {
     store: db.store,
     clock: { now: () => new Date() },
     ids: { uuid: () => randomUUID() },
-    random: mulberry32(3),
+    random: seededRandom(3),
     secrets: nodeSecrets,
     channels: null,
   };
@@ -341,12 +321,8 @@ export async function run(): Promise<void> {
   }
 }
 
-async function main(): Promise<void> {
-  await run();
-}
-
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().catch((e: unknown) => {
+  run().catch((e: unknown) => {
     process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
     process.exit(1);
   });

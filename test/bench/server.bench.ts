@@ -32,6 +32,7 @@ import { Maintenance } from '../../sync-server/maintenance.ts';
 import { migrate } from '../../sync-server/migrate.ts';
 import { PgDatabase } from '../../sync-server/pg-store.ts';
 import { nodeSecrets } from '../../sync-server/secrets.ts';
+import { seededRandom } from '../support/deterministic.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const LEADS = Number(process.env.BENCH_LEADS ?? 100_000);
@@ -48,17 +49,6 @@ type Row = { backend: string; title: string; value: string; baseline: string; ta
 
 const IMPORT_CALLS = Number(process.env.BENCH_IMPORT_CALLS ?? 10);
 const IMPORT_BATCH = 1000;
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Child process roles: a server on the given port until SIGTERM. */
 async function serveRole(role: string): Promise<void> {
@@ -132,7 +122,7 @@ export async function seed(open: OpenOptions, label: string): Promise<Seeded> {
   try {
     await migrate(sql);
     const db = new PgDatabase(sql);
-    const deps = { clock: { now: () => new Date() }, ids: { uuid: () => randomUUID() }, secrets: nodeSecrets, random: mulberry32(7) };
+    const deps = { clock: { now: () => new Date() }, ids: { uuid: () => randomUUID() }, secrets: nodeSecrets, random: seededRandom(7) };
     const ws = await createWorkspace(db, { name: 'Bench', ownerEmail: 'bench@bench.test' }, deps);
     await seedDemo(db, { workspaceId: ws.workspaceId }, deps);
     const store = db.forWorkspace(ws.workspaceId);
@@ -140,7 +130,7 @@ export async function seed(open: OpenOptions, label: string): Promise<Seeded> {
     const stages = (await store.query('stages')).docs as Stage[];
     const tags = (await store.query('tags')).docs as Tag[];
     const existing = await store.count('leads');
-    const rnd = mulberry32(99);
+    const rnd = seededRandom(99);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
     const start = Date.parse('2026-01-01T00:00:00.000Z');
     const started = performance.now();
@@ -179,7 +169,7 @@ export async function seed(open: OpenOptions, label: string): Promise<Seeded> {
 async function rawInsert(open: OpenOptions, workspaceId: string, groupId: string, calls: number): Promise<number> {
   const sql = await openDatabase(open);
   try {
-    const rnd = mulberry32(5);
+    const rnd = seededRandom(5);
     const now = new Date().toISOString();
     const batches = Array.from({ length: calls }, (_, c) =>
       Array.from({ length: IMPORT_BATCH }, (_, i) => newLead({ id: randomUUID(), workspaceId, now }, groupId, person(rnd, c * IMPORT_BATCH + i, 'raw-'))),
@@ -205,7 +195,7 @@ async function rawInsert(open: OpenOptions, workspaceId: string, groupId: string
 
 /** Imports IMPORT_CALLS x 1,000 new people through an operation, one call after the other. Leads/s. */
 async function importThrough(url: string, auth: Record<string, string>, name: string, body: (rows: ReturnType<typeof person>[]) => Record<string, unknown>, prefix: string): Promise<{ rate: number; errors: number }> {
-  const rnd = mulberry32(17);
+  const rnd = seededRandom(17);
   const calls = Array.from({ length: IMPORT_CALLS }, (_, c) => JSON.stringify(body(Array.from({ length: IMPORT_BATCH }, (_, i) => person(rnd, c * IMPORT_BATCH + i, prefix)))));
   let errors = 0;
   const started = performance.now();

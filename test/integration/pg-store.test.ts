@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryDatabase } from '../../shared/memory-store.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { newActivity, newLead } from '../../shared/model/factories.ts';
-import type { Activity, Lead } from '../../shared/model/index.ts';
+import type { Activity, CollectionName, Lead } from '../../shared/model/index.ts';
 import { runQuery } from '../../shared/query.ts';
 import { LEAD_QUERY_FIELDS } from '../../shared/ops/lead-search.ts';
 import { Tx } from '../../shared/tx.ts';
@@ -315,6 +315,28 @@ describe.each(subjects)('Store conformance: $name', ({ make }) => {
 describe.each(BACKENDS)('PgStore specifics on %s', (backend) => {
   const database = freshPgDatabase(backend);
 
+  const ROLL_BACK = new Error('roll back');
+  /** The plan PostgreSQL picks for a store query of `collection` in WS, written as PgStore writes
+   * it; `setup` runs first in the same transaction, which then rolls back (dropped indexes return). */
+  const explain = async (collection: CollectionName, cond: Cond, opts: { orderBy?: Sort[]; setup?: readonly string[] } = {}): Promise<string> => {
+    const p = new Params();
+    const scope = scopeSql(collection, cond, p.add(WS));
+    const where = condSql(collection, cond, p);
+    const order = opts.orderBy && opts.orderBy.length > 0 ? ` ORDER BY ${orderSql(collection, opts.orderBy)}` : '';
+    let text = '';
+    await database.db.sql
+      .transaction(async (tx) => {
+        for (const statement of opts.setup ?? []) await tx.query(statement);
+        const rows = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT doc FROM documents WHERE collection = '${collection}' AND ${scope} AND NOT deleted AND ${where}${order}`, p.values);
+        text = rows.map((r) => r['QUERY PLAN']).join('\n');
+        throw ROLL_BACK;
+      })
+      .catch((e: unknown) => {
+        if (e !== ROLL_BACK) throw e;
+      });
+    return text;
+  };
+
   it('never stamps server fields into the stored document', async () => {
     const a = newLead({ id: uid(1), workspaceId: WS, now: '2026-11-01T00:00:00.000Z' }, GROUP, { firstName: 'Pure' });
     await database.db.forWorkspace(WS).commit([{ collection: 'leads', id: a.id, before: null, after: a }]);
@@ -393,21 +415,7 @@ describe.each(BACKENDS)('PgStore specifics on %s', (backend) => {
     /** The plan of a lead query; `without` drops the named indexes for the EXPLAIN only (the
      * transaction rolls back): on 3,000 rows the planner may rightly prefer a btree that loses at
      * 100k, so the test asks whether the scoped index can serve the filter, not which one wins here. */
-    const plan = async (cond: Cond, without: string[] = []): Promise<string> => {
-      const p = new Params();
-      const scope = scopeSql('leads', cond, p.add(WS));
-      const where = condSql('leads', cond, p);
-      let text = '';
-      await database.db.sql
-        .transaction(async (tx) => {
-          for (const index of without) await tx.query(`DROP INDEX ${index}`);
-          const rows = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT doc FROM documents WHERE collection = 'leads' AND ${scope} AND NOT deleted AND ${where}`, p.values);
-          text = rows.map((r) => r['QUERY PLAN']).join('\n');
-          throw new Error('roll back');
-        })
-        .catch(() => undefined);
-      return text;
-    };
+    const plan = (cond: Cond, without: readonly string[] = []): Promise<string> => explain('leads', cond, { setup: without.map((index) => `DROP INDEX ${index}`) });
     const text = { op: 'contains', fields: LEAD_QUERY_FIELDS, value: 'smith' } as const;
     expect(await plan(text)).toContain('leads_search_scoped');
     const staged = await plan({ op: 'and', conds: [text, { op: 'in', field: 'pipelineStageId', values: [uid(2, 'e')] }] }, ['leads_stage', 'leads_tag', 'leads_created']);
@@ -442,23 +450,8 @@ describe.each(BACKENDS)('PgStore specifics on %s', (backend) => {
   it("serves the runner's lookups from their indexes: due enrollments, a chat's messages, a message by network id, queued messages", async () => {
     /** The plan of one store query with sequential scans and the generic per-collection index out of
      * the way (the test tables are tiny): which index can serve it. */
-    const plan = async (collection: 'enrollments' | 'messages', cond: Cond, orderBy: Sort[] = []): Promise<string> => {
-      const p = new Params();
-      p.add(WS);
-      const where = condSql(collection, cond, p);
-      const order = orderBy.length > 0 ? ` ORDER BY ${orderSql(collection, orderBy)}` : '';
-      let text = '';
-      await database.db.sql
-        .transaction(async (tx) => {
-          await tx.query('SET LOCAL enable_seqscan = off');
-          await tx.query('DROP INDEX documents_workspace');
-          const rows = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT doc FROM documents WHERE collection = '${collection}' AND workspace_id = $1 AND NOT deleted AND ${where}${order}`, p.values);
-          text = rows.map((r) => r['QUERY PLAN']).join('\n');
-          throw new Error('roll back');
-        })
-        .catch(() => undefined);
-      return text;
-    };
+    const plan = (collection: 'enrollments' | 'messages', cond: Cond, orderBy: Sort[] = []): Promise<string> =>
+      explain(collection, cond, { orderBy, setup: ['SET LOCAL enable_seqscan = off', 'DROP INDEX documents_workspace'] });
     // shared/engine/plan.ts dueEnrollments, shared/engine/inbound.ts and direct.ts.
     const due: Cond = { op: 'and', conds: [{ op: 'eq', field: 'status', value: 'IN_PROGRESS' }, { op: 'lte', field: 'nextActionAt', value: '2026-11-24T10:00:00.000Z' }, { op: 'in', field: 'campaignId', values: [uid(1, 'c')] }] };
     expect(await plan('enrollments', due, [{ field: 'nextActionAt', dir: 'asc' }])).toContain('enrollments_due');

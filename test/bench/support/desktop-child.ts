@@ -11,18 +11,12 @@ import { identifyKey, startSync } from '../../../electron/backend/replication.ts
 import { execute } from '../../../shared/ops/execute.ts';
 import { nodeSecrets } from '../../../sync-server/secrets.ts';
 import { seededRandom } from '../../support/deterministic.ts';
+import { cpuMs, PULL_BATCH } from './desktop-measure.ts';
 
-/** The server's largest pull page (MAX_PULL_LIMIT), as in the benchmark's raw baseline. */
-const PULL_BATCH = 2000;
 
 export type SyncResult = { leads: number; seconds: number; cpuSeconds: number; rss: number; heap: number; rssAfterGc: number; heapAfterGc: number };
 export type ReopenResult = { leads: number; openMs: number; firstRowsMs: number; firstRowsCpuMs: number; rows: number; rss: number; heap: number };
 
-/** CPU time (user + system) this process used since `from`, in ms. */
-const cpuMs = (from: NodeJS.CpuUsage): number => {
-  const d = process.cpuUsage(from);
-  return (d.user + d.system) / 1000;
-};
 
 const memory = () => {
   const m = process.memoryUsage();
