@@ -7,11 +7,12 @@ import { cellValue, isBlank } from './csv.ts';
 import type { CsvProblem, CsvRecord } from './csv.ts';
 import { customColumnName, isUuid, LEAD_TEXT_FIELDS } from './fields.ts';
 import type { ImportField, ImportTarget, LeadTextField } from './fields.ts';
-import { canonicalProfileUrl } from './identity.ts';
+import { canonicalProfileUrl, emailKey, profileKey } from './identity.ts';
 
-/** Machine codes of a row's outcome. */
+/** Machine codes of a row's outcome. DUPLICATE_IN_FILE: the row is a person an earlier row of the
+ * same file already created or matched, and adds nothing to that lead. */
 export const ROW_CODES = [
-  'CREATED', 'UPDATED', 'UNCHANGED', 'DUPLICATE_SKIPPED', 'POSSIBLE_DUPLICATE', 'CONFLICTING_MATCH',
+  'CREATED', 'UPDATED', 'UNCHANGED', 'DUPLICATE_SKIPPED', 'DUPLICATE_IN_FILE', 'POSSIBLE_DUPLICATE', 'CONFLICTING_MATCH',
   'INVALID_EMAIL', 'INVALID_PROFILE_URL', 'INVALID_VALUE', 'FIELD_TOO_LONG', 'MISSING_IDENTITY', 'EMPTY_ROW', 'NOT_A_LEAD_ROW', 'MALFORMED_ROW',
 ] as const;
 export type RowCode = (typeof ROW_CODES)[number];
@@ -193,3 +194,52 @@ export function recordsFromObjects(rows: readonly Readonly<Record<string, unknow
 /** Custom column names a mapping creates or fills. */
 export const customNames = (mapping: Readonly<Record<string, ImportTarget>>): string[] =>
   [...new Set(Object.values(mapping).flatMap((t) => (t.startsWith('custom:') ? [customColumnName(t.slice(7))] : [])))];
+
+/**
+ * Rows of a file that are one person, by the keys the import matches with (lead id of our export,
+ * profile URL, email; shared transitively: a row sharing the URL of one and the email of another
+ * joins both). Each group in file order, groups ordered by their first row; rows that cannot be
+ * read are groups of their own. The desktop sends a large file in several calls: keeping a group in
+ * one call lets the import say "repeats row N" for each repeat, in a preview as in the import.
+ */
+export function identityGroups(rows: readonly (MappedRow | RowProblem)[]): number[][] {
+  const parent = rows.map((_, i) => i);
+  const find = (i: number): number => {
+    let r = i;
+    while (parent[r] !== r) r = parent[r] as number;
+    // Path compression keeps later finds short.
+    for (let x = i; parent[x] !== r; ) {
+      const next = parent[x] as number;
+      parent[x] = r;
+      x = next;
+    }
+    return r;
+  };
+  const firstWith = new Map<string, number>();
+  rows.forEach((r, i) => {
+    if (isProblem(r)) return;
+    const keys = [
+      r.id ? `id:${r.id}` : '',
+      r.fields.socialUrl ? `url:${profileKey(r.fields.socialUrl)}` : '',
+      r.fields.email ? `email:${emailKey(r.fields.email)}` : '',
+    ];
+    for (const k of keys) {
+      if (!k) continue;
+      const j = firstWith.get(k);
+      if (j === undefined) firstWith.set(k, i);
+      else {
+        const [a, b] = [find(i), find(j)];
+        // The root is the group's first row, so groups come out ordered by it.
+        if (a !== b) parent[Math.max(a, b)] = Math.min(a, b);
+      }
+    }
+  });
+  const groups = new Map<number, number[]>();
+  rows.forEach((r, i) => {
+    const root = find(i);
+    const g = groups.get(root);
+    if (g) g.push(r.row);
+    else groups.set(root, [r.row]);
+  });
+  return [...groups.entries()].sort((a, b) => a[0] - b[0]).map(([, g]) => g);
+}

@@ -75,6 +75,8 @@ const importOutput = z.object({
     created: z.number().int(),
     updated: z.number().int(),
     unchanged: z.number().int(),
+    /** Rows that repeat an earlier row of the file (the same person) and add nothing to its lead. */
+    repeatedInFile: z.number().int(),
     skipped: z.number().int(),
     possibleDuplicates: z.number().int(),
     invalid: z.number().int(),
@@ -423,6 +425,13 @@ export const leadImportOps = opsByName(
       const byRow = new Map<number, RowResult>();
       let linked = 0;
       const result = (r: RowResult) => byRow.set(r.row, r);
+      // The first row of this call that created or found each lead: a later row that is the same
+      // person repeats that row (a file listing someone twice), which is not "already in the CRM".
+      const firstRowOf = new Map<string, number>();
+      const inFile = (id: string): string => {
+        const n = firstRowOf.get(id);
+        return n === undefined ? '' : `row ${n} of this file`;
+      };
 
       for (const [i, row] of rows.entries()) {
         const k = keys[i] as RowKeys;
@@ -453,9 +462,10 @@ export const leadImportOps = opsByName(
         if (!lead) {
           const possible = index.nameCompany(k.nameCompany);
           if (possible && onPossible === 'report') {
+            const from = inFile(possible.id);
             result({
               row: row.row, code: 'POSSIBLE_DUPLICATE', leadId: possible.id, matchedBy: 'nameAndCompany',
-              message: `${nameOf(possible)} at ${possible.company} may be this person (same name and company, no shared email or profile URL): not imported. Merge it into that lead or create it anyway.`,
+              message: `${nameOf(possible)} at ${possible.company}${from ? ` (${from})` : ''} may be this person (same name and company, no shared email or profile URL): not imported. Merge it into that lead or create it anyway.`,
             });
             continue;
           }
@@ -479,6 +489,7 @@ export const leadImportOps = opsByName(
           });
           touched.set(created.id, created);
           index.add(created);
+          firstRowOf.set(created.id, row.row);
           result({ row: row.row, code: 'CREATED', leadId: created.id, message: `Created ${nameOf(created)}${idNote}${note}.` });
           continue;
         }
@@ -497,13 +508,17 @@ export const leadImportOps = opsByName(
         for (const flag of ['doNotContact', 'blocklisted'] as const) if (after[flag] && !current[flag]) flagged[flag].add(after.id);
         const found = `found by ${MATCH_WORDS[matchedBy ?? 'email']}`;
         const linkNote = link ? `; added to "${group.name}"` : '';
-        const code: RowCode = mode === 'skip' ? 'DUPLICATE_SKIPPED' : changed.length > 0 ? 'UPDATED' : 'UNCHANGED';
+        const repeats = inFile(after.id);
+        if (!repeats) firstRowOf.set(after.id, row.row);
+        const code: RowCode = repeats && changed.length === 0 && !link ? 'DUPLICATE_IN_FILE' : mode === 'skip' ? 'DUPLICATE_SKIPPED' : changed.length > 0 ? 'UPDATED' : 'UNCHANGED';
         const message =
-          code === 'DUPLICATE_SKIPPED'
-            ? `${nameOf(after)} is already in the CRM (${found}); left as it is${linkNote}.`
-            : code === 'UPDATED'
-              ? `Updated ${nameOf(after)} (${found}): ${changed.join(', ')}${linkNote}.`
-              : `${nameOf(after)} (${found}) already has ${mode === 'fill_empty' ? 'a value for every field the row gives' : 'these values'}${linkNote}.`;
+          code === 'DUPLICATE_IN_FILE'
+            ? `Repeats ${repeats}: ${nameOf(after)} (${found}) ${mode === 'skip' ? 'is left as it is' : mode === 'fill_empty' ? 'already has a value for every field the row gives' : 'already has these values'}.`
+            : code === 'DUPLICATE_SKIPPED'
+              ? `${nameOf(after)} is already in the CRM (${found}); left as it is${linkNote}.`
+              : code === 'UPDATED'
+                ? `Updated ${nameOf(after)} (${repeats ? `the person of ${repeats}, ` : ''}${found}): ${changed.join(', ')}${linkNote}.`
+                : `${nameOf(after)} (${found}) already has ${mode === 'fill_empty' ? 'a value for every field the row gives' : 'these values'}${linkNote}.`;
         result({ row: row.row, code, leadId: after.id, matchedBy, message: `${message.slice(0, -1)}${idNote}${note}.` });
       }
 
@@ -525,6 +540,7 @@ export const leadImportOps = opsByName(
           created: count(['CREATED']),
           updated: count(['UPDATED']),
           unchanged: count(['UNCHANGED']),
+          repeatedInFile: count(['DUPLICATE_IN_FILE']),
           skipped: count(['DUPLICATE_SKIPPED', 'EMPTY_ROW', 'NOT_A_LEAD_ROW']),
           possibleDuplicates: count(['POSSIBLE_DUPLICATE']),
           invalid: results.filter((r) => INVALID_CODES.has(r.code) || r.code === 'CONFLICTING_MATCH').length,

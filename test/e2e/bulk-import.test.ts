@@ -181,8 +181,9 @@ describe('CSV', () => {
     const n = async (k: string) => Number((await totals.locator(`[data-count="${k}"] strong`).innerText()).replace(/\D/g, ''));
     expect(await n('created')).toBe(3);
     expect(await n('invalid')).toBe(2);
-    // The existing person (by email) and Wanda's second row are found, not created again.
-    expect((await n('updated')) + (await n('unchanged'))).toBe(2);
+    // The existing person (by email) is found, not created again; Wanda's second row repeats row 2.
+    expect((await n('updated')) + (await n('unchanged'))).toBe(1);
+    expect(await n('repeatedInFile')).toBe(1);
     const results = dialog.getByRole('table', { name: 'Row results' });
     await expect(results.locator('tr[data-code="INVALID_EMAIL"] td').first().innerText()).resolves.toBe('4');
     await expect(results.locator('tr[data-code="INVALID_EMAIL"]').innerText()).resolves.toContain('not-an-email');

@@ -25,6 +25,8 @@ const MODES: { value: OnExisting; label: string; hint: string }[] = [
 ];
 
 const PROBLEM_CODES = new Set<RowResult['code']>(['POSSIBLE_DUPLICATE', 'CONFLICTING_MATCH', 'INVALID_EMAIL', 'INVALID_PROFILE_URL', 'INVALID_VALUE', 'FIELD_TOO_LONG', 'MISSING_IDENTITY', 'MALFORMED_ROW']);
+/** Rows listed under "Only rows that need a look": the problems, and a file listing someone twice. */
+const LOOK_CODES = new Set<RowResult['code']>([...PROBLEM_CODES, 'DUPLICATE_IN_FILE']);
 const SHOWN = 500;
 
 export function ImportDialog({ onClose, defaultGroupId }: { onClose: () => void; defaultGroupId?: string }) {
@@ -74,8 +76,9 @@ export function ImportDialog({ onClose, defaultGroupId }: { onClose: () => void;
     setError(null);
     cancel.current = false;
     const total = only ? only.rows.size : file.records.length;
-    setPhase({ kind: 'running', dryRun, progress: { done: 0, total, totals: emptyTotals(), results: [] } });
-    let last: Progress = { done: 0, total, totals: emptyTotals(), results: [] };
+    const first = file.records.find((r) => !only || only.rows.has(r.row))?.row ?? null;
+    setPhase({ kind: 'running', dryRun, progress: { done: 0, total, totals: emptyTotals(), results: [], next: first } });
+    let last: Progress = { done: 0, total, totals: emptyTotals(), results: [], next: first };
     try {
       const out = await importInCalls({
         file, mapping, leadGroupId: group.id, onExisting, onPossibleDuplicate: only?.onPossible ?? onPossible, dryRun, only: only?.rows,
@@ -94,14 +97,14 @@ export function ImportDialog({ onClose, defaultGroupId }: { onClose: () => void;
       }
     } catch (e) {
       setPhase({ kind: 'done', dryRun, progress: last, cancelled: true, columnsCreated: [] });
-      setError(`${dryRun ? 'The preview' : 'The import'} stopped at row ${file.records[last.done]?.row ?? '?'}: ${errorText(e)}${!dryRun && last.done > 0 ? ` The ${last.done.toLocaleString()} rows before it were imported.` : ''}`);
+      setError(`${dryRun ? 'The preview' : 'The import'} stopped at row ${last.next ?? '?'}: ${errorText(e)}${!dryRun && last.done > 0 ? ` The ${last.done.toLocaleString()} rows before it were imported.` : ''}`);
     }
   }
 
   const done = phase.kind === 'done' ? phase : null;
   const imported = done && !done.dryRun;
   const possible = done ? done.progress.results.filter((r) => r.code === 'POSSIBLE_DUPLICATE') : [];
-  const results = done ? done.progress.results.filter((r) => !onlyProblems || PROBLEM_CODES.has(r.code)) : [];
+  const results = done ? done.progress.results.filter((r) => !onlyProblems || LOOK_CODES.has(r.code)) : [];
 
   return (
     <Dialog
@@ -283,6 +286,7 @@ function TotalsView({ totals, dryRun }: { totals: Totals; dryRun: boolean }) {
     ['created', dryRun ? 'would be created' : 'created'],
     ['updated', dryRun ? 'would be updated' : 'updated'],
     ['unchanged', 'unchanged'],
+    ['repeatedInFile', 'repeat an earlier row'],
     ['skipped', 'skipped'],
     ['possibleDuplicates', 'possible duplicates'],
     ['invalid', 'refused'],
