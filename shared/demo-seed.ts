@@ -261,6 +261,14 @@ export async function demoSeedWrites(input: DemoSeedInput): Promise<{ writes: An
   }
   const leadRow = new Map(leadIds.map((id, i) => [id, rows[i] as Row]));
 
+  // Scores, as a scoring tool would write them back through the API: how well each person fits the
+  // campaigns' ideal customer (leadFitScore) and how likely they are to answer (rankingScore). The
+  // leads table sorts on the ranking score, and company relay picks the best-ranked colleague.
+  for (const id of leadIds) {
+    const r = leadRow.get(id);
+    if (r) await run('campaigns.leads.update', { leadId: id, ...demoScores(r, random) });
+  }
+
   // A few people asked not to be contacted; a third get a tag.
   clockMs = startMs - 2 * DAY;
   const dnc = shuffle(leadIds, random).slice(0, Math.max(1, Math.round(leadCount * 0.02)));
@@ -441,6 +449,30 @@ async function setDemoPace(store: Store, actor: Actor, now: Date, senderIds: rea
   const staged = tx.writes();
   await validateWrites(staged, { actor: { ...actor, isSystem: true }, read: tx, now });
   await store.commit(staged);
+}
+
+/** How much a seniority counts towards fit: the demo sells to sales leaders. */
+const SENIORITY_FIT: Record<string, number> = { c_level: 38, vp: 36, director: 30, manager: 20, senior: 12, entry: 4 };
+/** Team sizes the product suits best: big enough for an SDR team, small enough to decide quickly. */
+const TEAM_FIT: Record<string, number> = { '1-10': 4, '11-50': 18, '51-200': 30, '201-500': 28, '501-1000': 20, '1000+': 12 };
+
+/**
+ * The demo's scores, 0 to 100: fit from seniority, team size and a known pain point; the ranking
+ * (the predictive score) from fit and the signals that make an answer likely (a recent post, an
+ * email and a phone to reach them by), each with some spread, since real scores are not a formula
+ * of four fields.
+ */
+export function demoScores(
+  row: { seniority?: string | null; email?: string | null; phone?: string | null; variables?: Readonly<Record<string, string | null | undefined>> | null },
+  random: () => number,
+): { leadFitScore: number; rankingScore: number } {
+  const vars = row.variables ?? {};
+  const clamp = (n: number): number => Math.max(0, Math.min(100, Math.round(n)));
+  const spread = (width: number): number => (random() - 0.5) * width;
+  const fit = (SENIORITY_FIT[row.seniority ?? ''] ?? 10) + (TEAM_FIT[vars['Team size'] ?? ''] ?? 10) + (vars['Pain point'] ? 18 : 0) + 8 + spread(16);
+  const signals = (vars['Recent post'] ? 22 : 0) + (row.email ? 8 : 0) + (row.phone ? 6 : 0);
+  const leadFitScore = clamp(fit);
+  return { leadFitScore, rankingScore: clamp(leadFitScore * 0.6 + signals + spread(30)) };
 }
 
 function weighted(random: () => number, options: readonly (readonly [string, number])[]): string {
