@@ -1,6 +1,6 @@
 /** What a handler may use besides its input: the actor, time, ids, randomness, the store and the
  * injected ports. Handlers never read Date.now(), Math.random() or globals. */
-import type { Role } from './model/index.ts';
+import type { Role, Sender } from './model/index.ts';
 import type { Tx } from './tx.ts';
 import type { ChannelHost } from './engine/channel.ts';
 
@@ -29,6 +29,14 @@ export type SenderCredentials = {
   has(workspaceId: string, sdrProfileId: string): Promise<boolean>;
 };
 
+/**
+ * Whether the runner that hosts server-hosted senders (channelConfig.hostedBy 'server') will connect
+ * to a sender's SMTP, IMAP or connector host: null when it will, else the sentence saying why not
+ * (the sync server refuses addresses of its own network unless its operator allows them). Only the
+ * sync server provides it: the check resolves host names, and only its runner applies it.
+ */
+export type SenderHostCheck = { refusal(sender: Sender): Promise<string | null> };
+
 export type Ctx = {
   actor: Actor;
   clock: Clock;
@@ -42,6 +50,8 @@ export type Ctx = {
   channels: ChannelHost | null;
   /** Where sender secrets are kept on this host; absent where none are kept. */
   credentials?: SenderCredentials | null;
+  /** The sync server's check of server-hosted senders' hosts; absent elsewhere (a desktop cannot tell). */
+  senderHosts?: SenderHostCheck | null;
   /** True when the call is a preview: the handler computes the same answer and nothing is committed. */
   dryRun: boolean;
 };

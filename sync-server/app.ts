@@ -33,6 +33,7 @@ import { parseCorsOrigins, registerOperatorPlugins } from './operator.ts';
 import { SharedRateLimiter, rateLimitHeaders } from './rate-limit.ts';
 import { registerReplication, replicationOpenApi } from './replication.ts';
 import { nodeSecrets } from './secrets.ts';
+import { privateHostsAllowed, senderHostCheck } from './sender-hosts.ts';
 
 export type ServerOptions = {
   /** An open database; the caller keeps ownership (it is not closed with the server). */
@@ -117,6 +118,9 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   const secrets = opts.secrets ?? nodeSecrets;
   const channels = opts.channels !== undefined ? opts.channels : sandboxHost(clock);
   const credentials = opts.credentials !== undefined ? opts.credentials : serverCredentials(() => loadCredentialsKey({ envKey: process.env.CREDENTIALS_KEY, dataDir: keyDirOf(opts.open) }));
+  // sdrProfiles.create warns at once about a server-hosted sender whose host the runner will refuse
+  // (the runner's own rule, sender-hosts.ts; ALLOW_PRIVATE_SENDER_HOSTS lifts both).
+  const senderHosts = senderHostCheck({ allowPrivate: privateHostsAllowed() });
   const bodyLimit = opts.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const operator = opts.operator ?? {};
   const metrics = operator.metrics ?? createMetrics();
@@ -228,7 +232,7 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
         const replay: StoredResponse | null = await claim(tx, who.keyId, idem.key, idem.hash, clock.now());
         if (replay) return { ...replay, replayed: true };
       }
-      const body = await execute(op.name, input, { actor: who.actor, store, clock, ids, random, secrets, channels, credentials: credentials?.port(tx) ?? null });
+      const body = await execute(op.name, input, { actor: who.actor, store, clock, ids, random, secrets, channels, credentials: credentials?.port(tx) ?? null, senderHosts });
       if (idem) await record(tx, who.keyId, idem.key, { status: 200, body });
       return { status: 200, body };
     };

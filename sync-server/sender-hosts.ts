@@ -17,6 +17,7 @@ import type { Socket } from 'node:net';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { ChannelFailure } from '../shared/engine/channel.ts';
 import type { Channel, ChannelHost } from '../shared/engine/channel.ts';
+import type { SenderHostCheck } from '../shared/context.ts';
 import type { Sender } from '../shared/model/index.ts';
 
 const V4: [string, number, string][] = [
@@ -104,7 +105,7 @@ const resolveAll = (host: string): Promise<string[]> =>
 function refusal(host: string, ip: string, why: string): ChannelFailure {
   return new ChannelFailure(
     'unauthorized',
-    `${host} is ${ip === host ? '' : `resolves to ${ip}, `}${why}: the sync server does not connect its senders into its own network. Use a public host, or have the operator set ALLOW_PRIVATE_SENDER_HOSTS=1.`,
+    `${host} ${ip === host ? 'is' : `resolves to ${ip},`} ${why}: the sync server does not connect its senders into its own network. Use a public host, or have the operator set ALLOW_PRIVATE_SENDER_HOSTS=1.`,
   );
 }
 
@@ -144,6 +145,38 @@ export function senderHosts(sender: Sender): string[] {
     }
   }
   return [...new Set(out)];
+}
+
+/** How long sdrProfiles.create waits for a host name to resolve (it runs inside the workspace's
+ * transaction); a slower answer is no refusal: the runner checks again when it connects. */
+const CHECK_TIMEOUT_MS = 2_000;
+
+/**
+ * The check operations ask through ctx.senderHosts (sdrProfiles.create): the guard's sentence when
+ * this server's runner would refuse one of the sender's hosts, else null. A name that does not
+ * resolve (yet) is no refusal: the runner backs off and tries again, and says so on the sender.
+ */
+export function senderHostCheck(policy: SenderHostPolicy, timeoutMs = CHECK_TIMEOUT_MS): SenderHostCheck {
+  return {
+    async refusal(sender) {
+      if (policy.allowPrivate) return null;
+      for (const host of senderHosts(sender)) {
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs)));
+        const checked = checkHost(host, policy).then(
+          () => null,
+          (e: unknown) => (e instanceof ChannelFailure && e.kind === 'unauthorized' ? e.message : null),
+        );
+        try {
+          const refusal = await Promise.race([checked, late]);
+          if (refusal) return refusal;
+        } finally {
+          clearTimeout(timer);
+        }
+      }
+      return null;
+    },
+  };
 }
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;

@@ -19,6 +19,9 @@ export type HostedBy = 'desktop' | 'server';
  * SMTP password, kept under the sender's id). Without one, the IMAP login uses the SMTP password. */
 export const imapCredentialId = (sdrProfileId: string): string => `${sdrProfileId}:imap`;
 
+/** A server-hosted sender's status reason when the sync server refuses its host (ctx.senderHosts). */
+export const hostRefusedReason = (refusal: string): string => `The sync server will not connect to this sender: ${refusal}`;
+
 /** Where a sender's channel runs: the sync server only when its channelConfig says so. */
 export const hostedByOf = (sender: Pick<Sender, 'channelConfig'>): HostedBy => (sender.channelConfig.hostedBy === 'server' ? 'server' : 'desktop');
 
@@ -85,10 +88,14 @@ export const credentialsOps = opsByName(
       // The runner disconnects a sender whose login was refused; new credentials are the fix, so
       // the sender works again (paused stays paused).
       let status = sender.status;
-      const reconnected = sender.status === 'disconnected';
+      // New credentials do not change a host the sync server refuses: that sender stays disconnected.
+      const refusal = sender.status === 'disconnected' && hostedByOf(sender) === 'server' ? ((await ctx.senderHosts?.refusal(sender)) ?? null) : null;
+      const reconnected = sender.status === 'disconnected' && refusal === null;
       if (reconnected) {
         status = sender.outreachPaused ? 'paused' : 'available';
         await ctx.db.put('senders', { ...sender, status, statusReason: null, backoffUntil: null, updatedAt: nowIso(ctx) });
+      } else if (refusal !== null && sender.statusReason !== hostRefusedReason(refusal)) {
+        await ctx.db.put('senders', { ...sender, statusReason: hostRefusedReason(refusal), updatedAt: nowIso(ctx) });
       }
       return { sdrProfileId: sender.id, channel: sender.channel, storedOn, reconnected, status };
     },

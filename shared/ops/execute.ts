@@ -1,7 +1,7 @@
 /** Runs one operation: parse input, check permission, run the handler over a Tx, validate the staged
  * writes with the rules, commit (unless dryRun), check the output. Every transport calls this. */
 import type { z } from 'zod';
-import type { Actor, Clock, Ctx, Ids, Secrets, SenderCredentials } from '../context.ts';
+import type { Actor, Clock, Ctx, Ids, Secrets, SenderCredentials, SenderHostCheck } from '../context.ts';
 import type { ChannelHost } from '../engine/channel.ts';
 import { DomainError } from '../errors.ts';
 import { validateWrites } from '../rules/index.ts';
@@ -24,6 +24,8 @@ export type ExecEnv = {
   channels?: ChannelHost | null;
   /** Where sender secrets are kept on this host (sdrProfiles.setCredentials). */
   credentials?: SenderCredentials | null;
+  /** The sync server's check of server-hosted senders' hosts (sdrProfiles.create). */
+  senderHosts?: SenderHostCheck | null;
   /** Called with the committed writes (live updates, audit); not called for dry runs or refusals. */
   onCommit?: (writes: readonly AnyWrite[]) => void;
 };
@@ -73,6 +75,7 @@ export async function execute(name: string, rawInput: unknown, env: ExecEnv): Pr
     secrets: env.secrets,
     channels: env.channels ?? null,
     credentials: env.credentials ?? null,
+    senderHosts: env.senderHosts ?? null,
     dryRun,
   };
   const raw = await op.handler(input, ctx);

@@ -9,7 +9,7 @@ import { CHANNEL_KINDS, LIMIT_KEYS } from '../model/index.ts';
 import type { ChannelKind, LimitKey, LimitSet, Sender, SenderCapability } from '../model/index.ts';
 import { DEFAULT_WEEKLY_CONNECTIONS } from '../engine/limits.ts';
 import { canRaiseLimits } from '../rules/senders.ts';
-import { hostedByOf, storeSenderSecret } from './credentials.ts';
+import { hostedByOf, hostRefusedReason, storeSenderSecret } from './credentials.ts';
 import { defineOp, opsByName } from './define.ts';
 import { dryRun, planCappedLimit, uuid } from './params.ts';
 
@@ -33,6 +33,8 @@ const senderOut = z.object({
   outreachPaused: z.boolean(),
   statusReason: z.string().nullable(),
   backoffUntil: z.string().nullable(),
+  /** Whose runner connects it: its owner's desktop or the sync server (channelConfig.hostedBy). */
+  hostedBy: z.enum(['desktop', 'server']),
 });
 
 const summary = (s: Sender): z.input<typeof senderOut> => ({
@@ -50,6 +52,7 @@ const summary = (s: Sender): z.input<typeof senderOut> => ({
   outreachPaused: s.outreachPaused,
   statusReason: s.statusReason,
   backoffUntil: s.backoffUntil,
+  hostedBy: hostedByOf(s),
 });
 
 const timeZone = z.string().min(1).max(64).refine((tz) => IANAZone.isValidZone(tz), { message: 'must be an IANA time zone such as Europe/Paris' });
@@ -125,6 +128,40 @@ export function senderDay(sender: Pick<Sender, 'timeZone'>, at: Date): string {
 
 const limitsInput = z.object(Object.fromEntries(LIMIT_KEYS.map((k) => [k, planCappedLimit.optional()])) as Record<LimitKey, z.ZodOptional<typeof planCappedLimit>>).strict();
 
+/**
+ * A sender the sync server's runner hosts connects from the server, which refuses addresses of its
+ * own network (sync-server/sender-hosts.ts). Where the server checks (ctx.senderHosts), a refused
+ * host makes the new sender disconnected with the guard's sentence as its reason, and that sentence
+ * is the warning. Elsewhere (a desktop creating it) nothing can check: the warning says so. A
+ * desktop-hosted sender connects from its owner's computer: no such rule applies to it.
+ */
+async function serverHostProblem(ctx: Ctx, sender: Sender): Promise<string | null> {
+  if (sender.channel === 'sandbox' || hostedByOf(sender) !== 'server') return null;
+  const check = ctx.senderHosts ?? null;
+  if (!check) {
+    return `Whether the sync server will connect to ${serverHosts(sender).join(' and ')} could not be checked on this computer: the server refuses private, loopback and link-local addresses unless its operator allows them. If it refuses, this sender shows as disconnected with the reason once the server's runner tries it.`;
+  }
+  const refusal = await check.refusal(sender);
+  if (!refusal) return null;
+  sender.status = 'disconnected';
+  sender.statusReason = hostRefusedReason(refusal);
+  return `${sender.statusReason} It sends nothing until its host is changed or allowed.`;
+}
+
+/** The hosts a sender connects to, for sentences (the sync server checks its own list). */
+function serverHosts(sender: Sender): string[] {
+  const c = sender.channelConfig;
+  const hosts = [c.host, c.imapHost].filter((h): h is string => typeof h === 'string' && h.trim() !== '');
+  if (typeof c.baseUrl === 'string') {
+    try {
+      hosts.push(new URL(c.baseUrl).hostname);
+    } catch {
+      // The schema accepted it as a URL; nothing to name otherwise.
+    }
+  }
+  return [...new Set(hosts)];
+}
+
 export const sendersOps = opsByName(
   defineOp({
     name: 'sdrProfiles.list',
@@ -183,6 +220,8 @@ export const sendersOps = opsByName(
       );
       // A new account starts slowly: 20% of its limits, growing to 100% over 14 days.
       sender.rampUpStartedAt = sender.createdAt;
+      const hostWarning = await serverHostProblem(ctx, sender);
+      if (hostWarning) warnings.push(hostWarning);
       await ctx.db.put('senders', sender);
       if (password !== undefined) {
         const port = ctx.credentials ?? null;
