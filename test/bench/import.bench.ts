@@ -13,43 +13,17 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Papa from 'papaparse';
 import { openLocalDatabase } from '../../electron/backend/local-db.ts';
-import { toCsv } from '../../shared/import/csv.ts';
 import { suggestMapping } from '../../shared/import/fields.ts';
 import { MAX_IMPORT_ROWS, readCsvBytes } from '../../shared/import/file.ts';
 import { execute } from '../../shared/ops/execute.ts';
 import type { OpInput } from '../../shared/ops/index.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { nodeSecrets } from '../../sync-server/secrets.ts';
+import { generatedExport } from './support/generated-export.ts';
 
 const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 100_000);
 const TARGET_S = 10;
 const line = (s: string) => process.stdout.write(`${s}\n`);
-
-const FIRST = ['Ann', 'Bob', 'Chen', 'Dana', 'Eve', 'Farid', 'Gus', 'Hana', 'Ivan', 'Jo', 'Kim', 'Lena', 'Mo', 'Nina', 'Omar', 'Pia', 'Hélène', 'Jürgen', 'Sofia', 'Tariq'];
-/** 1,000 surnames from syllables, so full names repeat about as rarely as in a real list. */
-const SYLLABLES = ['ber', 'cha', 'dor', 'fen', 'gal', 'hol', 'kir', 'lam', 'mor', 'nè'];
-const LAST = SYLLABLES.flatMap((a) => SYLLABLES.flatMap((b) => SYLLABLES.map((c) => `${a[0]?.toUpperCase()}${a.slice(1)}${b}${c}`)));
-const COMPANY = ['Acme', 'Globex', 'Initech', 'Umbrella', 'Hooli', 'Vandelay', 'Stark', 'Wayne', 'Tyrell', 'Cyberdyne'];
-const TITLE = ['VP Sales', 'CTO', 'Head of Growth', 'SDR', 'RevOps Manager', 'Directrice Commerciale'];
-
-/** An Apollo-like export of `n` people: 14 columns, of which 4 become custom columns. */
-export function generatedExport(n: number): string {
-  const headers = ['First Name', 'Last Name', 'Title', 'Company', 'Email', 'Seniority', 'First Phone', 'Person Linkedin Url', 'City', 'State', 'Country', '# Employees', 'Industry', 'Apollo Contact Id'];
-  const rows: string[][] = [];
-  for (let i = 0; i < n; i++) {
-    const first = FIRST[i % FIRST.length] as string;
-    const last = LAST[Math.floor(i / FIRST.length) % LAST.length] as string;
-    // A few namesakes (same name, another company), as any large list has.
-    const company = `${COMPANY[i % COMPANY.length]} ${i % 997}`;
-    const slug = `${first}-${last}-${i}`.toLowerCase().normalize('NFKD').replace(/[^a-z0-9-]/g, '');
-    rows.push([
-      first, last, TITLE[i % TITLE.length] as string, company, `${slug}@${company.toLowerCase().replace(/\s+/g, '')}.example`, i % 3 === 0 ? 'director' : 'manager',
-      `+1 415-555-${String(i % 10_000).padStart(4, '0')}`, `http://www.linkedin.com/in/${slug}`, 'San Francisco', 'California', 'United States',
-      String(10 + (i % 500)), 'computer software', `64a1f0c2${String(i).padStart(16, '0')}`,
-    ]);
-  }
-  return toCsv(headers, rows);
-}
 
 type Pass = { seconds: number; cpuSeconds: number; created: number; unchanged: number };
 
