@@ -19,9 +19,6 @@ export type HostedBy = 'desktop' | 'server';
  * SMTP password, kept under the sender's id). Without one, the IMAP login uses the SMTP password. */
 export const imapCredentialId = (sdrProfileId: string): string => `${sdrProfileId}:imap`;
 
-/** A server-hosted sender's status reason when the sync server refuses its host (ctx.senderHosts). */
-export const hostRefusedReason = (refusal: string): string => `The sync server will not connect to this sender: ${refusal}`;
-
 /** Where a sender's channel runs: the sync server only when its channelConfig says so. */
 export const hostedByOf = (sender: Pick<Sender, 'channelConfig'>): HostedBy => (sender.channelConfig.hostedBy === 'server' ? 'server' : 'desktop');
 
@@ -94,8 +91,8 @@ export const credentialsOps = opsByName(
       if (reconnected) {
         status = sender.outreachPaused ? 'paused' : 'available';
         await ctx.db.put('senders', { ...sender, status, statusReason: null, backoffUntil: null, updatedAt: nowIso(ctx) });
-      } else if (refusal !== null && sender.statusReason !== hostRefusedReason(refusal)) {
-        await ctx.db.put('senders', { ...sender, statusReason: hostRefusedReason(refusal), updatedAt: nowIso(ctx) });
+      } else if (refusal !== null && sender.statusReason !== refusal) {
+        await ctx.db.put('senders', { ...sender, statusReason: refusal, updatedAt: nowIso(ctx) });
       }
       return { sdrProfileId: sender.id, channel: sender.channel, storedOn, reconnected, status };
     },

@@ -9,7 +9,7 @@ import { CHANNEL_KINDS, LIMIT_KEYS } from '../model/index.ts';
 import type { ChannelKind, LimitKey, LimitSet, Sender, SenderCapability } from '../model/index.ts';
 import { DEFAULT_WEEKLY_CONNECTIONS } from '../engine/limits.ts';
 import { canRaiseLimits } from '../rules/senders.ts';
-import { hostedByOf, hostRefusedReason, storeSenderSecret } from './credentials.ts';
+import { hostedByOf, storeSenderSecret } from './credentials.ts';
 import { defineOp, opsByName } from './define.ts';
 import { dryRun, planCappedLimit, uuid } from './params.ts';
 
@@ -144,8 +144,9 @@ async function serverHostProblem(ctx: Ctx, sender: Sender): Promise<string | nul
   const refusal = await check.refusal(sender);
   if (!refusal) return null;
   sender.status = 'disconnected';
-  sender.statusReason = hostRefusedReason(refusal);
-  return `${sender.statusReason} It sends nothing until its host is changed or allowed.`;
+  // The guard's sentence names the host, why it is refused and what to do.
+  sender.statusReason = refusal;
+  return `${refusal} The sender is disconnected until then.`;
 }
 
 /** The hosts a sender connects to, for sentences (the sync server checks its own list). */

@@ -38,8 +38,8 @@ describe('a server-hosted sender whose host the sync server refuses', () => {
     const { check } = fakeCheck(['10.1.2.3']);
     const { h, call } = await world(check);
     const created = await call('sdrProfiles.create', { name: 'Relay Sam', channel: 'email', channelConfig: smtp('10.1.2.3', 'server') });
-    expect(created.warnings).toEqual([`The sync server will not connect to this sender: ${REFUSAL} It sends nothing until its host is changed or allowed.`]);
-    expect(created).toMatchObject({ status: 'disconnected', statusReason: `The sync server will not connect to this sender: ${REFUSAL}`, hostedBy: 'server' });
+    expect(created.warnings).toEqual([`${REFUSAL} The sender is disconnected until then.`]);
+    expect(created).toMatchObject({ status: 'disconnected', statusReason: REFUSAL, hostedBy: 'server' });
     const listed = (await call('sdrProfiles.list', {})).sdrProfiles.find((s) => s.id === created.id);
     expect(listed).toMatchObject({ status: 'disconnected', statusReason: expect.stringContaining('10.1.2.3 is a private address') });
     expect(await h.store.get('senders', created.id)).toMatchObject({ status: 'disconnected' });

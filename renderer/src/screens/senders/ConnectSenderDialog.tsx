@@ -1,5 +1,8 @@
 /** Connects a sender: the built-in sandbox network (simulated people, safe to try), a mailbox over SMTP,
- * or a social network through an HTTP connector. Secrets are not stored in the shared workspace. */
+ * or a social network through an HTTP connector. Secrets are not stored in the shared workspace. In a
+ * workspace connected to a sync server, a mailbox or connector may run on the server instead of this
+ * computer; the server refuses hosts of its own network, and the dialog shows what the operation
+ * says about that (a refusal, or that it could not be checked from here). */
 import { useState } from 'react';
 import type { OpInput } from '../../../../shared/ops/index.ts';
 import { Dialog } from '../../components/Dialog.tsx';
@@ -8,6 +11,7 @@ import { run, useAction } from '../../lib/ops.ts';
 import { useApp } from '../../state/app-store.ts';
 
 type Channel = 'sandbox' | 'email' | 'http';
+type HostedBy = 'desktop' | 'server';
 
 const localZone = (): string => {
   try {
@@ -19,6 +23,9 @@ const localZone = (): string => {
 
 export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
   const toast = useApp((s) => s.toast);
+  const connected = useApp((s) => s.session?.state === 'open' && s.session.kind === 'connected');
+  const [hostedBy, setHostedBy] = useState<HostedBy>('desktop');
+  const [result, setResult] = useState<{ name: string; status: string } | null>(null);
   const [channel, setChannel] = useState<Channel>('sandbox');
   const [name, setName] = useState('');
   const [timeZone, setTimeZone] = useState(localZone);
@@ -38,22 +45,25 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
         channel,
         channelConfig: {
           host: smtp.host, port: Number(smtp.port), secure: smtp.secure, user: smtp.user, from: smtp.from, ...(smtp.password ? { password: smtp.password } : {}),
+          ...(connected && hostedBy === 'server' ? { hostedBy } : {}),
           ...(imap.enabled && imap.host.trim()
             ? { imap: { host: imap.host.trim(), port: Number(imap.port), secure: imap.secure, ...(imap.user.trim() ? { user: imap.user.trim() } : {}), ...(imap.password ? { password: imap.password } : {}) } }
             : {}),
         },
       };
     }
-    if (channel === 'http') return { ...base, channel, channelConfig: { baseUrl } };
+    if (channel === 'http') return { ...base, channel, channelConfig: { baseUrl, ...(connected && hostedBy === 'server' ? { hostedBy } : {}) } };
     return { ...base, channel };
   }
 
   async function connect() {
     const r = await action.act(() => run('sdrProfiles.create', input()));
     if (!r) return;
-    toast(`${r.name} is connected.`);
-    if (r.warnings.length > 0) setWarnings(r.warnings);
-    else onClose();
+    toast(r.status === 'disconnected' ? `${r.name} was added, but cannot send yet.` : `${r.name} is connected.`);
+    if (r.warnings.length > 0) {
+      setResult({ name: r.name, status: r.status });
+      setWarnings(r.warnings);
+    } else onClose();
   }
 
   return (
@@ -72,7 +82,8 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
       }
     >
       {warnings.length > 0 ? (
-        <div className="notice warn">
+        <div className={`notice ${result?.status === 'disconnected' ? 'error' : 'warn'}`} role="alert" data-testid="connect-warnings">
+          {result?.status === 'disconnected' && <strong>{result.name} was added as disconnected.</strong>}
           {warnings.map((w) => (
             <div key={w}>{w}</div>
           ))}
@@ -169,6 +180,15 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
             <label className="field">
               <span>Connector URL</span>
               <input className="input" value={baseUrl} onChange={(e) => setBaseUrl(e.target.value)} aria-label="Connector URL" />
+            </label>
+          )}
+          {channel !== 'sandbox' && connected && (
+            <label className="field">
+              <span>Runs on</span>
+              <select value={hostedBy} onChange={(e) => setHostedBy(e.target.value === 'server' ? 'server' : 'desktop')} aria-label="Runs on">
+                <option value="desktop">This computer (sends while the app is open here)</option>
+                <option value="server">The team's sync server (sends around the clock; no private or local hosts)</option>
+              </select>
             </label>
           )}
           <ErrorText error={action.error} />

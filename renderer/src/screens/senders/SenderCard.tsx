@@ -78,6 +78,7 @@ export function SenderCard({ sender }: { sender: Sender }) {
           <div className="muted">
             {CHANNEL_LABELS[sender.channel] ?? sender.channel} · {sender.timeZone}
             {sender.premium ? ' · Premium' : ''}
+            {sender.hostedBy === 'server' ? ' · Runs on the sync server' : ''}
           </div>
         </div>
         <span className={`sender-status ${sender.status}`} data-testid="sender-status">{STATUS_WORDS[sender.status] ?? sender.status}</span>
@@ -93,7 +94,16 @@ export function SenderCard({ sender }: { sender: Sender }) {
       {sender.status === 'limited' && (
         <div className="notice warn">The network asked this account to slow down{sender.statusReason ? ` (${sender.statusReason})` : ''}; it resumes {sender.backoffUntil ? `at ${dateTime(sender.backoffUntil)}` : 'soon'}.</div>
       )}
-      {sender.status === 'disconnected' && <ErrorText error={`The account is disconnected${sender.statusReason ? `: ${sender.statusReason}` : ''}. Reconnect it on the computer that hosts it.`} />}
+      {sender.status === 'disconnected' && (
+        <ErrorText
+          error={
+            sender.hostedBy === 'server'
+              ? // The reason is the sync server's (a refused host, or a login it refused) and says what to do.
+                `Disconnected${sender.statusReason ? `: ${sender.statusReason.replace(/\.?$/, '.')}` : '. Set its credentials again on the sync server.'}`
+              : `The account is disconnected${sender.statusReason ? `: ${sender.statusReason}` : ''}. Reconnect it on the computer that hosts it.`
+          }
+        />
+      )}
       <ErrorText error={pause.error} />
       {account?.rampUp.active && (
         <div className="notice" data-testid="ramp-up">
