@@ -1,14 +1,33 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+
+/** The Electron double (test/support/electron-double) stands in for `electron` in test/electron/
+ * only: no other suite imports Electron, and none should get the double by accident. */
+const electronDouble = fileURLToPath(new URL('./test/support/electron-double/index.ts', import.meta.url));
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts', 'shared/**/*.test.ts', 'sync-server/**/*.test.ts', 'electron/**/*.test.ts'],
-    // test/e2e drives Debian's Chromium (/usr/bin/chromium) against the web host; CI installs it.
-    exclude: ['node_modules/**'],
     testTimeout: 30_000,
     // The suites run their SMTP, IMAP and connector servers on 127.0.0.1, which the sync server's
     // runner refuses by default (sync-server/sender-hosts.ts); abuse-limits.test.ts tests the refusal.
     env: { ALLOW_PRIVATE_SENDER_HOSTS: '1' },
     hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'default',
+          include: ['test/**/*.test.ts', 'shared/**/*.test.ts', 'sync-server/**/*.test.ts', 'electron/**/*.test.ts'],
+          // test/e2e drives Debian's Chromium (/usr/bin/chromium) against the web host; CI installs it.
+          exclude: ['node_modules/**', 'test/electron/**'],
+        },
+      },
+      {
+        extends: true,
+        // The real electron/main.ts and preload.ts (and their bundles) against the double.
+        resolve: { alias: [{ find: /^electron$/, replacement: electronDouble }] },
+        test: { name: 'electron', include: ['test/electron/**/*.test.ts'] },
+      },
+    ],
   },
 });

@@ -3,12 +3,15 @@
  * (over the web host's WebSocket): request ids, calls awaiting their reply, live subscriptions and
  * the sync, session and command listeners. A transport only moves messages.
  */
-import type { Bridge, BridgeError, ClientMessage, Result, ServerMessage, SessionInfo, ShellCommand, SyncStatus } from './bridge.ts';
+import type { Bridge, BridgeError, ClientMessage, Notice, Result, ServerMessage, SessionInfo, ShellCommand, SyncStatus } from './bridge.ts';
 
 export type BridgeTransport = {
   platform: Bridge['platform'];
   send(msg: ClientMessage): void;
   openExternal(url: string): void;
+  /** Shows the notice; `clicked` runs when a person clicks it. (The desktop's main process sends the
+   * click back as an `open-lead` command instead, so its transport never calls `clicked`.) */
+  notify(notice: Notice, clicked: () => void): Promise<boolean>;
 };
 
 export type BridgeClient = {
@@ -31,6 +34,10 @@ export function createBridgeClient(transport: BridgeTransport): BridgeClient {
   const sessionListeners = new Set<(i: SessionInfo) => void>();
   const commandListeners = new Set<(c: ShellCommand) => void>();
   let lastSync: SyncStatus | null = null;
+
+  function command(c: ShellCommand): void {
+    for (const l of commandListeners) l(c);
+  }
 
   function request<T>(build: (id: number) => ClientMessage): Promise<Result<T>> {
     const id = nextId++;
@@ -74,8 +81,12 @@ export function createBridgeClient(transport: BridgeTransport): BridgeClient {
       close: () => request<SessionInfo>((id) => ({ t: 'session', id, action: 'close' })),
     },
     openExternal: (url) => transport.openExternal(String(url)),
+    notify: (notice) => transport.notify(notice, () => {
+      if (notice.leadId !== null) command({ kind: 'open-lead', leadId: notice.leadId });
+    }),
     commands: {
-      // Only the desktop's application menu sends commands; in a browser tab none arrive.
+      // The desktop's menu and notifications send commands; in a browser tab only a click on one of
+      // the browser's notifications does.
       subscribe(listener) {
         commandListeners.add(listener);
         return () => commandListeners.delete(listener);
@@ -104,7 +115,7 @@ export function createBridgeClient(transport: BridgeTransport): BridgeClient {
           for (const l of sessionListeners) l(msg.info);
           return;
         case 'command':
-          for (const l of commandListeners) l(msg.command);
+          command(msg.command);
           return;
       }
     },

@@ -56,10 +56,19 @@ export type SyncStatus = {
 
 export type ConnectInput = { url: string; apiKey: string };
 
-/** What the desktop shell's menu asks the UI to do. */
+/** What the desktop shell's menu asks the UI to do; `open-lead` is a click on a reminder. */
 export type ShellCommand =
   | { kind: 'go'; screen: 'leads' | 'pipeline' | 'tasks' | 'triage' | 'settings' }
-  | { kind: 'palette' | 'import-csv' | 'export-csv' | 'shortcuts' };
+  | { kind: 'palette' | 'import-csv' | 'export-csv' | 'shortcuts' }
+  | { kind: 'open-lead'; leadId: string };
+
+/** A desktop notification the UI asks for (a task reminder). A notice with the same tag replaces
+ * the previous one; clicking it opens `leadId`'s lead. */
+export type Notice = { title: string; body: string; tag: string; leadId: string | null };
+
+/** The longest texts a notice carries: the main process refuses longer ones, the UI shortens its
+ * texts to fit. */
+export const NOTICE_LIMITS = { title: 120, body: 600, tag: 120, leadId: 64 } as const;
 
 /** What the renderer sees as `window.outreach`. */
 export type Bridge = {
@@ -83,7 +92,11 @@ export type Bridge = {
   };
   /** Opens a link in the system browser (never inside the app window). */
   openExternal(url: string): void;
-  /** Menu commands from the desktop shell (none in a plain browser). */
+  /** Shows a desktop notification: the desktop app's own (from its main process), or the browser's
+   * in a tab, which asks for permission the first time. Clicking it brings the app forward and sends
+   * the `open-lead` command. Resolves false when notifications are unavailable or refused. */
+  notify(notice: Notice): Promise<boolean>;
+  /** Menu and notification commands (in a plain browser, only a notification's click). */
   commands: {
     subscribe(listener: (command: ShellCommand) => void): Unsubscribe;
   };
@@ -110,3 +123,5 @@ export type ServerMessage =
 export const IPC_TO_BACKEND = 'outreach:to-backend';
 export const IPC_FROM_BACKEND = 'outreach:from-backend';
 export const IPC_OPEN_EXTERNAL = 'outreach:open-external';
+/** invoke: a Notice in, whether it was shown out. */
+export const IPC_NOTIFY = 'outreach:notify';

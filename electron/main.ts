@@ -1,65 +1,106 @@
 /**
  * The Electron main process, kept thin: one window (size and position remembered), a tray so the
  * outreach runner keeps going when the window is closed, the application menu, a single-instance
- * lock, the sync server's key in the OS keychain (safeStorage), and the backend relayed over IPC.
- * The renderer is sandboxed with context isolation and no Node; it sees only `window.outreach`.
+ * lock, the sync server's key in the OS keychain (safeStorage), task reminders as the system's
+ * notifications, and the backend relayed over IPC. The renderer is sandboxed with context isolation
+ * and no Node; it sees only `window.outreach`. Tested without Electron's binary by test/electron/
+ * (a double of the Electron APIs); what only a real desktop shows is in docs/desktop-checklist.md.
  */
-import { app, BrowserWindow, ipcMain, Menu, nativeImage, safeStorage, screen, session, shell, Tray } from 'electron';
-import type { IpcMainEvent, MenuItemConstructorOptions, WebContents } from 'electron';
+import { app, BrowserWindow, dialog, ipcMain, Menu, nativeImage, Notification, safeStorage, screen, session, shell, Tray } from 'electron';
+import type { Display, IpcMainEvent, IpcMainInvokeEvent, MenuItemConstructorOptions, Rectangle, WebContents } from 'electron';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { z } from 'zod';
 import type { Backend } from './backend/backend.ts';
 import { fileCredentialStore } from './backend/credentials.ts';
 import { createDesktopBackend } from './backend/desktop.ts';
 import { openRpcConnection } from './backend/rpc.ts';
 import type { RpcConnection } from './backend/rpc.ts';
 import { defaultDataDir } from './backend/session.ts';
-import { IPC_FROM_BACKEND, IPC_OPEN_EXTERNAL, IPC_TO_BACKEND } from './bridge.ts';
-import type { ServerMessage, ShellCommand } from './bridge.ts';
+import { IPC_FROM_BACKEND, IPC_NOTIFY, IPC_OPEN_EXTERNAL, IPC_TO_BACKEND, NOTICE_LIMITS } from './bridge.ts';
+import type { Notice, ServerMessage, ShellCommand } from './bridge.ts';
 
-/** build/electron/main.mjs -> the project root. */
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const HERE = dirname(fileURLToPath(import.meta.url));
+/** The app's root: main runs bundled as build/electron/main.mjs (npm start, the installers), and
+ * from electron/main.ts in tests. */
+const ROOT = basename(HERE) === 'electron' && basename(dirname(HERE)) === 'build' ? join(HERE, '..', '..') : join(HERE, '..');
 const RENDERER = join(ROOT, 'renderer', 'dist', 'index.html');
+const RENDERER_URL = pathToFileURL(RENDERER).href;
 const PRELOAD = join(ROOT, 'build', 'electron', 'preload.cjs');
 const ICON = join(ROOT, 'build', 'icon.png');
+/** The installers' appId (build/electron-builder.yml). Windows shows an app's notifications only
+ * under the id its Start menu shortcut carries. */
+const APP_ID = 'dev.outreach-crm.desktop';
 const DATA_DIR = defaultDataDir();
 const WINDOW_STATE = join(DATA_DIR, 'window-state.json');
+/** How long Quit waits for the backend (the runner finishing the action in flight, the database
+ * closing) before exiting anyway. An action cut short is settled at the next start from its
+ * recorded intent, never sent blindly again. */
+const QUIT_TIMEOUT_MS = 10_000;
 
 /** The renderer's policy (the page also carries it in a meta tag). */
 const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'";
+
+/** The one permission the page is granted: notifications (task reminders; the desktop shows them
+ * from this process, and the page's own Notification API works too). Camera, microphone, location,
+ * clipboard reading and the rest are refused, and no page but ours is granted anything. */
+const PAGE_PERMISSIONS: ReadonlySet<string> = new Set(['notifications']);
 
 let win: BrowserWindow | null = null;
 let tray: Tray | null = null;
 let backend: Backend | null = null;
 let quitting = false;
+let closing: Promise<void> | null = null;
 const connections = new Map<number, RpcConnection>();
 
 if (!app.requestSingleInstanceLock()) {
   // Another instance owns the data folder (its database file allows one owner): hand over to it.
   app.quit();
 } else {
-  app.on('second-instance', () => showWindow());
-  app.whenReady().then(start, (e: unknown) => {
+  // Before start() made the window there is nothing to show: it appears when the backend is ready.
+  app.on('second-instance', () => {
+    if (win) showWindow();
+  });
+  app.whenReady().then(start).catch((e: unknown) => {
     console.error('The app could not start:', e);
+    dialog.showErrorBox('Outreach CRM could not start', `${e instanceof Error ? e.message : String(e)}\n\nData folder: ${DATA_DIR}`);
     app.exit(1);
   });
 }
 
 type WindowState = { x?: number; y?: number; width: number; height: number; maximized: boolean };
 
+const DEFAULT_SIZE = { width: 1320, height: 840 };
+const MIN_SIZE = { width: 800, height: 560 };
+
+const savedWindow = z.object({ x: z.number().optional(), y: z.number().optional(), width: z.number(), height: z.number(), maximized: z.boolean().optional() });
+
+/** Whether a window at `r` can be grabbed on display `d`: 100 px of it across, its title bar inside. */
+function onDisplay(r: Rectangle, d: Display): boolean {
+  const b = d.bounds;
+  return r.x < b.x + b.width - 100 && r.x + r.width > b.x + 100 && r.y >= b.y - 10 && r.y < b.y + b.height - 100;
+}
+
+/** Where the window opens: where it was, when that is still on a screen; else centred on the primary
+ * display (a window saved on a monitor that is gone would open off screen). Never larger than the
+ * display it opens on. */
 function loadWindowState(): WindowState {
-  const fallback: WindowState = { width: 1320, height: 840, maximized: false };
+  let saved: z.infer<typeof savedWindow> | null = null;
   try {
-    const s = JSON.parse(readFileSync(WINDOW_STATE, 'utf8')) as Partial<WindowState>;
-    if (typeof s.width !== 'number' || typeof s.height !== 'number') return fallback;
-    const state: WindowState = { x: s.x, y: s.y, width: Math.max(800, s.width), height: Math.max(560, s.height), maximized: s.maximized === true };
-    // A window saved on a monitor that is gone would open off screen: keep it only if it is visible.
-    const visible = screen.getAllDisplays().some((d) => state.x !== undefined && state.y !== undefined && state.x < d.bounds.x + d.bounds.width - 100 && state.x + state.width > d.bounds.x + 100 && state.y >= d.bounds.y - 10 && state.y < d.bounds.y + d.bounds.height - 100);
-    return visible ? state : { ...state, x: undefined, y: undefined };
+    const parsed = savedWindow.safeParse(JSON.parse(readFileSync(WINDOW_STATE, 'utf8')));
+    if (parsed.success) saved = parsed.data;
   } catch {
-    return fallback;
+    // no saved window (first start) or an unreadable file: the defaults
   }
+  const rect = saved && saved.x !== undefined && saved.y !== undefined ? { x: saved.x, y: saved.y, width: saved.width, height: saved.height } : null;
+  const home = rect ? screen.getAllDisplays().find((d) => onDisplay(rect, d)) : undefined;
+  const area = (home ?? screen.getPrimaryDisplay()).workArea;
+  const fit = (size: number, min: number, room: number) => Math.round(Math.max(min, Math.min(size, room)));
+  const width = fit(saved?.width ?? DEFAULT_SIZE.width, MIN_SIZE.width, area.width);
+  const height = fit(saved?.height ?? DEFAULT_SIZE.height, MIN_SIZE.height, area.height);
+  const maximized = saved?.maximized === true;
+  return home && rect ? { x: Math.round(rect.x), y: Math.round(rect.y), width, height, maximized } : { width, height, maximized };
 }
 
 function saveWindowState(w: BrowserWindow): void {
@@ -82,8 +123,61 @@ function openExternal(url: string): void {
   }
 }
 
+/** Whether `url` is the app's own page (with any fragment or query). */
+function isOurUrl(url: string): boolean {
+  try {
+    const u = new URL(url);
+    u.hash = '';
+    u.search = '';
+    return u.href === RENDERER_URL;
+  } catch {
+    return false;
+  }
+}
+
 function isOurPage(contents: WebContents): boolean {
-  return contents.getURL().startsWith(pathToFileURL(RENDERER).toString());
+  return isOurUrl(contents.getURL());
+}
+
+/** IPC is answered only for our page's top frame. A page that is not ours gets the same preload (it
+ * runs in whatever the window shows) but no backend, no links and no notifications. */
+function fromOurPage(event: IpcMainEvent | IpcMainInvokeEvent): boolean {
+  const frame = event.senderFrame;
+  return frame !== null && frame.parent === null && isOurUrl(frame.url) && isOurPage(event.sender);
+}
+
+const noticeInput = z.strictObject({
+  title: z.string().min(1).max(NOTICE_LIMITS.title),
+  body: z.string().max(NOTICE_LIMITS.body),
+  tag: z.string().min(1).max(NOTICE_LIMITS.tag),
+  leadId: z.string().max(NOTICE_LIMITS.leadId).regex(/^[A-Za-z0-9-]+$/).nullable(),
+}) satisfies z.ZodType<Notice>;
+
+/** Notifications on screen by tag, referenced until closed: Electron stops reporting the click of a
+ * notification that was garbage collected. The oldest are let go past a few dozen. */
+const notices = new Map<string, Notification>();
+const MAX_NOTICES = 30;
+
+/** Shows a reminder as the system's notification; a click opens its lead in the window. */
+function showNotice(notice: Notice): boolean {
+  if (!Notification.isSupported()) return false;
+  // Same tag, same reminder: the new one replaces the old, as the browser's `tag` does.
+  notices.get(notice.tag)?.close();
+  const n = new Notification({ title: notice.title, body: notice.body, icon: ICON });
+  n.on('click', () => {
+    if (notice.leadId !== null) sendCommand({ kind: 'open-lead', leadId: notice.leadId });
+    else showWindow();
+  });
+  n.on('close', () => {
+    if (notices.get(notice.tag) === n) notices.delete(notice.tag);
+  });
+  notices.set(notice.tag, n);
+  for (const tag of notices.keys()) {
+    if (notices.size <= MAX_NOTICES) break;
+    notices.delete(tag);
+  }
+  n.show();
+  return true;
 }
 
 function sendCommand(command: ShellCommand): void {
@@ -92,11 +186,11 @@ function sendCommand(command: ShellCommand): void {
 }
 
 function createWindow(): BrowserWindow {
-  const state = loadWindowState();
+  const { maximized, ...bounds } = loadWindowState();
   const w = new BrowserWindow({
-    ...state,
-    minWidth: 800,
-    minHeight: 560,
+    ...bounds,
+    minWidth: MIN_SIZE.width,
+    minHeight: MIN_SIZE.height,
     show: false,
     title: 'Outreach CRM',
     icon: ICON,
@@ -111,7 +205,7 @@ function createWindow(): BrowserWindow {
       spellcheck: true,
     },
   });
-  if (state.maximized) w.maximize();
+  if (maximized) w.maximize();
   w.once('ready-to-show', () => w.show());
   let saveTimer: ReturnType<typeof setTimeout> | null = null;
   const saveSoon = () => {
@@ -133,7 +227,7 @@ function createWindow(): BrowserWindow {
     return { action: 'deny' };
   });
   w.webContents.on('will-navigate', (e, url) => {
-    if (!url.startsWith(pathToFileURL(RENDERER).toString())) {
+    if (!isOurUrl(url)) {
       e.preventDefault();
       openExternal(url);
     }
@@ -212,12 +306,31 @@ function credentials() {
   return fileCredentialStore(file, { encode: (plain) => safeStorage.encryptString(plain), decode: (stored) => safeStorage.decryptString(stored) }, 'the operating system keychain');
 }
 
+/** Closes the backend within QUIT_TIMEOUT_MS; the exit code says whether it closed cleanly. */
+async function closeBackend(b: Backend): Promise<number> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeUp = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), QUIT_TIMEOUT_MS);
+  });
+  try {
+    if ((await Promise.race([b.close().then(() => 'closed' as const), timeUp])) === 'closed') return 0;
+    console.error(`The backend did not close within ${QUIT_TIMEOUT_MS / 1000} s; quitting anyway.`);
+    return 1;
+  } catch (e) {
+    console.error('Closing the backend failed:', e);
+    return 1;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function start(): Promise<void> {
+  if (process.platform === 'win32') app.setAppUserModelId(APP_ID);
   session.defaultSession.webRequest.onHeadersReceived((details, callback) => {
     callback({ responseHeaders: { ...details.responseHeaders, 'Content-Security-Policy': [CSP] } });
   });
-  // The CRM needs no camera, microphone, location or notifications permission prompts.
-  session.defaultSession.setPermissionRequestHandler((_wc, _permission, callback) => callback(false));
+  session.defaultSession.setPermissionRequestHandler((contents, permission, callback) => callback(PAGE_PERMISSIONS.has(permission) && isOurPage(contents)));
+  session.defaultSession.setPermissionCheckHandler((contents, permission) => PAGE_PERMISSIONS.has(permission) && contents !== null && isOurPage(contents));
   app.on('web-contents-created', (_e, contents) => {
     contents.on('will-attach-webview', (e) => e.preventDefault());
   });
@@ -225,7 +338,7 @@ async function start(): Promise<void> {
   backend = await createDesktopBackend({ dataDir: DATA_DIR, credentials: credentials() });
   const b = backend;
   ipcMain.on(IPC_TO_BACKEND, (event: IpcMainEvent, msg: unknown) => {
-    if (!isOurPage(event.sender)) return;
+    if (!fromOurPage(event)) return;
     let conn = connections.get(event.sender.id);
     if (!conn) {
       const contents = event.sender;
@@ -237,7 +350,16 @@ async function start(): Promise<void> {
     conn.receive(msg);
   });
   ipcMain.on(IPC_OPEN_EXTERNAL, (event: IpcMainEvent, url: unknown) => {
-    if (isOurPage(event.sender) && typeof url === 'string') openExternal(url);
+    if (fromOurPage(event) && typeof url === 'string') openExternal(url);
+  });
+  ipcMain.handle(IPC_NOTIFY, (event: IpcMainInvokeEvent, raw: unknown) => {
+    if (!fromOurPage(event)) return false;
+    const notice = noticeInput.safeParse(raw);
+    if (!notice.success) {
+      console.error('Ignored a malformed notification request from the page.');
+      return false;
+    }
+    return showNotice(notice.data);
   });
 
   buildMenu();
@@ -248,15 +370,21 @@ async function start(): Promise<void> {
     // Stay in the tray: the runner keeps sending within its windows and limits.
   });
   app.on('before-quit', (e) => {
+    // Quit again while closing: the exit is on its way (within QUIT_TIMEOUT_MS).
+    if (closing) {
+      e.preventDefault();
+      return;
+    }
     if (!backend) return;
     quitting = true;
     e.preventDefault();
-    const closing = backend;
+    const b = backend;
     backend = null;
     for (const c of connections.values()) c.close();
-    closing.close().catch((err: unknown) => console.error('Closing the backend failed:', err)).finally(() => {
+    connections.clear();
+    closing = closeBackend(b).then((code) => {
       tray?.destroy();
-      app.exit(0);
+      app.exit(code);
     });
   });
 }

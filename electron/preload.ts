@@ -4,7 +4,7 @@
  */
 import { contextBridge, ipcRenderer } from 'electron';
 import type { IpcRendererEvent } from 'electron';
-import { IPC_FROM_BACKEND, IPC_OPEN_EXTERNAL, IPC_TO_BACKEND } from './bridge.ts';
+import { IPC_FROM_BACKEND, IPC_NOTIFY, IPC_OPEN_EXTERNAL, IPC_TO_BACKEND } from './bridge.ts';
 import type { ServerMessage } from './bridge.ts';
 import { createBridgeClient } from './bridge-client.ts';
 
@@ -12,6 +12,8 @@ const client = createBridgeClient({
   platform: 'electron',
   send: (msg) => ipcRenderer.send(IPC_TO_BACKEND, msg),
   openExternal: (url) => ipcRenderer.send(IPC_OPEN_EXTERNAL, url),
+  // The main process shows it, and sends a click back as an open-lead command.
+  notify: (notice) => ipcRenderer.invoke(IPC_NOTIFY, notice).then((shown: unknown) => shown === true, () => false),
 });
 
 ipcRenderer.on(IPC_FROM_BACKEND, (_event: IpcRendererEvent, msg: ServerMessage) => client.receive(msg));

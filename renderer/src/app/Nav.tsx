@@ -1,4 +1,5 @@
 import { useEffect, useMemo, useState } from 'react';
+import { bridge } from '../bridge/index.ts';
 import { remindDueTasks } from '../screens/tasks/reminders.ts';
 import { useOp } from '../lib/ops.ts';
 import { useApp } from '../state/app-store.ts';
@@ -30,11 +31,11 @@ export function Nav() {
   }, []);
   const dueInput = useMemo(() => ({ status: 'open' as const, dueBefore: new Date((minute + 1) * 60_000).toISOString(), limit: 200 }), [minute]);
   const due = useOp('leadActivities.myTasks', open ? dueInput : null);
-  const openLead = useApp((s) => s.openLead);
-  // A task falling due raises a desktop notification, once per task and due time.
+  // A task falling due raises a desktop notification, once per task and due time; a click on it
+  // comes back as the bridge's open-lead command (Shell.tsx).
   useEffect(() => {
-    if (due.data) void remindDueTasks(due.data.tasks, Date.now(), openLead);
-  }, [due.data, openLead]);
+    if (due.data) void remindDueTasks(due.data.tasks, Date.now(), (notice) => bridge.notify(notice));
+  }, [due.data]);
   const counts: Partial<Record<Screen, number>> = { inbox: inbox.data?.open ?? 0, tasks: due.data?.tasks.length ?? 0 };
   return (
     <nav className="nav" aria-label="Main">

@@ -39,7 +39,7 @@ export function Shell() {
   const helpOpen = useApp((s) => s.helpOpen);
   const [conn, setConn] = useState(backendConnection.get());
   useEffect(() => backendConnection.subscribe(setConn), []);
-  // The desktop shell's menu (no-op in a browser).
+  // The desktop shell's menu, and a click on a task reminder (in a browser, only the latter).
   useEffect(
     () =>
       bridge.commands.subscribe((c) => {
@@ -47,6 +47,7 @@ export function Shell() {
         if (c.kind === 'go') app.go(c.screen);
         else if (c.kind === 'palette') app.setPalette(true);
         else if (c.kind === 'shortcuts') app.setHelp(true);
+        else if (c.kind === 'open-lead') app.openLead(c.leadId);
         else {
           app.go('leads');
           app.setIntent(c.kind);

@@ -5,6 +5,7 @@
  */
 import type { Bridge, ClientMessage, ServerMessage } from '../../../electron/bridge.ts';
 import { createBridgeClient } from '../../../electron/bridge-client.ts';
+import { browserNotify } from './browser-notify.ts';
 
 export type ConnectionState = 'connecting' | 'open' | 'closed';
 
@@ -22,6 +23,7 @@ export function createWsBridge(url: string, onConnection?: (state: ConnectionSta
     platform: 'web',
     send,
     openExternal: (link) => void window.open(link, '_blank', 'noopener,noreferrer'),
+    notify: browserNotify,
   });
 
   function connect(): void {

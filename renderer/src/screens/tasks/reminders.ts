@@ -1,9 +1,13 @@
 /**
  * Task reminders: a task that falls due raises a desktop notification, once per task and due time
- * (a new due date reminds again). Electron's renderer shows the HTML Notification as a native one;
- * in a browser the first reminder asks for permission. Which reminders were shown is kept on this
- * machine, so a reload or restart does not repeat them.
+ * (a new due date reminds again). They go through the bridge: the desktop app shows them from its
+ * main process as the system's notifications; in a browser they are the browser's, and the first
+ * one asks for permission. Clicking one opens the task's lead (the bridge's `open-lead` command).
+ * Which reminders were shown is kept on this machine, so a reload or restart does not repeat them.
  */
+import { NOTICE_LIMITS } from '../../../../electron/bridge.ts';
+import type { Notice } from '../../../../electron/bridge.ts';
+
 const KEY = 'outreach.taskReminders.v1';
 /** Tasks overdue by more than this when first seen are counted in the sidebar but not notified. */
 const STALE_MS = 24 * 3_600_000;
@@ -24,30 +28,30 @@ function remember(keys: Set<string>): void {
   localStorage.setItem(KEY, JSON.stringify([...keys].slice(-500)));
 }
 
-async function allowed(): Promise<boolean> {
-  if (typeof Notification === 'undefined') return false;
-  if (Notification.permission === 'granted') return true;
-  if (Notification.permission === 'denied') return false;
-  return (await Notification.requestPermission()) === 'granted';
+/** `text` within `max` characters, an ellipsis marking the cut (never half a surrogate pair). */
+function clip(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const cut = text.slice(0, max - 1);
+  return `${/[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut}…`;
 }
 
-/** Notifies each due task not yet reminded at its due time; `open` opens the task's lead. */
-export async function remindDueTasks(tasks: readonly DueTask[], now: number, open: (leadId: string) => void): Promise<number> {
+/** Notifies each due task not yet reminded at its due time, through `notify` (the bridge's). */
+export async function remindDueTasks(tasks: readonly DueTask[], now: number, notify: (notice: Notice) => Promise<boolean>): Promise<number> {
   const seen = shown();
   const fresh = tasks.filter((t) => t.dueAt !== null && Date.parse(t.dueAt) <= now && !seen.has(`${t.id}|${t.dueAt}`));
   if (fresh.length === 0) return 0;
   for (const t of fresh) seen.add(`${t.id}|${t.dueAt ?? ''}`);
   remember(seen);
   const recent = fresh.filter((t) => now - Date.parse(t.dueAt ?? '') <= STALE_MS);
-  if (recent.length === 0 || !(await allowed())) return 0;
-  for (const t of recent.slice(0, 3)) {
+  if (recent.length === 0) return 0;
+  const notices: Notice[] = recent.slice(0, 3).map((t) => {
     const who = [t.lead.fullName, t.lead.company].filter(Boolean).join(', ');
-    const n = new Notification('Task due', { body: who ? `${t.content} (${who})` : t.content, tag: `task-${t.id}` });
-    n.onclick = () => {
-      window.focus();
-      open(t.leadId);
-    };
-  }
-  if (recent.length > 3) new Notification('Tasks due', { body: `${recent.length - 3} more tasks are due.`, tag: 'tasks-more' });
+    return { title: 'Task due', body: clip(who ? `${t.content} (${who})` : t.content, NOTICE_LIMITS.body), tag: `task-${t.id}`, leadId: t.leadId };
+  });
+  if (recent.length > 3) notices.push({ title: 'Tasks due', body: `${recent.length - 3} more tasks are due.`, tag: 'tasks-more', leadId: null });
+  // The first asks for permission in a browser: refused or unavailable, the others would be too.
+  const [first, ...rest] = notices;
+  if (!first || !(await notify(first))) return 0;
+  for (const n of rest) await notify(n);
   return recent.length;
 }
