@@ -33,6 +33,8 @@ export const ERROR_STATUS = {
   RATE_LIMITED: 429,
   PAYLOAD_TOO_LARGE: 413,
   CHANNEL_ERROR: 502,
+  /** The server cannot reach its database for now (a restart, a failover): retry after Retry-After. */
+  UNAVAILABLE: 503,
   INTERNAL: 500,
 } as const;
 

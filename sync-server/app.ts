@@ -158,8 +158,8 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
     now: () => clock.now(),
     refusalsRetentionDays: operator.refusalsRetentionDays ?? envNumber('REFUSALS_RETENTION_DAYS'),
   });
-  const offMaintenance = db.onCommit((e) => maintenance.noteChanges(e.rows));
-  await maintenance.run();
+  const offMaintenance = db.onCommit((e) => maintenance.afterCommit(e.rows));
+  await maintenance.start();
   maintenance.sweep().catch((e: unknown) => app.log.warn({ err: e }, 'sweeping old refusals and rate-limit rows failed'));
   const purge = setInterval(() => {
     purgeExpired(sql, clock.now()).catch((e: unknown) => app.log.warn({ err: e }, 'purging idempotency keys failed'));
@@ -198,7 +198,8 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
       return reply.send({ ok: true, database: sql.kind });
     } catch (e) {
       app.log.error({ err: e }, 'health check failed');
-      return reply.code(503).send({ error: { code: 'INTERNAL', message: 'The database does not answer.', details: {} } } satisfies ErrorBody);
+      const err = new DomainError('UNAVAILABLE', 'The database does not answer.', { retryAfterSeconds: RETRY_AFTER_UNAVAILABLE_SECONDS });
+      return reply.code(err.status).header('Retry-After', String(RETRY_AFTER_UNAVAILABLE_SECONDS)).send(err.toJSON());
     }
   });
 
@@ -266,6 +267,8 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
       // Keys and members changed in another server process too: look them up again.
       if (e.collections.includes('apiKeys') || e.collections.includes('members')) auth.invalidate();
     },
+    // Another process's revocation may have been among the notifications missed.
+    onGap: () => auth.invalidate(),
   });
   // Live streams never end by themselves: end them first, or close() would wait for them.
   app.addHook('preClose', async () => {
@@ -338,7 +341,10 @@ function installErrorBoundary(app: FastifyInstance, bodyLimit: number): void {
   app.setErrorHandler((err: FastifyError | DomainError | Error, req, reply) => {
     const domain = toDomainError(err, bodyLimit, String(req.id));
     if (domain.code === 'INTERNAL') req.log.error({ err }, 'request failed');
-    else if (domain.status >= 500) req.log.warn({ err }, 'request failed');
+    else if (domain.code === 'UNAVAILABLE') {
+      req.log.warn({ err: { message: err.message, code: 'code' in err ? err.code : undefined } }, 'request failed: the database is unavailable');
+      void reply.header('Retry-After', String(domain.details.retryAfterSeconds ?? RETRY_AFTER_UNAVAILABLE_SECONDS));
+    } else if (domain.status >= 500) req.log.warn({ err }, 'request failed');
     else if (isDatabaseError(err)) req.log.warn({ err, sqlState: err.code }, 'bad input reached the database');
     void reply.code(domain.status).send(domain.toJSON());
   });
@@ -387,6 +393,31 @@ function databaseRefusal(err: DatabaseError): DomainError | null {
   return new DomainError('INVALID_INPUT', 'The request holds a value the database cannot store (too long, out of range, or not valid text).', { sqlState: err.code });
 }
 
+/** Seconds a client is asked to wait when the database is unreachable: a restart takes a few. */
+export const RETRY_AFTER_UNAVAILABLE_SECONDS = 5;
+
+/** SQLSTATEs of a database that is going away or not there yet: connection exceptions (class 08),
+ * admin_shutdown (57P01: a restart, pg_terminate_backend), crash_shutdown (57P02),
+ * cannot_connect_now (57P03: starting up or in recovery), too_many_connections (53300), and
+ * read_only_sql_transaction (25006: a write reached a standby during a failover). */
+const UNAVAILABLE_SQLSTATES = /^(08...|57P0[123]|53300|25006)$/;
+/** Socket errors of a connection to the database that failed or broke. */
+const UNAVAILABLE_SOCKET_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND']);
+/** pg's own errors for a connection that ended or could not be made in time. */
+const UNAVAILABLE_PG_MESSAGES = /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Query read timeout)/;
+
+/** Whether `err` says the database cannot be reached right now (rather than that the request was
+ * wrong or the server is broken): answered 503 UNAVAILABLE with Retry-After, never 500. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = 'code' in err && typeof err.code === 'string' ? err.code : '';
+  if (isDatabaseError(err)) return UNAVAILABLE_SQLSTATES.test(code);
+  if (UNAVAILABLE_SOCKET_ERRORS.has(code)) return true;
+  // Node reports a refused connection to every address of a host as one AggregateError.
+  if (err instanceof AggregateError && err.errors.some(isDatabaseUnavailable)) return true;
+  return UNAVAILABLE_PG_MESSAGES.test(err.message);
+}
+
 function toDomainError(err: FastifyError | DomainError | Error, bodyLimit: number, requestId: string): DomainError {
   if (isDomainError(err)) {
     if (err.code !== 'INTERNAL') return err;
@@ -395,6 +426,12 @@ function toDomainError(err: FastifyError | DomainError | Error, bodyLimit: numbe
   if (isDatabaseError(err)) {
     const refusal = databaseRefusal(err);
     if (refusal) return refusal;
+  }
+  if (isDatabaseUnavailable(err)) {
+    return new DomainError('UNAVAILABLE', `The database cannot be reached right now (a restart or failover); retry in ${RETRY_AFTER_UNAVAILABLE_SECONDS} s.`, {
+      retryAfterSeconds: RETRY_AFTER_UNAVAILABLE_SECONDS,
+      requestId,
+    });
   }
   const code = 'code' in err && typeof err.code === 'string' ? err.code : '';
   const status = 'statusCode' in err && typeof err.statusCode === 'number' ? err.statusCode : 500;

@@ -14,6 +14,26 @@ export type SqlExecutor = {
 
 export type NotificationHandler = (payload: string) => void;
 
+/** What the LISTEN connection is doing. NOTIFY is never sent again for what was committed while it
+ * was down, so a listener that cares must reread what it follows on both events. */
+export type ListenerEvent =
+  /** Listening. `reconnected` is false for the first connection; `downMs` is how long it was down. */
+  | { state: 'up'; reconnected: boolean; downMs: number }
+  /** Lost (or a reconnect attempt failed): the next attempt runs in `retryInMs`. `attempt` counts the
+   * failed attempts since it was last up (1: it has just dropped). */
+  | { state: 'down'; error: Error; attempt: number; retryInMs: number };
+
+export type ListenOptions = {
+  onState?: (e: ListenerEvent) => void;
+  /** Reconnect backoff: the first wait and the cap (default 500 ms doubling to 30 s, with jitter). */
+  backoff?: { firstMs: number; maxMs: number };
+  /** A cheap query on the connection this often finds a connection that died silently (default 30 s). */
+  checkEveryMs?: number;
+};
+
+/** The application_name of LISTEN connections (with the process id), to find them in pg_stat_activity. */
+export const LISTEN_APPLICATION_NAME = 'crm-listen';
+
 /** A transaction-scoped advisory lock: `pg_advisory_xact_lock(classId, hashtext(key))`. */
 export type AdvisoryLock = { classId: number; key: string };
 
@@ -59,8 +79,9 @@ export type SqlDatabase = SqlExecutor & {
   readOnly<T>(fn: (tx: SqlExecutor, first: FirstRows) => Promise<T>, opts?: Pick<TransactionOptions, 'first'>): Promise<T>;
   /** Several statements in one string (migrations). */
   exec(sql: string): Promise<void>;
-  /** LISTEN on a channel; returns the unlisten function. */
-  listen(channel: string, handler: NotificationHandler): Promise<() => Promise<void>>;
+  /** LISTEN on a channel; returns the unlisten function. On PostgreSQL the connection reconnects by
+   * itself when it drops (opts.onState tells when); the first connection must succeed. */
+  listen(channel: string, handler: NotificationHandler, opts?: ListenOptions): Promise<() => Promise<void>>;
   close(): Promise<void>;
 };
 
@@ -115,8 +136,10 @@ async function openPglite(dataDir: string): Promise<SqlDatabase> {
     async exec(sql) {
       await db.exec(sql);
     },
-    async listen(channel, handler) {
+    async listen(channel, handler, opts) {
       const unlisten = await db.listen(channel, handler);
+      // In-process: notifications cannot be lost, so it is up for as long as the database is open.
+      opts?.onState?.({ state: 'up', reconnected: false, downMs: 0 });
       return async () => unlisten();
     },
     async close() {
@@ -190,9 +213,13 @@ async function openPostgres(url: string, schema: string | undefined, max: number
   const pool = new pg.Pool({
     connectionString: url,
     max,
+    // TCP keep-alive: an idle pooled connection to a host that vanished (a failover) is found dead.
+    keepAlive: true,
     ...(schema ? { options: `-c search_path=${schema},public` } : {}),
   });
-  // An idle client that loses its connection emits 'error' on the pool; without a listener Node exits.
+  // An idle client that loses its connection (a restart, pg_terminate_backend) emits 'error' on the
+  // pool, which drops it; without a listener Node would exit. A client in use fails its query, and
+  // pg-pool drops it on release (it is no longer queryable): the pool heals by itself.
   pool.on('error', () => undefined);
   const exec: SqlExecutor = {
     async query<R>(text: string, params: readonly unknown[] = []) {
@@ -245,7 +272,7 @@ async function openPostgres(url: string, schema: string | undefined, max: number
       client.release(broken);
     }
   }
-  const listeners: pg.Client[] = [];
+  const listeners = new Set<PgListener>();
   return {
     kind: 'postgres',
     query: exec.query,
@@ -254,25 +281,174 @@ async function openPostgres(url: string, schema: string | undefined, max: number
     async exec(sql) {
       await pool.query(sql);
     },
-    async listen(channel, handler) {
+    async listen(channel, handler, opts = {}) {
       if (!IDENT.test(channel)) throw new Error(`Invalid channel name ${channel}.`);
-      const client = new pg.Client({ connectionString: url });
-      client.on('error', () => undefined);
-      await client.connect();
-      client.on('notification', (n) => {
-        if (n.channel === channel) handler(n.payload ?? '');
-      });
-      await client.query(`LISTEN ${channel}`);
-      listeners.push(client);
+      const listener = new PgListener(url, channel, handler, opts);
+      await listener.start();
+      listeners.add(listener);
       return async () => {
-        const i = listeners.indexOf(client);
-        if (i >= 0) listeners.splice(i, 1);
-        await client.end().catch(() => undefined);
+        listeners.delete(listener);
+        await listener.stop();
       };
     },
     async close() {
-      await Promise.all(listeners.splice(0).map((c) => c.end().catch(() => undefined)));
+      await Promise.all([...listeners].map((l) => l.stop()));
+      listeners.clear();
       await pool.end();
     },
   };
+}
+
+/** The wait before reconnect attempt `attempt` (0-based): doubling from `firstMs` up to `maxMs`, each
+ * drawn from its upper half so that processes that lost the database together do not return in step. */
+export function reconnectDelay(attempt: number, backoff: { firstMs: number; maxMs: number }, random: () => number = Math.random): number {
+  const ceiling = Math.min(backoff.maxMs, backoff.firstMs * 2 ** Math.min(attempt, 30));
+  return Math.round(ceiling * (0.5 + random() / 2));
+}
+
+const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
+
+/** Ends a client, and destroys its socket when a polite goodbye does not finish in time (a peer that
+ * vanished never answers). */
+async function endClient(client: pg.Client, waitMs = 2_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([client.end().catch(() => undefined), new Promise<void>((r) => (timer = setTimeout(r, waitMs)))]);
+  clearTimeout(timer);
+  client.connection.stream.destroy();
+}
+
+/** One LISTEN connection that heals: when it drops (a PostgreSQL restart or failover,
+ * pg_terminate_backend, a proxy closing idle connections) or stops answering the periodic check, it
+ * reconnects with backoff and LISTENs again, reporting each step through onState. */
+class PgListener {
+  private client: pg.Client | null = null;
+  private stopped = false;
+  /** Failed attempts since the connection was last up. */
+  private failures = 0;
+  private downSince = 0;
+  private retry: NodeJS.Timeout | null = null;
+  private readonly check: NodeJS.Timeout;
+  private checking = false;
+  private readonly backoff: { firstMs: number; maxMs: number };
+
+  constructor(
+    private readonly url: string,
+    private readonly channel: string,
+    private readonly handler: NotificationHandler,
+    private readonly opts: ListenOptions,
+  ) {
+    this.backoff = opts.backoff ?? { firstMs: 500, maxMs: 30_000 };
+    this.check = setInterval(() => void this.probe(), opts.checkEveryMs ?? 30_000);
+    this.check.unref();
+  }
+
+  /** The first connection: its failure is the caller's (a server that cannot listen does not start). */
+  async start(): Promise<void> {
+    try {
+      this.client = await this.connect();
+    } catch (e) {
+      clearInterval(this.check);
+      throw e;
+    }
+    this.opts.onState?.({ state: 'up', reconnected: false, downMs: 0 });
+  }
+
+  private async connect(): Promise<pg.Client> {
+    const client = new pg.Client({
+      connectionString: this.url,
+      application_name: `${LISTEN_APPLICATION_NAME}/${process.pid}`,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+      connectionTimeoutMillis: 10_000,
+    });
+    // Losses before the connection is in place fail this attempt; after, they start a reconnect.
+    let early: Error | null = null;
+    let onLoss: ((e: Error) => void) | null = null;
+    const lost = (e: Error): void => {
+      if (onLoss) onLoss(e);
+      else early ??= e;
+    };
+    client.on('error', lost);
+    client.on('end', () => lost(new Error('The LISTEN connection was closed.')));
+    client.on('notification', (n) => {
+      if (n.channel === this.channel) this.handler(n.payload ?? '');
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${this.channel}`);
+      if (early) throw early;
+    } catch (e) {
+      await endClient(client, 0);
+      throw asError(e);
+    }
+    onLoss = (e) => this.lost(client, e);
+    return client;
+  }
+
+  private lost(client: pg.Client, error: Error): void {
+    if (this.stopped || this.client !== client) return;
+    this.client = null;
+    this.downSince = Date.now();
+    void endClient(client, 0);
+    this.failed(error);
+  }
+
+  private failed(error: Error): void {
+    const retryInMs = reconnectDelay(this.failures, this.backoff);
+    this.failures += 1;
+    this.opts.onState?.({ state: 'down', error, attempt: this.failures, retryInMs });
+    this.retry = setTimeout(() => void this.reconnect(), retryInMs);
+    this.retry.unref();
+  }
+
+  private async reconnect(): Promise<void> {
+    this.retry = null;
+    if (this.stopped) return;
+    let client: pg.Client;
+    try {
+      client = await this.connect();
+    } catch (e) {
+      if (!this.stopped) this.failed(asError(e));
+      return;
+    }
+    if (this.stopped) {
+      await endClient(client);
+      return;
+    }
+    this.client = client;
+    this.failures = 0;
+    this.opts.onState?.({ state: 'up', reconnected: true, downMs: Date.now() - this.downSince });
+  }
+
+  /** A connection can die without a word (a host gone, a NAT entry dropped): a query that does not
+   * come back in time counts as a loss. */
+  private async probe(): Promise<void> {
+    const client = this.client;
+    if (!client || this.checking || this.stopped) return;
+    this.checking = true;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        client.query('SELECT 1'),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('The LISTEN connection did not answer a check within 10 s.')), 10_000);
+        }),
+      ]);
+    } catch (e) {
+      this.lost(client, asError(e));
+    } finally {
+      clearTimeout(timer);
+      this.checking = false;
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.check);
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = null;
+    const client = this.client;
+    this.client = null;
+    if (client) await endClient(client);
+  }
 }

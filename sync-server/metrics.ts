@@ -1,5 +1,6 @@
 /** Prometheus metrics (prom-client) at GET /metrics: requests by operation and status, their latency,
- * open replication streams, refused requests by reason, and the runner's actions by kind and outcome.
+ * open replication streams, refused requests by reason, the runner's actions by kind and outcome, and
+ * the state of the connection that hears other server processes' commits.
  * One registry per server instance, so several servers in one process (the tests) do not mix. */
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -13,6 +14,10 @@ export type ServerMetrics = {
   readonly streamsOpen: Gauge;
   /** Requests refused before they reached an operation (rate limits, stream caps). */
   readonly refused: Counter<'reason'>;
+  /** 1 while this process hears other processes' commits (its LISTEN connection is up), else 0. */
+  readonly changeListenerUp: Gauge;
+  /** Times the LISTEN connection was lost and came back. */
+  readonly changeListenerReconnects: Counter;
 };
 
 export function createMetrics(opts: { defaultMetrics?: boolean } = {}): ServerMetrics {
@@ -28,6 +33,16 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): ServerMe
     }),
     streamsOpen: new Gauge({ name: 'outreach_replication_streams_open', help: 'Live replication streams open in this process.', registers: [registry] }),
     refused: new Counter({ name: 'outreach_requests_refused_total', help: 'Requests refused before an operation ran, by reason.', labelNames: ['reason'] as const, registers: [registry] }),
+    changeListenerUp: new Gauge({
+      name: 'outreach_change_listener_up',
+      help: "1 while this process hears other server processes' commits (its PostgreSQL LISTEN connection is up; always 1 on the embedded database), 0 while it reconnects.",
+      registers: [registry],
+    }),
+    changeListenerReconnects: new Counter({
+      name: 'outreach_change_listener_reconnects_total',
+      help: 'Times the LISTEN connection was lost and listening again (live streams were resynced each time).',
+      registers: [registry],
+    }),
   };
 }
 

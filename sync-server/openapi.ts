@@ -179,10 +179,11 @@ const ERROR_DESCRIPTIONS: Record<string, string> = {
   '429': 'Rate limit of the API key reached (RATE_LIMITED); wait Retry-After seconds.',
   '500': 'Unexpected server error (INTERNAL); the request id is in details.requestId.',
   '502': "The sender's network could not be reached (CHANNEL_ERROR).",
+  '503': 'The database cannot be reached right now, during a restart or failover (UNAVAILABLE); retry after Retry-After seconds.',
 };
 
 function errorStatuses(op: OpDef): string[] {
-  const s = ['400', '401', '404', '405', '429', '500'];
+  const s = ['400', '401', '404', '405', '429', '500', '503'];
   if (op.mutates || op.permission !== 'member') s.push('403');
   if (op.mutates) s.push('409', '422');
   if (op.method === 'POST') s.push('413');

@@ -51,6 +51,10 @@ export type ReplicationOptions = {
   heartbeatMs?: number;
   /** Called for every change event, local or from another process (auth cache invalidation). */
   onChange?: (e: CommitEvent) => void;
+  /** Called when change events of other processes may have been missed: the LISTEN connection dropped
+   * or came back (NOTIFY is not sent again for what committed meanwhile). Caches that onChange keeps
+   * fresh must be flushed here. */
+  onGap?: () => void;
   log: FastifyInstance['log'];
   /** Caps on live streams: per API key and per process, and the unsent bytes a stream may hold
    * before it is closed (a slow client reconnects and resyncs from its checkpoint). */
@@ -224,16 +228,48 @@ export async function registerReplication(app: FastifyInstance, opts: Replicatio
   });
   // Commits of other server processes on the same Postgres.
   let unlisten: (() => Promise<void>) | null = null;
+  const metrics = opts.streams?.metrics;
   if (sql.kind === 'postgres') {
-    unlisten = await sql.listen(CHANGES_CHANNEL, (payload) => {
-      try {
-        const e = JSON.parse(payload) as CommitEvent;
-        hub.changed(e);
-        opts.onChange?.(e);
-      } catch (err) {
-        opts.log.warn({ err }, 'unreadable change notification');
-      }
-    });
+    unlisten = await sql.listen(
+      CHANGES_CHANNEL,
+      (payload) => {
+        try {
+          const e = JSON.parse(payload) as CommitEvent;
+          hub.changed(e);
+          opts.onChange?.(e);
+        } catch (err) {
+          opts.log.warn({ err }, 'unreadable change notification');
+        }
+      },
+      {
+        onState: (s) => {
+          if (s.state === 'up') {
+            metrics?.changeListenerUp.set(1);
+            if (!s.reconnected) return;
+            metrics?.changeListenerReconnects.inc();
+            // What other processes committed meanwhile was never announced: every stream is brought
+            // up to date from its own position, and its client is told to pull as well.
+            opts.onGap?.();
+            hub.resync({ catchUp: true });
+            opts.log.info({ downMs: s.downMs, streams: hub.size }, 'listening for other server processes\' commits again; live streams resynced');
+            return;
+          }
+          metrics?.changeListenerUp.set(0);
+          opts.onGap?.();
+          // Clients pull what they have now; until the connection is back, every failed attempt (at
+          // most every 30 s) tells them again, so nothing stays stale longer than that.
+          hub.resync({ catchUp: false });
+          if (s.attempt === 1) {
+            opts.log.error({ err: s.error, retryInMs: s.retryInMs, streams: hub.size }, 'lost the connection that hears other server processes\' commits; reconnecting, live streams resynced meanwhile');
+          } else {
+            opts.log.warn({ err: s.error, attempt: s.attempt, retryInMs: s.retryInMs }, 'still reconnecting the connection that hears other server processes\' commits');
+          }
+        },
+      },
+    );
+  } else {
+    // The embedded database has one process: every commit is announced in-process.
+    metrics?.changeListenerUp.set(1);
   }
 
   app.get('/replication/collections', async (req, reply) => {
@@ -498,6 +534,24 @@ export class StreamHub {
     for (const c of e.collections) this.pump(e.workspaceId, c);
   }
 
+  /** Live streams open in this process. */
+  get size(): number {
+    return this.subs.size;
+  }
+
+  /** Sends RESYNC on every stream (its client pulls from its own checkpoint) after change events may
+   * have been missed; with `catchUp`, also sends every stream what was committed after the last
+   * document it was sent. */
+  resync(opts: { catchUp: boolean }): void {
+    if (this.closed) return;
+    const groups = new Map<string, Subscriber>();
+    for (const s of this.subs) {
+      this.send(s, 'data: RESYNC\n\n');
+      groups.set(`${s.workspaceId}/${s.collection}`, s);
+    }
+    if (opts.catchUp) for (const s of groups.values()) this.pump(s.workspaceId, s.collection);
+  }
+
   private pump(workspaceId: string, collection: CollectionName): void {
     if (this.closed) return;
     const key = `${workspaceId}/${collection}`;
@@ -558,7 +612,7 @@ export function replicationOpenApi(): { paths: Record<string, unknown>; schemas:
   const doc = { type: 'object', description: 'A document of the collection with _deleted.', additionalProperties: true, properties: { _deleted: { type: 'boolean' } } };
   const checkpoint = { type: ['object', 'null'], properties: { seq: { type: 'integer' } }, required: ['seq'] };
   const common = { security: [{ bearer: [] }], tags: ['replication'] };
-  const errors = { '400': err('Malformed request.'), '401': err('Missing, unknown or revoked key.'), '404': err('Not a replicated collection.'), '426': err('The client schema is outdated (CLIENT_OUTDATED).'), '429': err('Rate limited.') };
+  const errors = { '400': err('Malformed request.'), '401': err('Missing, unknown or revoked key.'), '404': err('Not a replicated collection.'), '426': err('The client schema is outdated (CLIENT_OUTDATED).'), '429': err('Rate limited.'), '503': err('The database cannot be reached right now (UNAVAILABLE); retry after Retry-After seconds.') };
   return {
     schemas: {},
     paths: {
