@@ -176,6 +176,13 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
     // for clients to hang up.
     if (closing) reply.header('connection', 'close');
   });
+  // An answer whose headers left just before shutdown began still says keep-alive, and the server
+  // closes idle connections only once, when close() starts: a connection that turns idle after that
+  // would hold close() until the client hangs up (undici keeps one for over a minute) and the process
+  // would miss its stop deadline. Close it as soon as its answer is out.
+  app.addHook('onResponse', async () => {
+    if (closing) setImmediate(() => app.server.closeIdleConnections());
+  });
   app.addHook('onClose', async () => {
     clearInterval(purge);
     offMaintenance();

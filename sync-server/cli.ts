@@ -1,8 +1,9 @@
 /** `npm run sync-server` (or, built, `node dist/sync-server/cli.js`) serves; with a command it
  * administers workspaces and prints one JSON object. Bad arguments or settings: a message on stderr
  * and exit code 2. The port already in use: a message and exit code 3, at once. SIGTERM and SIGINT
- * finish the requests in flight and exit 0 (run it as `node ...` under PID 1: npm does not forward
- * signals). */
+ * finish the requests in flight and exit 0. `npm run sync-server` execs node in place of npm's shell,
+ * so npm's forwarded signal reaches the server and npm exits with it; in a container run `node ...`
+ * as PID 1 all the same (no npm in between). */
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
@@ -131,13 +132,16 @@ async function serve(withRunner: boolean): Promise<void> {
   const port = positiveEnv('PORT') ?? 4000;
   const host = process.env.HOST?.trim() || '0.0.0.0';
   // A signal while starting (opening PGlite takes seconds) ends the process at once: as PID 1 in a
-  // container, Node would otherwise ignore it.
-  const early = (signal: NodeJS.Signals): void => {
+  // container, Node would otherwise ignore it. One listener stays installed from here on and `stop`
+  // changes under it: removing the last listener of a signal stops Node watching it, and a signal
+  // that arrived while startup blocked the event loop (PGlite's initialisation does) was then lost.
+  let stop = (signal: NodeJS.Signals): void => {
     process.stderr.write(`${signal} while starting: exiting.\n`);
     process.exit(0);
   };
-  process.once('SIGTERM', early);
-  process.once('SIGINT', early);
+  const onSignal = (signal: NodeJS.Signals): void => stop(signal);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
   // Before the database opens: a taken port ends the process at once.
   await probePort(port, host);
   const open = databaseOptions();
@@ -181,7 +185,7 @@ async function serve(withRunner: boolean): Promise<void> {
     });
   }
   let closing = false;
-  const shutdown = (signal: string): void => {
+  stop = (signal) => {
     if (closing) {
       app.log.warn({ signal }, 'second signal: exiting now');
       process.exit(1);
@@ -201,10 +205,6 @@ async function serve(withRunner: boolean): Promise<void> {
       },
     );
   };
-  process.off('SIGTERM', early);
-  process.off('SIGINT', early);
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
   try {
     await app.listen({ port, host });
   } catch (e) {
