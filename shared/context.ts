@@ -1,6 +1,6 @@
 /** What a handler may use besides its input: the actor, time, ids, randomness, the store and the
  * injected ports. Handlers never read Date.now(), Math.random() or globals. */
-import type { Role, Sender } from './model/index.ts';
+import type { Role } from './model/index.ts';
 import type { Tx } from './tx.ts';
 import type { ChannelHost } from './engine/channel.ts';
 
@@ -30,12 +30,13 @@ export type SenderCredentials = {
 };
 
 /**
- * Whether the runner that hosts server-hosted senders (channelConfig.hostedBy 'server') will connect
- * to a sender's SMTP, IMAP or connector host: null when it will, else the sentence saying why not
- * (the sync server refuses addresses of its own network unless its operator allows them). Only the
- * sync server provides it: the check resolves host names, and only its runner applies it.
+ * Whether the sync server's runner, which runs server-hosted senders (channelConfig.hostedBy
+ * 'server'), will connect to these SMTP, IMAP or connector hosts: null when it will, else the
+ * sentence saying why not (it refuses addresses of its own network unless its operator allows
+ * them). The sync server answers it itself (the check resolves names); a desktop connected to one
+ * asks it over the network, and throws, saying why, when it cannot (offline).
  */
-export type SenderHostCheck = { refusal(sender: Sender): Promise<string | null> };
+export type SenderHostCheck = { refusal(hosts: readonly string[]): Promise<string | null> };
 
 export type Ctx = {
   actor: Actor;
@@ -50,7 +51,7 @@ export type Ctx = {
   channels: ChannelHost | null;
   /** Where sender secrets are kept on this host; absent where none are kept. */
   credentials?: SenderCredentials | null;
-  /** The sync server's check of server-hosted senders' hosts; absent elsewhere (a desktop cannot tell). */
+  /** The sync server's check of server-hosted senders' hosts; absent where there is no sync server. */
   senderHosts?: SenderHostCheck | null;
   /** True when the call is a preview: the handler computes the same answer and nothing is committed. */
   dryRun: boolean;

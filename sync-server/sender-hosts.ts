@@ -18,6 +18,7 @@ import { Agent, fetch as undiciFetch } from 'undici';
 import { ChannelFailure } from '../shared/engine/channel.ts';
 import type { Channel, ChannelHost } from '../shared/engine/channel.ts';
 import type { SenderHostCheck } from '../shared/context.ts';
+import { senderHostsOf } from '../shared/ops/sender-hosts.ts';
 import type { Sender } from '../shared/model/index.ts';
 
 const V4: [string, number, string][] = [
@@ -129,38 +130,24 @@ export async function checkHost(host: string, policy: SenderHostPolicy): Promise
   }
 }
 
-/** The hosts a sender's channel connects to: SMTP and IMAP hosts, the connector's base URL host. */
-export function senderHosts(sender: Sender): string[] {
-  const c = sender.channelConfig;
-  const out: string[] = [];
-  for (const key of ['host', 'imapHost'] as const) {
-    const v = c[key];
-    if (typeof v === 'string' && v.trim()) out.push(v.trim());
-  }
-  if (typeof c.baseUrl === 'string') {
-    try {
-      out.push(new URL(c.baseUrl).hostname);
-    } catch {
-      // The channel refuses a malformed URL itself.
-    }
-  }
-  return [...new Set(out)];
-}
+/** The hosts a sender's channel connects to: SMTP and IMAP hosts, the connector's base URL host
+ * (the same list sdrProfiles.create has checked). */
+export const senderHosts = (sender: Sender): string[] => senderHostsOf(sender);
 
 /** How long sdrProfiles.create waits for a host name to resolve (it runs inside the workspace's
  * transaction); a slower answer is no refusal: the runner checks again when it connects. */
 const CHECK_TIMEOUT_MS = 2_000;
 
 /**
- * The check operations ask through ctx.senderHosts (sdrProfiles.create): the guard's sentence when
- * this server's runner would refuse one of the sender's hosts, else null. A name that does not
- * resolve (yet) is no refusal: the runner backs off and tries again, and says so on the sender.
+ * The check operations ask through ctx.senderHosts (sdrProfiles.create, sdrProfiles.checkHosts):
+ * the guard's sentence when this server's runner would refuse one of the hosts, else null. A name
+ * that does not resolve (yet) is no refusal: the runner backs off, tries again and says so.
  */
 export function senderHostCheck(policy: SenderHostPolicy, timeoutMs = CHECK_TIMEOUT_MS): SenderHostCheck {
   return {
-    async refusal(sender) {
+    async refusal(hosts) {
       if (policy.allowPrivate) return null;
-      for (const host of senderHosts(sender)) {
+      for (const host of hosts) {
         let timer: NodeJS.Timeout | undefined;
         const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs)));
         const checked = checkHost(host, policy).then(

@@ -5,7 +5,7 @@
  * no Electron import: the main process hosts it over IPC, the web host over WebSocket, tests directly.
  */
 import { randomUUID } from 'node:crypto';
-import type { Clock, Ids, Secrets, SenderCredentials } from '../../shared/context.ts';
+import type { Clock, Ids, Secrets, SenderCredentials, SenderHostCheck } from '../../shared/context.ts';
 import type { ChannelHost } from '../../shared/engine/channel.ts';
 import { DomainError, isDomainError } from '../../shared/errors.ts';
 import type { CollectionName } from '../../shared/model/index.ts';
@@ -171,7 +171,23 @@ export class Backend {
       actor: open.actor, store, clock: this.clock, ids: this.ids, random: this.random, secrets: this.secrets,
       channels: open.runner?.channels ?? this.opts.channels?.() ?? null,
       credentials: this.opts.senderCredentials ?? null,
+      senderHosts: open.saved.kind === 'connected' && open.saved.serverUrl && open.apiKey ? this.serverHostCheck(open.saved.serverUrl, open.apiKey) : null,
     });
+  }
+
+  /** Server-hosted senders connect from the sync server, which refuses hosts of its own network:
+   * sdrProfiles.create asks it (sdrProfiles.checkHosts), and says so when it cannot. */
+  private serverHostCheck(serverUrl: string, apiKey: string): SenderHostCheck {
+    return {
+      refusal: async (hosts) => {
+        try {
+          const out = (await this.forward(serverUrl, apiKey, 'POST', 'sdrProfiles.checkHosts', { hosts })) as { refusal?: unknown } | null;
+          return typeof out?.refusal === 'string' ? out.refusal : null;
+        } catch (e) {
+          throw new Error(isDomainError(e) && e.code === 'SERVER_ONLY' ? 'the sync server could not be reached' : `the sync server did not answer: ${(e as Error).message}`, { cause: e });
+        }
+      },
+    };
   }
 
   /** Server-only operations (API keys, new members) run where the secrets live. */

@@ -11,9 +11,19 @@ import type { Ctx } from '../context.ts';
 import { DomainError, notFound } from '../errors.ts';
 import type { Sender } from '../model/index.ts';
 import { defineOp, opsByName } from './define.ts';
+import { senderHostsOf } from './sender-hosts.ts';
 import { uuid } from './params.ts';
 
 export type HostedBy = 'desktop' | 'server';
+
+/** The sync server's refusal of a server-hosted sender's hosts, or null (also when it cannot be asked). */
+async function hostRefusal(ctx: Ctx, sender: Sender): Promise<string | null> {
+  try {
+    return (await ctx.senderHosts?.refusal(senderHostsOf(sender))) ?? null;
+  } catch {
+    return null;
+  }
+}
 
 /** The name an email sender's own IMAP password is kept under in the credentials port (beside the
  * SMTP password, kept under the sender's id). Without one, the IMAP login uses the SMTP password. */
@@ -86,7 +96,7 @@ export const credentialsOps = opsByName(
       // the sender works again (paused stays paused).
       let status = sender.status;
       // New credentials do not change a host the sync server refuses: that sender stays disconnected.
-      const refusal = sender.status === 'disconnected' && hostedByOf(sender) === 'server' ? ((await ctx.senderHosts?.refusal(sender)) ?? null) : null;
+      const refusal = sender.status === 'disconnected' && hostedByOf(sender) === 'server' ? await hostRefusal(ctx, sender) : null;
       const reconnected = sender.status === 'disconnected' && refusal === null;
       if (reconnected) {
         status = sender.outreachPaused ? 'paused' : 'available';

@@ -11,6 +11,7 @@ import { DEFAULT_WEEKLY_CONNECTIONS } from '../engine/limits.ts';
 import { canRaiseLimits } from '../rules/senders.ts';
 import { hostedByOf, storeSenderSecret } from './credentials.ts';
 import { defineOp, opsByName } from './define.ts';
+import { senderHostsOf } from './sender-hosts.ts';
 import { dryRun, planCappedLimit, uuid } from './params.ts';
 
 const count = z.number().int().min(0);
@@ -130,38 +131,33 @@ const limitsInput = z.object(Object.fromEntries(LIMIT_KEYS.map((k) => [k, planCa
 
 /**
  * A sender the sync server's runner hosts connects from the server, which refuses addresses of its
- * own network (sync-server/sender-hosts.ts). Where the server checks (ctx.senderHosts), a refused
- * host makes the new sender disconnected with the guard's sentence as its reason, and that sentence
- * is the warning. Elsewhere (a desktop creating it) nothing can check: the warning says so. A
- * desktop-hosted sender connects from its owner's computer: no such rule applies to it.
+ * own network (sync-server/sender-hosts.ts). Where that can be checked (ctx.senderHosts: the server
+ * itself, or a desktop asking it), a refused host makes the new sender disconnected with the
+ * guard's sentence as its reason, and that sentence is the warning. Where it cannot (no sync server,
+ * or offline), the warning says so. A desktop-hosted sender connects from its owner's computer: no
+ * such rule applies to it.
  */
 async function serverHostProblem(ctx: Ctx, sender: Sender): Promise<string | null> {
   if (sender.channel === 'sandbox' || hostedByOf(sender) !== 'server') return null;
+  const hosts = senderHostsOf(sender);
   const check = ctx.senderHosts ?? null;
-  if (!check) {
-    return `Whether the sync server will connect to ${serverHosts(sender).join(' and ')} could not be checked on this computer: the server refuses private, loopback and link-local addresses unless its operator allows them. If it refuses, this sender shows as disconnected with the reason once the server's runner tries it.`;
+  const unchecked = (why: string) =>
+    `Whether the sync server will connect to ${hosts.join(' and ')} could not be checked (${why}): it refuses private, loopback and link-local addresses unless its operator allows them. If it refuses, this sender shows as disconnected with the reason once the server's runner tries it.`;
+  if (!check) return unchecked('no sync server answers here');
+  let refusal: string | null;
+  try {
+    refusal = await check.refusal(hosts);
+  } catch (e) {
+    return unchecked(e instanceof Error ? e.message.replace(/\.$/, '') : String(e));
   }
-  const refusal = await check.refusal(sender);
   if (!refusal) return null;
-  sender.status = 'disconnected';
   // The guard's sentence names the host, why it is refused and what to do.
+  sender.status = 'disconnected';
   sender.statusReason = refusal;
   return `${refusal} The sender is disconnected until then.`;
 }
 
-/** The hosts a sender connects to, for sentences (the sync server checks its own list). */
-function serverHosts(sender: Sender): string[] {
-  const c = sender.channelConfig;
-  const hosts = [c.host, c.imapHost].filter((h): h is string => typeof h === 'string' && h.trim() !== '');
-  if (typeof c.baseUrl === 'string') {
-    try {
-      hosts.push(new URL(c.baseUrl).hostname);
-    } catch {
-      // The schema accepted it as a URL; nothing to name otherwise.
-    }
-  }
-  return [...new Set(hosts)];
-}
+const hostName = z.string().trim().min(1).max(253);
 
 export const sendersOps = opsByName(
   defineOp({
@@ -325,6 +321,23 @@ export const sendersOps = opsByName(
         await ctx.db.put('senders', { ...next, updatedAt: now });
       }
       return { sdrProfileId: sender.id, outreachPaused: next.outreachPaused, status: next.status };
+    },
+  }),
+
+  defineOp({
+    name: 'sdrProfiles.checkHosts',
+    method: 'POST',
+    summary:
+      "Whether the sync server's runner would connect a server-hosted sender to these SMTP, IMAP or connector hosts: refusal is null, or the sentence saying why not (it refuses private, loopback and link-local addresses unless ALLOW_PRIVATE_SENDER_HOSTS=1). sdrProfiles.create asks it by itself; a desktop asks the server through it.",
+    input: z.object({ hosts: z.array(hostName).min(1).max(3) }).strict(),
+    output: z.object({ refusal: z.string().nullable() }),
+    permission: 'member',
+    dryRun: false,
+    mutates: false,
+    serverOnly: true,
+    async handler(input, ctx) {
+      if (!ctx.senderHosts) throw new DomainError('SERVER_ONLY', 'Only the sync server can say which sender hosts it connects to.');
+      return { refusal: await ctx.senderHosts.refusal(input.hosts) };
     },
   }),
 

@@ -58,6 +58,15 @@ describe('the sender host guard at creation', () => {
     expect(await listed(s, created.id)).toMatchObject({ status: 'available', statusReason: null });
   });
 
+  it('guard on: sdrProfiles.checkHosts (what a connected desktop asks) answers the same sentence, or null', async () => {
+    const s = servers[0] ?? (await server(true));
+    const refused = await s.call<{ refusal: string | null }>(s.ours.memberKey, 'sdrProfiles.checkHosts', { hosts: ['93.184.216.34', '10.1.2.3'] });
+    expect(refused.status).toBe(200);
+    expect(refused.body.refusal).toMatch(/^10\.1\.2\.3 is a private address: the sync server does not connect/);
+    const fine = await s.call<{ refusal: string | null }>(s.ours.memberKey, 'sdrProfiles.checkHosts', { hosts: ['93.184.216.34'] });
+    expect(fine.body).toEqual({ refusal: null });
+  });
+
   it('guard off (ALLOW_PRIVATE_SENDER_HOSTS=1): the same relay gets no warning and is available', async () => {
     const s = await server(false);
     const created = await create(s, 'Relay Sam', smtp('10.1.2.3'));

@@ -3,7 +3,6 @@
  * where no check is available it says that it could not check, and only for server-hosted senders. */
 import { describe, expect, it } from 'vitest';
 import type { Actor, SenderHostCheck } from '../../shared/context.ts';
-import type { Sender } from '../../shared/model/index.ts';
 import { execute } from '../../shared/ops/execute.ts';
 import type { OpInput, OpName, OpOutput } from '../../shared/ops/index.ts';
 import { makeHarness, testSecrets } from '../support/harness.ts';
@@ -14,11 +13,9 @@ const REFUSAL = '10.1.2.3 is a private address: the sync server does not connect
 function fakeCheck(refused: readonly string[]) {
   const asked: string[] = [];
   const check: SenderHostCheck = {
-    async refusal(sender: Sender) {
-      asked.push(sender.name);
-      const c = sender.channelConfig;
-      const hosts = [c.host, c.imapHost, typeof c.baseUrl === 'string' ? new URL(c.baseUrl).hostname : undefined];
-      return hosts.some((h) => typeof h === 'string' && refused.includes(h)) ? REFUSAL : null;
+    async refusal(hosts: readonly string[]) {
+      asked.push(hosts.join(' '));
+      return hosts.some((h) => refused.includes(h)) ? REFUSAL : null;
     },
   };
   return { check, asked };
@@ -57,7 +54,7 @@ describe('a server-hosted sender whose host the sync server refuses', () => {
 
   it('stays disconnected when new credentials are given while the host is still refused, and reconnects once it is allowed', async () => {
     const refused = ['10.1.2.3'];
-    const check: SenderHostCheck = { refusal: async (s) => (refused.includes(String(s.channelConfig.host)) ? REFUSAL : null) };
+    const check: SenderHostCheck = { refusal: async (hosts) => (hosts.some((h) => refused.includes(h)) ? REFUSAL : null) };
     const { h, call } = await world(check);
     const port = { hostedBy: 'server' as const, set: async () => undefined, has: async () => true };
     const callWithPort = <N extends OpName>(name: N, input: OpInput<N>) =>
@@ -80,15 +77,18 @@ describe('no warning where none is due', () => {
     const desk = await call('sdrProfiles.create', { name: 'Desk Sam', channel: 'email', channelConfig: smtp('10.1.2.3') });
     expect(desk).toMatchObject({ status: 'available', warnings: [], hostedBy: 'desktop' });
     await call('sdrProfiles.create', { name: 'Sandy', channel: 'sandbox' });
-    expect(asked).toEqual(['Public Sam']);
+    expect(asked).toEqual(['smtp.acme.test']);
   });
 
-  it('without the server\'s check (a desktop), a server-hosted sender gets a warning that it could not be checked; a desktop-hosted one none', async () => {
-    const { call } = await world(null);
-    const created = await call('sdrProfiles.create', { name: 'Relay Sam', channel: 'email', channelConfig: { ...smtp('10.1.2.3', 'server'), imap: { host: 'imap.acme.test' } } });
-    expect(created.status).toBe('available');
-    expect(created.warnings).toEqual([expect.stringMatching(/^Whether the sync server will connect to 10\.1\.2\.3 and imap\.acme\.test could not be checked on this computer/)]);
-    const desk = await call('sdrProfiles.create', { name: 'Desk Sam', channel: 'email', channelConfig: smtp('10.1.2.3') });
-    expect(desk.warnings).toEqual([]);
+  it('where the sync server cannot be asked (offline, or none), a server-hosted sender gets a warning that says so, and stays available; a desktop-hosted one none', async () => {
+    const offline: SenderHostCheck = { refusal: async () => { throw new Error('The sync server could not be reached (connect ECONNREFUSED).'); } };
+    for (const [check, why] of [[offline, 'The sync server could not be reached (connect ECONNREFUSED)'], [null, 'no sync server answers here']] as const) {
+      const { call } = await world(check);
+      const created = await call('sdrProfiles.create', { name: 'Relay Sam', channel: 'email', channelConfig: { ...smtp('10.1.2.3', 'server'), imap: { host: 'imap.acme.test' } } });
+      expect(created.status).toBe('available');
+      expect(created.warnings).toEqual([`Whether the sync server will connect to 10.1.2.3 and imap.acme.test could not be checked (${why}): it refuses private, loopback and link-local addresses unless its operator allows them. If it refuses, this sender shows as disconnected with the reason once the server's runner tries it.`]);
+      const desk = await call('sdrProfiles.create', { name: 'Desk Sam', channel: 'email', channelConfig: smtp('10.1.2.3') });
+      expect(desk.warnings).toEqual([]);
+    }
   });
 });
