@@ -54,7 +54,8 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const bin = postgresBinDir();
   if (!bin) throw new Error(privatePostgresUnavailable() ?? 'PostgreSQL is not installed.');
   const asRoot = userInfo().uid === 0;
-  const root = mkdtempSync(join(tmpdir(), 'crm-private-pg-'));
+  // As root the folder must be reachable by the postgres user: /tmp, not a private TMPDIR.
+  const root = mkdtempSync(join(asRoot ? '/tmp' : tmpdir(), 'crm-private-pg-'));
   if (asRoot) {
     const { stdout } = await run('id', ['-u', 'postgres']).catch(() => ({ stdout: '' }));
     const { stdout: gid } = await run('id', ['-g', 'postgres']).catch(() => ({ stdout: '' }));
