@@ -27,6 +27,7 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
   const [hostedBy, setHostedBy] = useState<HostedBy>('desktop');
   const [result, setResult] = useState<{ name: string; status: string } | null>(null);
   const [channel, setChannel] = useState<Channel>('sandbox');
+  const server = connected && hostedBy === 'server' && channel !== 'sandbox';
   const [name, setName] = useState('');
   const [timeZone, setTimeZone] = useState(localZone);
   const [premium, setPremium] = useState(false);
@@ -45,14 +46,14 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
         channel,
         channelConfig: {
           host: smtp.host, port: Number(smtp.port), secure: smtp.secure, user: smtp.user, from: smtp.from, ...(smtp.password ? { password: smtp.password } : {}),
-          ...(connected && hostedBy === 'server' ? { hostedBy } : {}),
+          ...(server ? { hostedBy } : {}),
           ...(imap.enabled && imap.host.trim()
             ? { imap: { host: imap.host.trim(), port: Number(imap.port), secure: imap.secure, ...(imap.user.trim() ? { user: imap.user.trim() } : {}), ...(imap.password ? { password: imap.password } : {}) } }
             : {}),
         },
       };
     }
-    if (channel === 'http') return { ...base, channel, channelConfig: { baseUrl, ...(connected && hostedBy === 'server' ? { hostedBy } : {}) } };
+    if (channel === 'http') return { ...base, channel, channelConfig: { baseUrl, ...(server ? { hostedBy } : {}) } };
     return { ...base, channel };
   }
 
@@ -99,7 +100,21 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
           </div>
           {channel === 'sandbox' && <p className="muted">Simulated people who accept, reply and book meetings, deterministically. Nobody real is contacted: try campaigns safely.</p>}
           {channel === 'http' && <p className="muted">A connector service that speaks the app's HTTP protocol to a social network on your behalf. This app never logs in to a social network itself.</p>}
-          {channel === 'email' && <p className="muted">Sends emails through your mailbox's SMTP server and reads its inbox over IMAP, so a reply stops the sequence and a bounce stops emailing that address. Passwords are kept on this computer only, never in the shared workspace.</p>}
+          {channel === 'email' && (
+            <p className="muted">
+              Sends emails through your mailbox's SMTP server and reads its inbox over IMAP, so a reply stops the sequence and a bounce stops emailing that address.{' '}
+              {server ? 'Its passwords are kept by the sync server (set them there), never in the shared workspace.' : 'Passwords are kept on this computer only, never in the shared workspace.'}
+            </p>
+          )}
+          {channel !== 'sandbox' && connected && (
+            <label className="field">
+              <span>Runs on</span>
+              <select value={hostedBy} onChange={(e) => setHostedBy(e.target.value === 'server' ? 'server' : 'desktop')} aria-label="Runs on">
+                <option value="desktop">This computer (sends while the app is open here)</option>
+                <option value="server">The team's sync server (sends around the clock; no private or local hosts)</option>
+              </select>
+            </label>
+          )}
           <div className="controls">
             <label className="field">
               <span>Name</span>
@@ -180,15 +195,6 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
             <label className="field">
               <span>Connector URL</span>
               <input className="input" value={baseUrl} onChange={(e) => setBaseUrl(e.target.value)} aria-label="Connector URL" />
-            </label>
-          )}
-          {channel !== 'sandbox' && connected && (
-            <label className="field">
-              <span>Runs on</span>
-              <select value={hostedBy} onChange={(e) => setHostedBy(e.target.value === 'server' ? 'server' : 'desktop')} aria-label="Runs on">
-                <option value="desktop">This computer (sends while the app is open here)</option>
-                <option value="server">The team's sync server (sends around the clock; no private or local hosts)</option>
-              </select>
             </label>
           )}
           <ErrorText error={action.error} />
