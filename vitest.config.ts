@@ -26,7 +26,7 @@ export default defineConfig({
         extends: true,
         // The real electron/main.ts and preload.ts (and their bundles) against the double.
         resolve: { alias: [{ find: /^electron$/, replacement: electronDouble }] },
-        test: { name: 'electron', include: ['test/electron/**/*.test.ts'] },
+        test: { name: 'electron', include: ['test/electron/**/*.test.ts'], globalSetup: ['test/electron/global-setup.ts'] },
       },
     ],
   },

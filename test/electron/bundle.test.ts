@@ -8,15 +8,12 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { buildElectron, ROOT } from '../../scripts/build-app.ts';
+import { afterEach, describe, expect, inject, it, vi } from 'vitest';
+import { ROOT } from '../../scripts/build-app.ts';
 import { eventually, mainWindow, openPage, startMain, stopAll, tempDir, within } from './harness.ts';
 
-let bundle: { main: string; preload: string };
-
-beforeAll(async () => {
-  bundle = await buildElectron();
-});
+/** Built once for the project by global-setup.ts. */
+const bundle = inject('electronBundle');
 
 afterEach(async () => {
   await stopAll();

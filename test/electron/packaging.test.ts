@@ -10,10 +10,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { join, relative, sep } from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { runtimePackages } from '../../build/runtime-packages.ts';
 import { defaultDataDir } from '../../electron/backend/session.ts';
-import { buildElectron, ROOT } from '../../scripts/build-app.ts';
+import { ROOT } from '../../scripts/build-app.ts';
 import { mainWindow, startMain, stopAll } from './harness.ts';
 
 const require = createRequire(import.meta.url);
@@ -42,12 +42,12 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { de
 const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean; devOptional?: boolean; optional?: boolean }> };
 
 let config: BuilderConfig;
-let bundledMain: string;
+/** Built once for the project by global-setup.ts. */
+const bundledMain = inject('electronBundle').main;
 
 beforeAll(async () => {
   config = await configApi.getConfig(ROOT, join(ROOT, 'build', 'electron-builder.yml'), null);
   await configApi.validateConfiguration(config, new DebugLogger(false));
-  bundledMain = (await buildElectron()).main;
 });
 
 afterEach(async () => {
