@@ -323,8 +323,8 @@ async function closeBackend(b: Backend): Promise<number> {
 
 async function start(): Promise<void> {
   if (process.platform === 'win32') app.setAppUserModelId(APP_ID);
-  // The renderer's policy; the page carries the same in a meta tag (a file: page has no response
-  // headers), and a test keeps the two equal. Written out here so `npm run lint:electron` checks it.
+  // The renderer's policy, also in the page's meta tag (which holds however the page is loaded); a
+  // test keeps the two equal. Written out here so that `npm run lint:electron` evaluates it.
   session.defaultSession.webRequest.onHeadersReceived((details, callback) => {
     callback({ responseHeaders: { ...details.responseHeaders, 'Content-Security-Policy': ["default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'"] } });
   });
