@@ -15,11 +15,18 @@ const ROW_HEIGHT = 40;
 /** The header sits inside the scrolling box (so it scrolls sideways with the rows): rows start below it. */
 const HEADER_HEIGHT = 34;
 
-type Column = { key: string; label: string; width: string; sort?: SortBy; num?: boolean; title?: (r: LeadRow) => string; render: (r: LeadRow, ctx: { tagName: (id: string | null) => { name: string; color: string } | undefined }) => React.ReactNode };
+/** `min`: the column's width in px, or its least width when it takes a share (`grow`) of what is left. */
+type Column = { key: string; label: string; min: number; grow?: number; sort?: SortBy; num?: boolean; title?: (r: LeadRow) => string; render: (r: LeadRow, ctx: { tagName: (id: string | null) => { name: string; color: string } | undefined }) => React.ReactNode };
+
+const CHECKBOX_WIDTH = 40;
+
+/** The campaign a row's sequence runs in, by name. */
+const campaignOf = (r: LeadRow): string => r.campaigns.find((c) => c.id === r.leadSequence?.campaignId)?.name ?? '';
+const senderOf = (r: LeadRow): string => (r.leadSequence?.sdrProfile ? `${r.leadSequence.sdrProfile.firstName} ${r.leadSequence.sdrProfile.lastName}` : 'Unassigned');
 
 const COLUMNS: Column[] = [
   {
-    key: 'name', label: 'Name', width: 'minmax(180px, 2fr)', sort: 'fullName',
+    key: 'name', label: 'Name', min: 140, grow: 1.6, sort: 'fullName',
     title: (r) => [r.fullName || r.email || r.leadIdentifier, r.fullName ? r.email : ''].filter(Boolean).join('\n'),
     render: (r) => (
       <>
@@ -29,7 +36,7 @@ const COLUMNS: Column[] = [
     ),
   },
   {
-    key: 'company', label: 'Company', width: 'minmax(160px, 2fr)', sort: 'company',
+    key: 'company', label: 'Company', min: 120, grow: 1.4, sort: 'company',
     title: (r) => [r.company, r.jobTitle].filter(Boolean).join('\n'),
     render: (r) => (
       <>
@@ -38,25 +45,30 @@ const COLUMNS: Column[] = [
       </>
     ),
   },
-  { key: 'stage', label: 'Stage', width: '130px', render: (r) => <StagePill stage={r.pipelineStage} /> },
-  { key: 'tag', label: 'Tag', width: '110px', render: (r, c) => <TagPill tag={c.tagName(r.tagId)} /> },
+  { key: 'stage', label: 'Stage', min: 118, render: (r) => <StagePill stage={r.pipelineStage} /> },
+  { key: 'tag', label: 'Tag', min: 88, render: (r, c) => <TagPill tag={c.tagName(r.tagId)} /> },
   {
-    key: 'sequence', label: 'Sequence', width: 'minmax(140px, 1.3fr)',
-    title: (r) => (r.leadSequence ? `${r.leadSequence.status.replace('_', ' ').toLowerCase()} · ${r.leadSequence.sdrProfile ? `${r.leadSequence.sdrProfile.firstName} ${r.leadSequence.sdrProfile.lastName}` : 'Unassigned'} · ${r.campaigns.find((c) => c.id === r.leadSequence?.campaignId)?.name ?? ''}` : ''),
+    // The campaign's name on a line of its own, wide enough for a whole name (the demo's longest at
+    // a 1280 px window); status and sender below. Name and company give way first: their second
+    // lines (email, job title) are long anyway, and every cell has its full text as a tooltip.
+    key: 'sequence', label: 'Sequence', min: 220, grow: 1.8,
+    title: (r) => (r.leadSequence ? `${campaignOf(r)}\n${r.leadSequence.status.replace('_', ' ').toLowerCase()} · ${senderOf(r)}` : ''),
     render: (r) =>
       r.leadSequence ? (
         <>
-          <span className={`status ${r.leadSequence.status}`}>{r.leadSequence.status.replace('_', ' ').toLowerCase()}</span>
-          <div className="sub">{r.leadSequence.sdrProfile ? `${r.leadSequence.sdrProfile.firstName} ${r.leadSequence.sdrProfile.lastName}` : 'Unassigned'} · {r.campaigns.find((c) => c.id === r.leadSequence?.campaignId)?.name ?? ''}</div>
+          <div className="campaign-name">{campaignOf(r)}</div>
+          <div className="sub">
+            <span className={`status ${r.leadSequence.status}`}>{r.leadSequence.status.replace('_', ' ').toLowerCase()}</span> {senderOf(r)}
+          </div>
         </>
       ) : (
         <span className="faint">Not enrolled</span>
       ),
   },
-  { key: 'score', label: 'Score', width: '64px', sort: 'rankingScore', num: true, render: (r) => Math.round(r.rankingScore) },
-  { key: 'followUp', label: 'Catch-up', width: '96px', sort: 'followUpAt', render: (r) => (r.followUpAt ? <span className={new Date(r.followUpAt).getTime() < Date.now() ? 'due overdue' : ''}>{shortDate(r.followUpAt)}</span> : '') },
-  { key: 'activity', label: 'Last activity', width: '104px', sort: 'lastActivityAt', render: (r) => <span title={r.lastActivityAt ?? ''}>{relative(r.lastActivityAt, Date.now(), 'short')}</span> },
-  { key: 'created', label: 'Created', width: '90px', sort: 'createdAt', render: (r) => shortDate(r.createdAt) },
+  { key: 'score', label: 'Score', min: 56, sort: 'rankingScore', num: true, render: (r) => Math.round(r.rankingScore) },
+  { key: 'followUp', label: 'Catch-up', min: 84, sort: 'followUpAt', render: (r) => (r.followUpAt ? <span className={new Date(r.followUpAt).getTime() < Date.now() ? 'due overdue' : ''}>{shortDate(r.followUpAt)}</span> : '') },
+  { key: 'activity', label: 'Last activity', min: 92, sort: 'lastActivityAt', render: (r) => <span title={r.lastActivityAt ?? ''}>{relative(r.lastActivityAt, Date.now(), 'short')}</span> },
+  { key: 'created', label: 'Created', min: 72, sort: 'createdAt', render: (r) => shortDate(r.createdAt) },
 ];
 
 /** With the lead panel open the table keeps the columns that identify and place a lead, so it fits
@@ -106,9 +118,9 @@ function useHiddenColumns(): Set<string> {
 
 function layoutOf(compact: boolean, hidden: Set<string>): Layout {
   const columns = COLUMNS.filter((c) => !hidden.has(c.key) && (!compact || COMPACT_KEYS.has(c.key)));
-  // Each hidden column gives back roughly its width.
-  const minWidth = compact ? 700 : Math.max(600, 1130 - (COLUMNS.length - columns.length) * 100);
-  return { columns, grid: `40px ${columns.map((c) => c.width).join(' ')}`, minWidth };
+  // Below the columns' least widths the table scrolls sideways rather than cut them.
+  const minWidth = CHECKBOX_WIDTH + columns.reduce((sum, c) => sum + c.min, 0);
+  return { columns, grid: `${CHECKBOX_WIDTH}px ${columns.map((c) => (c.grow ? `minmax(${c.min}px, ${c.grow}fr)` : `${c.min}px`)).join(' ')}`, minWidth };
 }
 
 /** "Columns" button: show or hide the table's columns (Name always shows), remembered on this
