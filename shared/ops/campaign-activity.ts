@@ -93,11 +93,14 @@ const output = z.object({
    * accepted connections. */
   daily: z.array(z.object({ day: z.string(), sent: z.number().int(), replies: z.number().int(), accepted: z.number().int() })),
   /** Leads of the campaign's lead group the runner does not start, with why (Do Not Contact,
-   * blocklisted, closed stage, running elsewhere, company relay), in lead-picking order; and how
-   * many group leads wait to be started. */
+   * blocklisted, closed stage, running elsewhere, company relay), in lead-picking order (only those
+   * of `skippedReason` when it is given); how many group leads wait to be started; how many leads
+   * the group holds, and how many are skipped for each reason. */
   groupLeads: z.object({
+    total: z.number().int(),
     notStarted: z.number().int(),
     skippedTotal: z.number().int(),
+    skippedByReason: z.record(z.string(), z.number().int()),
     skipped: z.array(z.object({ leadId: z.string(), leadName: z.string(), reason: z.enum(SKIP_REASONS), explanation: z.string() })),
   }),
 });
@@ -356,7 +359,7 @@ export const campaignActivityOps = opsByName(
     method: 'GET',
     summary:
       "The runner's activity for one campaign: recent actions, replies and events (newest first), the queued next actions by due time with why each waits (window closed, limit reached, sender paused, ...), and a daily series of sends and replies.",
-    input: z.object({ campaignId: uuid, limit: qInt(1, 100).optional() }),
+    input: z.object({ campaignId: uuid, limit: qInt(1, 100).optional(), skippedReason: z.enum(SKIP_REASONS).optional() }),
     output,
     permission: 'member',
     dryRun: false,
@@ -498,7 +501,7 @@ export const campaignActivityOps = opsByName(
         queued,
         waiting: { total: enrollments.docs.length, byReason },
         daily: [...series.values()],
-        groupLeads: await groupLeadsOf(ctx, c, limit),
+        groupLeads: await groupLeadsOf(ctx, c, limit, input.skippedReason),
       };
     },
   }),
@@ -506,7 +509,7 @@ export const campaignActivityOps = opsByName(
 
 /** The lead group's leads with no enrollment in the campaign: how many will start, and the ones
  * skipped with why (the runner's own rules, shared/engine/group-leads.ts). */
-async function groupLeadsOf(ctx: Ctx, c: Campaign, limit: number): Promise<{ notStarted: number; skippedTotal: number; skipped: { leadId: string; leadName: string; reason: SkipReason; explanation: string }[] }> {
+async function groupLeadsOf(ctx: Ctx, c: Campaign, limit: number, only?: SkipReason): Promise<{ total: number; notStarted: number; skippedTotal: number; skippedByReason: Partial<Record<SkipReason, number>>; skipped: { leadId: string; leadName: string; reason: SkipReason; explanation: string }[] }> {
   const [{ docs: leads }, { docs: mine }, { docs: stages }] = await Promise.all([
     ctx.db.query('leads', { where: { op: 'has', field: 'groupIds', value: c.leadGroupId } }),
     ctx.db.query('enrollments', { where: { op: 'eq', field: 'campaignId', value: c.id } }),
@@ -525,11 +528,13 @@ async function groupLeadsOf(ctx: Ctx, c: Campaign, limit: number): Promise<{ not
   const stageMap = new Map(stages.map((s) => [s.id, s]));
   const skipped: { leadId: string; leadName: string; reason: SkipReason; explanation: string }[] = [];
   let skippedTotal = 0;
+  const skippedByReason: Partial<Record<SkipReason, number>> = {};
   for (const l of waiting) {
     const reason = skipReason(c, l, stageMap, byLead.get(l.id) ?? [], companies);
     if (reason === null) continue;
     skippedTotal++;
-    if (skipped.length < limit) skipped.push({ leadId: l.id, leadName: leadName(l), reason, explanation: SKIP_WORDS[reason] });
+    skippedByReason[reason] = (skippedByReason[reason] ?? 0) + 1;
+    if (skipped.length < limit && (only === undefined || reason === only)) skipped.push({ leadId: l.id, leadName: leadName(l), reason, explanation: SKIP_WORDS[reason] });
   }
-  return { notStarted: waiting.length - skippedTotal, skippedTotal, skipped };
+  return { total: leads.length, notStarted: waiting.length - skippedTotal, skippedTotal, skippedByReason, skipped };
 }

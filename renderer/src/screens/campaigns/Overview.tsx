@@ -1,11 +1,13 @@
-/** A campaign's results (sent, accepted, replies, reply rate, meetings) with a two-week chart, and
- * the runner's activity: what it did lately and what it will do next, with why each lead waits. */
+/** A campaign's results (sent, accepted, replies, reply rate, meetings) with a two-week chart, how
+ * many of its list's leads have not started and why, and the runner's activity: what it did lately
+ * and what it will do next, with why each lead waits. */
 import type { OpOutput } from '../../../../shared/ops/index.ts';
 import { ErrorText } from '../../components/ErrorText.tsx';
 import { dateTime, relative } from '../../lib/format.ts';
 import { useOp } from '../../lib/ops.ts';
 import { useApp } from '../../state/app-store.ts';
 import { percent } from './format.ts';
+import { NotStarted } from './NotStarted.tsx';
 import { StepResults } from './StepResults.tsx';
 
 type Activity = OpOutput<'campaigns.getActivity'>;
@@ -55,6 +57,7 @@ export function Overview({ campaignId }: { campaignId: string }) {
         <Metric id="replyRate" label="Reply rate" text={m ? percent(m.replyRate) : undefined} sub="of people contacted" />
         <Metric id="meetings" label="Meetings booked" value={m?.meetingsBooked} />
       </div>
+      {activity.data && <NotStarted campaignId={campaignId} running={activity.data.running} groupLeads={activity.data.groupLeads} />}
       <StepResults campaignId={campaignId} />
       <ErrorText error={activity.error?.message} />
       {activity.data && <DailyChart daily={activity.data.daily} />}
