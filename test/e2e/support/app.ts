@@ -55,7 +55,7 @@ export async function startApp(opts: { dataDir?: string; env?: Record<string, st
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`The web host did not start within 60 s:\n${out}`)), 60_000);
     const check = () => {
-      const m = /web host at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+      const m = /web host(?: \(--web\))? at (http:\/\/127\.0\.0\.1:\d+)/i.exec(out);
       if (m?.[1]) {
         clearTimeout(timer);
         resolve(`${m[1]}/`);
