@@ -670,3 +670,63 @@ describe.each(BACKENDS)('Tx with deferred bases on %s', (backend: Backend) => {
     expect(deferred.find((w) => w.id === uid(501))?.before).toEqual(existing[1]);
   });
 });
+
+describe.each(BACKENDS)('PgStore query shapes on %s: a text search looks in the first rows of its order first, long value lists probe an index', (backend) => {
+  const database = freshPgDatabase(backend);
+  const leads: Lead[] = [];
+
+  beforeAll(async () => {
+    // 2,500 leads, one a minute; the newest 1,000 are what a search reads first (SEARCH_HEAD_ROWS).
+    for (let i = 0; i < 2500; i++) {
+      const term = i % 5 === 0 ? 'Everywhere' : (i >= 1500 && i % 50 === 1) || (i < 1500 && i % 150 === 2) ? 'Halfway' : i === 3 || i === 7 ? 'Rarest' : 'Plain';
+      leads.push(
+        newLead({ id: uid(50_000 + i), workspaceId: WS, now: new Date(Date.UTC(2026, 9, 1) + i * 60_000).toISOString() }, GROUP, {
+          firstName: `Person${i}`,
+          lastName: term,
+          email: `person${i}@example.com`,
+          tagId: i % 3 === 0 ? uid(1, 'f') : null,
+        }),
+      );
+    }
+    await database.db.forWorkspace(WS).commit(leads.map((l) => ({ collection: 'leads', id: l.id, before: null, after: l })));
+  });
+
+  /** Every page of a query, through the store and through the reference semantics. */
+  async function allPages(q: Query, pageSize: number): Promise<{ ours: string[]; reference: string[] }> {
+    const ours: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { docs: Lead[]; nextCursor: string | null } = await database.db.forWorkspace(WS).query('leads', { ...q, limit: pageSize, cursor });
+      ours.push(...page.docs.map((d) => d.id));
+      cursor = page.nextCursor;
+    } while (cursor);
+    return { ours, reference: runQuery(leads, q).docs.map((d) => d.id) };
+  }
+
+  const newest: Sort[] = [{ field: 'createdAt', dir: 'desc' }];
+  const search = (value: string): Cond => ({ op: 'contains', fields: LEAD_QUERY_FIELDS, value });
+
+  it('pages a common term (found in the first rows), a term mostly beyond them and a rare one like the reference', async () => {
+    for (const term of ['everywhere', 'halfway', 'rarest']) {
+      const { ours, reference } = await allPages({ where: search(term), orderBy: newest }, 50);
+      expect(reference.length).toBeGreaterThan(1);
+      expect(ours).toEqual(reference);
+    }
+    // Oldest first as well, and with another condition beside the text.
+    const both = await allPages({ where: { op: 'and', conds: [search('halfway'), { op: 'eq', field: 'tagId', value: uid(1, 'f') }] }, orderBy: [{ field: 'createdAt', dir: 'asc' }] }, 7);
+    expect(both.ours).toEqual(both.reference);
+  });
+
+  it('answers a long list of values of one field, with other conditions, orders and cursors, like the reference', async () => {
+    const emails = [...leads.filter((_, i) => i % 7 === 0).map((l) => l.email), ...Array.from({ length: 80 }, (_, i) => `nobody${i}@example.com`)];
+    const cond: Cond = { op: 'and', conds: [{ op: 'in', field: 'email', values: emails }, { op: 'eq', field: 'tagId', value: uid(1, 'f') }] };
+    const { ours, reference } = await allPages({ where: cond, orderBy: newest }, 40);
+    expect(reference.length).toBeGreaterThan(100);
+    expect(ours).toEqual(reference);
+    expect(await database.db.forWorkspace(WS).count('leads', cond)).toBe(reference.length);
+    // Duplicated values do not duplicate documents; another workspace's documents stay invisible.
+    const twice = await database.db.forWorkspace(WS).query('leads', { where: { op: 'in', field: 'email', values: [...emails, ...emails] } });
+    expect(twice.docs.length).toBe(leads.filter((l) => emails.includes(l.email)).length);
+    expect(await database.db.forWorkspace(OTHER).count('leads', { op: 'in', field: 'email', values: emails })).toBe(0);
+  });
+});
