@@ -1,6 +1,7 @@
 /** An in-memory Store for tests and simulations: the reference behaviour of the Store port. */
 import SortedBTree from 'sorted-btree';
 import { cloneJson } from './json-clone.ts';
+import { sameJson } from './json-equal.ts';
 import type { CollectionName, Docs } from './model/index.ts';
 import type { AnyWrite, Cond, Page, Query, Store, StoreProvider } from './store.ts';
 import { DomainError } from './errors.ts';
@@ -85,8 +86,6 @@ export class MemoryDatabase implements StoreProvider {
   }
 }
 
-const sameDoc = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
-
 class MemoryStore implements Store {
   constructor(
     private readonly db: MemoryDatabase,
@@ -150,7 +149,7 @@ class MemoryStore implements Store {
       if (current && (current as { workspaceId: string }).workspaceId !== this.workspaceId) {
         throw new DomainError('CONFLICT', `Document ${w.id} belongs to another workspace.`);
       }
-      if (!sameDoc(current, w.before)) {
+      if (!sameJson(current, w.before)) {
         throw new DomainError('CONFLICT', `${w.collection}/${w.id} changed since it was read; try again.`, { collection: w.collection, id: w.id });
       }
       if (w.after && (w.after as { workspaceId: string }).workspaceId !== this.workspaceId) {

@@ -7,6 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Actor, Clock } from '../shared/context.ts';
 import { DomainError, isDomainError } from '../shared/errors.ts';
+import { sameJson } from '../shared/json-equal.ts';
 import { COLLECTIONS, REPLICATED_COLLECTIONS } from '../shared/model/index.ts';
 import type { CollectionName } from '../shared/model/index.ts';
 import {
@@ -165,17 +166,6 @@ function clientDoc(raw: unknown, where: string): { doc: Json; deleted: boolean }
   const deleted = doc._deleted === true;
   for (const f of CLIENT_FIELDS) delete doc[f];
   return { doc, deleted };
-}
-
-/** Equality of JSON values regardless of key order. */
-function sameJson(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => sameJson(x, b[i]));
-  const ka = Object.keys(a).filter((k) => (a as Json)[k] !== undefined);
-  const kb = Object.keys(b).filter((k) => (b as Json)[k] !== undefined);
-  return ka.length === kb.length && ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && sameJson((a as Json)[k], (b as Json)[k]));
 }
 
 type PushRow = { assumed: { doc: Json; deleted: boolean } | null; next: { doc: Json; deleted: boolean } };

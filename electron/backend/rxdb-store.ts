@@ -21,6 +21,7 @@ import type { CollectionName, Docs } from '../../shared/model/index.ts';
 import { compareValues, decodeCursor, encodeCursor } from '../../shared/query.ts';
 import type { AnyWrite, Cond, Page, Query, Sort, Store, StoreProvider } from '../../shared/store.ts';
 import { cloneJson } from '../../shared/json-clone.ts';
+import { sameJson } from '../../shared/json-equal.ts';
 import { foldForSort } from '../../shared/text-sort.ts';
 import { AtomicWriteConflict, persistedInstanceOf, writeAtomically } from './storage/persisted-memory.ts';
 import type { PersistedMemoryInstance } from './storage/persisted-memory.ts';
@@ -51,17 +52,6 @@ function sameStored(raw: Json | null, doc: unknown): boolean {
   const kr = Object.keys(raw).filter((k) => !RX_FIELDS.has(k) && raw[k] !== undefined);
   const kd = Object.keys(doc).filter((k) => (doc as Json)[k] !== undefined);
   return kr.length === kd.length && kr.every((k) => sameJson(raw[k], (doc as Json)[k]));
-}
-
-/** Equality of JSON values regardless of key order. */
-function sameJson(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => sameJson(x, b[i]));
-  const ka = Object.keys(a).filter((k) => (a as Json)[k] !== undefined);
-  const kb = Object.keys(b).filter((k) => (b as Json)[k] !== undefined);
-  return ka.length === kb.length && ka.every((k) => sameJson((a as Json)[k], (b as Json)[k]));
 }
 
 type Getter = (doc: Json) => unknown;
