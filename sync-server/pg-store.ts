@@ -226,7 +226,7 @@ export class PgStore implements Store {
         JSON.stringify(collections),
       ]);
     } catch (e) {
-      throw uniqueViolation(e) ?? e;
+      throw uniqueViolation(e, writes) ?? e;
     }
     if (!result) throw new Error('The commit statement returned no row.');
     for (const ch of result.bad ?? []) {
@@ -288,37 +288,44 @@ SELECT (SELECT jsonb_agg(jsonb_build_object('ord', ord, 'workspace_id', workspac
        END AS notified
   FROM changed c`;
 
-/** Invariants the database holds (unique indexes of the migrations), by index name. */
-const UNIQUE_INVARIANTS: Record<string, { code: 'ALREADY_RUNNING' | 'ALREADY_ENROLLED'; message: (leadId: string) => string }> = {
+type EnrollmentWrite = { before: { leadId?: unknown; campaignId?: unknown; status?: unknown } | null; after: { leadId?: unknown; campaignId?: unknown; status?: unknown } | null };
+
+/** Invariants the database holds (unique indexes of the migrations), by index name, with the writes
+ * of a commit that may have broken each (so the answer can name the lead without reading the
+ * server's message, whose wording follows the database's locale). */
+const UNIQUE_INVARIANTS: Record<string, { code: 'ALREADY_RUNNING' | 'ALREADY_ENROLLED'; message: (leadId: string | null) => string; suspect: (w: EnrollmentWrite) => boolean }> = {
   enrollments_one_running: {
     code: 'ALREADY_RUNNING',
-    message: (leadId) => `Lead ${leadId} already runs a sequence; a lead runs at most one at a time. Nothing was changed.`,
+    message: (leadId) => `${leadId ? `Lead ${leadId}` : 'A lead of this change'} already runs a sequence; a lead runs at most one at a time. Nothing was changed.`,
+    suspect: (w) => w.after?.status === 'IN_PROGRESS' && w.before?.status !== 'IN_PROGRESS',
   },
   enrollments_one_per_campaign: {
     code: 'ALREADY_ENROLLED',
-    message: (leadId) => `Lead ${leadId} is already enrolled in this campaign. Nothing was changed.`,
+    message: (leadId) => `${leadId ? `Lead ${leadId} is` : 'A lead of this change is'} already enrolled in this campaign. Nothing was changed.`,
+    suspect: (w) => w.after !== null && (w.before === null || w.before.leadId !== w.after.leadId || w.before.campaignId !== w.after.campaignId),
   },
 };
 
 /** A unique violation of one of the invariant indexes as the contract's CONFLICT (409), with the
- * invariant named in details.reason; null for any other error. */
-export function uniqueViolation(e: unknown): DomainError | null {
+ * invariant named in details.reason (identified by the index's name, which pg reports in
+ * `constraint`), and the lead and campaign when the commit's writes point at one; null for any
+ * other error. */
+export function uniqueViolation(e: unknown, writes: readonly AnyWrite[]): DomainError | null {
   if (typeof e !== 'object' || e === null) return null;
-  const err = e as { code?: unknown; constraint?: unknown; detail?: unknown };
+  const err = e as { code?: unknown; constraint?: unknown };
   if (err.code !== '23505') return null;
   const constraint = typeof err.constraint === 'string' ? err.constraint : '';
-  const detail = typeof err.detail === 'string' ? err.detail : '';
-  // "Key (workspace_id, (doc ->> 'leadId'::text))=(<workspace>, <lead>) already exists."
-  const values = /\)=\((.*)\) already exists/.exec(detail)?.[1]?.split(', ') ?? [];
-  const leadId = values[1] ?? 'of this write';
   const invariant = UNIQUE_INVARIANTS[constraint];
   if (!invariant) return new DomainError('CONFLICT', 'A concurrent change created the same document; try again.', { reason: 'DUPLICATE', constraint });
-  return new DomainError('CONFLICT', invariant.message(leadId), {
-    reason: invariant.code,
-    constraint,
-    ...(values[1] ? { leadId: values[1] } : {}),
-    ...(values[2] ? { campaignId: values[2] } : {}),
-  });
+  const suspects = writes.filter((w) => w.collection === 'enrollments' && invariant.suspect(w as EnrollmentWrite)).map((w) => w.after as { leadId?: unknown; campaignId?: unknown });
+  const only = <K extends 'leadId' | 'campaignId'>(key: K): string | null => {
+    const values = new Set(suspects.map((a) => a[key]));
+    const [value] = values;
+    return values.size === 1 && typeof value === 'string' ? value : null;
+  };
+  const leadId = only('leadId');
+  const campaignId = invariant.code === 'ALREADY_ENROLLED' ? only('campaignId') : null;
+  return new DomainError('CONFLICT', invariant.message(leadId), { reason: invariant.code, constraint, ...(leadId ? { leadId } : {}), ...(campaignId ? { campaignId } : {}) });
 }
 
 /** Told of each commit once it is durable; a listener that returns a promise makes the call that
