@@ -1,9 +1,10 @@
 /**
  * What every part of the runner shares: its options, the per-tick state and report, the commit
  * helpers (every write goes through shared/rules like an operation's) and small pure helpers.
- * The parts: plan.ts (what is due and why), act.ts (acting through a channel), record.ts
- * (recording outcomes), inbound.ts (channel events), direct.ts (direct messages), leases.ts
- * (which runner works a sender, backoff); runner.ts orchestrates a tick.
+ * The parts: plan.ts (what is due and why), pick-sender.ts (a sender's room, which sender takes a
+ * lead), act.ts (acting through a channel), step-content.ts (what an action says), record.ts
+ * (recording outcomes), company-relay.ts, inbound.ts (channel events), direct.ts (direct
+ * messages), leases.ts (which runner works a sender, backoff); runner.ts orchestrates a tick.
  */
 import type { Actor, Clock, Ids } from '../context.ts';
 import { DomainError } from '../errors.ts';

@@ -11,9 +11,11 @@
  *
  * The parts: leases.ts (which runner works a sender), settle.ts (sends interrupted by a crash),
  * inbound.ts (channel events), direct.ts (direct messages), plan.ts (what is due and why,
- * re-planning when a gate changes), group-leads.ts (starting a campaign's lead-group leads), act.ts
- * (acting through a channel: intent, action), record.ts (recording outcomes); runner-core.ts holds
- * what they share.
+ * re-planning when a gate changes, lead picking), pick-sender.ts (a sender's room in its limits,
+ * which sender takes a lead), group-leads.ts (starting a campaign's lead-group leads), act.ts
+ * (acting through a channel: checks, intent, action), step-content.ts (what an action says),
+ * record.ts (recording outcomes), company-relay.ts (the next colleague); runner-core.ts holds what
+ * they share. Only plan.ts's re-planning keeps state of its own between ticks (`ReplanState`).
  *
  * A tick: leases, settle interrupted sends, poll channels, deliver direct messages, then for the
  * ready campaigns: re-plan parked enrollments whose gates changed, read the due ones (an index
@@ -21,13 +23,12 @@
  * lead-picking order.
  */
 import { readiness as defaultReadiness } from '../rules/readiness.ts';
-import { createActor } from './act.ts';
+import { runEnrollment } from './act.ts';
 import { createDirect } from './direct.ts';
 import { createInbound } from './inbound.ts';
 import { createGroupStarter } from './group-leads.ts';
 import { createLeases } from './leases.ts';
-import { createPlanner } from './plan.ts';
-import { createRecorder } from './record.ts';
+import { dueEnrollments, newReplanState, queueOrder, readyCampaigns, replanGated } from './plan.ts';
 import { createSettler } from './settle.ts';
 import { createCore, emptyReport, errorText, isConflict } from './runner-core.ts';
 import type { Runner, RunnerOptions, TickReport, TickState } from './runner-core.ts';
@@ -40,10 +41,8 @@ export function createRunner(opts: RunnerOptions): Runner {
   const leases = createLeases(core);
   const inbound = createInbound(core, leases);
   const direct = createDirect(core, leases);
-  const planner = createPlanner(core, leases);
-  const recorder = createRecorder(core);
-  const actor = createActor(core, leases, planner, recorder);
-  const settler = createSettler(core, recorder, direct);
+  const replan = newReplanState();
+  const settler = createSettler(core, direct);
   const groupStarter = createGroupStarter(core);
   let ticking = false;
 
@@ -90,15 +89,15 @@ export function createRunner(opts: RunnerOptions): Runner {
   }
 
   async function runCampaigns(st: TickState): Promise<void> {
-    await planner.readyCampaigns(st);
-    await planner.replanGated(st);
-    const due = await planner.dueEnrollments(st);
+    await readyCampaigns(core, st);
+    await replanGated(core, replan, st);
+    const due = await dueEnrollments(store, st);
     const freshDue = new Map<string, number>();
     for (const e of due) if (e.doneSteps.length === 0) freshDue.set(e.campaignId, (freshDue.get(e.campaignId) ?? 0) + 1);
     const started = await groupStarter.startGroupLeads(st, freshDue);
-    for (const e of await planner.queueOrder(st, [...due, ...started])) {
+    for (const e of await queueOrder(store, st, [...due, ...started])) {
       try {
-        await actor.runEnrollment(st, e);
+        await runEnrollment(core, leases, st, e);
       } catch (err) {
         // Someone changed the enrollment meanwhile (an operation, a replication push): next tick.
         if (isConflict(err)) continue;

@@ -14,11 +14,11 @@ import type { Message, Sender } from '../model/index.ts';
 import type { Channel, ChannelSendResult, FindSentResult } from './channel.ts';
 import type { Direct } from './direct.ts';
 import { budgetsFor, senderDay } from './limits.ts';
-import type { Recorder } from './record.ts';
+import { recordSent, recordUnknown } from './record.ts';
 import { actionOfMessage, and, asFailure, eq, errorText } from './runner-core.ts';
 import type { RunnerCore, TickState } from './runner-core.ts';
 
-export function createSettler(core: RunnerCore, recorder: Recorder, direct: Direct) {
+export function createSettler(core: RunnerCore, direct: Direct) {
   const { store, commitWithRetry, channelOf } = core;
   /** Senders whose intents were looked at since this runner holds them. */
   const checked = new Set<string>();
@@ -54,7 +54,7 @@ export function createSettler(core: RunnerCore, recorder: Recorder, direct: Dire
     if (channel.idempotentSends) {
       const lead = await store.get('leads', m.leadId);
       if (!lead) {
-        await recorder.recordUnknown(st, m, sender);
+        await recordUnknown(core, st, m, sender);
         st.report.settled.unknown++;
         return true;
       }
@@ -98,7 +98,7 @@ export function createSettler(core: RunnerCore, recorder: Recorder, direct: Dire
       });
       return true;
     }
-    await recorder.recordUnknown(st, m, sender);
+    await recordUnknown(core, st, m, sender);
     st.report.settled.unknown++;
     return true;
   }
@@ -126,7 +126,7 @@ export function createSettler(core: RunnerCore, recorder: Recorder, direct: Dire
       });
       return;
     }
-    await recorder.recordSent(st, c, e.id, m.leadId, step, sender, m.kind, action, m.id, result, budgets, day, null, sentAt);
+    await recordSent(core, st, { campaign: c, enrollmentId: e.id, leadId: m.leadId, step, sender, kind: m.kind, action, ref: m.id }, { result, budgets, day, variantId: null, sentAt });
   }
 
   async function markFailed(st: TickState, m: Message, why: string): Promise<void> {
