@@ -5,7 +5,7 @@ import { sameJson } from './json-equal.ts';
 import type { CollectionName, Docs } from './model/index.ts';
 import type { AnyWrite, Cond, Page, Query, Store, StoreProvider } from './store.ts';
 import { DomainError } from './errors.ts';
-import { matches, runQuery } from './query.ts';
+import { compileCond, runQuery } from './query.ts';
 
 type Row = { doc: unknown; deleted: boolean };
 
@@ -100,19 +100,21 @@ class MemoryStore implements Store {
     // runner's due query, changes since a moment), not the whole collection.
     const range = where ? rangeOf(where) : null;
     const ix = range ? this.db.orderedIndex(c, range.field) : null;
-    // Else an equality on a lookup field (a chat's messages, a lead's enrollments) reads its bucket.
+    // Else an equality or a list of values on a lookup field (a chat's messages, a lead's
+    // enrollments, the leads holding one of an import's emails) reads its buckets.
     const lookup = !ix && where ? lookupOf(where, (field) => this.db.hashIndex(c, field)) : null;
     const ids = range && ix ? ix.ids(range) : lookup;
+    const pred = where ? compileCond(where) : null;
     if (ids) {
       const rows = this.db.rows(c);
       for (const id of ids) {
         const r = rows.get(id);
-        if (r && !r.deleted && (r.doc as { workspaceId: string }).workspaceId === this.workspaceId && matches(r.doc, where)) out.push(r.doc as Docs[C]);
+        if (r && !r.deleted && (r.doc as { workspaceId: string }).workspaceId === this.workspaceId && (!pred || pred(r.doc))) out.push(r.doc as Docs[C]);
       }
       return out;
     }
     for (const r of this.db.rows(c).values()) {
-      if (!r.deleted && (r.doc as { workspaceId: string }).workspaceId === this.workspaceId && (where === undefined || matches(r.doc, where))) out.push(r.doc as Docs[C]);
+      if (!r.deleted && (r.doc as { workspaceId: string }).workspaceId === this.workspaceId && (!pred || pred(r.doc))) out.push(r.doc as Docs[C]);
     }
     return out;
   }
@@ -134,7 +136,7 @@ class MemoryStore implements Store {
 
   async query<C extends CollectionName>(c: C, q?: Query): Promise<Page<Docs[C]>> {
     // Filtered while scanning; runQuery then sorts and pages the (usually small) match set.
-    const page = runQuery(this.live(c, q?.where), q);
+    const page = runQuery(this.live(c, q?.where), { ...q, where: undefined });
     return { docs: page.docs.map((d) => cloneJson(d)), nextCursor: page.nextCursor };
   }
 
@@ -200,16 +202,26 @@ const EQ_INDEXED: Partial<Record<CollectionName, readonly string[]>> = {
   messages: ['chatId', 'externalId', 'status', 'leadId'],
   enrollments: ['leadId', 'campaignId'],
   activities: ['leadId'],
+  // Who a person is (shared/intake): the spellings of profile URLs and emails, names and companies.
+  leads: ['socialUrl', 'email', 'fullName', 'company'],
 };
 
-/** The ids of the first top-level string equality that has a hash index (a lone one, or a
- * conjunct of an `and`), or null. */
+/** The ids of the first top-level string equality or all-string `in` list that has a hash index (a
+ * lone one, or a conjunct of an `and`), or null. */
 function lookupOf(where: Cond, index: (field: string) => HashIndex | null): Iterable<string> | null {
   const conds = where.op === 'and' ? where.conds : [where];
   for (const c of conds) {
-    if (c.op !== 'eq' || typeof c.value !== 'string') continue;
+    if (c.op !== 'eq' && c.op !== 'in') continue;
+    const values = c.op === 'eq' ? [c.value] : c.values;
+    // A document without a string value is in no bucket: only string values can be looked up.
+    if (!values.every((v) => typeof v === 'string')) continue;
     const ix = index(c.field);
-    if (ix) return ix.ids(c.value);
+    if (!ix) continue;
+    if (values.length === 1) return ix.ids(values[0] as string);
+    // A document has one value of the field, so distinct values never find it twice.
+    const out: string[] = [];
+    for (const v of new Set(values as readonly string[])) for (const id of ix.ids(v)) out.push(id);
+    return out;
   }
   return null;
 }

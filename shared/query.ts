@@ -1,4 +1,6 @@
-/** Evaluation of the Store port's query language in plain JavaScript (memory and RxDB stores). */
+/** The Store port's query language evaluated in JavaScript: conditions, sort order, keyset cursors
+ * and pages. The one semantics of every JavaScript store (memory, the desktop's RxDB store, staged
+ * writes); the SQL store writes the same rules in sync-server/cond-sql.ts. */
 import type { Cond, Page, Query, Sort } from './store.ts';
 import { DomainError } from './errors.ts';
 import { unstorableText } from './model/common.ts';
@@ -6,31 +8,45 @@ import { foldForSort } from './text-sort.ts';
 
 type Scalar = string | number | boolean | null;
 
-const pathParts = new Map<string, string[]>();
+/** Reads one (top-level or dotted) field of a document. */
+export type Getter = (doc: unknown) => unknown;
 
-export function fieldValue(doc: unknown, path: string): unknown {
-  // Scans evaluate the same few paths millions of times: no split for a top-level field, and
-  // dotted paths are split once.
-  if (!path.includes('.')) return doc !== null && typeof doc === 'object' ? (doc as Record<string, unknown>)[path] : undefined;
-  let parts = pathParts.get(path);
-  if (!parts) {
-    parts = path.split('.');
-    if (pathParts.size < 10_000) pathParts.set(path, parts);
+const getters = new Map<string, Getter>();
+
+/** The reader of a field path, made once per path: scans evaluate the same few paths millions of
+ * times, so a top-level field is one property read and a dotted path is split once. */
+export function fieldGetter(path: string): Getter {
+  let get = getters.get(path);
+  if (get) return get;
+  if (!path.includes('.')) {
+    get = (doc) => (doc !== null && typeof doc === 'object' ? (doc as Record<string, unknown>)[path] : undefined);
+  } else {
+    const parts = path.split('.');
+    get = (doc) => {
+      let cur: unknown = doc;
+      for (const part of parts) {
+        if (cur === null || typeof cur !== 'object') return undefined;
+        cur = (cur as Record<string, unknown>)[part];
+      }
+      return cur;
+    };
   }
-  let cur: unknown = doc;
-  for (const part of parts) {
-    if (cur === null || typeof cur !== 'object') return undefined;
-    cur = (cur as Record<string, unknown>)[part];
-  }
-  return cur;
+  // Paths come from code (and variables.<column id>): bounded, but never let a cache grow without end.
+  if (getters.size < 10_000) getters.set(path, get);
+  return get;
 }
 
-const norm = (v: unknown): Scalar => (v === undefined ? null : (v as Scalar));
+export function fieldValue(doc: unknown, path: string): unknown {
+  return fieldGetter(path)(doc);
+}
+
+/** A field's value as conditions compare it: a missing field is null. */
+export const normValue = (v: unknown): Scalar => (v === undefined ? null : (v as Scalar));
 
 /** Total order used by every store: null first, then numbers, then strings by code unit. */
 export function compareValues(a: unknown, b: unknown): number {
-  const x = norm(a);
-  const y = norm(b);
+  const x = normValue(a);
+  const y = normValue(b);
   if (x === y) return 0;
   if (x === null) return -1;
   if (y === null) return 1;
@@ -40,76 +56,136 @@ export function compareValues(a: unknown, b: unknown): number {
   return sx < sy ? -1 : sx > sy ? 1 : 0;
 }
 
-/** `in` lists can hold tens of thousands of ids (a campaign's leads): look them up in a Set, built
- * once per list and reused while the same condition is evaluated over every document. */
-const valueSets = new WeakMap<ReadonlyArray<Scalar>, { length: number; set: Set<Scalar> }>();
-function valueSet(values: ReadonlyArray<Scalar>): Set<Scalar> {
-  let entry = valueSets.get(values);
-  // Rebuilt if the list grew or shrank since (conditions are not meant to be mutated, but be safe).
-  if (!entry || entry.length !== values.length) {
-    entry = { length: values.length, set: new Set(values) };
-    valueSets.set(values, entry);
-  }
-  return entry.set;
-}
+export type Predicate = (doc: unknown) => boolean;
 
-export function matches(doc: unknown, cond: Cond | undefined): boolean {
-  if (!cond) return true;
+type Contains = Extract<Cond, { op: 'contains' }>;
+
+/** Ways a store may answer part of a condition faster. Each must give exactly the answer of the
+ * default (the desktop store keeps each document's lower-cased search text). Null: the default. */
+export type CompileOptions = { contains?: (cond: Contains) => Predicate | null };
+
+const RANGE_TESTS = {
+  lt: (c: number) => c < 0,
+  lte: (c: number) => c <= 0,
+  gt: (c: number) => c > 0,
+  gte: (c: number) => c >= 0,
+} as const;
+
+/**
+ * The one semantics of the Store port's conditions in JavaScript (the memory store, the desktop's
+ * RxDB store, staged writes of a transaction; cond-sql.ts writes the same as SQL), compiled once per
+ * condition into a predicate: `eq`/`neq`/`in` compare with strict equality, a missing field counting
+ * as null; ranges never match null; `contains` is a case-insensitive substring of any string field;
+ * `has` is membership of an array field.
+ */
+export function compileCond(cond: Cond, opts: CompileOptions = {}): Predicate {
   switch (cond.op) {
-    case 'eq':
-      return norm(fieldValue(doc, cond.field)) === cond.value;
-    case 'neq':
-      return norm(fieldValue(doc, cond.field)) !== cond.value;
+    case 'eq': {
+      const get = fieldGetter(cond.field);
+      const value = cond.value;
+      return (d) => normValue(get(d)) === value;
+    }
+    case 'neq': {
+      const get = fieldGetter(cond.field);
+      const value = cond.value;
+      return (d) => normValue(get(d)) !== value;
+    }
     case 'in': {
-      const v = norm(fieldValue(doc, cond.field));
-      return valueSet(cond.values).has(v);
+      const get = fieldGetter(cond.field);
+      // `in` lists can hold tens of thousands of ids (a campaign's leads): a Set, built once.
+      const values = new Set<Scalar>(cond.values);
+      return (d) => values.has(normValue(get(d)));
     }
     case 'lt':
     case 'lte':
     case 'gt':
     case 'gte': {
-      const v = fieldValue(doc, cond.field);
-      if (v === null || v === undefined) return false;
-      const c = compareValues(v, cond.value);
-      return cond.op === 'lt' ? c < 0 : cond.op === 'lte' ? c <= 0 : cond.op === 'gt' ? c > 0 : c >= 0;
+      const get = fieldGetter(cond.field);
+      const value = cond.value;
+      const test = RANGE_TESTS[cond.op];
+      return (d) => {
+        const v = get(d);
+        return v !== null && v !== undefined && test(compareValues(v, value));
+      };
     }
     case 'contains': {
+      const faster = opts.contains?.(cond);
+      if (faster) return faster;
       const needle = cond.value.toLowerCase();
-      return cond.fields.some((f) => {
-        const v = fieldValue(doc, f);
-        return typeof v === 'string' && v.toLowerCase().includes(needle);
-      });
+      const gets = cond.fields.map(fieldGetter);
+      return (d) =>
+        gets.some((g) => {
+          const v = g(d);
+          return typeof v === 'string' && v.toLowerCase().includes(needle);
+        });
     }
     case 'has': {
-      const v = fieldValue(doc, cond.field);
-      return Array.isArray(v) && v.includes(cond.value);
+      const get = fieldGetter(cond.field);
+      const value = cond.value;
+      return (d) => {
+        const v = get(d);
+        return Array.isArray(v) && v.includes(value);
+      };
     }
-    case 'and':
-      return cond.conds.every((c) => matches(doc, c));
-    case 'or':
-      return cond.conds.some((c) => matches(doc, c));
-    case 'not':
-      return !matches(doc, cond.cond);
+    case 'and': {
+      const parts = cond.conds.map((c) => compileCond(c, opts));
+      if (parts.length === 1) return parts[0] as Predicate;
+      return (d) => {
+        for (const p of parts) if (!p(d)) return false;
+        return true;
+      };
+    }
+    case 'or': {
+      const parts = cond.conds.map((c) => compileCond(c, opts));
+      return (d) => {
+        for (const p of parts) if (p(d)) return true;
+        return false;
+      };
+    }
+    case 'not': {
+      const inner = compileCond(cond.cond, opts);
+      return (d) => !inner(d);
+    }
   }
 }
 
-/** The value a sort compares: the field, folded for a `collate: 'text'` sort. */
-export function sortValue(doc: unknown, s: Sort): unknown {
-  const v = fieldValue(doc, s.field);
-  return s.collate === 'text' && typeof v === 'string' ? foldForSort(v) : v;
+/** Conditions compiled by `matches`, by identity: a condition is a value, never changed once used. */
+const compiled = new WeakMap<Cond, Predicate>();
+
+/** Whether `doc` satisfies `cond` (compiled on first use, so a loop over documents compiles once). */
+export function matches(doc: unknown, cond: Cond | undefined): boolean {
+  if (!cond) return true;
+  let pred = compiled.get(cond);
+  if (!pred) compiled.set(cond, (pred = compileCond(cond)));
+  return pred(doc);
 }
 
-export function sortKeyCompare(orderBy: readonly Sort[]): (a: unknown, b: unknown) => number {
-  return (a, b) => {
-    for (const s of orderBy) {
-      const c = compareValues(sortValue(a, s), sortValue(b, s));
-      if (c !== 0) return s.dir === 'asc' ? c : -c;
-    }
-    return compareValues(fieldValue(a, 'id'), fieldValue(b, 'id'));
+/** The reader of the value a sort compares: the field, folded for a `collate: 'text'` sort. */
+export function sortGetter(s: Sort): Getter {
+  const get = fieldGetter(s.field);
+  if (s.collate !== 'text') return get;
+  return (doc) => {
+    const v = get(doc);
+    return typeof v === 'string' ? foldForSort(v) : v;
   };
 }
 
-type CursorState = { k: unknown[]; id: string };
+export type Comparator = (a: unknown, b: unknown) => number;
+
+/** The order of a query: its sort keys, ties broken by id ascending (so pages are stable). */
+export function sortKeyCompare(orderBy: readonly Sort[]): Comparator {
+  const keys = orderBy.map((s) => ({ get: sortGetter(s), sign: s.dir === 'asc' ? 1 : -1 }));
+  const id = fieldGetter('id');
+  return (a, b) => {
+    for (const k of keys) {
+      const c = compareValues(k.get(a), k.get(b));
+      if (c !== 0) return c * k.sign;
+    }
+    return compareValues(id(a), id(b));
+  };
+}
+
+export type CursorState = { k: unknown[]; id: string };
 
 const toBase64Url = (s: string): string => {
   const bytes = new TextEncoder().encode(s);
@@ -131,7 +207,7 @@ function cursorValuesAreStorable(state: CursorState): boolean {
 
 /** Keyset cursor: the sort values and id of the last document of a page. */
 export function encodeCursor(doc: unknown, orderBy: readonly Sort[]): string {
-  const state: CursorState = { k: orderBy.map((s) => norm(fieldValue(doc, s.field))), id: String(fieldValue(doc, 'id')) };
+  const state: CursorState = { k: orderBy.map((s) => normValue(fieldValue(doc, s.field))), id: String(fieldValue(doc, 'id')) };
   return toBase64Url(JSON.stringify(state));
 }
 
@@ -151,36 +227,35 @@ export function decodeCursor(cursor: string, orderBy: readonly Sort[]): CursorSt
   throw new DomainError('INVALID_INPUT', 'The cursor is not valid for this query; start again without a cursor.', { field: 'cursor' });
 }
 
-/** Whether `doc` sorts strictly after the cursor position. */
-export function afterCursor(doc: unknown, state: CursorState, orderBy: readonly Sort[]): boolean {
-  const pseudo: Record<string, unknown> = { id: state.id };
-  const cmp = sortKeyCompare(orderBy);
-  const probe = { ...pseudo };
-  orderBy.forEach((s, i) => setPath(probe, s.field, state.k[i]));
-  return cmp(doc, probe) > 0;
-}
-
-function setPath(obj: Record<string, unknown>, path: string, value: unknown): void {
-  const parts = path.split('.');
-  let cur = obj;
-  for (let i = 0; i < parts.length - 1; i++) {
-    const p = parts[i] as string;
-    const next = cur[p];
-    if (next === null || typeof next !== 'object') cur[p] = {};
-    cur = cur[p] as Record<string, unknown>;
-  }
-  cur[parts[parts.length - 1] as string] = value;
+/** A document-shaped probe holding a cursor's sort values (and id), to compare documents against
+ * with the query's comparator. */
+export function cursorProbe(state: CursorState, orderBy: readonly Sort[]): Record<string, unknown> {
+  const probe: Record<string, unknown> = { id: state.id };
+  orderBy.forEach((s, i) => {
+    const parts = s.field.split('.');
+    let cur = probe;
+    for (let j = 0; j < parts.length - 1; j++) {
+      const p = parts[j] as string;
+      const next = cur[p];
+      if (next === null || typeof next !== 'object') cur[p] = {};
+      cur = cur[p] as Record<string, unknown>;
+    }
+    cur[parts[parts.length - 1] as string] = state.k[i];
+  });
+  return probe;
 }
 
 /** Runs a query over an in-memory list of (live, same-workspace) documents. */
 export function runQuery<T>(docs: Iterable<T>, query: Query = {}): Page<T> {
   const orderBy = query.orderBy ?? [];
+  const pred = query.where ? compileCond(query.where) : null;
+  const cmp = sortKeyCompare(orderBy);
   let list: T[] = [];
-  for (const d of docs) if (matches(d, query.where)) list.push(d);
-  list.sort(sortKeyCompare(orderBy));
+  for (const d of docs) if (!pred || pred(d)) list.push(d);
+  list.sort(cmp);
   if (query.cursor) {
-    const state = decodeCursor(query.cursor, orderBy);
-    list = list.filter((d) => afterCursor(d, state, orderBy));
+    const probe = cursorProbe(decodeCursor(query.cursor, orderBy), orderBy);
+    list = list.filter((d) => cmp(d, probe) > 0);
   }
   if (query.limit === undefined || list.length <= query.limit) return { docs: list, nextCursor: null };
   const page = list.slice(0, query.limit);

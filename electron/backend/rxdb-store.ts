@@ -4,11 +4,12 @@
  *
  * Reads are answered from a per-collection view of the live documents (RxDB's underscore fields
  * stripped) kept in step with the storage's change stream, which also carries replicated writes.
- * Conditions are evaluated in JavaScript with the semantics of shared/query.ts, but compiled once per
- * query, with hash indexes for `eq`/`in` conjuncts (built on first use, then maintained), sorted
- * arrays per sort order (maintained for small changes, rebuilt after large ones) and cached
- * lower-case text for `contains` (joined per chunk of documents, so a rare search text is found
- * with a few indexOf calls), so a page of a search does not re-read 100k documents.
+ * Conditions and sort orders are shared/query.ts's (compileCond, sortKeyCompare: the one semantics
+ * of every JavaScript store), compiled once per query. This store adds only where to look: hash
+ * indexes for `eq`/`in` conjuncts (built on first use, then maintained), sorted arrays per sort
+ * order (maintained for small changes, rebuilt after large ones) and cached lower-case text for
+ * `contains` (joined per chunk of documents, so a rare search text is found with a few indexOf
+ * calls), so a page of a search does not re-read 100k documents.
  *
  * Commits check every write's `before` against the current document and write all collections in
  * one atomic step of the persisted-memory storage (one SQLite transaction, no interleaving write).
@@ -18,11 +19,11 @@ import { createRevision, now as rxNow } from 'rxdb';
 import type { Subscription } from 'rxjs';
 import { DomainError } from '../../shared/errors.ts';
 import type { CollectionName, Docs } from '../../shared/model/index.ts';
-import { compareValues, decodeCursor, encodeCursor } from '../../shared/query.ts';
+import { compareValues, compileCond, cursorProbe, decodeCursor, encodeCursor, fieldGetter, normValue, sortKeyCompare } from '../../shared/query.ts';
+import type { CompileOptions, Comparator, Getter } from '../../shared/query.ts';
 import type { AnyWrite, Cond, Page, Query, Sort, Store, StoreProvider } from '../../shared/store.ts';
 import { cloneJson } from '../../shared/json-clone.ts';
 import { sameJson } from '../../shared/json-equal.ts';
-import { foldForSort } from '../../shared/text-sort.ts';
 import { AtomicWriteConflict, persistedInstanceOf, writeAtomically } from './storage/persisted-memory.ts';
 import type { PersistedMemoryInstance } from './storage/persisted-memory.ts';
 
@@ -54,68 +55,10 @@ function sameStored(raw: Json | null, doc: unknown): boolean {
   return kr.length === kd.length && kr.every((k) => sameJson(raw[k], (doc as Json)[k]));
 }
 
-type Getter = (doc: Json) => unknown;
-
-/** fieldValue of shared/query.ts with the path split once. */
-function getter(path: string): Getter {
-  const parts = path.split('.');
-  if (parts.length === 1) return (doc) => doc[path];
-  return (doc) => {
-    let cur: unknown = doc;
-    for (const p of parts) {
-      if (cur === null || typeof cur !== 'object') return undefined;
-      cur = (cur as Json)[p];
-    }
-    return cur;
-  };
-}
-
-const norm = (v: unknown): Scalar => (v === undefined ? null : (v as Scalar));
 const isScalar = (v: unknown): v is Scalar => v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
 
-type Cmp = (a: Json, b: Json) => number;
-
-/** sortValue of shared/query.ts: the field, folded for a `collate: 'text'` sort. */
-function sortGetter(s: Sort): Getter {
-  const get = getter(s.field);
-  if (s.collate !== 'text') return get;
-  return (doc) => {
-    const v = get(doc);
-    return typeof v === 'string' ? foldForSort(v) : v;
-  };
-}
-
-/** sortKeyCompare of shared/query.ts, compiled. */
-function comparator(orderBy: readonly Sort[]): Cmp {
-  const keys = orderBy.map((s) => ({ get: sortGetter(s), sign: s.dir === 'asc' ? 1 : -1 }));
-  return (a, b) => {
-    for (const k of keys) {
-      const c = compareValues(k.get(a), k.get(b));
-      if (c !== 0) return c * k.sign;
-    }
-    return compareValues(a.id, b.id);
-  };
-}
-
-/** A document-shaped probe holding a cursor's sort values, to compare documents against. */
-function cursorProbe(state: { k: unknown[]; id: string }, orderBy: readonly Sort[]): Json {
-  const probe: Json = { id: state.id };
-  orderBy.forEach((s, i) => {
-    const parts = s.field.split('.');
-    let cur = probe;
-    for (let j = 0; j < parts.length - 1; j++) {
-      const p = parts[j] as string;
-      const next = cur[p];
-      if (next === null || typeof next !== 'object') cur[p] = {};
-      cur = cur[p] as Json;
-    }
-    cur[parts[parts.length - 1] as string] = state.k[i];
-  });
-  return probe;
-}
-
 /** First index whose document sorts strictly after `probe`. */
-function upperBound(list: readonly Json[], probe: Json, cmp: Cmp): number {
+function upperBound(list: readonly Json[], probe: Json, cmp: Comparator): number {
   let lo = 0;
   let hi = list.length;
   while (lo < hi) {
@@ -127,7 +70,7 @@ function upperBound(list: readonly Json[], probe: Json, cmp: Cmp): number {
 }
 
 /** First index whose document does not sort before `probe`. */
-function lowerBound(list: readonly Json[], probe: Json, cmp: Cmp): number {
+function lowerBound(list: readonly Json[], probe: Json, cmp: Comparator): number {
   let lo = 0;
   let hi = list.length;
   while (lo < hi) {
@@ -168,7 +111,7 @@ function sortedRange(where: Cond | undefined, orderBy: readonly Sort[]): { get: 
       from = (v: unknown): boolean => previous(v) && (strict ? compareValues(v, bound) > 0 : compareValues(v, bound) >= 0);
     }
   }
-  return past ? { get: getter(first.field), from, past } : null;
+  return past ? { get: fieldGetter(first.field), from, past } : null;
 }
 
 /** First index at which `ok` holds, for a predicate that, once true along the list, stays true. */
@@ -262,7 +205,7 @@ class CollectionView {
   }
 
   private index(idx: { get: Getter; buckets: Map<Scalar, Set<Json>> }, doc: Json): void {
-    const v = norm(idx.get(doc));
+    const v = normValue(idx.get(doc));
     // Objects and arrays never equal a scalar condition value, so they need no bucket.
     if (!isScalar(v)) return;
     let b = idx.buckets.get(v);
@@ -271,7 +214,7 @@ class CollectionView {
   }
 
   private unindex(idx: { get: Getter; buckets: Map<Scalar, Set<Json>> }, doc: Json): void {
-    const v = norm(idx.get(doc));
+    const v = normValue(idx.get(doc));
     if (!isScalar(v)) return;
     const b = idx.buckets.get(v);
     if (!b) return;
@@ -319,7 +262,7 @@ class CollectionView {
 
   ensureIndex(field: string): void {
     if (field === 'id' || this.hash.has(field)) return;
-    const idx = { get: getter(field), buckets: new Map<Scalar, Set<Json>>() };
+    const idx = { get: fieldGetter(field), buckets: new Map<Scalar, Set<Json>>() };
     for (const d of this.live.values()) this.index(idx, d);
     this.hash.set(field, idx);
   }
@@ -343,7 +286,7 @@ class CollectionView {
         const oldest = this.sorted.keys().next();
         if (!oldest.done) this.sorted.delete(oldest.value);
       }
-      s = { cmp: comparator(orderBy), docs: null };
+      s = { cmp: sortKeyCompare(orderBy), docs: null };
       this.sorted.set(key, s);
     }
     if (!s.docs) s.docs = [...this.live.values()].sort(s.cmp);
@@ -352,7 +295,7 @@ class CollectionView {
 }
 
 /** Documents in one sort order (null: rebuild on next use). */
-type SortedOrder = { cmp: Cmp; docs: Json[] | null };
+type SortedOrder = { cmp: Comparator; docs: Json[] | null };
 
 
 /**
@@ -406,7 +349,7 @@ class TextChunks {
   /** Documents whose text (over `fields`) holds `needle`, or null when more than `cap` do. */
   hits(fields: readonly string[], needle: string, cap: number): Json[] | null {
     const key = fields.join('\u0001');
-    const text = searchText(fields, fields.map(getter));
+    const text = searchText(fields, fields.map(fieldGetter));
     const out: Json[] = [];
     for (const chunk of this.chunks) {
       let t = chunk.text.get(key);
@@ -486,78 +429,18 @@ function searchText(fields: readonly string[], gets: readonly Getter[]): (doc: J
   };
 }
 
-/** matches() of shared/query.ts, compiled once per query. */
-function compile(cond: Cond, view: CollectionView): Pred {
-  switch (cond.op) {
-    case 'eq': {
-      const get = getter(cond.field);
-      const value = cond.value;
-      return (d) => norm(get(d)) === value;
-    }
-    case 'neq': {
-      const get = getter(cond.field);
-      const value = cond.value;
-      return (d) => norm(get(d)) !== value;
-    }
-    case 'in': {
-      const get = getter(cond.field);
-      const values = new Set(cond.values);
-      return (d) => values.has(norm(get(d)));
-    }
-    case 'lt':
-    case 'lte':
-    case 'gt':
-    case 'gte': {
-      const get = getter(cond.field);
-      const value = cond.value;
-      const test = cond.op === 'lt' ? (c: number) => c < 0 : cond.op === 'lte' ? (c: number) => c <= 0 : cond.op === 'gt' ? (c: number) => c > 0 : (c: number) => c >= 0;
-      return (d) => {
-        const v = get(d);
-        return v !== null && v !== undefined && test(compareValues(v, value));
-      };
-    }
-    case 'contains': {
-      const needle = cond.value.toLowerCase();
-      const gets = cond.fields.map(getter);
-      if (needle === '' || ['\u0001', '\u0002', '\u0003'].some((sep) => needle.includes(sep)) || gets.length === 0) {
-        return (d) => gets.some((g) => {
-          const v = g(d);
-          return typeof v === 'string' && v.toLowerCase().includes(needle);
-        });
-      }
-      // A non-string field contributes \u0002, which no needle here contains, so it never matches.
-      const text = searchText(cond.fields, gets);
-      return (d) => text(d).includes(needle);
-    }
-    case 'has': {
-      const get = getter(cond.field);
-      const value = cond.value;
-      return (d) => {
-        const v = get(d);
-        return Array.isArray(v) && v.includes(value);
-      };
-    }
-    case 'and': {
-      const parts = cond.conds.map((c) => compile(c, view));
-      if (parts.length === 1) return parts[0] as Pred;
-      return (d) => {
-        for (const p of parts) if (!p(d)) return false;
-        return true;
-      };
-    }
-    case 'or': {
-      const parts = cond.conds.map((c) => compile(c, view));
-      return (d) => {
-        for (const p of parts) if (p(d)) return true;
-        return false;
-      };
-    }
-    case 'not': {
-      const inner = compile(cond.cond, view);
-      return (d) => !inner(d);
-    }
-  }
-}
+/** The conditions of shared/query.ts, with `contains` answered from each document's cached search
+ * text (the same answer: a case-insensitive substring of any of the string fields). */
+const VIEW_COMPILE: CompileOptions = {
+  contains(cond) {
+    const needle = cond.value.toLowerCase();
+    // A separator in the needle could match across fields: the shared evaluator answers those.
+    if (needle === '' || ['\u0001', '\u0002', '\u0003'].some((sep) => needle.includes(sep)) || cond.fields.length === 0) return null;
+    // A non-string field contributes \u0002, which no needle here contains, so it never matches.
+    const text = searchText(cond.fields, cond.fields.map(fieldGetter));
+    return (d) => text(d as Json).includes(needle);
+  },
+};
 
 /** The `eq`/`in` conjuncts of a condition: any matching document is in their lookup. */
 function keyConjuncts(cond: Cond | undefined): { field: string; values: Scalar[] }[] {
@@ -709,7 +592,7 @@ class RxdbStore implements Store {
     if (!view) return { docs: [], nextCursor: null };
     const orderBy = q.orderBy ?? [];
     const ws = this.workspaceId;
-    const cond = q.where ? compile(q.where, view) : null;
+    const cond = q.where ? compileCond(q.where, VIEW_COMPILE) : null;
     const pred: Pred = cond ? (d) => d.workspaceId === ws && cond(d) : (d) => d.workspaceId === ws;
     const cursor = q.cursor ? decodeCursor(q.cursor, orderBy) : null;
     const limit = q.limit;
@@ -779,7 +662,7 @@ class RxdbStore implements Store {
 
   /** Candidate documents that match, in sort order, after the cursor. */
   private sortHits(hits: Json[], pred: Pred, orderBy: readonly Sort[], cursor: { k: unknown[]; id: string } | null): Json[] {
-    const cmp = comparator(orderBy);
+    const cmp = sortKeyCompare(orderBy);
     const list = hits.filter(pred).sort(cmp);
     return cursor ? list.slice(upperBound(list, cursorProbe(cursor, orderBy), cmp)) : list;
   }
@@ -788,7 +671,7 @@ class RxdbStore implements Store {
     const view = this.provider.view(c);
     if (!view) return 0;
     const ws = this.workspaceId;
-    const cond = where ? compile(where, view) : null;
+    const cond = where ? compileCond(where, VIEW_COMPILE) : null;
     const source = candidates(view, where) ?? view.live.values();
     let n = 0;
     for (const d of source) if (d.workspaceId === ws && (!cond || cond(d))) n++;
