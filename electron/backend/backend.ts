@@ -13,6 +13,7 @@ import { execute, getOperation } from '../../shared/ops/execute.ts';
 import type { Store } from '../../shared/store.ts';
 import { nodeSecrets } from '../../channels/secret-codec.ts';
 import type { BridgeError, BridgeOnlyCode, Result, SessionInfo, SyncStatus } from '../bridge.ts';
+import { ServerClient, ServerError } from './server-client.ts';
 import type { SessionManager } from './session.ts';
 
 export type BackendOptions = {
@@ -60,6 +61,7 @@ export class BackendError extends Error {
 export function toBridgeError(e: unknown, log?: (line: string) => void): BridgeError {
   if (isDomainError(e)) return { code: e.code, message: e.message, details: e.details };
   if (e instanceof BackendError) return { code: e.code, message: e.message, details: {} };
+  if (e instanceof ServerError) return { code: e.code, message: e.message, details: e.details };
   const message = e instanceof Error ? e.message : String(e);
   log?.(`Unexpected backend error: ${e instanceof Error && e.stack ? e.stack : message}`);
   return { code: 'INTERNAL', message: `Something went wrong in the desktop backend: ${message}`, details: {} };
@@ -184,43 +186,15 @@ export class Backend {
           const out = (await this.forward(serverUrl, apiKey, 'POST', 'sdrProfiles.checkHosts', { hosts })) as { refusal?: unknown } | null;
           return typeof out?.refusal === 'string' ? out.refusal : null;
         } catch (e) {
-          throw new Error(isDomainError(e) && e.code === 'SERVER_ONLY' ? 'the sync server could not be reached' : `the sync server did not answer: ${(e as Error).message}`, { cause: e });
+          throw new Error(e instanceof ServerError && e.code === 'SERVER_UNREACHABLE' ? 'the sync server could not be reached' : `the sync server did not answer: ${(e as Error).message}`, { cause: e });
         }
       },
     };
   }
 
   /** Server-only operations (API keys, new members) run where the secrets live. */
-  private async forward(serverUrl: string, apiKey: string, method: 'GET' | 'POST', op: string, input: unknown): Promise<unknown> {
-    const fetchFn = this.opts.fetch ?? fetch;
-    const headers: Record<string, string> = { authorization: `Bearer ${apiKey}` };
-    let url = `${serverUrl}/${op}`;
-    let body: string | undefined;
-    if (method === 'GET') {
-      const qs = new URLSearchParams();
-      for (const [k, v] of Object.entries((input ?? {}) as Record<string, unknown>)) {
-        if (v === undefined || v === null) continue;
-        if (Array.isArray(v)) for (const item of v) qs.append(k, String(item));
-        else qs.append(k, String(v));
-      }
-      if ([...qs].length > 0) url += `?${qs.toString()}`;
-    } else {
-      headers['content-type'] = 'application/json';
-      body = JSON.stringify(input ?? {});
-    }
-    let res: Response;
-    try {
-      res = await fetchFn(url, { method, headers, body, signal: AbortSignal.timeout(15_000) });
-    } catch (e) {
-      throw new DomainError('SERVER_ONLY', `${op} runs on the sync server, which could not be reached (${(e as Error).message}). Try again when you are online.`, { op });
-    }
-    const parsed: unknown = await res.json().catch(() => null);
-    if (!res.ok) {
-      const err = (parsed as { error?: BridgeError } | null)?.error;
-      if (err && typeof err.code === 'string') throw new DomainError(err.code as DomainError['code'], err.message, err.details ?? {});
-      throw new DomainError('INTERNAL', `The sync server answered ${res.status} to ${op}.`);
-    }
-    return parsed;
+  private forward(serverUrl: string, apiKey: string, method: 'GET' | 'POST', op: string, input: unknown): Promise<unknown> {
+    return new ServerClient(serverUrl, apiKey, this.opts.fetch).operation(op, method, input);
   }
 
   private async rerun(sub: Sub): Promise<void> {

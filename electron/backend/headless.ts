@@ -28,8 +28,9 @@ import type { AnyWrite, Cond, Query } from '../../shared/store.ts';
 import { nodeSecrets } from '../../channels/secret-codec.ts';
 import { openLocalDatabase } from './local-db.ts';
 import type { LocalDatabase } from './local-db.ts';
-import { identifyKey, startSync } from './replication.ts';
+import { startSync } from './replication.ts';
 import type { Sync } from './replication.ts';
+import { identifyKey, ServerClient, ServerError } from './server-client.ts';
 
 type Identity = { serverUrl: string; workspaceId: string; workspaceName: string; actor: Actor };
 
@@ -88,22 +89,8 @@ async function main(): Promise<void> {
   };
 
   /** Server-only operations (API keys, new members) run where the secrets live. */
-  async function forward(op: string, method: 'GET' | 'POST', input: unknown): Promise<unknown> {
-    let url = `${serverUrl}/${op}`;
-    const init: RequestInit = { method, headers: { authorization: `Bearer ${apiKey}` } };
-    if (method === 'GET') {
-      const q = new URLSearchParams();
-      for (const [k, v] of Object.entries((input ?? {}) as Record<string, unknown>)) if (v !== undefined && v !== null) q.set(k, String(v));
-      if ([...q].length > 0) url += `?${q.toString()}`;
-    } else {
-      init.body = JSON.stringify(input ?? {});
-      (init.headers as Record<string, string>)['content-type'] = 'application/json';
-    }
-    const res = await fetch(url, init);
-    const body = (await res.json().catch(() => null)) as { error?: { code: string; message: string } } | null;
-    if (!res.ok) throw Object.assign(new Error(body?.error?.message ?? `HTTP ${res.status}`), { code: body?.error?.code ?? 'CHANNEL_ERROR' });
-    return body;
-  }
+  const server = new ServerClient(serverUrl, apiKey);
+  const forward = (op: string, method: 'GET' | 'POST', input: unknown): Promise<unknown> => server.operation(op, method, input);
 
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {
@@ -191,8 +178,8 @@ async function main(): Promise<void> {
     try {
       out({ id: req.id ?? null, result: (await handle(req)) ?? null });
     } catch (e) {
-      const code = isDomainError(e) ? e.code : typeof (e as { code?: unknown }).code === 'string' ? (e as { code: string }).code : 'INTERNAL';
-      out({ id: req.id ?? null, error: { code, message: e instanceof Error ? e.message : String(e), ...(isDomainError(e) ? { details: e.details } : {}) } });
+      const known = isDomainError(e) || e instanceof ServerError ? e : null;
+      out({ id: req.id ?? null, error: { code: known?.code ?? 'INTERNAL', message: e instanceof Error ? e.message : String(e), ...(known ? { details: known.details } : {}) } });
     }
   };
   rl.on('line', (line) => {

@@ -11,7 +11,7 @@ import { COLLECTIONS, REPLICATED_COLLECTIONS } from '../../shared/model/index.ts
 import type { CollectionName } from '../../shared/model/index.ts';
 import type { Store, StoreProvider } from '../../shared/store.ts';
 import type { OpenLocalDb } from './local-db-port.ts';
-import { mergeConflictHandler } from './replication.ts';
+import { mergeConflictHandler } from './replication-merge.ts';
 import { RxdbStoreProvider } from './rxdb-store.ts';
 import { getRxStoragePersistedMemory } from './storage/persisted-memory.ts';
 import type { PersistedMemorySettings } from './storage/persisted-memory.ts';
@@ -36,7 +36,7 @@ export type OpenLocalDatabaseOptions = {
   workspaceId: string;
   /** The member this desktop acts for. */
   actor: Actor;
-  /** Conflict handler per collection (default: replication.ts's refusal-aware three-way merge). */
+  /** Conflict handler per collection (default: replication-merge.ts's refusal-aware three-way merge). */
   conflictHandler?: (collection: CollectionName) => RxConflictHandler<Json>;
   synchronous?: PersistedMemorySettings['synchronous'];
 };
@@ -94,7 +94,7 @@ export async function openLocalDatabase(opts: OpenLocalDatabaseOptions): Promise
         migrationStrategies: migrationStrategies(COLLECTIONS[c].schema.version),
         // Documents from an older version are converted before the collection answers.
         autoMigrate: true,
-        // Replication's policy for documents changed on both sides (see replication.ts).
+        // Replication's policy for documents changed on both sides (see replication-merge.ts).
         conflictHandler: opts.conflictHandler?.(c) ?? mergeConflictHandler,
       };
     }

@@ -16,6 +16,7 @@ import type { AnyWrite } from '../../shared/store.ts';
 import type { ConnectInput, SessionInfo, SyncStatus, WorkspaceKind } from '../bridge.ts';
 import type { CredentialStore } from './credentials.ts';
 import type { LocalDb, OpenLocalDb } from './local-db-port.ts';
+import { ServerClient } from './server-client.ts';
 
 /** The data folder: DATA_DIR, else ~/.outreach-crm. */
 export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -293,44 +294,9 @@ export function normaliseServerUrl(raw: string): string {
   return trimmed;
 }
 
-type Identity = Omit<Saved, 'kind'>;
-
-/** Finds out, with the key, which workspace and member it acts as: the key's prefix among the
- * caller's keys gives the member; the members list gives their name and role; the workspace comes
- * from the replication feed the desktop is about to follow anyway. */
-async function identify(input: ConnectInput, fetchFn: typeof fetch): Promise<Identity> {
+/** Finds out, with the key, which workspace and member it acts as (ServerClient.identify). */
+async function identify(input: ConnectInput, fetchFn: typeof fetch): Promise<Omit<Saved, 'kind'>> {
   const serverUrl = normaliseServerUrl(input.url);
-  const apiKey = input.apiKey.trim();
-  if (!/^live_[0-9A-Za-z]{32,}$/.test(apiKey)) {
-    throw new DomainError('INVALID_INPUT', 'An API key starts with live_ followed by at least 32 letters and digits.', { field: 'apiKey' });
-  }
-  const get = async (path: string): Promise<unknown> => {
-    let res: Response;
-    try {
-      res = await fetchFn(`${serverUrl}/${path}`, { headers: { authorization: `Bearer ${apiKey}` }, signal: AbortSignal.timeout(10_000) });
-    } catch (e) {
-      throw new DomainError('INVALID_INPUT', `Could not reach the sync server at ${serverUrl}: ${(e as Error).message}.`, { field: 'url' });
-    }
-    const body: unknown = await res.json().catch(() => null);
-    if (!res.ok) {
-      const err = (body as { error?: { code?: string; message?: string } } | null)?.error;
-      if (res.status === 401) throw new DomainError('UNAUTHENTICATED', `The server refused the key: ${(err?.message ?? 'unknown key').replace(/\.+$/, '')}.`, { field: 'apiKey' });
-      const why = (err?.message ?? res.statusText).replace(/\.+$/, '');
-      if (res.status === 404 && path.startsWith('replication/')) {
-        throw new DomainError('INVALID_INPUT', `The server at ${serverUrl} does not offer replication (it may be an older version of the sync server): ${why}.`, { field: 'url' });
-      }
-      throw new DomainError('INVALID_INPUT', `The server at ${serverUrl} answered ${res.status} to ${path}: ${why}.`, { field: 'url' });
-    }
-    return body;
-  };
-  const keys = (await get('apiKeys.list')) as { keys?: { prefix: string; memberId: string }[] };
-  const mine = keys.keys?.find((k) => apiKey.startsWith(k.prefix));
-  if (!mine) throw new DomainError('UNAUTHENTICATED', 'The server accepted the key but does not list it among its keys; ask an admin for a new key.', { field: 'apiKey' });
-  const members = (await get('members.list')) as { members?: { id: string; name: string; role: Role }[] };
-  const me = members.members?.find((m) => m.id === mine.memberId);
-  if (!me) throw new DomainError('UNAUTHENTICATED', "The key's member is no longer in the workspace.", { field: 'apiKey' });
-  const pulled = (await get('replication/workspaces/pull?limit=1')) as { documents?: { id: string; name: string }[] };
-  const ws = pulled.documents?.[0];
-  if (!ws) throw new DomainError('INVALID_INPUT', `The server at ${serverUrl} did not share the workspace record; it may be an older version without replication.`, { field: 'url' });
-  return { workspaceId: ws.id, workspaceName: ws.name, member: { id: me.id, name: me.name, role: me.role }, serverUrl };
+  const who = await new ServerClient(serverUrl, input.apiKey, fetchFn).identify();
+  return { ...who, serverUrl };
 }

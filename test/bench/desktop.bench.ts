@@ -24,7 +24,7 @@ import type { LocalDatabase } from '../../electron/backend/local-db.ts';
 import type { ReopenResult, SyncResult } from './support/desktop-child.ts';
 import { cpuMs, PULL_BATCH } from './support/desktop-measure.ts';
 import { seededRandom } from '../support/deterministic.ts';
-import { identifyKey } from '../../electron/backend/replication.ts';
+import { identifyKey } from '../../electron/backend/server-client.ts';
 import { newLead } from '../../shared/model/factories.ts';
 import type { Lead, LeadGroup, Stage, Tag } from '../../shared/model/index.ts';
 import { COLLECTIONS } from '../../shared/model/index.ts';

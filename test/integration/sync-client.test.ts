@@ -1,5 +1,5 @@
 /**
- * The desktop's replication client (electron/backend/replication.ts) against a small in-test server
+ * The desktop's replication client (electron/backend/replication.ts and its parts) against a small in-test server
  * that speaks the protocol of API-CONTRACT.md "Replication endpoints" with an in-memory store, so
  * the client's behaviour can be driven from the server side: live changes, concurrent edits, a
  * refused push, dropped streams, an outdated client. The real sync server is exercised by the
@@ -14,7 +14,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openLocalDatabase } from '../../electron/backend/local-db.ts';
 import type { LocalDatabase } from '../../electron/backend/local-db.ts';
-import { isRefusal, mergeConflictHandler, mergeThreeWay, sameDocument, startSync } from '../../electron/backend/replication.ts';
+import { startSync } from '../../electron/backend/replication.ts';
+import { isRefusal, mergeConflictHandler, mergeThreeWay, sameDocument } from '../../electron/backend/replication-merge.ts';
 import type { Sync } from '../../electron/backend/replication.ts';
 import type { Actor } from '../../shared/context.ts';
 import { newLead } from '../../shared/model/factories.ts';
@@ -24,6 +25,9 @@ import { COLLECTIONS } from '../../shared/model/index.ts';
 import type { Lead } from '../../shared/model/index.ts';
 
 type Json = Record<string, unknown>;
+
+/** A well-formed key (the desktop refuses others before asking any server). */
+const KEY = `live_${'k3yK3yK3y0'.repeat(4)}`;
 
 describe('three-way merge', () => {
   const base = { id: 'a', firstName: 'Ann', company: 'Acme', variables: { x: '1', y: '2' }, groupIds: ['g1'], _deleted: false };
@@ -114,9 +118,9 @@ class FakeServer {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     };
-    if (req.headers.authorization !== 'Bearer live_test') return send(401, { error: { code: 'UNAUTHENTICATED', message: 'unknown key' } });
+    if (req.headers.authorization !== `Bearer ${KEY}`) return send(401, { error: { code: 'UNAUTHENTICATED', message: 'unknown key' } });
     // The two lookups a desktop makes to learn who its key is.
-    if (url.pathname === '/apiKeys.list') return send(200, { keys: [{ prefix: 'live_test', memberId: this.keyMember }] });
+    if (url.pathname === '/apiKeys.list') return send(200, { keys: [{ prefix: KEY.slice(0, 12), memberId: this.keyMember }] });
     if (url.pathname === '/members.list') {
       return send(200, { members: [...this.rows.entries()].filter(([k]) => k.startsWith('members/')).map(([, r]) => r.doc) });
     }
@@ -222,7 +226,7 @@ afterAll(async () => {
 });
 
 const start = async (extra: Partial<Parameters<typeof startSync>[0]> = {}) => {
-  sync = await startSync({ db, serverUrl: server.url, apiKey: 'live_test', retryMs: 100, backoffMs: 50, maxBackoffMs: 400, ...extra });
+  sync = await startSync({ db, serverUrl: server.url, apiKey: KEY, retryMs: 100, backoffMs: 50, maxBackoffMs: 400, ...extra });
   return sync;
 };
 
@@ -268,7 +272,7 @@ describe('replication client against the protocol', () => {
         server.write('leads', lead(5999, { company: 'Written during the pull' }));
       };
       const before = server.pulls.length;
-      s = await startSync({ db: own, serverUrl: server.url, apiKey: 'live_test', retryMs: 100, backoffMs: 50, maxBackoffMs: 400, pullBatchSize: 10 });
+      s = await startSync({ db: own, serverUrl: server.url, apiKey: KEY, retryMs: 100, backoffMs: 50, maxBackoffMs: 400, pullBatchSize: 10 });
       await s.awaitInSync();
       await until('the lead written during the pull', async () => (await own.store.get('leads', lead(5999).id))?.company === 'Written during the pull');
       expect(await own.store.count('leads')).toBe(total + 1);
@@ -380,7 +384,7 @@ describe('headless desktop process', () => {
     for (const w of created.writes) if (w.after) server.write(w.collection, w.after as unknown as Json);
     server.keyMember = created.ownerId;
     const data = join(dir, 'headless');
-    let d = await HeadlessDesktop.start({ server: server.url, key: 'live_test', dataDir: data });
+    let d = await HeadlessDesktop.start({ server: server.url, key: KEY, dataDir: data });
     try {
       expect(d.workspaceId).toBe(created.workspaceId);
       expect(d.memberId).toBe(created.ownerId);
@@ -396,7 +400,7 @@ describe('headless desktop process', () => {
       acked.push(offline.leadIds[0] ?? '');
       expect((await d.call<{ mode: string; pending: number }>('$status')).pending).toBeGreaterThan(0);
       await d.kill('SIGKILL');
-      d = await HeadlessDesktop.start({ server: server.url, key: 'live_test', dataDir: data });
+      d = await HeadlessDesktop.start({ server: server.url, key: KEY, dataDir: data });
       for (const id of acked) expect((await d.call<Lead | null>('$get', { collection: 'leads', id }))?.id).toBe(id);
       await d.awaitSync();
       // The write made offline before the kill reaches the server after the restart.

@@ -198,7 +198,7 @@ describe('connecting to a sync server', () => {
       if (opts.status) return Response.json({ error: { code: 'UNAUTHENTICATED', message: 'Unknown or revoked API key.' } }, { status: opts.status });
       if (url.endsWith('/apiKeys.list')) return Response.json({ keys: [{ id: 'k', name: 'first', prefix: KEY.slice(0, 12), memberId: me.id, createdAt: NOW, lastUsedAt: null }] });
       if (url.endsWith('/members.list')) return Response.json({ members: [me] });
-      if (url.includes('/replication/workspaces/pull')) return Response.json({ documents: [{ ...ws, workspaceId: ws.id }], checkpoint: null });
+      if (url.includes('/replication/workspaces/pull')) return Response.json({ documents: [{ ...ws, workspaceId: ws.id, _deleted: false }], checkpoint: null });
       return Response.json({ error: { code: 'UNKNOWN_OPERATION', message: 'nope' } }, { status: 404 });
     };
     return { fetch: fake as typeof fetch, calls };
@@ -243,11 +243,11 @@ describe('connecting to a sync server', () => {
     await expect(s.session.connect({ url: 'sync dot example', apiKey: KEY })).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('is not a web address') });
     await expect(s.session.connect({ url: 'http://127.0.0.1:4000', apiKey: 'secret' })).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('starts with live_') });
     const refused = connectSetup(fakeServer({ status: 401 }).fetch);
-    await expect(refused.session.connect({ url: 'http://127.0.0.1:4000', apiKey: KEY })).rejects.toMatchObject({ code: 'UNAUTHENTICATED', message: 'The server refused the key: Unknown or revoked API key.' });
+    await expect(refused.session.connect({ url: 'http://127.0.0.1:4000', apiKey: KEY })).rejects.toMatchObject({ code: 'UNAUTHENTICATED', message: 'The sync server refused the API key: Unknown or revoked API key.' });
     const down = connectSetup((async () => {
       throw new TypeError('fetch failed');
     }) as typeof fetch);
-    await expect(down.session.connect({ url: 'http://127.0.0.1:9', apiKey: KEY })).rejects.toMatchObject({ message: 'Could not reach the sync server at http://127.0.0.1:9: fetch failed.' });
+    await expect(down.session.connect({ url: 'http://127.0.0.1:9', apiKey: KEY })).rejects.toMatchObject({ code: 'SERVER_UNREACHABLE', message: 'The sync server at http://127.0.0.1:9 could not be reached (fetch failed).' });
     expect(s.session.info().state).toBe('none');
   });
 });

@@ -32,7 +32,7 @@ function fakeServer() {
     const url = String(input);
     if (url.endsWith('/apiKeys.list')) return Response.json({ keys: [{ id: 'k', name: 'first', prefix: KEY.slice(0, 12), memberId: me.id, createdAt: NOW, lastUsedAt: null }] });
     if (url.endsWith('/members.list')) return Response.json({ members: [me] });
-    if (url.includes('/replication/workspaces/pull')) return Response.json({ documents: [{ ...ws, workspaceId: ws.id }], checkpoint: null });
+    if (url.includes('/replication/workspaces/pull')) return Response.json({ documents: [{ ...ws, workspaceId: ws.id, _deleted: false }], checkpoint: null });
     if (url.endsWith('/sdrProfiles.checkHosts')) {
       if (state.down) throw new TypeError('fetch failed');
       const body = JSON.parse(String(init?.body)) as { hosts: string[] };

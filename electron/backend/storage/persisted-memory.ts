@@ -69,6 +69,7 @@ import type {
   RxStorageInstanceCreationParams,
   RxStorageQueryResult,
 } from 'rxdb';
+import { isRefetchableWrite } from '../rxdb-internals.ts';
 
 export type PersistedMemorySettings = {
   /** Folder holding one SQLite file per RxDB database name. */
@@ -98,10 +99,6 @@ const FORMAT_VERSION = 1;
 
 type Doc<T> = RxDocumentData<T>;
 type ChangeBulk<T> = EventBulk<RxStorageChangeEvent<Doc<T>>, RxStorageDefaultCheckpoint>;
-
-/** Writes the server holds too: a power cut that drops them only means pulling them again. */
-const refetchable = (context: string): boolean =>
-  context.startsWith('replication-downstream-') || context === 'replication-down-write-meta' || context === 'replication-set-checkpoint';
 
 /** `[_meta.lwt, id]` order, the order of getChangedDocumentsSince. */
 function lwtOrder(primaryPath: string): (a: Doc<unknown>, b: Doc<unknown>) => number {
@@ -469,7 +466,7 @@ export class PersistedMemoryInstance<RxDocType> implements RxStorageInstance<RxD
     try {
       const planned = this.plan(rows, context);
       // Throws on failure: the write is rejected and memory was not touched.
-      if (planned.disk.rows.length > 0) this.file.write([planned.disk], !refetchable(context));
+      if (planned.disk.rows.length > 0) this.file.write([planned.disk], !isRefetchableWrite(context));
       this.apply(planned);
       return Promise.resolve({ error: planned.categorized.errors });
     } catch (e) {

@@ -7,7 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { openLocalDatabase } from '../../../electron/backend/local-db.ts';
-import { identifyKey, startSync } from '../../../electron/backend/replication.ts';
+import { startSync } from '../../../electron/backend/replication.ts';
+import { identifyKey } from '../../../electron/backend/server-client.ts';
 import { execute } from '../../../shared/ops/execute.ts';
 import { nodeSecrets } from '../../../sync-server/secrets.ts';
 import { seededRandom } from '../../support/deterministic.ts';
