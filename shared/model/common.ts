@@ -91,6 +91,15 @@ export const SENDER_CAPABILITIES = [
 ] as const;
 export type SenderCapability = (typeof SENDER_CAPABILITIES)[number];
 
+/** What a received reply says, as the SDR triages it (messages.replyLabel, replyLabelSuggested). */
+export const REPLY_LABELS = ['interested', 'not_interested', 'out_of_office', 'wrong_person', 'unsubscribe', 'other'] as const;
+export type ReplyLabel = (typeof REPLY_LABELS)[number];
+
+/** How a lead unsubscribed (leads.unsubscribeSource): the one-click link of an email's
+ * List-Unsubscribe header (RFC 8058), the header's mailto: address, or a reply labelled unsubscribe. */
+export const UNSUBSCRIBE_SOURCES = ['one_click', 'mailto', 'reply'] as const;
+export type UnsubscribeSource = (typeof UNSUBSCRIBE_SOURCES)[number];
+
 export const DAYS = ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'] as const;
 export type Day = (typeof DAYS)[number];
 
@@ -178,7 +187,9 @@ export const FIELD_LIMITS: Readonly<Record<string, Readonly<Record<string, numbe
     runnerId: 200,
     pollCursor: TEXT_LIMITS.short,
     'channelConfig.*': TEXT_LIMITS.short,
+    unsubscribeKey: 200,
   },
+  workspaces: { publicUrl: TEXT_LIMITS.url },
   messages: { text: TEXT_LIMITS.messageText, subject: TEXT_LIMITS.subject, externalId: TEXT_LIMITS.short, error: TEXT_LIMITS.short },
 };
 

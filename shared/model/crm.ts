@@ -10,6 +10,7 @@ import {
   STAGE_CATEGORIES,
   TASK_STATUSES,
   TEXT,
+  UNSUBSCRIBE_SOURCES,
 } from './common.ts';
 
 /** A pipeline stage. Names are workspace configuration; the category carries the meaning. */
@@ -79,7 +80,8 @@ export type LeadGroupColumn = LeadGroup['columns'][number];
 export const leadSchema = {
   title: 'leads',
   // 1: optional fields added since the first release (see migrationStrategies in electron/backend/local-db.ts).
-  version: 1,
+  // 2: unsubscribedAt, unsubscribeSource (optional).
+  version: 2,
   primaryKey: 'id',
   type: 'object',
   properties: {
@@ -120,6 +122,11 @@ export const leadSchema = {
     emailBounceReason: NULLABLE_TEXT,
     cycle: { type: 'integer', minimum: 0 },
     doNotContact: { type: 'boolean' },
+    /** When the lead unsubscribed and how (one-click link, the mailto: of List-Unsubscribe, or a
+     * reply labelled unsubscribe); it also set doNotContact. Null or absent: never unsubscribed.
+     * Clearing doNotContact later leaves these as the record of what happened. */
+    unsubscribedAt: NULLABLE_TIMESTAMP,
+    unsubscribeSource: { type: ['string', 'null'], enum: [...UNSUBSCRIBE_SOURCES, null] },
     blocklisted: { type: 'boolean' },
     /** Custom and built-in variable values by variable type (column) id. */
     variables: { type: 'object', additionalProperties: { type: 'string' } },

@@ -9,6 +9,7 @@ import {
   NULLABLE_ID,
   NULLABLE_TEXT,
   NULLABLE_TIMESTAMP,
+  REPLY_LABELS,
   SENDER_CAPABILITIES,
   STEP_TYPES,
   TEXT,
@@ -224,7 +225,8 @@ export type Enrollment = FromSchema<typeof enrollmentSchema>;
 export const senderSchema = {
   title: 'senders',
   // 1: optional fields added since the first release (see migrationStrategies in electron/backend/local-db.ts).
-  version: 1,
+  // 2: warmedUp, unsubscribeKey (optional).
+  version: 2,
   primaryKey: 'id',
   type: 'object',
   properties: {
@@ -259,6 +261,13 @@ export const senderSchema = {
     /** When a new sender's ramp-up began: its limits grow from 20% to 100% over 14 days. Absent or
      * null: no ramp-up (senders from before ramp-ups existed). */
     rampUpStartedAt: NULLABLE_TIMESTAMP,
+    /** The user said the account is already warmed up (an established mailbox or profile): it sends
+     * at its full limits from the start, no ramp-up (the weekly cap still holds). Absent: false. */
+    warmedUp: { type: 'boolean' },
+    /** HMAC key (random, per sender) that signs the unsubscribe tokens of this sender's emails
+     * (List-Unsubscribe); the sync server verifies one-click links with it. Absent or null: none yet
+     * (the runner that holds the sender gives it one). See shared/replies/unsubscribe-token.ts. */
+    unsubscribeKey: NULLABLE_TEXT,
   },
   required: [
     ...BASE_REQUIRED, 'name', 'firstName', 'lastName', 'ownerMemberId', 'channel', 'channelConfig', 'status',
@@ -304,7 +313,8 @@ export const messageSchema = {
   title: 'messages',
   // 1: optional fields added since the first release (see migrationStrategies in electron/backend/local-db.ts).
   // 2: doneAt (optional).
-  version: 2,
+  // 3: replyLabel, replyLabelSuggested, replyLabelledBy, replyLabelledAt (optional).
+  version: 3,
   primaryKey: 'id',
   type: 'object',
   properties: {
@@ -329,6 +339,15 @@ export const messageSchema = {
     error: NULLABLE_TEXT,
     /** A received message marked done in the reply inbox (when), null or absent while it waits. */
     doneAt: NULLABLE_TIMESTAMP,
+    /** A received reply's label as a person confirmed or chose it (inbox.setLabel); null or absent:
+     * not confirmed yet. */
+    replyLabel: { type: ['string', 'null'], enum: [...REPLY_LABELS, null] },
+    /** The label the rules suggested from the reply's text when it arrived (shared/replies/label.ts);
+     * null or absent: no rule matched, or not a received reply. Never changed by a person. */
+    replyLabelSuggested: { type: ['string', 'null'], enum: [...REPLY_LABELS, null] },
+    /** Who set replyLabel (a member id) and when; null or absent while it is not set. */
+    replyLabelledBy: NULLABLE_ID,
+    replyLabelledAt: NULLABLE_TIMESTAMP,
   },
   required: [
     ...BASE_REQUIRED, 'leadId', 'sdrProfileId', 'campaignId', 'stepId', 'chatId', 'direction', 'kind', 'text',

@@ -1,16 +1,21 @@
 import type { FromSchema } from 'json-schema-to-ts';
-import { BASE_PROPERTIES, BASE_REQUIRED, ID, NULLABLE_TIMESTAMP, ROLES, SUBSCRIPTION_STATUSES, TIMESTAMP } from './common.ts';
+import { BASE_PROPERTIES, BASE_REQUIRED, ID, NULLABLE_TEXT, NULLABLE_TIMESTAMP, ROLES, SUBSCRIPTION_STATUSES, TIMESTAMP } from './common.ts';
 
 /** A workspace: one team's CRM. `workspaceId` equals `id` so every collection scopes the same way. */
 export const workspaceSchema = {
   title: 'workspaces',
-  version: 0,
+  // 1: publicUrl (optional).
+  version: 1,
   primaryKey: 'id',
   type: 'object',
   properties: {
     ...BASE_PROPERTIES,
     name: { type: 'string', minLength: 1, maxLength: 200 },
     subscriptionStatus: { type: 'string', enum: SUBSCRIPTION_STATUSES },
+    /** The sync server's public https address (its PUBLIC_URL setting), written there by the
+     * server, so that every host sending this workspace's email (a desktop too) can put the
+     * one-click unsubscribe link in it. Null or absent: no public server, mailto: unsubscribe only. */
+    publicUrl: NULLABLE_TEXT,
   },
   required: [...BASE_REQUIRED, 'name', 'subscriptionStatus'],
   additionalProperties: false,
