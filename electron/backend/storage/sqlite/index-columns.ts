@@ -1,0 +1,121 @@
+/**
+ * Each RxDB index of a collection is a column of its documents table holding the index string
+ * RxDB itself computes for the document (custom-index.ts: fields padded and concatenated so that
+ * string order is index order), with a SQLite index over that column. A query then reads the
+ * range RxDB's own query plan gives, between the same bound strings RxDB's memory storage uses.
+ *
+ * One encoding step keeps SQLite's order equal to JavaScript's: SQLite compares text by its UTF-8
+ * bytes (code point order) while RxDB compares index strings as UTF-16 code units, and the two
+ * disagree once a string holds characters from U+E000 (RxDB's own upper bound U+FFFF among them)
+ * and characters above U+FFFF (emoji). sortableKey maps each code unit to a code point in the same
+ * order, so any two strings compare alike in both.
+ */
+import { getIndexMeta, getIndexableStringMonad, getStartIndexStringFromLowerBound, getStartIndexStringFromUpperBound } from 'rxdb';
+import type { RxDocumentData, RxJsonSchema, RxQueryPlan } from 'rxdb';
+
+type Doc = RxDocumentData<unknown>;
+
+export type IndexColumn = {
+  /** The RxDB index, as the filled schema lists it (`_deleted` first, the primary key last). */
+  fields: readonly string[];
+  /** Its column, and its SQLite index's suffix, in the documents table. */
+  column: string;
+  /** The column's value for a document: RxDB's index string, through sortableKey. */
+  keyOf: (doc: Doc) => string;
+  /**
+   * Whether the document's index string orders it exactly as RxDB's sort comparator orders its
+   * values. It does not for strings that end in a space or hold control characters (RxDB pads
+   * with spaces), values longer than the schema's maxLength, missing values, and numbers off the
+   * schema's range or grid; a query may then not trust index order for a sort RxDB would re-sort.
+   */
+  faithful: (doc: Doc) => boolean;
+};
+
+/** Characters whose UTF-16 and UTF-8 orders differ (surrogates and U+E000 to U+FFFF). */
+const WIDE = /[\ud800-\uffff]/;
+
+/**
+ * The string with each UTF-16 code unit mapped, in order, to a code point: below U+D800 itself,
+ * surrogates to U+E000-U+E7FF, U+E000-U+FFFF to U+10000-U+11FFF. Comparing the results by UTF-8
+ * bytes gives the order of comparing the inputs with `<`.
+ */
+export function sortableKey(s: string): string {
+  if (!WIDE.test(s)) return s;
+  let out = '';
+  for (let i = 0; i < s.length; i++) {
+    const u = s.charCodeAt(i);
+    if (u < 0xd800) out += s.charAt(i);
+    else if (u < 0xe000) out += String.fromCharCode(u + 0x800);
+    else out += String.fromCodePoint(u + 0x2000);
+  }
+  return out;
+}
+
+/** The name RxDB's memory storage gives an index; also our key for it. */
+export const indexName = (fields: readonly string[]): string => fields.join(',');
+
+/** FNV-1a, 32 bits: a short stable column name per index, so a changed index set is detected. */
+function hash32(s: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0).toString(16).padStart(8, '0');
+}
+
+// eslint-disable-next-line no-control-regex -- control characters sort below RxDB's space padding
+const UNPADDABLE = /[\u0000-\u001f]| $/;
+
+function fieldFaithful(meta: ReturnType<typeof getIndexMeta<unknown>>[number]): (doc: Doc) => boolean {
+  const type = meta.schemaPart.type;
+  const get = meta.getValue as (doc: Doc) => unknown;
+  if (type === 'string') {
+    const maxLength = meta.schemaPart.maxLength ?? 0;
+    return (doc) => {
+      const v = get(doc);
+      return typeof v === 'string' && v.length <= maxLength && !UNPADDABLE.test(v);
+    };
+  }
+  if (type === 'boolean') return (doc) => typeof get(doc) === 'boolean';
+  const lengths = meta.parsedLengths;
+  if (!lengths) return () => false;
+  return (doc) => {
+    const v = get(doc);
+    if (typeof v !== 'number' || !(v >= lengths.minimum && v <= lengths.maximum)) return false;
+    const whole = Math.floor(v);
+    const shifted = Math.round((v - whole) * lengths.multiplier);
+    return shifted < lengths.multiplier && whole + shifted / lengths.multiplier === v;
+  };
+}
+
+/** The index columns of a filled RxDB schema, one per entry of `schema.indexes`. */
+export function indexColumns(schema: RxJsonSchema<Doc>): IndexColumn[] {
+  const used = new Set<string>();
+  return (schema.indexes ?? []).map((raw) => {
+    const fields = typeof raw === 'string' ? [raw] : [...raw];
+    let column = `k_${hash32(indexName(fields))}`;
+    while (used.has(column)) column += '_';
+    used.add(column);
+    const monad = getIndexableStringMonad(schema, fields);
+    const checks = getIndexMeta(schema, fields).map(fieldFaithful);
+    return {
+      fields,
+      column,
+      keyOf: (doc: Doc) => sortableKey(monad(doc)),
+      faithful: (doc: Doc) => checks.every((ok) => ok(doc)),
+    };
+  });
+}
+
+/** The range of index strings a query plan reads, as RxDB's memory storage computes it. */
+export type KeyRange = { lower: string; upper: string; lowerInclusive: boolean; upperInclusive: boolean };
+
+export function keyRange(schema: RxJsonSchema<Doc>, plan: RxQueryPlan): KeyRange {
+  return {
+    lower: sortableKey(getStartIndexStringFromLowerBound(schema, plan.index, plan.startKeys)),
+    upper: sortableKey(getStartIndexStringFromUpperBound(schema, plan.index, plan.endKeys)),
+    lowerInclusive: plan.inclusiveStart,
+    upperInclusive: plan.inclusiveEnd,
+  };
+}

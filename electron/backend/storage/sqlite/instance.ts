@@ -1,0 +1,203 @@
+/**
+ * One RxDB storage instance (a collection, RxDB's internal store, or a replication meta instance)
+ * on its documents table. A write is checked against the stored documents (RxDB's own
+ * categorizeBulkWriteRows: a stale `previous` is a 409 with the stored document), committed to
+ * SQLite in one transaction (documents, index columns, text index), and only then put into the
+ * cache and emitted on the change stream, all before the returned promise resolves; a failed
+ * SQLite write rejects the whole write and changes nothing. Everything runs synchronously
+ * (better-sqlite3 is synchronous), so no other write interleaves.
+ *
+ * Attachments are not stored: no collection of this app has them, and a schema that declares
+ * them is refused when the instance is created.
+ */
+import { categorizeBulkWriteRows, getPrimaryFieldOfPrimaryKey, now as rxNow } from 'rxdb';
+import type { BulkWriteRow, CategorizeBulkWriteRowsOutput, EventBulk, PreparedQuery, RxDocumentData, RxJsonSchema, RxStorageBulkWriteResponse, RxStorageChangeEvent, RxStorageCountResult, RxStorageInstance, RxStorageQueryResult } from 'rxdb';
+import type { Observable } from 'rxjs';
+import { changedDocumentsSince, checkpointOf } from './changes.ts';
+import type { ChangeBulk, Doc, DocTable, RowWrite, SqliteCheckpoint, Written } from './doc-table.ts';
+import { refetchable } from './file.ts';
+import type { StorageFile } from './file.ts';
+import { runCount, runQuery } from './query.ts';
+
+export type SqliteInternals = { file: string; table: string };
+
+/** A write checked against the stored documents, ready to commit. */
+type Planned = { categorized: CategorizeBulkWriteRowsOutput<unknown>; rows: RowWrite[] };
+
+const reject = (e: unknown): Promise<never> => Promise.reject(e instanceof Error ? e : new Error(String(e)));
+
+export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDocType, SqliteInternals, object, SqliteCheckpoint> {
+  readonly internals: SqliteInternals;
+  readonly primaryPath: string;
+  private closed = false;
+  private removed = false;
+
+  constructor(
+    readonly databaseName: string,
+    readonly collectionName: string,
+    readonly schema: Readonly<RxJsonSchema<RxDocumentData<RxDocType>>>,
+    readonly options: object,
+    private readonly file: StorageFile,
+    private readonly table: DocTable,
+  ) {
+    this.internals = { file: file.path, table: table.table };
+    this.primaryPath = getPrimaryFieldOfPrimaryKey(schema.primaryKey);
+  }
+
+  private ensureOpen(): void {
+    if (this.closed) throw new Error(`The storage instance ${this.databaseName}/${this.collectionName} is closed.`);
+  }
+
+  private get docSchema(): RxJsonSchema<Doc> {
+    return this.schema as RxJsonSchema<Doc>;
+  }
+
+  bulkWrite(rows: BulkWriteRow<RxDocType>[], context: string): Promise<RxStorageBulkWriteResponse<RxDocType>> {
+    try {
+      const planned = this.plan(rows as BulkWriteRow<unknown>[], context);
+      let written: Written | null = null;
+      if (planned.rows.length > 0) written = this.file.write(!refetchable(context), () => this.commit(planned));
+      this.apply(planned, written);
+      return Promise.resolve({ error: planned.categorized.errors as RxStorageBulkWriteResponse<RxDocType>['error'] });
+    } catch (e) {
+      return reject(e);
+    }
+  }
+
+  /** The rows of a write that RxDB's conflict check accepts, in the order given (which is the
+   * order of their sequence numbers), each with the stored document it replaces. */
+  private plan(rows: BulkWriteRow<unknown>[], context: string): Planned {
+    this.ensureOpen();
+    const ids = rows.map((r) => String((r.document as Record<string, unknown>)[this.primaryPath]));
+    const stored = this.table.get(ids);
+    const categorized = categorizeBulkWriteRows<unknown>(this, this.primaryPath as never, stored, rows, context);
+    const refused = new Set<BulkWriteRow<unknown>>(categorized.errors.map((e) => e.writeRow));
+    const out: RowWrite[] = [];
+    // Two rows of one id in one write (RxDB never sends them) each count, the later one last.
+    const latest = new Map(stored);
+    rows.forEach((r, i) => {
+      if (refused.has(r)) return;
+      const id = ids[i] as string;
+      out.push({ before: latest.get(id), doc: r.document });
+      latest.set(id, r.document);
+    });
+    return { categorized, rows: out };
+  }
+
+  /** Writes a planned write to SQLite; runs inside the file's transaction. */
+  private commit(planned: Planned): Written {
+    return this.table.write(planned.rows);
+  }
+
+  /** After the commit: the cache and the sequence counter, then the change event. */
+  private apply(planned: Planned, written: Written | null): void {
+    if (!written) return;
+    this.table.committed(written);
+    const bulk = planned.categorized.eventBulk as ChangeBulk;
+    const last = planned.rows[planned.rows.length - 1];
+    if (bulk.events.length === 0 || !last) return;
+    bulk.checkpoint = checkpointOf(this.primaryPath, last.doc, written.lastSeq);
+    this.table.changes.next(bulk);
+  }
+
+  findDocumentsById(ids: string[], withDeleted: boolean): Promise<RxDocumentData<RxDocType>[]> {
+    try {
+      this.ensureOpen();
+      const found = this.table.get(ids);
+      const out: RxDocumentData<RxDocType>[] = [];
+      for (const id of ids) {
+        const d = found.get(id);
+        if (d && (withDeleted || !d._deleted)) out.push(d as RxDocumentData<RxDocType>);
+      }
+      return Promise.resolve(out);
+    } catch (e) {
+      return reject(e);
+    }
+  }
+
+  query(preparedQuery: PreparedQuery<RxDocType>): Promise<RxStorageQueryResult<RxDocType>> {
+    try {
+      this.ensureOpen();
+      return Promise.resolve({ documents: runQuery(this.table, this.docSchema, preparedQuery as PreparedQuery<unknown>) as RxDocumentData<RxDocType>[] });
+    } catch (e) {
+      return reject(e);
+    }
+  }
+
+  count(preparedQuery: PreparedQuery<RxDocType>): Promise<RxStorageCountResult> {
+    try {
+      this.ensureOpen();
+      return Promise.resolve(runCount(this.table, this.docSchema, preparedQuery as PreparedQuery<unknown>));
+    } catch (e) {
+      return reject(e);
+    }
+  }
+
+  getChangedDocumentsSince(limit: number, checkpoint?: SqliteCheckpoint): Promise<{ documents: RxDocumentData<RxDocType>[]; checkpoint: SqliteCheckpoint }> {
+    try {
+      this.ensureOpen();
+      const page = changedDocumentsSince(this.table, limit, checkpoint);
+      return Promise.resolve(page as { documents: RxDocumentData<RxDocType>[]; checkpoint: SqliteCheckpoint });
+    } catch (e) {
+      return reject(e);
+    }
+  }
+
+  /** Ids of live documents whose text-search fields contain `text` (case-insensitive substring),
+   * at most `limit`, ordered by one of the collection's RxDB indexes (as declared, e.g.
+   * `['createdAt']`, or as RxDB fills it in) either way, or in storage order without `orderBy`.
+   * Only for collections named in the storage's `textSearch` setting. */
+  searchText(text: string, limit: number, orderBy?: { index: readonly string[]; direction: 'asc' | 'desc' }): string[] {
+    this.ensureOpen();
+    return this.table.search(text, limit, orderBy && { index: this.filledIndex(orderBy.index), direction: orderBy.direction });
+  }
+
+  /** An index as declared in a schema, as fillWithDefaultSettings stores it. */
+  private filledIndex(index: readonly string[]): string[] {
+    const out = [...index];
+    if (!out.includes(this.primaryPath)) out.push(this.primaryPath);
+    if (out[0] !== '_deleted' && !this.table.column(out)) out.unshift('_deleted');
+    return out;
+  }
+
+  getAttachmentData(): Promise<Blob> {
+    return reject(new Error(`${this.collectionName}: this storage does not store attachments.`));
+  }
+
+  changeStream(): Observable<EventBulk<RxStorageChangeEvent<RxDocType>, SqliteCheckpoint>> {
+    this.ensureOpen();
+    return this.table.changes.asObservable() as Observable<EventBulk<RxStorageChangeEvent<RxDocType>, SqliteCheckpoint>>;
+  }
+
+  /** Purges tombstones whose last write is `minimumDeletedTime` ms old or older, all at once. */
+  cleanup(minimumDeletedTime: number): Promise<boolean> {
+    try {
+      this.ensureOpen();
+      const maxLwt = rxNow() - minimumDeletedTime;
+      const purged = this.file.write(true, () => this.table.purge(maxLwt));
+      this.table.purged(purged);
+      return Promise.resolve(true);
+    } catch (e) {
+      return reject(e);
+    }
+  }
+
+  close(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.closed = true;
+    this.table.release();
+    this.file.release();
+    return Promise.resolve();
+  }
+
+  remove(): Promise<void> {
+    try {
+      this.ensureOpen();
+      if (!this.removed) this.file.write(true, () => this.table.drop());
+      this.removed = true;
+      return this.close();
+    } catch (e) {
+      return reject(e);
+    }
+  }
+}
