@@ -24,14 +24,14 @@ import { checkIdempotencyKey, claim, purgeExpired, record, requestHash } from '.
 import type { StoredResponse } from './idempotency.ts';
 import { Maintenance } from './maintenance.ts';
 import { migrate } from './migrate.ts';
-import { openApiDocument } from './openapi.ts';
+import { openApiDocument, replicationOpenApi } from './openapi.ts';
 import { PgDatabase } from './pg-store.ts';
 import { loggerOptions } from './logging.ts';
 import { createMetrics } from './metrics.ts';
 import type { ServerMetrics } from './metrics.ts';
 import { parseCorsOrigins, registerOperatorPlugins } from './operator.ts';
 import { SharedRateLimiter, rateLimitHeaders } from './rate-limit.ts';
-import { registerReplication, replicationOpenApi } from './replication.ts';
+import { registerReplication } from './replication.ts';
 import { nodeSecrets } from './secrets.ts';
 import { privateHostsAllowed, senderHostCheck } from './sender-hosts.ts';
 

@@ -9,26 +9,24 @@
  * changed. The merged document is pushed again and judged again, so the loop ends.
  */
 import type { RxConflictHandler, RxConflictHandlerInput, WithDeleted } from 'rxdb';
+import { sameJson } from '../../shared/json-equal.ts';
 
 type Json = Record<string, unknown>;
 type Doc = WithDeleted<Json>;
 
 const LOCAL_ONLY_FIELDS = new Set(['_rev', '_meta', '_attachments']);
 
-/** Equality of JSON values regardless of key order; at the top level RxDB's local fields are ignored. */
-export function sameDocument(a: unknown, b: unknown, top = true): boolean {
-  if (a === b) return true;
-  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
-  if (Array.isArray(a) || Array.isArray(b)) {
-    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => sameDocument(x, b[i], false));
-  }
-  const keys = (o: object) => Object.keys(o).filter((k) => (o as Json)[k] !== undefined && !(top && LOCAL_ONLY_FIELDS.has(k)));
+const isPlainObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** Equality of two documents as the server sees them: RxDB's local fields (`_rev`, `_meta`,
+ * `_attachments`) are ignored, everything else compared as JSON regardless of key order. */
+export function sameDocument(a: unknown, b: unknown): boolean {
+  if (!isPlainObject(a) || !isPlainObject(b)) return sameJson(a, b);
+  const keys = (o: Json) => Object.keys(o).filter((k) => o[k] !== undefined && !LOCAL_ONLY_FIELDS.has(k));
   const ka = keys(a);
   const kb = keys(b);
-  return ka.length === kb.length && ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && sameDocument((a as Json)[k], (b as Json)[k], false));
+  return ka.length === kb.length && ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && sameJson(a[k], b[k]));
 }
-
-const isPlainObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /**
  * Three-way merge of one document: starts from the server's state and keeps every local change the
@@ -36,8 +34,8 @@ const isPlainObject = (v: unknown): v is Json => v !== null && typeof v === 'obj
  * of one lead both win); arrays and scalars are one value each (a campaign's steps stay one unit).
  */
 export function mergeThreeWay(base: unknown, local: unknown, server: unknown): unknown {
-  if (sameDocument(local, base, false)) return server;
-  if (sameDocument(server, base, false)) return local;
+  if (sameJson(local, base)) return server;
+  if (sameJson(server, base)) return local;
   if (isPlainObject(base) && isPlainObject(local) && isPlainObject(server)) {
     const out: Json = {};
     for (const k of new Set([...Object.keys(server), ...Object.keys(local), ...Object.keys(base)])) {

@@ -70,8 +70,8 @@ export const streamPageSchema = z.object({ documents: z.array(masterDocumentSche
  * (pull from your own checkpoint: changes may have been missed, e.g. on connect). */
 export type StreamEvent = 'RESYNC' | z.infer<typeof streamPageSchema>;
 
-/** The `data` of a stream event as the server writes it. */
-export function streamEventData(event: StreamEvent): string {
+/** The `data` of a stream event as the server writes it (documents as it stores them). */
+export function streamEventData(event: 'RESYNC' | { documents: readonly Record<string, unknown>[]; checkpoint: Checkpoint }): string {
   return event === 'RESYNC' ? 'RESYNC' : JSON.stringify(event);
 }
 

@@ -23,7 +23,7 @@ import { cappedStream, serializeError } from '../../sync-server/logging.ts';
 import { Maintenance } from '../../sync-server/maintenance.ts';
 import { createMetrics } from '../../sync-server/metrics.ts';
 import { PgDatabase } from '../../sync-server/pg-store.ts';
-import { StreamHub } from '../../sync-server/replication.ts';
+import { StreamHub } from '../../sync-server/stream-hub.ts';
 import { nodeSecrets } from '../../sync-server/secrets.ts';
 import { blockedReason, checkHost, guardChannelHost, guardedFetch, guardedLookup, guardedSmtpSocket } from '../../sync-server/sender-hosts.ts';
 import { createImapChannel } from '../../channels/imap.ts';

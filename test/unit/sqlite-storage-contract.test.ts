@@ -271,13 +271,16 @@ describe('SQLite storage: the RxStorage contract', () => {
 
     it('writes and reads text beyond ASCII (umlauts, emoji, CJK, private use) in ids and values', async () => {
       const inst = await openInstance<KeyValue>(storage(), valueIndexed());
-      const texts = ['äöüßé', 'naïve 🚀 launch', '東京', '\ue000private', 'Ｆｕｌｌ', 'plain'];
+      // JavaScript puts an emoji (a surrogate pair) before U+E000 and U+FF26; UTF-8 after them.
+      const texts = ['äöüßé', 'naïve 🚀 launch', '🚀 first', '東京', '\ue000private', 'Ｆｕｌｌ', 'plain'];
       await inst.bulkWrite(texts.map((t, i) => ({ document: kv(`key ${t}`, { value: `${t}${i}` }) })), ctx);
       const found = await inst.findDocumentsById(texts.map((t) => `key ${t}`), false);
       expect(found.map((d) => d.value)).toEqual(texts.map((t, i) => `${t}${i}`));
       // In index order, as JavaScript compares the strings.
-      const q = query(valueIndexed(), { selector: { value: { $gt: '' } }, sort: [{ value: 'asc' }, { key: 'asc' }] });
+      const q = query(valueIndexed(), { selector: { _deleted: { $eq: false }, value: { $gt: '' } }, sort: [{ value: 'asc' }, { key: 'asc' }] });
+      expect(q.queryPlan.sortSatisfiedByIndex && q.queryPlan.selectorSatisfiedByIndex).toBe(true);
       expect((await inst.query(q)).documents.map((d) => d.value)).toEqual(texts.map((t, i) => `${t}${i}`).sort());
+      expect((await inst.count(q)).count).toBe(texts.length);
     });
 
     it('refuses an insert over a deleted document that does not name it as previous', async () => {

@@ -73,6 +73,8 @@ export class DocTable {
   private readonly getOne: Statement<[string], string>;
   private readonly getMany: Statement<[string], { id: string; doc: string }>;
   private readonly statements = new Map<string, Statement>();
+  /** @internal Rows read by scans since open, for tests and benchmarks. */
+  rowsScanned = 0;
 
   private constructor(
     readonly file: StorageFile,
@@ -239,6 +241,7 @@ export class DocTable {
     while (left > 0) {
       const take = Math.min(SCAN_CHUNK, left);
       const rows = (after === null ? first.all({ lower: range.lower, upper: range.upper, limit: take, offset }) : next.all({ lower: range.lower, upper: range.upper, after, limit: take })) as { id: string; doc: string; k: string }[];
+      this.rowsScanned += rows.length;
       for (const r of rows) yield this.parse(r.id, r.doc);
       const last = rows[rows.length - 1];
       if (!last || rows.length < take) return;

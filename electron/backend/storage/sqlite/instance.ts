@@ -160,6 +160,11 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
     return out;
   }
 
+  /** @internal The file and the documents table, for tests and benchmarks. */
+  get internalsForTests(): { file: StorageFile; table: DocTable } {
+    return { file: this.file, table: this.table };
+  }
+
   getAttachmentData(): Promise<Blob> {
     return reject(new Error(`${this.collectionName}: this storage does not store attachments.`));
   }

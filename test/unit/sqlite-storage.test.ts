@@ -1,0 +1,374 @@
+/**
+ * What the SQLite storage (electron/backend/storage/sqlite/) promises beyond RxDB's storage
+ * contract (sqlite-storage-contract.test.ts) and its agreement with RxDB's memory storage
+ * (sqlite-storage-differential.test.ts): the disk is the truth (reopen, RxDB's internal store and
+ * replication meta instances persisted), durability (SIGKILL, failed disk writes, fsync policy),
+ * one owner per file, the bounded document cache, index-ordered reads that stop early, and text
+ * search kept in step with the documents.
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createRxDatabase, fillWithDefaultSettings, normalizeMangoQuery, now, prepareQuery, randomToken } from 'rxdb';
+import type { MangoQuery, RxCollection, RxDatabase, RxDocumentData, RxJsonSchema, RxStorage } from 'rxdb';
+import { replicateRxCollection } from 'rxdb/plugins/replication';
+import { StorageLockedError, sqliteFilePath } from '../../electron/backend/storage/sqlite/file.ts';
+import { getRxStorageSqlite, sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
+import type { SqliteStorageSettings } from '../../electron/backend/storage/sqlite/storage.ts';
+import { itemSchema } from './sqlite-storage.child.ts';
+import type { Item } from './sqlite-storage.child.ts';
+import { openInstance, tempDir } from './sqlite-storage.fixtures.ts';
+
+type Db = RxDatabase<{ items: RxCollection<Item> }>;
+
+const dbs: Db[] = [];
+const children: ChildProcess[] = [];
+
+afterEach(async () => {
+  for (const c of children.splice(0)) c.kill('SIGKILL');
+  for (const db of dbs.splice(0)) await db.close();
+});
+
+async function openDb(dir: string, name = 'testdb', settings: Partial<SqliteStorageSettings> = {}): Promise<Db> {
+  const db: Db = await createRxDatabase({ name, storage: getRxStorageSqlite({ directory: dir, textSearch: { items: ['name'] }, ...settings }), multiInstance: false });
+  await db.addCollections({ items: { schema: itemSchema } });
+  dbs.push(db);
+  return db;
+}
+
+async function closeDb(db: Db): Promise<void> {
+  await db.close();
+  dbs.splice(dbs.indexOf(db), 1);
+}
+
+const itemsOf = (db: Db) => {
+  const inst = sqliteInstanceOf<Item>(db.items.storageInstance);
+  if (!inst) throw new Error('not the SQLite storage');
+  return inst;
+};
+
+function spawnChild(mode: 'writer' | 'holder', dir: string): { child: ChildProcess; lines: AsyncIterableIterator<string>; stderr: () => string } {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'sqlite-storage.child.ts'), mode, dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let err = '';
+  child.stderr?.on('data', (b: Buffer) => (err += b.toString()));
+  const rl = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+  return { child, lines: rl[Symbol.asyncIterator](), stderr: () => err };
+}
+
+const rowDoc = (id: string, name: string, n: number, rev = 1, deleted = false): RxDocumentData<Item> => ({ id, name, n, _deleted: deleted, _rev: `${rev}-x${rev}`, _meta: { lwt: now() }, _attachments: {} });
+const filledItems = () => fillWithDefaultSettings(itemSchema as unknown as RxJsonSchema<Item>);
+const prepared = (q: MangoQuery<RxDocumentData<Item>>) => prepareQuery(filledItems(), normalizeMangoQuery(filledItems(), q));
+
+describe('SQLite storage: the disk is the truth', () => {
+  it('reopen keeps every document, deleted ones included, with its _rev and _meta, and answers queries from the indexes', async () => {
+    const dir = tempDir();
+    const db = await openDb(dir);
+    await db.items.bulkInsert(Array.from({ length: 50 }, (_, i) => ({ id: `d${String(i).padStart(3, '0')}`, name: `n${i}`, n: i })));
+    for (let i = 0; i < 10; i++) {
+      const d = await db.items.findOne(`d${String(i).padStart(3, '0')}`).exec();
+      await d?.incrementalPatch({ name: `patched ${i}` });
+      await d?.incrementalPatch({ n: 100 + i });
+    }
+    for (let i = 40; i < 45; i++) await (await db.items.findOne(`d0${i}`).exec())?.remove();
+    const ids = Array.from({ length: 50 }, (_, i) => `d${String(i).padStart(3, '0')}`);
+    const before = await db.items.storageInstance.findDocumentsById(ids, true);
+    expect(before.filter((d) => d._deleted)).toHaveLength(5);
+    expect(before.find((d) => d.id === 'd003')?._rev.startsWith('3-')).toBe(true);
+    await closeDb(db);
+
+    const again = await openDb(dir);
+    expect(await again.items.storageInstance.findDocumentsById(ids, true)).toEqual(before);
+    expect(await again.items.count().exec()).toBe(45);
+    const top = await again.items.find({ selector: { n: { $gte: 100 } }, sort: [{ n: 'desc' }] }).exec();
+    expect(top.map((d) => d.n)).toEqual([109, 108, 107, 106, 105, 104, 103, 102, 101, 100]);
+  });
+
+  it('reopen reads the disk, not documents kept in memory after close', async () => {
+    const dir = tempDir();
+    const db = await openDb(dir);
+    await db.items.bulkInsert([{ id: 'a', name: 'A', n: 1 }, { id: 'b', name: 'B', n: 2 }]);
+    expect((await db.items.find().exec()).length).toBe(2);
+    await closeDb(db);
+    const sqlite = new Database(sqliteFilePath(dir, 'testdb'));
+    const table = sqlite.prepare<[], string>("SELECT tbl FROM instances WHERE name = 'items-0'").pluck().get();
+    sqlite.prepare(`DELETE FROM "${table}" WHERE id = 'b'`).run();
+    sqlite.close();
+    const again = await openDb(dir);
+    expect((await again.items.find().exec()).map((d) => d.id)).toEqual(['a']);
+  });
+
+  it('persists the replication checkpoint: the meta instances and the internal store are storage instances too', async () => {
+    const dir = tempDir();
+    const remote = Array.from({ length: 7 }, (_, i) => ({ id: `r${i}`, name: `remote ${i}`, n: i, _deleted: false }));
+    const seen: unknown[] = [];
+    const pullFrom = (db: Db) =>
+      replicateRxCollection<Item, { i: number }>({
+        collection: db.items,
+        replicationIdentifier: 'test-remote',
+        live: false,
+        pull: {
+          batchSize: 3,
+          handler: async (checkpoint) => {
+            seen.push(checkpoint ?? null);
+            const from = checkpoint ? checkpoint.i : 0;
+            const documents = remote.slice(from, from + 3);
+            return { documents, checkpoint: { i: from + documents.length } };
+          },
+        },
+      });
+    const db = await openDb(dir);
+    const first = pullFrom(db);
+    await first.awaitInitialReplication();
+    await first.cancel();
+    expect(await db.items.count().exec()).toBe(7);
+    await closeDb(db);
+
+    seen.length = 0;
+    const again = await openDb(dir);
+    const second = pullFrom(again);
+    await second.awaitInitialReplication();
+    await second.cancel();
+    expect(seen[0]).toEqual({ i: 7 });
+    expect(await again.items.count().exec()).toBe(7);
+    // Every instance RxDB made lives in the file: the collection, the internal store, the meta instance.
+    await closeDb(again);
+    const sqlite = new Database(sqliteFilePath(dir, 'testdb'), { readonly: true });
+    const names = sqlite.prepare<[], string>('SELECT name FROM instances ORDER BY name').pluck().all();
+    sqlite.close();
+    expect(names.some((n) => n.startsWith('_rxdb_internal-'))).toBe(true);
+    expect(names.some((n) => n.startsWith('rx-replication-meta-'))).toBe(true);
+    expect(names).toContain('items-0');
+  });
+
+  it('continues a checkpoint in RxDB’s default {id, lwt} form (as migrated files hold) without skipping a later write', async () => {
+    const inst = await openInstance<Item>(getRxStorageSqlite({ directory: tempDir() }), filledItems());
+    const docs = Array.from({ length: 5 }, (_, i) => rowDoc(`k${i}`, `n${i}`, i));
+    await inst.bulkWrite(docs.map((d) => ({ document: d })), 'w');
+    const legacy = { id: 'k2', lwt: docs[2]?._meta.lwt ?? 0 };
+    const page = await inst.getChangedDocumentsSince?.(10, legacy as never);
+    expect(page?.documents.map((d) => d.id)).toEqual(['k3', 'k4']);
+    // A document written after the checkpoint with an older lwt (a clock set back) is still sent.
+    await inst.bulkWrite([{ document: { ...rowDoc('late', 'late', 9), _meta: { lwt: 1 } } }], 'w');
+    const again = await inst.getChangedDocumentsSince?.(10, legacy as never);
+    expect(again?.documents.map((d) => d.id)).toContain('late');
+    expect((await inst.getChangedDocumentsSince?.(10, page?.checkpoint))?.documents.map((d) => d.id)).toEqual(['late']);
+  });
+
+  it('deletes the file once every instance of the database was removed', async () => {
+    const dir = tempDir();
+    const db = await openDb(dir, 'gone');
+    await db.items.insert({ id: 'a', name: 'A', n: 1 });
+    dbs.splice(dbs.indexOf(db), 1);
+    await db.remove();
+    expect(existsSync(sqliteFilePath(dir, 'gone'))).toBe(false);
+  });
+});
+
+describe('SQLite storage: durability and ownership', () => {
+  it('a process killed with SIGKILL right after acknowledged writes loses none of them', async () => {
+    const dir = tempDir();
+    const { child, lines, stderr } = spawnChild('writer', dir);
+    const acked = new Map<string, string>();
+    for (;;) {
+      const next = await lines.next();
+      if (next.done) throw new Error(`writer exited early: ${stderr()}`);
+      const [tag, id, rev] = next.value.split(' ');
+      if (tag !== 'ack' || !id || !rev) continue;
+      acked.set(id, rev);
+      if (acked.size >= 300) break;
+    }
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+
+    const db = await openDb(dir, 'crashtest');
+    const stored = new Map((await db.items.find().exec()).map((d) => [d.id, d.toMutableJSON(true)._rev]));
+    const missing = [...acked].filter(([id, rev]) => {
+      const got = stored.get(id);
+      // A later write the parent did not read yet may have raised the revision; never lowered it.
+      return got === undefined || Number(got.split('-')[0]) < Number(rev.split('-')[0]);
+    });
+    expect(missing).toEqual([]);
+    expect(acked.size).toBeGreaterThanOrEqual(300);
+    // The text index committed with each write: every acknowledged name is found.
+    const renamed = [...stored.keys()].filter((id) => Number(stored.get(id)?.split('-')[0]) > 1);
+    expect(renamed.length).toBeGreaterThan(50);
+    expect(itemsOf(db).searchText('renamed', 10_000).length).toBe(renamed.length);
+  });
+
+  it('refuses a second process with a clear error, and serves the folder again once the owner died', async () => {
+    const dir = tempDir();
+    const { child, lines, stderr } = spawnChild('holder', dir);
+    const first = await lines.next();
+    expect(first.value, stderr()).toBe('ready');
+    const err = await openDb(dir, 'crashtest').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StorageLockedError);
+    expect((err as Error).message).toMatch(/already open by another process/);
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    const db = await openDb(dir, 'crashtest');
+    expect(await db.items.count().exec()).toBe(0);
+  });
+
+  it('fsyncs local writes (FULL), commits writes the server holds without fsync, and restores FULL even when such a write fails', async () => {
+    const dir = tempDir();
+    const s = getRxStorageSqlite({ directory: dir });
+    const names = { databaseName: 'sync', collectionName: 'items' };
+    const inst = await openInstance<Item>(s, filledItems(), names);
+    const file = sqliteInstanceOf<Item>(inst)?.internalsForTests.file;
+    if (!file) throw new Error('not our storage');
+    const seen: number[] = [];
+    const db = file.db;
+    const pragma = db.pragma.bind(db);
+    // Spy on the connection's synchronous setting during each write's commit.
+    db.pragma = ((sql: string, opts?: { simple?: boolean }) => {
+      const out = pragma(sql, opts);
+      if (/^synchronous = /.test(sql)) seen.push(sql.endsWith('NORMAL') ? 1 : 2);
+      return out;
+    }) as typeof db.pragma;
+    await inst.bulkWrite([{ document: rowDoc('local', 'l', 1) }], 'rx-collection');
+    expect(seen).toEqual([]);
+    await inst.bulkWrite([{ document: rowDoc('pulled', 'p', 1) }], 'replication-downstream-abc');
+    expect(seen).toEqual([1, 2]);
+    expect(file.synchronousNow()).toBe(2);
+    db.exec(`CREATE TEMP TRIGGER fail BEFORE INSERT ON main."${sqliteInstanceOf<Item>(inst)?.internals.table}" WHEN NEW.id = 'poison' BEGIN SELECT RAISE(ABORT, 'simulated disk failure'); END`);
+    await expect(inst.bulkWrite([{ document: rowDoc('p2', 'p', 1) }, { document: rowDoc('poison', 'p', 1) }], 'replication-downstream-abc')).rejects.toThrow(/simulated disk failure/);
+    expect(file.synchronousNow()).toBe(2);
+    db.pragma = pragma;
+  });
+
+  it('a failed disk write rejects the whole write: documents, cache, text index, changes feed and events stay as they were', async () => {
+    const dir = tempDir();
+    const db = await openDb(dir);
+    await db.items.insert({ id: 'keep', name: 'Keep', n: 1 });
+    const inst = itemsOf(db);
+    const { file, table } = inst.internalsForTests;
+    file.db.exec(`CREATE TEMP TRIGGER fail_insert BEFORE INSERT ON main."${table.table}" WHEN NEW.id = 'poison' BEGIN SELECT RAISE(ABORT, 'simulated disk failure'); END;
+      CREATE TEMP TRIGGER fail_update BEFORE UPDATE ON main."${table.table}" WHEN json_extract(NEW.doc, '$.name') = 'poison' BEGIN SELECT RAISE(ABORT, 'simulated disk failure'); END;`);
+    const events: string[] = [];
+    const sub = inst.changeStream().subscribe((b) => events.push(...b.events.map((e) => e.documentId)));
+    const changesBefore = await inst.getChangedDocumentsSince(100);
+
+    await expect(db.items.bulkInsert([{ id: 'fine', name: 'Fine', n: 3 }, { id: 'poison', name: 'P', n: 4 }])).rejects.toThrow(/simulated disk failure/);
+    expect(await db.items.findOne('fine').exec()).toBeNull();
+    expect(inst.searchText('fine', 10)).toEqual([]);
+    const keep = await db.items.findOne('keep').exec();
+    const rev = keep?.toMutableJSON(true)._rev;
+    await expect(keep?.incrementalPatch({ name: 'poison' })).rejects.toThrow(/simulated disk failure/);
+    expect((await db.items.findOne('keep').exec())?.toMutableJSON(true)._rev).toBe(rev);
+    expect(inst.searchText('keep', 10)).toEqual(['keep']);
+    expect(inst.searchText('poison', 10)).toEqual([]);
+    expect(events).toEqual([]);
+    expect(await inst.getChangedDocumentsSince(100)).toEqual(changesBefore);
+
+    // The storage keeps working, and its sequence numbers continue without a gap that could hide a write.
+    await db.items.insert({ id: 'after', name: 'After', n: 5 });
+    const page = await inst.getChangedDocumentsSince(100, changesBefore.checkpoint);
+    expect(page.documents.map((d) => d.id)).toEqual(['after']);
+    expect(page.checkpoint.seq).toBe(changesBefore.checkpoint.seq + 1);
+    sub.unsubscribe();
+  });
+});
+
+describe('SQLite storage: reads', () => {
+  it('keeps at most `documentCache` parsed documents, and hands a cached one out again without reading SQLite', async () => {
+    const s = getRxStorageSqlite({ directory: tempDir(), documentCache: 5 });
+    const inst = await openInstance<Item>(s, filledItems());
+    await inst.bulkWrite(Array.from({ length: 20 }, (_, i) => ({ document: rowDoc(`k${i}`, `n${i}`, i) })), 'w');
+    const table = sqliteInstanceOf<Item>(inst)?.internalsForTests.table;
+    expect(table?.cache.size).toBe(5);
+    const [a] = await inst.findDocumentsById(['k3'], false);
+    const [b] = await inst.findDocumentsById(['k3'], false);
+    expect(a).toBe(b);
+    const none = await openInstance<Item>(getRxStorageSqlite({ directory: tempDir(), documentCache: 0 }), filledItems());
+    await none.bulkWrite([{ document: rowDoc('k', 'n', 1) }], 'w');
+    const [c] = await none.findDocumentsById(['k'], false);
+    const [d] = await none.findDocumentsById(['k'], false);
+    expect(c).toEqual(d);
+    expect(c).not.toBe(d);
+  });
+
+  it('reads the first page of a newest-first query, not the whole range', async () => {
+    const inst = await openInstance<Item>(getRxStorageSqlite({ directory: tempDir() }), filledItems());
+    await inst.bulkWrite(Array.from({ length: 3000 }, (_, i) => ({ document: rowDoc(`k${String(i).padStart(5, '0')}`, `n${i}`, i) })), 'w');
+    const table = sqliteInstanceOf<Item>(inst)?.internalsForTests.table;
+    if (!table) throw new Error('not our storage');
+    const q = prepared({ selector: { _deleted: { $eq: false } }, sort: [{ n: 'desc' }], limit: 50 });
+    expect(q.queryPlan.sortSatisfiedByIndex).toBe(false);
+    const before = table.rowsScanned;
+    const docs = (await inst.query(q)).documents;
+    expect(docs.map((d) => d.n)).toEqual(Array.from({ length: 50 }, (_, i) => 2999 - i));
+    expect(table.rowsScanned - before).toBeLessThanOrEqual(256);
+  });
+
+  it('sorts by RxDB’s comparator, not index order, once a value’s index string would mislead (padding, control characters)', async () => {
+    const schema = fillWithDefaultSettings<{ id: string; label: string }>({ version: 0, type: 'object', primaryKey: 'id', properties: { id: { type: 'string', maxLength: 10 }, label: { type: 'string', maxLength: 6 } }, required: ['id', 'label'], indexes: ['label'] });
+    const inst = await openInstance<{ id: string; label: string }>(getRxStorageSqlite({ directory: tempDir() }), schema);
+    // "a" and "a " have one index string; "a\t" sorts below both there, above them as values.
+    const labels: [string, string][] = [['1', 'a\t'], ['2', 'a'], ['3', 'a '], ['4', 'b']];
+    await inst.bulkWrite(labels.map(([id, label]) => ({ document: { id, label, _deleted: false, _rev: '1-a', _meta: { lwt: now() }, _attachments: {} } })), 'w');
+    const q = prepareQuery(schema, normalizeMangoQuery(schema, { selector: { _deleted: { $eq: false } }, sort: [{ label: 'desc' }], limit: 3 }));
+    expect((await inst.query(q)).documents.map((d) => d.label)).toEqual(['b', 'a ', 'a\t']);
+  });
+});
+
+describe('SQLite storage: text search', () => {
+  const storage = (dir: string) => getRxStorageSqlite({ directory: dir, textSearch: { items: ['name', 'id'] } }) as RxStorage<unknown, object>;
+
+  it('finds live documents by a case-insensitive substring of any text field, in an index order, and follows updates and deletes', async () => {
+    const dir = tempDir();
+    const names = { databaseName: 'search', collectionName: 'items' };
+    const inst = await openInstance<Item>(storage(dir), filledItems(), names);
+    const search = sqliteInstanceOf<Item>(inst);
+    if (!search) throw new Error('not our storage');
+    const docs = [rowDoc('a1', 'Ann Smith', 5), rowDoc('a2', 'Bob SMITHERS', 9), rowDoc('a3', 'Carla Jones', 7), rowDoc('x-smi', 'Dora', 1)];
+    await inst.bulkWrite(docs.map((d) => ({ document: d })), 'w');
+    expect(search.searchText('smith', 10, { index: ['n'], direction: 'desc' })).toEqual(['a2', 'a1']);
+    expect(search.searchText('SMI', 10, { index: ['n'], direction: 'asc' })).toEqual(['x-smi', 'a1', 'a2']);
+    // Shorter than a trigram: found by scanning, same semantics.
+    expect(search.searchText('Jo', 10)).toEqual(['a3']);
+    expect(search.searchText('a', 2, { index: ['n'], direction: 'desc' })).toEqual(['a2', 'a3']);
+    // A quote in the text is text, not query syntax.
+    expect(search.searchText('"smith', 10)).toEqual([]);
+    const [ann] = await inst.findDocumentsById(['a1'], false);
+    if (!ann) throw new Error('a1 missing');
+    await inst.bulkWrite([{ previous: ann, document: { ...ann, name: 'Ann Miller', _rev: '2-b', _meta: { lwt: now() } } }], 'w');
+    const [bob] = await inst.findDocumentsById(['a2'], false);
+    if (!bob) throw new Error('a2 missing');
+    await inst.bulkWrite([{ previous: bob, document: { ...bob, _deleted: true, _rev: '2-b', _meta: { lwt: now() } } }], 'w');
+    expect(search.searchText('smith', 10)).toEqual([]);
+    expect(search.searchText('miller', 10)).toEqual(['a1']);
+    await inst.close();
+    // After reopen, from disk.
+    const again = sqliteInstanceOf<Item>(await openInstance<Item>(storage(dir), filledItems(), names));
+    expect(again?.searchText('miller', 10)).toEqual(['a1']);
+    expect(() => again?.searchText('x', 1, { index: ['nope'], direction: 'asc' })).toThrow(/has no index _deleted,nope,id/);
+  });
+
+  it('is refused for a collection without text fields', async () => {
+    const inst = sqliteInstanceOf<Item>(await openInstance<Item>(getRxStorageSqlite({ directory: tempDir() }), filledItems()));
+    expect(() => inst?.searchText('x', 1)).toThrow(/has no text search/);
+  });
+
+  it('rebuilds index columns and the text index when a table’s index set or text fields change', async () => {
+    const dir = tempDir();
+    const names = { databaseName: 'rebuild', collectionName: 'items', token: randomToken(10) };
+    const first = await openInstance<Item>(getRxStorageSqlite({ directory: dir }), filledItems(), names);
+    const rows = Array.from({ length: 1200 }, (_, i) => rowDoc(`k${i}`, i % 2 ? `odd ${i}` : `even ${i}`, i));
+    await first.bulkWrite(rows.map((d) => ({ document: d })), 'w');
+    await first.close();
+    const withName = fillWithDefaultSettings({ ...(itemSchema as unknown as RxJsonSchema<Item>), indexes: [['name', 'n']] });
+    const again = await openInstance<Item>(getRxStorageSqlite({ directory: dir, textSearch: { items: ['name'] } }), withName, names);
+    const q = prepareQuery(withName, normalizeMangoQuery(withName, { selector: { _deleted: { $eq: false }, name: { $gte: 'odd', $lt: 'odd 2' } }, sort: [{ name: 'asc' }, { n: 'asc' }] }));
+    expect(q.queryPlan.index).toEqual(['_deleted', 'name', 'n', 'id']);
+    const expected = rows.filter((d) => d.name >= 'odd' && d.name < 'odd 2').sort((a, b) => (a.name < b.name ? -1 : 1));
+    expect((await again.query(q)).documents.map((d) => d.id)).toEqual(expected.map((d) => d.id));
+    expect(expected.length).toBeGreaterThan(100);
+    const found = sqliteInstanceOf<Item>(again)?.searchText('even 11', 1000);
+    expect(found?.sort()).toEqual(rows.filter((d) => d.name.includes('even 11')).map((d) => d.id).sort());
+  });
+});
