@@ -18,4 +18,3 @@ export async function changesSince(sql: SqlExecutor, workspaceId: string, c: Col
   );
   return rows.map((r) => ({ seq: Number(r.seq), doc: master(r.doc, r.deleted) }));
 }
-
