@@ -279,7 +279,7 @@ async function runCase(c: Case, seed: number, steps: number): Promise<void> {
     if (ordered) {
       const expected = live
         .filter(contains)
-        .sort((x, y) => (x.createdAt === y.createdAt ? (x.id < y.id ? 1 : -1) : (x.createdAt as string) < (y.createdAt as string) ? 1 : -1))
+        .sort((x, y) => (x.createdAt === y.createdAt ? (String(x.id) < String(y.id) ? 1 : -1) : String(x.createdAt) < String(y.createdAt) ? 1 : -1))
         .slice(0, limit)
         .map((d) => d.id);
       expect(inst.searchText(needle, limit, { index: ['createdAt'], direction: 'desc' }), `search ${JSON.stringify(needle)}`).toEqual(expected);

@@ -311,7 +311,7 @@ describe('SQLite storage: reads', () => {
     // "a" and "a " have one index string; "a\t" sorts below both there, above them as values.
     const labels: [string, string][] = [['1', 'a\t'], ['2', 'a'], ['3', 'a '], ['4', 'b']];
     await inst.bulkWrite(labels.map(([id, label]) => ({ document: { id, label, _deleted: false, _rev: '1-a', _meta: { lwt: now() }, _attachments: {} } })), 'w');
-    const q = prepareQuery(schema, normalizeMangoQuery(schema, { selector: { _deleted: { $eq: false } }, sort: [{ label: 'desc' }], limit: 3 }));
+    const q = prepareQuery(schema, normalizeMangoQuery<RxDocumentData<{ id: string; label: string }>>(schema, { selector: { _deleted: { $eq: false } }, sort: [{ label: 'desc' }], limit: 3 }));
     expect((await inst.query(q)).documents.map((d) => d.label)).toEqual(['b', 'a ', 'a\t']);
   });
 });
@@ -363,7 +363,7 @@ describe('SQLite storage: text search', () => {
     await first.close();
     const withName = fillWithDefaultSettings({ ...(itemSchema as unknown as RxJsonSchema<Item>), indexes: [['name', 'n']] });
     const again = await openInstance<Item>(getRxStorageSqlite({ directory: dir, textSearch: { items: ['name'] } }), withName, names);
-    const q = prepareQuery(withName, normalizeMangoQuery(withName, { selector: { _deleted: { $eq: false }, name: { $gte: 'odd', $lt: 'odd 2' } }, sort: [{ name: 'asc' }, { n: 'asc' }] }));
+    const q = prepareQuery(withName, normalizeMangoQuery<RxDocumentData<Item>>(withName, { selector: { _deleted: { $eq: false }, name: { $gte: 'odd', $lt: 'odd 2' } }, sort: [{ name: 'asc' }, { n: 'asc' }] }));
     expect(q.queryPlan.index).toEqual(['_deleted', 'name', 'n', 'id']);
     const expected = rows.filter((d) => d.name >= 'odd' && d.name < 'odd 2').sort((a, b) => (a.name < b.name ? -1 : 1));
     expect((await again.query(q)).documents.map((d) => d.id)).toEqual(expected.map((d) => d.id));
