@@ -3,6 +3,7 @@
 import type { Role } from './model/index.ts';
 import type { Tx } from './tx.ts';
 import type { ChannelHost } from './engine/channel.ts';
+import type { WebhookPort } from './webhooks/port.ts';
 
 export type Actor = {
   workspaceId: string;
@@ -53,6 +54,8 @@ export type Ctx = {
   credentials?: SenderCredentials | null;
   /** The sync server's check of server-hosted senders' hosts; absent where there is no sync server. */
   senderHosts?: SenderHostCheck | null;
+  /** The sync server's webhook endpoints and delivery log; absent elsewhere (desktops forward). */
+  webhooks?: WebhookPort | null;
   /** True when the call is a preview: the handler computes the same answer and nothing is committed. */
   dryRun: boolean;
 };

@@ -13,6 +13,8 @@ export const ERROR_STATUS = {
   CAMPAIGN_NOT_PAUSED: 409,
   TASK_NOT_OPEN: 409,
   TASK_ALREADY_OPEN: 409,
+  /** A disabled webhook endpoint cannot be sent to (webhooks.sendTest, deliveries.redeliver): enable it first. */
+  ENDPOINT_DISABLED: 409,
   CONFLICT: 409,
   IDEMPOTENCY_KEY_REUSED: 409,
   /** Another lead already has this email or social URL (one person is one lead per workspace). */
@@ -28,6 +30,8 @@ export const ERROR_STATUS = {
   READINESS_FAILED: 422,
   NO_FIELDS_TO_UPDATE: 422,
   RULE_VIOLATION: 422,
+  /** A webhook URL the server will not call: not https, or an address of its own network. */
+  URL_NOT_ALLOWED: 422,
   SERVER_ONLY: 422,
   CLIENT_OUTDATED: 426,
   RATE_LIMITED: 429,

@@ -5,6 +5,7 @@ import { demoSeedWrites } from '../shared/demo-seed.ts';
 import type { AnyWrite } from '../shared/store.ts';
 import type { DemoSeedCounts } from '../shared/demo-seed.ts';
 import { DomainError, notFound } from '../shared/errors.ts';
+import { isEmailAddress } from '../shared/intake/clean.ts';
 import { ROLES, SUBSCRIPTION_STATUSES } from '../shared/model/index.ts';
 import type { ApiKey, Role, SubscriptionStatus } from '../shared/model/index.ts';
 import { execute } from '../shared/ops/execute.ts';
@@ -42,7 +43,7 @@ export async function createWorkspace(
   const name = input.name.trim();
   const email = input.ownerEmail.trim();
   if (!name || name.length > 200) throw new DomainError('INVALID_INPUT', 'The workspace name must be 1 to 200 characters.', { field: 'name' });
-  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw new DomainError('INVALID_INPUT', `${email} is not an email address.`, { field: 'ownerEmail' });
+  if (!isEmailAddress(email)) throw new DomainError('INVALID_INPUT', `${email} is not an email address.`, { field: 'ownerEmail' });
   const now = deps.clock.now().toISOString();
   const ownerName = input.ownerName?.trim() || nameFromEmail(email);
   const ws = workspaceCreation(deps.ids, now, { name, owner: { name: ownerName, email } });

@@ -16,7 +16,7 @@ import { operations } from '../shared/ops/index.ts';
 import type { Store } from '../shared/store.ts';
 import { Authenticator } from './auth.ts';
 import { loadCredentialsKey, serverCredentials } from './credentials.ts';
-import type { ServerCredentials } from './credentials.ts';
+import type { CredentialsKey, ServerCredentials } from './credentials.ts';
 import type { Authenticated } from './auth.ts';
 import { openDatabase } from './db.ts';
 import type { OpenOptions, SqlDatabase, SqlExecutor } from './db.ts';
@@ -34,6 +34,8 @@ import { SharedRateLimiter, rateLimitHeaders } from './rate-limit.ts';
 import { registerReplication } from './replication.ts';
 import { nodeSecrets } from './secrets.ts';
 import { privateHostsAllowed, senderHostCheck } from './sender-hosts.ts';
+import { createWebhookService, webhookSettingsFromEnv } from './webhooks/service.ts';
+import type { WebhookSettings } from './webhooks/service.ts';
 
 export type ServerOptions = {
   /** An open database; the caller keeps ownership (it is not closed with the server). */
@@ -65,6 +67,8 @@ export type ServerOptions = {
   credentials?: ServerCredentials | null;
   /** Operator settings (see README "Settings"); each defaults to its environment variable. */
   operator?: OperatorSettings;
+  /** Webhook settings (default: WEBHOOKS_ALLOW_HTTP, ALLOW_PRIVATE_SENDER_HOSTS, WEBHOOKS_DELIVER, WEBHOOK_LOG_RETENTION_DAYS). */
+  webhooks?: WebhookSettings;
 };
 
 /** The operator settings of README "Production"; every one also comes from its environment variable. */
@@ -240,7 +244,7 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
         const replay: StoredResponse | null = await claim(tx, who.keyId, idem.key, idem.hash, clock.now());
         if (replay) return { ...replay, replayed: true };
       }
-      const body = await execute(op.name, input, { actor: who.actor, store, clock, ids, random, secrets, channels, credentials: credentials?.port(tx) ?? null, senderHosts });
+      const body = await execute(op.name, input, { actor: who.actor, store, clock, ids, random, secrets, channels, credentials: credentials?.port(tx) ?? null, senderHosts, webhooks: webhooks.port(tx) });
       if (idem) await record(tx, who.keyId, idem.key, { status: 200, body });
       return { status: 200, body };
     };
@@ -281,6 +285,20 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   app.addHook('preClose', async () => {
     await replication.close();
   });
+
+  // Webhooks: endpoints (webhooks.* operations), and delivery of the events every commit raises.
+  let webhookKey: CredentialsKey | null = null;
+  const webhooks = createWebhookService({
+    sql, clock, random,
+    key: () => (webhookKey ??= loadCredentialsKey({ envKey: process.env.CREDENTIALS_KEY, dataDir: keyDirOf(opts.open) })),
+    settings: opts.webhooks ?? webhookSettingsFromEnv(),
+    log: app.log,
+    onAttempt: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
+  });
+  app.addHook('preClose', async () => {
+    await webhooks.stop();
+  });
+  await webhooks.start();
 
   app.route({
     method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],

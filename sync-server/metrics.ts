@@ -18,6 +18,8 @@ export type ServerMetrics = {
   readonly changeListenerUp: Gauge;
   /** Times the LISTEN connection was lost and came back. */
   readonly changeListenerReconnects: Counter;
+  /** Webhook delivery attempts by outcome: delivered, retry, gave_up, disabled. */
+  readonly webhookDeliveries: Counter<'outcome'>;
 };
 
 export function createMetrics(opts: { defaultMetrics?: boolean } = {}): ServerMetrics {
@@ -41,6 +43,12 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): ServerMe
     changeListenerReconnects: new Counter({
       name: 'outreach_change_listener_reconnects_total',
       help: 'Times the LISTEN connection was lost and listening again (live streams were resynced each time).',
+      registers: [registry],
+    }),
+    webhookDeliveries: new Counter({
+      name: 'outreach_webhook_deliveries_total',
+      help: 'Webhook delivery attempts by outcome: delivered (2xx), retry (failed, tried again later), gave_up (failed for the last time), disabled (failed and disabled its endpoint).',
+      labelNames: ['outcome'] as const,
       registers: [registry],
     }),
   };

@@ -10,6 +10,8 @@ import { prepared, quoteLiteral } from './db.ts';
 import type { SqlDatabase, SqlExecutor } from './db.ts';
 import { CACHED_COLLECTIONS, LazyReadTransaction, cacheFor, parseVersions, versionsSql } from './doc-cache.ts';
 import type { CachedDocs, DocumentCache } from './doc-cache.ts';
+import { outboxFor } from './webhooks/outbox.ts';
+import type { Outbox } from './webhooks/outbox.ts';
 
 /** Advisory lock class of the per-workspace writer lock (the second key is the workspace hash). */
 export const WRITER_LOCK_CLASS = 727;
@@ -99,6 +101,8 @@ export class PgStore implements Store {
     private readonly notify = false,
     /** 'validated' cache: the versions of the cached collections this transaction sees. */
     private readonly versions: ReadonlyMap<CollectionName, number> | null = null,
+    /** Where the commit's webhook events go, in its transaction (webhooks/outbox.ts). */
+    private readonly outbox: Outbox | null = null,
   ) {}
 
   /** The cached documents of `c`, unless this store has written to it (then SQL sees those writes). */
@@ -237,6 +241,8 @@ export class PgStore implements Store {
       }
       throw new DomainError('CONFLICT', `${w.collection}/${w.id} changed since it was read; try again.`, { collection: w.collection, id: w.id });
     }
+    // The events these writes raise, in the same transaction: they commit or roll back with them.
+    if (this.outbox) await this.outbox.afterCommit(this, this.sql, this.workspaceId, writes);
     this.writes.push(...writes);
     this.committed.push({ workspaceId: this.workspaceId, collections, maxSeq: Number(result.max_seq), rows: Number(result.n) });
   }
@@ -367,6 +373,7 @@ export class PgDatabase implements StoreProvider {
   private readonly commitListeners: Set<CommitListener>;
   private readonly cache: DocumentCache | null;
   private readonly writers: WorkspaceQueue;
+  private readonly outbox: Outbox;
 
   constructor(
     readonly sql: SqlDatabase,
@@ -379,6 +386,7 @@ export class PgDatabase implements StoreProvider {
       queuesOf.set(sql, writers);
     }
     this.writers = writers;
+    this.outbox = outboxFor(sql);
     let listeners = listenersOf.get(sql);
     if (!listeners) {
       listeners = new Set();
@@ -505,7 +513,7 @@ export class PgDatabase implements StoreProvider {
           };
           const out: Outcome[] = [];
           for (const fn of fns) {
-            const store = new PgStore(fns.length > 1 ? guarded : tx, workspaceId, cache, this.sql.kind === 'postgres', versions ? new Map(versions) : null);
+            const store = new PgStore(fns.length > 1 ? guarded : tx, workspaceId, cache, this.sql.kind === 'postgres', versions ? new Map(versions) : null, this.outbox);
             store.locked = true;
             // Statements a call runs itself (not through its Store) may have written: if it then
             // fails, only a rollback of the whole transaction takes them back.

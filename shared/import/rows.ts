@@ -7,7 +7,8 @@ import { cellValue, isBlank } from './csv.ts';
 import type { CsvProblem, CsvRecord } from './csv.ts';
 import { customColumnName, isUuid, LEAD_TEXT_FIELDS } from './fields.ts';
 import type { ImportField, ImportTarget, LeadTextField } from './fields.ts';
-import { canonicalProfileUrl, emailKey, profileKey } from './identity.ts';
+import { hasIdentity, isEmailAddress, MAX_FIELD } from '../intake/clean.ts';
+import { canonicalProfileUrl, emailKey, profileKey } from '../intake/identity.ts';
 
 /** Machine codes of a row's outcome. DUPLICATE_IN_FILE: the row is a person an earlier row of the
  * same file already created or matched, and adds nothing to that lead. */
@@ -34,9 +35,6 @@ export type MappedRow = {
   notes: string[];
 };
 
-/** Longest value of one field (the lead operations' limit). */
-export const MAX_FIELD = 2000;
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 /** Values that mean "nothing" in contact fields of CRM exports. */
 const PLACEHOLDER = new Set(['n/a', 'na', '-', '--', 'none', 'null', '#n/a', 'unknown', 'not available']);
 const TRUE = new Set(['yes', 'true', '1', 'x', 'y', 'ja', 'oui', 'si', 'sí', 'wahr', 'vrai', 'checked']);
@@ -141,12 +139,12 @@ function mapRecord(r: CsvRecord, columns: number, plan: Plan): MappedRow | RowPr
   if (fields.email !== undefined) {
     let email = fields.email.replace(/^mailto:/i, '');
     const list = /[\s,;]/.test(email) ? email.split(/[\s,;]+/).filter(Boolean) : [email];
-    if (list.length > 1 && list.every((e) => EMAIL.test(e))) {
+    if (list.length > 1 && list.every(isEmailAddress)) {
       email = list[0] as string;
       custom.set('Other emails', list.slice(1).join(', '));
       notes.push('the first of several emails is the lead\'s email; the others are in "Other emails"');
     }
-    if (!EMAIL.test(email)) return { row, code: 'INVALID_EMAIL', message: `"${short(email)}" is not an email address.` };
+    if (!isEmailAddress(email)) return { row, code: 'INVALID_EMAIL', message: `"${short(email)}" is not an email address.` };
     fields.email = email;
   }
   if (fields.socialUrl !== undefined) {
@@ -156,7 +154,7 @@ function mapRecord(r: CsvRecord, columns: number, plan: Plan): MappedRow | RowPr
     }
     fields.socialUrl = canonicalProfileUrl(url);
   }
-  if (!fields.firstName && !fields.lastName && !fields.email && !fields.socialUrl && id === null) {
+  if (!hasIdentity(fields) && id === null) {
     return { row, code: 'MISSING_IDENTITY', message: 'No name, email or profile URL: a lead needs one of them.' };
   }
   return { row, id, fields, custom, flags, notes };

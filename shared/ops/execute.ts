@@ -7,6 +7,7 @@ import { DomainError } from '../errors.ts';
 import { validateWrites } from '../rules/index.ts';
 import type { AnyWrite, Store } from '../store.ts';
 import { Tx } from '../tx.ts';
+import type { WebhookPort } from '../webhooks/port.ts';
 import { hasPermission } from './define.ts';
 import type { OpDef } from './define.ts';
 import { inputIssues, textProblems, withoutUndefined } from './input-guard.ts';
@@ -26,6 +27,8 @@ export type ExecEnv = {
   credentials?: SenderCredentials | null;
   /** The sync server's check of server-hosted senders' hosts (sdrProfiles.create). */
   senderHosts?: SenderHostCheck | null;
+  /** The sync server's webhook endpoints (webhooks.*). */
+  webhooks?: WebhookPort | null;
   /** Called with the committed writes (live updates, audit); not called for dry runs or refusals. */
   onCommit?: (writes: readonly AnyWrite[]) => void;
 };
@@ -76,6 +79,7 @@ export async function execute(name: string, rawInput: unknown, env: ExecEnv): Pr
     channels: env.channels ?? null,
     credentials: env.credentials ?? null,
     senderHosts: env.senderHosts ?? null,
+    webhooks: env.webhooks ?? null,
     dryRun,
   };
   const raw = await op.handler(input, ctx);

@@ -12,6 +12,7 @@ import { leadsOps } from './leads.ts';
 import { sendersOps } from './senders.ts';
 import { sequenceOps } from './sequence.ts';
 import { socialOps } from './social.ts';
+import { webhooksOps } from './webhooks.ts';
 import { workspaceOps } from './workspace.ts';
 import type { OpDef } from './define.ts';
 
@@ -28,7 +29,7 @@ function combine<const T extends readonly Record<string, OpDef>[]>(...areas: T):
 
 type UnionToIntersection<U> = (U extends unknown ? (x: U) => void : never) extends (x: infer I) => void ? I : never;
 
-export const operations = combine(activitiesOps, leadsOps, leadImportOps, bulkOps, campaignsOps, campaignActivityOps, campaignResultsOps, sequenceOps, sendersOps, credentialsOps, socialOps, workspaceOps, inboxOps);
+export const operations = combine(activitiesOps, leadsOps, leadImportOps, bulkOps, campaignsOps, campaignActivityOps, campaignResultsOps, sequenceOps, sendersOps, credentialsOps, socialOps, workspaceOps, inboxOps, webhooksOps);
 
 export type Operations = typeof operations;
 export type OpName = keyof Operations & string;

@@ -4,7 +4,8 @@
  * given), finds each person among the workspace's leads (lead id of our export, profile URL, email;
  * same name and company only flagged) and creates, updates or skips them row by row, reporting
  * each row by its spreadsheet row number. `campaigns.leads.export` writes the CSV that imports back.
- * The pure parts (encodings, CSV, header aliases, row mapping, identity keys) are in shared/import.
+ * The pure parts (encodings, CSV, header aliases, row mapping) are in shared/import; who a person
+ * is and finding them among the leads, in shared/intake (as for every entry).
  */
 import { z } from 'zod';
 import { nowIso } from '../context.ts';
@@ -18,13 +19,14 @@ import { FIELD_LABELS, LEAD_TEXT_FIELDS, parseTarget, suggestMapping } from '../
 import type { ImportTarget, LeadTextField } from '../import/fields.ts';
 import { MAX_IMPORT_ROWS, readCsvBytes, readCsvText } from '../import/file.ts';
 import type { ReadFile } from '../import/file.ts';
-import { addProfileVariants, emailKey, emailVariants, nameCompanyKey, nameVariants, profileKey } from '../import/identity.ts';
+import { findLeads, keysOf, LeadIndex, linkedTo, NameCompanyKeys } from '../intake/find.ts';
+import type { Arrival, IdentityKeys } from '../intake/find.ts';
+import { emailKey, profileKey } from '../intake/identity.ts';
 import { INVALID_CODES, isProblem, mapRecords, recordsFromObjects, ROW_CODES } from '../import/rows.ts';
 import type { MappedRow, RowCode } from '../import/rows.ts';
 import { columnKey, ensureCustomColumns } from '../lead-columns.ts';
 import { newLead } from '../model/factories.ts';
 import type { Lead, LeadGroup, LeadGroupColumn } from '../model/index.ts';
-import type { Cond } from '../store.ts';
 import { defineOp, opsByName } from './define.ts';
 import { LEAD_SORT_FIELDS, stopRunningEnrollments } from './leads.ts';
 import { leadPage } from './lead-search.ts';
@@ -145,168 +147,10 @@ function resolveMapping(file: ReadFile, given: Readonly<Record<string, string>> 
   return mapping;
 }
 
-/** A row's identity keys, computed once. */
-type RowKeys = { profile: string; email: string; nameCompany: string };
-
-/** nameCompanyKey with its answers remembered for one call: the key folds accents and case (a
- * Unicode normalisation for non-ASCII names), and a call asks it again for every lead it indexes,
- * re-indexes after an update, and creates. */
-class NameCompanyKeys {
-  private readonly byName = new Map<string, Map<string, string>>();
-
-  of(fullName: string, company: string): string {
-    let byCompany = this.byName.get(fullName);
-    if (!byCompany) this.byName.set(fullName, (byCompany = new Map()));
-    let k = byCompany.get(company);
-    if (k === undefined) byCompany.set(company, (k = nameCompanyKey(fullName, company)));
-    return k;
-  }
-}
-
-const rowKeys = (r: MappedRow, names: NameCompanyKeys): RowKeys => ({
-  profile: r.fields.socialUrl ? profileKey(r.fields.socialUrl) : '',
-  email: r.fields.email ? emailKey(r.fields.email) : '',
-  nameCompany: names.of(fullNameOf(r.fields), r.fields.company ?? ''),
-});
-
-const oldestFirst = (a: Lead, b: Lead): number => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1);
-
-/**
- * Puts into `index` the workspace's leads the rows may be, found with exact lookups (no scan of
- * every lead), identity by identity: lead ids, then profile URLs, then emails, then name and
- * company. A row already found skips the later lookups, unless its value there differs from its
- * lead's (then the lookup tells whether the value is another lead's, a conflict).
- */
-async function loadCandidates(ctx: Ctx, rows: readonly MappedRow[], keys: readonly RowKeys[], index: LeadIndex): Promise<void> {
-  const add = (docs: Lead[]) => {
-    for (const l of docs.sort(oldestFirst)) if (!index.byId.has(l.id)) index.add(l);
-  };
-  const resolved = (i: number): Lead | undefined => {
-    const r = rows[i] as MappedRow;
-    const k = keys[i] as RowKeys;
-    return (r.id ? index.byId.get(r.id) : undefined) ?? index.profile(k.profile) ?? index.email(k.email);
-  };
-  const ids = rows.flatMap((r) => (r.id ? [r.id] : []));
-  if (ids.length > 0) add(await ctx.db.getMany('leads', ids));
-
-  const urls = new Set<string>();
-  rows.forEach((r, i) => {
-    const k = keys[i] as RowKeys;
-    if (!k.profile) return;
-    const lead = resolved(i);
-    if (lead && lead.socialUrl && profileKey(lead.socialUrl) === k.profile) return;
-    addProfileVariants(r.fields.socialUrl ?? '', urls);
-  });
-  if (urls.size > 0) add((await ctx.db.query('leads', { where: { op: 'in', field: 'socialUrl', values: [...urls] } })).docs);
-
-  const emails = new Set<string>();
-  rows.forEach((r, i) => {
-    const k = keys[i] as RowKeys;
-    if (!k.email) return;
-    const lead = resolved(i);
-    if (lead && lead.email && emailKey(lead.email) === k.email) return;
-    for (const v of emailVariants(r.fields.email ?? '')) emails.add(v);
-  });
-  if (emails.size > 0) add((await ctx.db.query('leads', { where: { op: 'in', field: 'email', values: [...emails] } })).docs);
-
-  const names = new Set<string>();
-  const companies = new Set<string>();
-  rows.forEach((r, i) => {
-    if (!(keys[i] as RowKeys).nameCompany || resolved(i)) return;
-    for (const v of nameVariants(fullNameOf(r.fields))) names.add(v);
-    for (const v of nameVariants(r.fields.company ?? '')) companies.add(v);
-  });
-  if (names.size > 0) {
-    // By name, so "ACME" finds "Acme Inc."; unless the names are so common that this would bring
-    // back a large part of the workspace: then by name and company as written. A few thousand
-    // names per query, so each stays an index lookup: names repeat in a large workspace (5 leads
-    // per name of a call at 100k leads), and one lookup for all of them would be a large part of
-    // the workspace, which a store scans instead (the first import's time grew with the list).
-    const values = [...names];
-    const byName: Cond[] = [];
-    for (let i = 0; i < values.length; i += NAME_LOOKUP_CHUNK) byName.push({ op: 'in', field: 'fullName', values: values.slice(i, i + NAME_LOOKUP_CHUNK) });
-    let matching = 0;
-    for (const cond of byName) matching += await ctx.db.count('leads', cond);
-    const common = matching > rows.length + 100;
-    const byCompany: Cond = { op: 'in', field: 'company', values: [...companies] };
-    // Added together, so the oldest lead of a name keeps it whichever lookup found it.
-    const found: Lead[] = [];
-    for (const cond of byName) for (const l of (await ctx.db.query('leads', { where: common ? { op: 'and', conds: [cond, byCompany] } : cond })).docs) found.push(l);
-    add(found);
-  }
-}
-
-/** Name spellings per lookup of loadCandidates (a document has one name, so the counts add up). */
-const NAME_LOOKUP_CHUNK = 4000;
-
 const fullNameOf = (f: Partial<Record<LeadTextField, string>>): string => [f.firstName, f.lastName].filter(Boolean).join(' ');
 
-/** Leads by identity key, kept current as the call creates and updates leads. */
-class LeadIndex {
-  readonly byId = new Map<string, Lead>();
-  private readonly byProfile = new Map<string, Lead>();
-  private readonly byEmail = new Map<string, Lead>();
-  private readonly byNameCompany = new Map<string, Lead>();
-  /** The keys each indexed lead was filed under, so removing or replacing it computes none again. */
-  private readonly keysOf = new Map<string, RowKeys>();
-
-  constructor(private readonly names: NameCompanyKeys) {}
-
-  private keys(l: Lead, like?: { lead: Lead; keys: RowKeys }): RowKeys {
-    const o = like?.lead;
-    const k = like?.keys;
-    return {
-      profile: k && o?.socialUrl === l.socialUrl ? k.profile : l.socialUrl ? profileKey(l.socialUrl) : '',
-      email: k && o?.email === l.email ? k.email : l.email ? emailKey(l.email) : '',
-      nameCompany: k && o?.fullName === l.fullName && o.company === l.company ? k.nameCompany : this.names.of(l.fullName, l.company),
-    };
-  }
-
-  add(l: Lead, keys: RowKeys = this.keys(l)): void {
-    this.byId.set(l.id, l);
-    this.keysOf.set(l.id, keys);
-    // The first lead keeps a key (the oldest, for leads the store returns oldest first).
-    const file = (map: Map<string, Lead>, k: string) => {
-      if (!k) return;
-      const held = map.get(k);
-      if (!held || held.id === l.id) map.set(k, l);
-    };
-    file(this.byProfile, keys.profile);
-    file(this.byEmail, keys.email);
-    file(this.byNameCompany, keys.nameCompany);
-  }
-
-  remove(l: Lead): void {
-    const keys = this.keysOf.get(l.id) ?? this.keys(l);
-    this.byId.delete(l.id);
-    this.keysOf.delete(l.id);
-    const unfile = (map: Map<string, Lead>, k: string) => {
-      if (k && map.get(k)?.id === l.id) map.delete(k);
-    };
-    unfile(this.byProfile, keys.profile);
-    unfile(this.byEmail, keys.email);
-    unfile(this.byNameCompany, keys.nameCompany);
-  }
-
-  /** Files `after` in place of `before` (the same lead, changed); keys of unchanged fields are reused. */
-  replace(before: Lead, after: Lead): void {
-    const held = this.keysOf.get(before.id);
-    const keys = this.keys(after, held ? { lead: before, keys: held } : undefined);
-    this.remove(before);
-    this.add(after, keys);
-  }
-
-  /** The lead holding a profile key, email key or name-and-company key ('' finds none). */
-  profile(key: string): Lead | undefined {
-    return key ? this.byProfile.get(key) : undefined;
-  }
-  email(key: string): Lead | undefined {
-    return key ? this.byEmail.get(key) : undefined;
-  }
-  nameCompany(key: string): Lead | undefined {
-    return key ? this.byNameCompany.get(key) : undefined;
-  }
-}
+/** What a row says of who the person is, for the intake's lookups. */
+const arrivalOf = (r: MappedRow): Arrival => ({ id: r.id, socialUrl: r.fields.socialUrl, email: r.fields.email, fullName: fullNameOf(r.fields), company: r.fields.company });
 
 const FIELD_WORDS: Record<LeadTextField, string> = {
   firstName: 'first name', lastName: 'last name', email: 'email', company: 'company', jobTitle: 'job title', location: 'location', phone: 'phone',
@@ -415,9 +259,10 @@ export const leadImportOps = opsByName(
       const rows = readable.map((r) => withBuiltInColumns(r, columns));
 
       const nameKeys = new NameCompanyKeys();
-      const keys = rows.map((r) => rowKeys(r, nameKeys));
+      const arrivals = rows.map(arrivalOf);
+      const keys = arrivals.map((a) => keysOf(a, nameKeys));
       const index = new LeadIndex(nameKeys);
-      await loadCandidates(ctx, rows, keys, index);
+      await findLeads(ctx.db, arrivals, keys, index, { nameAndCompany: true });
 
       const now = nowIso(ctx);
       const touched = new Map<string, Lead>();
@@ -434,7 +279,7 @@ export const leadImportOps = opsByName(
       };
 
       for (const [i, row] of rows.entries()) {
-        const k = keys[i] as RowKeys;
+        const k = keys[i] as IdentityKeys;
         const note = row.notes.length > 0 ? ` (${row.notes.join('; ')})` : '';
         const byId = row.id ? index.byId.get(row.id) : undefined;
         const byProfile = index.profile(k.profile);
@@ -496,9 +341,10 @@ export const leadImportOps = opsByName(
 
         const current = touched.get(lead.id) ?? lead;
         const { next, changed } = applyRow(current, row, columns, mode);
-        const link = !next.groupIds.includes(group.id);
+        const onList = linkedTo(next, group.id);
+        const link = onList !== next;
         // A row that changes nothing leaves its lead as it is (no new updatedAt, nothing written).
-        const after: Lead = link ? { ...next, groupIds: [...next.groupIds, group.id] } : changed.length > 0 ? next : current;
+        const after: Lead = link ? onList : changed.length > 0 ? next : current;
         if (after !== current) {
           after.updatedAt = now;
           touched.set(after.id, after);

@@ -5,8 +5,13 @@ import { nowIso } from '../context.ts';
 import type { Ctx } from '../context.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { newActivity, newLead, newMessage } from '../model/factories.ts';
-import { CLOSE_REASONS, ENROLLMENT_STATUSES, FIELD_LIMITS, STAGE_CATEGORIES } from '../model/index.ts';
+import { CLOSE_REASONS, ENROLLMENT_STATUSES, STAGE_CATEGORIES } from '../model/index.ts';
 import type { Enrollment, Lead, LeadGroupColumn, Message, StageCategory } from '../model/index.ts';
+import { cleanRow, hasIdentity, isEmailAddress, MAX_FIELD, withCanonicalProfile } from '../intake/clean.ts';
+import type { CleanRow } from '../intake/clean.ts';
+import { findLeads, keysOf, LeadIndex, linkedTo, otherHolder } from '../intake/find.ts';
+import type { IdentityKeys } from '../intake/find.ts';
+import { canonicalProfileUrl, emailKey, profileKey } from '../intake/identity.ts';
 import { columnKey, columnNameProblem, ensureCustomColumns, findColumn } from '../lead-columns.ts';
 import { defineOp, opsByName } from './define.ts';
 import { leadFilterCond, leadPage } from './lead-search.ts';
@@ -132,44 +137,6 @@ const importRow = z.object({
   seniority: importText,
   variables: z.record(z.string(), importText).nullish(),
 });
-type ImportRow = z.output<typeof importRow>;
-
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const MAX_FIELD = 2000;
-
-/** Identity keys used for deduplication: one person is one lead per workspace. */
-const socialKey = (url: string): string => url.trim().toLowerCase().replace(/^https?:\/\//, '').replace(/^www\./, '').replace(/[?#].*$/, '').replace(/\/+$/, '');
-const emailKey = (email: string): string => email.trim().toLowerCase();
-
-type CleanRow = { fields: Partial<Lead>; variables: [name: string, value: string][] };
-
-/** Validates one import row; returns the problem in words or the row (variables still by name). */
-function cleanRow(row: ImportRow): CleanRow | string {
-  const fields: Partial<Lead> = {};
-  const text = ['firstName', 'lastName', 'email', 'company', 'jobTitle', 'location', 'phone', 'socialUrl', 'seniority'] as const;
-  for (const f of text) {
-    const v = row[f];
-    if (typeof v === 'string' && v.trim() !== '') {
-      // The stored lead's limits (shared/model FIELD_LIMITS: an email is at most 320 characters).
-      const max = FIELD_LIMITS.leads?.[f] ?? MAX_FIELD;
-      if (v.length > max) return `${f} is longer than ${max} characters`;
-      fields[f] = v.trim();
-    }
-  }
-  const variables: [string, string][] = [];
-  for (const [name, value] of Object.entries(row.variables ?? {})) {
-    const problem = columnNameProblem(name);
-    if (problem) return `variable "${name}": ${problem}`;
-    const v = (value ?? '').trim();
-    if (v.length > MAX_FIELD) return `variable "${name}" is longer than ${MAX_FIELD} characters`;
-    variables.push([name, v]);
-  }
-  if (fields.email !== undefined && !EMAIL.test(fields.email)) return `email "${fields.email}" is not a valid email address`;
-  if (!fields.firstName && !fields.lastName && !fields.email && !fields.socialUrl) {
-    return 'a lead needs a name, an email or a social profile URL';
-  }
-  return { fields, variables };
-}
 
 /** Puts the named variables of a row on the lead's fields (built-in columns, unless the row set the
  * field directly) or its custom values (by column id). */
@@ -207,14 +174,6 @@ const updateInput = z.object({
   blocklisted: z.boolean().optional(),
   dryRun,
 });
-
-/** Another live lead that is the same person (same social URL key, or same email key), or null. */
-async function sameIdentity(ctx: Ctx, lead: Lead, field: 'email' | 'socialUrl', value: string): Promise<Lead | null> {
-  const key = field === 'email' ? emailKey(value) : socialKey(value);
-  if (key === '') return null;
-  const { docs } = await ctx.db.query('leads', { where: { op: 'contains', fields: [field], value: key } });
-  return docs.find((l) => l.id !== lead.id && l[field] !== '' && (field === 'email' ? emailKey(l.email) : socialKey(l.socialUrl)) === key) ?? null;
-}
 
 export const leadsOps = opsByName(
   defineOp({
@@ -452,24 +411,22 @@ export const leadsOps = opsByName(
       const group = await ctx.db.get('leadGroups', input.leadGroupId);
       if (!group) throw notFound('Lead group', input.leadGroupId);
 
-      // One pass over the workspace's leads builds the identity index; the batch then updates it.
-      const bySocial = new Map<string, Lead>();
-      const byEmail = new Map<string, Lead>();
-      const index = (l: Lead): void => {
-        if (l.socialUrl) {
-          const k = socialKey(l.socialUrl);
-          if (k && !bySocial.has(k)) bySocial.set(k, l);
-        }
-        if (l.email) {
-          const k = emailKey(l.email);
-          if (k && !byEmail.has(k)) byEmail.set(k, l);
-        }
-      };
-      const existing = await ctx.db.query('leads', {
-        where: { op: 'or', conds: [{ op: 'neq', field: 'socialUrl', value: '' }, { op: 'neq', field: 'email', value: '' }] },
-        orderBy: [{ field: 'createdAt', dir: 'asc' }],
+      // Names of variables no column has yet become custom columns of the group (once, for the batch).
+      const cleaned = input.leads.map(cleanRow);
+      const names = cleaned.flatMap((c) => (typeof c === 'string' ? [] : c.variables.map(([name]) => name)));
+      const columns = names.length > 0 ? await ensureCustomColumns(ctx, group.id, names) : new Map<string, LeadGroupColumn>();
+      const rows = cleaned.map((c) => {
+        if (typeof c === 'string') return c;
+        const { fields, custom } = applyVariables(c, columns);
+        return { fields: withCanonicalProfile(fields), custom };
       });
-      for (const l of existing.docs) index(l);
+
+      // The leads the rows are (same profile URL, else email), looked up by those keys only; the
+      // batch then adds the leads it creates, so a person given twice is one lead.
+      const arrivals = rows.map((r) => (typeof r === 'string' ? {} : r.fields));
+      const keys = arrivals.map((a) => keysOf(a));
+      const index = new LeadIndex();
+      await findLeads(ctx.db, arrivals, keys, index, { nameAndCompany: false });
 
       const touched = new Map<string, Lead>();
       const leadIds: (string | null)[] = [];
@@ -478,20 +435,14 @@ export const leadsOps = opsByName(
       let duplicates = 0;
       const now = nowIso(ctx);
 
-      // Names of variables no column has yet become custom columns of the group (once, for the batch).
-      const cleaned = input.leads.map(cleanRow);
-      const names = cleaned.flatMap((c) => (typeof c === 'string' ? [] : c.variables.map(([name]) => name)));
-      const columns = names.length > 0 ? await ensureCustomColumns(ctx, group.id, names) : new Map<string, LeadGroupColumn>();
-
-      cleaned.forEach((clean, i) => {
-        if (typeof clean === 'string') {
-          errors.push({ index: i, message: clean });
+      rows.forEach((row, i) => {
+        if (typeof row === 'string') {
+          errors.push({ index: i, message: row });
           leadIds.push(null);
           return;
         }
-        const { fields, custom } = applyVariables(clean, columns);
-        const found =
-          (fields.socialUrl ? bySocial.get(socialKey(fields.socialUrl)) : undefined) ?? (fields.email ? byEmail.get(emailKey(fields.email)) : undefined);
+        const { fields, custom } = row;
+        const found = index.person(keys[i] as IdentityKeys);
         if (found) {
           const current = touched.get(found.id) ?? found;
           const variables = { ...current.variables };
@@ -503,17 +454,15 @@ export const leadsOps = opsByName(
               changed = true;
             }
           }
-          if (!current.groupIds.includes(group.id) || changed) {
-            const groupIds = current.groupIds.includes(group.id) ? current.groupIds : [...current.groupIds, group.id];
-            touched.set(found.id, { ...current, groupIds, variables, updatedAt: now });
-          }
+          const linked = linkedTo(current, group.id);
+          if (linked !== current || changed) touched.set(found.id, { ...linked, variables, updatedAt: now });
           duplicates++;
           leadIds.push(found.id);
           return;
         }
         const lead = newLead(stamp(ctx), group.id, { ...fields, variables: custom });
         touched.set(lead.id, lead);
-        index(lead);
+        index.add(lead);
         created++;
         leadIds.push(lead.id);
       });
@@ -590,16 +539,18 @@ export const leadsOps = opsByName(
         }
       }
 
-      if (next.email !== '' && !EMAIL.test(next.email)) {
+      // The profile URL in the spelling every entry stores (the lead's own, when it is the same).
+      if (next.socialUrl !== lead.socialUrl && next.socialUrl !== '') next.socialUrl = canonicalProfileUrl(next.socialUrl);
+      if (next.email !== '' && !isEmailAddress(next.email)) {
         throw new DomainError('INVALID_INPUT', `email: "${next.email}" is not a valid email address.`, { field: 'email' });
       }
-      if (!next.firstName && !next.lastName && !next.email && !next.socialUrl) {
+      if (!hasIdentity(next)) {
         throw new DomainError('INVALID_INPUT', 'A lead keeps a name, an email or a social profile URL; this change would leave it with none.', { leadId });
       }
       for (const field of ['email', 'socialUrl'] as const) {
-        const key = field === 'email' ? emailKey : socialKey;
+        const key = field === 'email' ? emailKey : profileKey;
         if (next[field] === '' || key(next[field]) === key(lead[field])) continue;
-        const other = await sameIdentity(ctx, lead, field, next[field]);
+        const other = await otherHolder(ctx.db, field, next[field], lead.id);
         if (other) {
           throw new DomainError('DUPLICATE_LEAD', `${other.fullName || 'Another lead'} already has the ${field === 'email' ? 'email' : 'social URL'} ${next[field]}: one person is one lead in a workspace. Update or delete that lead instead.`, {
             field,

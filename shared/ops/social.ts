@@ -12,6 +12,10 @@ import { ChannelFailure } from '../engine/channel.ts';
 import type { Channel, PostReadResult, SocialPostItem } from '../engine/channel.ts';
 import { RAMP_UP_DAYS, WEEK_MS, effectiveLimit, rampUpOf, searchesRemaining, senderDay, usageId, usageOrEmpty, weeklyConnectionCap } from '../engine/limits.ts';
 import { DomainError, notFound } from '../errors.ts';
+import { withCanonicalProfile } from '../intake/clean.ts';
+import { findLeads, keysOf, LeadIndex, linkedTo } from '../intake/find.ts';
+import type { IdentityKeys } from '../intake/find.ts';
+import { profileKey } from '../intake/identity.ts';
 import { newLead } from '../model/factories.ts';
 import type { LimitKey, Sender, Usage } from '../model/index.ts';
 import { defineOp, opsByName } from './define.ts';
@@ -128,25 +132,25 @@ async function readEngagement(ctx: Ctx, senderProfileId: string, url: string): P
   return { sender, comments, reactions, reactionsSkipped, afterComments, after };
 }
 
-/** Everyone found, commenters first, each person once, with the lead they already are (if any). */
-async function peopleOf(ctx: Ctx, r: Engagement): Promise<z.input<typeof personOut>[]> {
+type PostPerson = SocialPostItem & { engagement: 'comment' | 'reaction'; existingLeadId: string | null };
+
+/** Everyone found, commenters first, each person once (one profile URL key: shared/intake), with
+ * the lead they already are, if any; `index` holds those leads, looked up by their profile URLs. */
+async function peopleOf(ctx: Ctx, r: Engagement, index: LeadIndex): Promise<PostPerson[]> {
   const seen = new Set<string>();
   const people: (SocialPostItem & { engagement: 'comment' | 'reaction' })[] = [];
   for (const [items, engagement] of [[r.comments.items, 'comment'], [r.reactions.items, 'reaction']] as const) {
     for (const item of items) {
-      const key = item.authorDetails.profileUrl || `${item.author}|${engagement}`;
+      const key = item.authorDetails.profileUrl ? profileKey(item.authorDetails.profileUrl) : `${item.author}|${engagement}`;
       if (seen.has(key)) continue;
       seen.add(key);
       people.push({ ...item, engagement });
     }
   }
-  const urls = people.map((p) => p.authorDetails.profileUrl).filter(Boolean);
-  const existing = new Map<string, string>();
-  if (urls.length > 0) {
-    const { docs } = await ctx.db.query('leads', { where: { op: 'in', field: 'socialUrl', values: urls } });
-    for (const l of docs) existing.set(l.socialUrl, l.id);
-  }
-  return people.map((p) => ({ ...p, existingLeadId: existing.get(p.authorDetails.profileUrl) ?? null }));
+  const arrivals = people.map((p) => ({ socialUrl: p.authorDetails.profileUrl }));
+  const keys = arrivals.map((a) => keysOf(a));
+  await findLeads(ctx.db, arrivals, keys, index, { nameAndCompany: false });
+  return people.map((p, i) => ({ ...p, existingLeadId: index.person(keys[i] as IdentityKeys)?.id ?? null }));
 }
 
 /** "Title at Company" headlines become job title and company. */
@@ -251,7 +255,7 @@ export const socialOps = opsByName(
     needsChannel: true,
     async handler(input, ctx) {
       const r = await readEngagement(ctx, input.senderProfileId, input.postUrl);
-      const people = await peopleOf(ctx, r);
+      const people = await peopleOf(ctx, r, new LeadIndex());
       return {
         comments: people,
         total: r.comments.total + r.reactions.total,
@@ -286,34 +290,37 @@ export const socialOps = opsByName(
       const group = await ctx.db.get('leadGroups', input.leadGroupId);
       if (!group) throw notFound('Lead group', input.leadGroupId);
       const r = await readEngagement(ctx, input.senderProfileId, input.postUrl);
-      const people = (await peopleOf(ctx, r)).filter((p) => p.authorDetails.profileUrl !== '');
-      const wanted = input.profileUrls ? new Set(input.profileUrls) : null;
-      const chosen = wanted ? people.filter((p) => wanted.has(p.authorDetails.profileUrl)) : people;
-      const found = new Set(chosen.map((p) => p.authorDetails.profileUrl));
+      const index = new LeadIndex();
+      const people = (await peopleOf(ctx, r, index)).filter((p) => p.authorDetails.profileUrl !== '');
+      // The profile URLs asked for, by key: any spelling of a person's URL picks that person.
+      const wanted = input.profileUrls ? new Set(input.profileUrls.map(profileKey)) : null;
+      const chosen = wanted ? people.filter((p) => wanted.has(profileKey(p.authorDetails.profileUrl))) : people;
+      const found = new Set(chosen.map((p) => profileKey(p.authorDetails.profileUrl)));
       const now = nowIso(ctx);
       let created = 0;
       let duplicates = 0;
       const leadIds: string[] = [];
       for (const p of chosen) {
-        if (p.existingLeadId) {
+        const existing = p.existingLeadId === null ? undefined : index.byId.get(p.existingLeadId);
+        if (existing) {
           duplicates++;
-          leadIds.push(p.existingLeadId);
-          const lead = await ctx.db.get('leads', p.existingLeadId);
-          if (lead && !lead.groupIds.includes(group.id)) await ctx.db.put('leads', { ...lead, groupIds: [...lead.groupIds, group.id], updatedAt: now });
+          leadIds.push(existing.id);
+          const linked = linkedTo(existing, group.id);
+          if (linked !== existing) await ctx.db.put('leads', { ...linked, updatedAt: now });
           continue;
         }
         const [firstName = '', ...rest] = p.author.trim().split(/\s+/);
         const { jobTitle, company } = splitHeadline(p.authorDetails.headline);
-        const lead = newLead({ id: ctx.ids.uuid(), workspaceId: ctx.actor.workspaceId, now }, group.id, {
+        const lead = newLead({ id: ctx.ids.uuid(), workspaceId: ctx.actor.workspaceId, now }, group.id, withCanonicalProfile({
           firstName, lastName: rest.join(' '), jobTitle, company, socialUrl: p.authorDetails.profileUrl, lastActivityAt: null,
-        });
+        }));
         await ctx.db.put('leads', lead);
         created++;
         leadIds.push(lead.id);
       }
       return {
         created, duplicates, leadIds,
-        notFound: wanted ? [...wanted].filter((u) => !found.has(u)) : [],
+        notFound: input.profileUrls ? [...new Set(input.profileUrls)].filter((u) => !found.has(profileKey(u))) : [],
         stoppedEarly: r.comments.stoppedEarly || r.reactions.stoppedEarly,
         dailyUsage: dailyUsage(r.sender, r.after),
       };

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { cellValue } from '../../shared/import/csv.ts';
 import { readCsvBytes } from '../../shared/import/file.ts';
 import { suggestMapping } from '../../shared/import/fields.ts';
-import { profileKey } from '../../shared/import/identity.ts';
+import { profileKey } from '../../shared/intake/identity.ts';
 import { newEnrollment } from '../../shared/model/factories.ts';
 import type { Lead } from '../../shared/model/index.ts';
 import type { OpInput, OpOutput } from '../../shared/ops/index.ts';

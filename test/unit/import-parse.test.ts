@@ -8,7 +8,7 @@ import { base64ToBytes, decodeBytes, detectEncoding } from '../../shared/import/
 import { exportHeaders } from '../../shared/import/export.ts';
 import { fieldForHeader, headerKey, suggestMapping } from '../../shared/import/fields.ts';
 import { readCsvBytes } from '../../shared/import/file.ts';
-import { canonicalProfileUrl, emailVariants, nameCompanyKey, profileKey, profileVariants } from '../../shared/import/identity.ts';
+import { canonicalProfileUrl, emailVariants, nameCompanyKey, profileKey, profileVariants } from '../../shared/intake/identity.ts';
 import { isProblem, mapRecords, splitFullName } from '../../shared/import/rows.ts';
 import type { MappedRow } from '../../shared/import/rows.ts';
 

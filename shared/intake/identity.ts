@@ -1,21 +1,27 @@
 /**
- * Who a row is: one person is one lead per workspace, found by profile URL (normalised), else
- * email (case-insensitive); full name + company only flags a possible duplicate for the user to
- * decide. Keys compare values; variants are the spellings a store may hold for a key, so an import
- * can look its rows up with exact `in` conditions instead of reading every lead of the workspace.
+ * Who a person is: one person is one lead per workspace, found by profile URL (its key: `profileKey`),
+ * else email (its key: `emailKey`); full name + company only flags a possible duplicate for the
+ * user to decide. These are the only identity rules: every entry (shared/intake) compares keys.
+ *
+ * Keys compare values; a store holds spellings. Every entry stores a profile URL in one spelling
+ * (`canonicalProfileUrl`), and the variants below are the spellings a lead may have been stored
+ * with (the canonical one, and the http/www/final-slash/case forms older entries wrote as given),
+ * so a lookup is a few exact `in` conditions on an indexed field, never a read of every lead.
  */
 
 /** A profile URL without scheme, `www.`, country subdomain of LinkedIn, query, fragment or final
  * slash, lower-cased and percent-decoded: `https://de.linkedin.com/in/Jane-Doe/?trk=x` ->
  * `linkedin.com/in/jane-doe`. */
 export function profileKey(url: string): string {
-  // Fast path for the form the import stores: https://www.linkedin.com/in/<ascii slug>.
+  // Fast path for the form every entry stores: https://www.linkedin.com/in/<ascii slug>.
   if (CANONICAL_LINKEDIN.test(url)) return url.slice(12).toLowerCase();
   let u = url.trim();
-  try {
-    u = decodeURI(u);
-  } catch {
-    // Malformed escapes: compare as written.
+  if (u.includes('%')) {
+    try {
+      u = decodeURI(u);
+    } catch {
+      // Malformed escapes: compare as written.
+    }
   }
   return u
     .toLowerCase()
@@ -37,15 +43,49 @@ export function nameCompanyKey(fullName: string, company: string): string {
   return name && firm ? `${name}\u0001${firm}` : '';
 }
 
-/** A profile URL as the import stores it: https, the query string (tracking) and final slash removed. */
+/** A profile URL as every entry stores it: https, LinkedIn's country subdomains as `www.`, without
+ * query string (tracking), fragment or final slash, scheme and host in lower case, each character
+ * of the path in one spelling (`é` and `%c3%a9` as `%C3%A9`, `%41` as `A`); the path's case is
+ * kept (LinkedIn's member ids are case-sensitive). */
 export function canonicalProfileUrl(url: string): string {
   const u = url.trim();
+  if (CANONICAL_LINKEDIN.test(u)) return u;
   const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(u) ? u : `https://${u}`;
-  return withScheme
+  const canonical = withScheme
+    // Scheme and host are case-insensitive: lower-case, like every browser writes them.
+    .replace(/^[^/]*\/\/[^/?#]*/, (origin) => origin.toLowerCase())
     .replace(/^http:\/\//i, 'https://')
     .replace(/^https:\/\/(?:[a-z]{2,3}\.)?linkedin\.com\//i, 'https://www.linkedin.com/')
     .replace(/[?#].*$/, '')
     .replace(/\/+$/, '');
+  return NOT_PLAIN.test(canonical) ? canonical.replace(SPELLED, oneSpelling) : canonical;
+}
+
+/** Whether a URL holds an escape or a character that must be escaped (else it is in one spelling). */
+const NOT_PLAIN = /[^A-Za-z0-9\-_.!~*'();/?:@&=+$,]/;
+/** A run of escapes, or one character (a code point) that is not a URL's own. */
+const SPELLED = /(?:%[0-9A-Fa-f]{2})+|[^A-Za-z0-9\-_.!~*'();/?:@&=+$,#%]/gu;
+const UNRESERVED = /^[A-Za-z0-9\-_.!~*'()]$/;
+
+/** A character escaped in UTF-8 with capital hex digits, or a run of escapes with the characters
+ * that need none decoded and the others escaped that way; malformed ones as written. */
+function oneSpelling(m: string): string {
+  if (!m.startsWith('%')) {
+    try {
+      return encodeURIComponent(m);
+    } catch {
+      return m;
+    }
+  }
+  let text: string;
+  try {
+    text = decodeURIComponent(m);
+  } catch {
+    return m.toUpperCase();
+  }
+  let out = '';
+  for (const ch of text) out += UNRESERVED.test(ch) ? ch : encodeURIComponent(ch);
+  return out;
 }
 
 const ASCII = /^[\x20-\x7e]*$/;
@@ -77,18 +117,28 @@ export function emailVariants(email: string): string[] {
   return [...new Set([e, lower, `${name}@${domain}`, `${name}@${site}`, `${e.slice(0, at)}@${domain}`, `${local}@${e.slice(at + 1)}`])];
 }
 
-/** Spellings of a profile URL a lead may have been stored with (scheme, `www.`, final slash). */
+/** Spellings of a profile URL a lead may have been stored with (see addProfileVariants). */
 export function profileVariants(url: string): string[] {
   return [...addProfileVariants(url, new Set())];
 }
 
-/** profileVariants added to `out` (an import collects the spellings of thousands of rows in one set). */
+/**
+ * Spellings of a profile URL a lead may have been stored with, added to `out` (an import collects
+ * the spellings of thousands of rows in one set):
+ * - what every entry stores: the canonical spelling of the URL as written, of its key (the path in
+ *   lower case, escapes in their one spelling) and of its key with the slug's parts capitalised
+ *   (`/in/Jane-Doe`, as people type a name), each with and without `www.`;
+ * - what entries stored as given before: the key and the path as written, each with and without
+ *   https/http, `www.` and a final slash.
+ * A stored spelling none of these covers (a country subdomain, a query string or other capitals
+ * kept from an older entry) is not found: the store has no index of the key itself.
+ */
 export function addProfileVariants(url: string, out: Set<string>): Set<string> {
   const raw = url.trim();
   let asWritten: string;
   let key: string;
   if (CANONICAL_LINKEDIN.test(raw)) {
-    // The form the import stores (its own canonical spelling): no query, fragment or final slash.
+    // The canonical spelling itself: no query, fragment, final slash or escape.
     out.add(raw);
     asWritten = raw.slice(12);
     key = asWritten.toLowerCase();
@@ -98,6 +148,12 @@ export function addProfileVariants(url: string, out: Set<string>): Set<string> {
     // The path as written (LinkedIn slugs may carry capitals) and as compared.
     asWritten = raw.replace(/^[a-z]+:\/\//i, '').replace(/^www\./i, '').replace(/[?#].*$/, '').replace(/\/+$/, '');
     key = profileKey(raw);
+  }
+  const slash = key.lastIndexOf('/');
+  const titled = slash > 0 ? key.slice(0, slash + 1) + titleCase(key.slice(slash + 1)) : key;
+  for (const path of titled === key ? [key] : [key, titled]) {
+    out.add(canonicalProfileUrl(`https://www.${path}`));
+    out.add(canonicalProfileUrl(`https://${path}`));
   }
   addPrefixed(key, out);
   if (asWritten !== key) addPrefixed(asWritten, out);

@@ -1,0 +1,336 @@
+/**
+ * Webhook delivery, in every sync-server process. An endpoint is delivered to by one process at a
+ * time: a process takes an endpoint's lease (lease_owner/lease_until, claimed with FOR UPDATE SKIP
+ * LOCKED, renewed before each attempt) and sends its waiting deliveries oldest first, one at a time,
+ * so they arrive in order; a failed delivery holds the ones after it until it succeeds or is given up.
+ *
+ * At least once: a delivery counts as delivered only when an answer 2xx is recorded, so a process
+ * that dies mid-attempt leaves it waiting, and whoever takes the lease next (the same server
+ * restarted, or another process once the lease lapses) sends it again with the same webhook-id.
+ * A failure is tried again after each delay of the schedule (about 31 hours in all, with jitter,
+ * longer when the receiver's Retry-After asks), then given up. An endpoint failing for days (every
+ * attempt since `failing_since`), or answering 410 Gone, is disabled with the reason; its waiting
+ * deliveries go out when a person enables it again.
+ */
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../../shared/context.ts';
+import type { CredentialsKey } from '../credentials.ts';
+import type { SqlDatabase } from '../db.ts';
+import { webhookHeaders } from './sign.ts';
+import { signingSecrets } from './store.ts';
+import type { EndpointRow } from './store.ts';
+
+export type DeliveryOptions = {
+  /** Wait after the 1st, 2nd, ... failed attempt; after the last one the delivery is given up. */
+  retryDelaysMs: readonly number[];
+  /** Per attempt, from connecting to the end of the answer's excerpt. */
+  timeoutMs: number;
+  /** An endpoint whose every attempt failed for this long is disabled. */
+  disableAfterMs: number;
+  /** How long a process holds an endpoint between renewals (longer than one attempt). */
+  leaseMs: number;
+  /** How often due deliveries are looked for when nothing woke the worker. */
+  pollMs: number;
+  /** Endpoints delivered to at once by one process. */
+  concurrency: number;
+  /** How much of an answer's body the log keeps. */
+  excerptBytes: number;
+  /** Finished deliveries and their attempts are deleted after this many days. */
+  retentionDays: number;
+};
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+/** The Standard Webhooks specification's example schedule up to 14 hours: tried 8 times over ~31.6 h. */
+export const DEFAULT_DELIVERY: DeliveryOptions = {
+  retryDelaysMs: [5_000, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 14 * HOUR],
+  timeoutMs: 10_000,
+  disableAfterMs: 5 * 24 * HOUR,
+  leaseMs: 15_000,
+  pollMs: 1_000,
+  concurrency: 8,
+  excerptBytes: 2_048,
+  retentionDays: 30,
+};
+
+/** What one attempt came to, for /metrics. */
+export type AttemptOutcome = 'delivered' | 'retry' | 'gave_up' | 'disabled';
+
+type Log = { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
+
+export type DeliveryWorkerDeps = {
+  sql: SqlDatabase;
+  key: () => CredentialsKey;
+  clock: Clock;
+  random: () => number;
+  /** fetch through the address guard (guardedFetch). */
+  fetch: typeof fetch;
+  options: DeliveryOptions;
+  log: Log;
+  onAttempt?: (outcome: AttemptOutcome) => void;
+};
+
+type Claimed = EndpointRow & { lease_owner: string };
+
+type Head = { id: string; attempts: number; next_attempt_at: Date | string | null; event_id: string; body: string };
+
+type Sent = { at: Date; durationMs: number; headers: Record<string, string>; status: number | null; excerpt: string; error: string | null; retryAfterMs: number | null };
+
+export type DeliveryWorker = {
+  readonly workerId: string;
+  start(): void;
+  /** Look for due deliveries now (a NOTIFY said some were queued). */
+  wake(): void;
+  /** One pass over every endpoint with due deliveries; resolves when they are sent (tests). */
+  runOnce(): Promise<number>;
+  /** Deletes what the retention allows; returns the deliveries deleted. */
+  sweep(): Promise<number>;
+  stop(): Promise<void>;
+};
+
+export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
+  const { sql, clock, options: o } = deps;
+  const workerId = `webhooks:${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  let timer: NodeJS.Timeout | null = null;
+  let running: Promise<number> | null = null;
+  let again = false;
+  let stopped = true;
+  let lastSweep = 0;
+
+  const later = (ms: number): Date => new Date(clock.now().getTime() + ms);
+
+  async function claim(): Promise<Claimed[]> {
+    const now = clock.now();
+    return sql.query<Claimed>(
+      `UPDATE webhook_endpoints e SET lease_owner = $1, lease_until = $3
+        WHERE e.id IN (
+          SELECT c.id FROM webhook_endpoints c
+           WHERE c.enabled AND (c.lease_until IS NULL OR c.lease_until < $2 OR c.lease_owner = $1)
+             AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = c.id AND d.status = 'pending' AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= $2))
+           ORDER BY c.id LIMIT $4 FOR UPDATE SKIP LOCKED)
+        RETURNING e.*`,
+      [workerId, now, later(o.leaseMs), o.concurrency],
+    );
+  }
+
+  /** Renews the lease and rereads the endpoint (a person may have changed or disabled it). */
+  async function renew(endpointId: string): Promise<Claimed | null> {
+    const [row] = await sql.query<Claimed>('UPDATE webhook_endpoints SET lease_until = $3 WHERE id = $1 AND lease_owner = $2 AND enabled RETURNING *', [endpointId, workerId, later(o.leaseMs)]);
+    return row ?? null;
+  }
+
+  async function release(endpointId: string): Promise<void> {
+    await sql.query('UPDATE webhook_endpoints SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2', [endpointId, workerId]);
+  }
+
+  async function head(endpointId: string): Promise<Head | null> {
+    const [row] = await sql.query<Head>(
+      `SELECT d.id, d.attempts, d.next_attempt_at, d.event_id, ev.body FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id
+        WHERE d.endpoint_id = $1 AND d.status = 'pending' ORDER BY d.seq LIMIT 1`,
+      [endpointId],
+    );
+    return row ?? null;
+  }
+
+  async function send(ep: Claimed, d: Head): Promise<Sent> {
+    const at = clock.now();
+    const started = performance.now();
+    let headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'OutreachCRM-Webhooks/1.0', 'webhook-id': d.event_id };
+    try {
+      headers = { ...headers, ...webhookHeaders(signingSecrets(deps.key(), ep, at), d.event_id, at, d.body) };
+    } catch (e) {
+      return { at, durationMs: 0, headers, status: null, excerpt: '', error: `not sent: ${e instanceof Error ? e.message : String(e)}`, retryAfterMs: null };
+    }
+    const signal = AbortSignal.timeout(o.timeoutMs);
+    try {
+      // Redirects are not followed: a 3xx is a failure (the URL should be updated), and following
+      // one would let the receiver point the server elsewhere.
+      const res = await deps.fetch(ep.url, { method: 'POST', headers, body: d.body, redirect: 'manual', signal });
+      const excerpt = await readExcerpt(res, o.excerptBytes);
+      return { at, durationMs: Math.round(performance.now() - started), headers, status: res.status, excerpt, error: null, retryAfterMs: retryAfter(res.headers.get('retry-after'), at) };
+    } catch (e) {
+      const error = signal.aborted ? `no answer within ${o.timeoutMs / 1000} s` : describe(e);
+      return { at, durationMs: Math.round(performance.now() - started), headers, status: null, excerpt: '', error, retryAfterMs: null };
+    }
+  }
+
+  /** Records the attempt, the delivery's new state and the endpoint's; returns the outcome. */
+  async function record(ep: Claimed, d: Head, s: Sent): Promise<AttemptOutcome> {
+    const ok = s.status !== null && s.status >= 200 && s.status < 300;
+    const attempt = d.attempts + 1;
+    const failingSince = ok ? null : (ep.failing_since ? new Date(ep.failing_since) : s.at);
+    const gone = s.status === 410;
+    const delay = o.retryDelaysMs[attempt - 1];
+    const gaveUp = !ok && delay === undefined;
+    const disable = !ok && (gone || (failingSince !== null && s.at.getTime() - failingSince.getTime() >= o.disableAfterMs));
+    let next: Date | null = null;
+    if (!ok && delay !== undefined) {
+      // Jitter of +-10% spreads retries of many deliveries; a longer Retry-After is honoured (up to a day).
+      const jittered = delay * (0.9 + 0.2 * deps.random());
+      next = new Date(s.at.getTime() + Math.min(Math.max(jittered, s.retryAfterMs ?? 0), 24 * HOUR));
+    }
+    const what = s.status !== null ? `HTTP ${s.status}` : (s.error ?? 'no answer');
+    const reason = !disable
+      ? null
+      : gone
+        ? `Disabled on ${s.at.toISOString().slice(0, 10)}: the endpoint answered 410 Gone, which asks for no more webhooks.`
+        : `Disabled on ${s.at.toISOString().slice(0, 10)}: every delivery failed since ${failingSince?.toISOString().slice(0, 16).replace('T', ' ')} UTC (last: ${what}).`;
+    await sql.transaction(async (tx) => {
+      await tx.query(
+        `INSERT INTO webhook_attempts (delivery_id, attempt, at, duration_ms, request_headers, response_status, response_excerpt, error)
+         VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8)`,
+        [d.id, attempt, s.at, s.durationMs, JSON.stringify(s.headers), s.status, s.excerpt, s.error],
+      );
+      await tx.query(
+        `UPDATE webhook_deliveries SET attempts = $2, status = $3, next_attempt_at = $4, finished_at = $5 WHERE id = $1`,
+        [d.id, attempt, ok ? 'succeeded' : gaveUp ? 'failed' : 'pending', next, ok || gaveUp ? s.at : null],
+      );
+      await tx.query(
+        `UPDATE webhook_endpoints SET failing_since = $2, last_success_at = CASE WHEN $3 THEN $4 ELSE last_success_at END,
+                enabled = enabled AND NOT $5, disabled_reason = CASE WHEN $5 THEN $6 ELSE disabled_reason END,
+                updated_at = CASE WHEN $5 THEN $4 ELSE updated_at END
+          WHERE id = $1`,
+        [ep.id, failingSince, ok, s.at, disable, reason],
+      );
+    });
+    if (disable) deps.log.warn({ endpointId: ep.id, workspaceId: ep.workspace_id, reason }, 'webhook endpoint disabled');
+    return ok ? 'delivered' : disable ? 'disabled' : gaveUp ? 'gave_up' : 'retry';
+  }
+
+  /** Sends an endpoint's due deliveries in order until one fails or none is due (at most 100). */
+  async function drain(claimed: Claimed): Promise<number> {
+    let sent = 0;
+    try {
+      for (let i = 0; i < 100; i++) {
+        const d = await head(claimed.id);
+        if (!d || (d.next_attempt_at !== null && new Date(d.next_attempt_at).getTime() > clock.now().getTime())) break;
+        const ep = await renew(claimed.id);
+        if (!ep) break;
+        const outcome = await record(ep, d, await send(ep, d));
+        sent++;
+        deps.onAttempt?.(outcome);
+        if (outcome !== 'delivered' || stopped) break;
+      }
+    } finally {
+      await release(claimed.id).catch((e: unknown) => deps.log.warn({ err: e, endpointId: claimed.id }, 'releasing a webhook endpoint lease failed'));
+    }
+    return sent;
+  }
+
+  async function pass(): Promise<number> {
+    if (Date.now() - lastSweep > HOUR) {
+      lastSweep = Date.now();
+      await sweep().catch((e: unknown) => deps.log.warn({ err: e }, 'sweeping the webhook delivery log failed'));
+    }
+    let total = 0;
+    for (;;) {
+      const claimed = await claim();
+      if (claimed.length === 0) return total;
+      const counts = await Promise.all(claimed.map((c) => drain(c)));
+      const n = counts.reduce((a, b) => a + b, 0);
+      total += n;
+      if (n === 0 || stopped) return total;
+    }
+  }
+
+  function runOnce(): Promise<number> {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = pass().finally(() => {
+      running = null;
+      if (again && !stopped) {
+        again = false;
+        void runOnce().catch((e: unknown) => deps.log.warn({ err: e }, 'webhook delivery failed'));
+      }
+    });
+    return running;
+  }
+
+  function schedule(ms: number): void {
+    if (stopped) return;
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = null;
+      runOnce()
+        .catch((e: unknown) => deps.log.warn({ err: e }, 'webhook delivery failed'))
+        .finally(() => schedule(o.pollMs));
+    }, ms);
+    timer.unref();
+  }
+
+  async function sweep(): Promise<number> {
+    const cutoff = new Date(clock.now().getTime() - o.retentionDays * 24 * HOUR);
+    // Finished deliveries (their attempts go with them), and what waited for an endpoint disabled
+    // all that time; then the events no delivery refers to any more.
+    const [row] = await sql.query<{ n: number }>(
+      `WITH gone AS (
+         DELETE FROM webhook_deliveries d
+          WHERE (d.finished_at IS NOT NULL AND d.finished_at < $1)
+             OR (d.status = 'pending' AND d.created_at < $1 AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND NOT e.enabled))
+         RETURNING 1)
+       SELECT count(*)::int AS n FROM gone`,
+      [cutoff],
+    );
+    await sql.query('DELETE FROM webhook_events ev WHERE ev.created_at < $1 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = ev.id)', [cutoff]);
+    return row?.n ?? 0;
+  }
+
+  return {
+    workerId,
+    start() {
+      if (!stopped) return;
+      stopped = false;
+      schedule(0);
+    },
+    wake() {
+      schedule(0);
+    },
+    runOnce,
+    sweep,
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      timer = null;
+      await running?.catch(() => undefined);
+    },
+  };
+}
+
+/** The first `max` bytes of the answer's body as text; the rest is not read. */
+async function readExcerpt(res: Response, max: number): Promise<string> {
+  if (!res.body) return '';
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < max) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.byteLength;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  return Buffer.concat(chunks).subarray(0, max).toString('utf8');
+}
+
+/** Retry-After in seconds or as an HTTP date, in milliseconds from `at`. */
+function retryAfter(header: string | null, at: Date): number | null {
+  if (!header) return null;
+  if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;
+  const when = Date.parse(header);
+  return Number.isNaN(when) ? null : Math.max(0, when - at.getTime());
+}
+
+function describe(e: unknown): string {
+  const err = e instanceof Error ? e : new Error(String(e));
+  const cause = err.cause instanceof Error ? err.cause : null;
+  const code = (cause as (Error & { code?: string }) | null)?.code ?? (err as Error & { code?: string }).code;
+  const message = cause?.message ?? err.message;
+  return code && !message.includes(code) ? `${message} (${code})` : message;
+}
