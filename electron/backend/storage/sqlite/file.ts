@@ -39,10 +39,6 @@ export const sqliteFileName = (databaseName: string): string => `${databaseName.
 
 export const sqliteFilePath = (directory: string, databaseName: string): string => join(resolve(directory), sqliteFileName(databaseName));
 
-/** Contexts of writes the sync server holds too (see the file comment). */
-export const refetchable = (context: string): boolean =>
-  context.startsWith('replication-downstream-') || context === 'replication-down-write-meta' || context === 'replication-set-checkpoint';
-
 const isBusy = (e: unknown): boolean => {
   const code = e instanceof Error ? (e as { code?: unknown }).code : undefined;
   return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED';

@@ -15,7 +15,7 @@ import type { BulkWriteRow, CategorizeBulkWriteRowsOutput, EventBulk, PreparedQu
 import type { Observable } from 'rxjs';
 import { changedDocumentsSince, checkpointOf } from './changes.ts';
 import type { ChangeBulk, Doc, DocTable, RowWrite, SqliteCheckpoint, Written } from './doc-table.ts';
-import { refetchable } from './file.ts';
+import { isRefetchableWrite } from '../../rxdb-internals.ts';
 import type { StorageFile } from './file.ts';
 import { runCount, runQuery } from './query.ts';
 
@@ -56,7 +56,7 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
     try {
       const planned = this.plan(rows as BulkWriteRow<unknown>[], context);
       let written: Written | null = null;
-      if (planned.rows.length > 0) written = this.file.write(!refetchable(context), () => this.commit(planned));
+      if (planned.rows.length > 0) written = this.file.write(!isRefetchableWrite(context), () => this.commit(planned));
       this.apply(planned, written);
       return Promise.resolve({ error: planned.categorized.errors as RxStorageBulkWriteResponse<RxDocType>['error'] });
     } catch (e) {
