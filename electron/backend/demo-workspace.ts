@@ -11,7 +11,7 @@ import { newActivity } from '../../shared/model/factories.ts';
 import type { Lead, Member, Stage } from '../../shared/model/index.ts';
 import type { AnyWrite } from '../../shared/store.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
-import { seededRandom } from './demo-workspace-random.ts';
+import { seededRandom } from '../../shared/seeded-random.ts';
 import type { DemoWorkspace } from './session.ts';
 
 export const DEMO_OWNER = { name: 'Alex Morgan', email: 'alex@demo.outreach.test' };

@@ -2,6 +2,7 @@
  * record (spec "Lead record"), with their zod output schemas. Other op areas import these so a lead
  * has one shape everywhere. */
 import { z } from 'zod';
+import { chunk } from '../chunk.ts';
 import { BUILT_IN_FIELDS } from '../model/factories.ts';
 import { CLOSE_REASONS, ENROLLMENT_STATUSES, STAGE_CATEGORIES } from '../model/index.ts';
 import type { Campaign, Enrollment, Lead, LeadGroup, LeadGroupColumn, Sender, Stage } from '../model/index.ts';
@@ -137,12 +138,6 @@ export type LeadRelations = {
   senders: Map<string, Sender>;
   stages: Map<string, Stage>;
   groups: Map<string, LeadGroup>;
-};
-
-const chunk = <T>(xs: readonly T[], n: number): T[][] => {
-  const out: T[][] = [];
-  for (let i = 0; i < xs.length; i += n) out.push(xs.slice(i, i + n));
-  return out;
 };
 
 /** Loads the enrollments, campaigns, senders, stages (and groups, for variables) of these leads

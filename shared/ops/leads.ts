@@ -1,6 +1,7 @@
 /** Leads: search, the detail screen, pipeline stage, tag, catch-up date, import, delete, Do Not
  * Contact / blocklist and direct messages (spec: Leads, Lead pipeline). */
 import { z } from 'zod';
+import { chunk } from '../chunk.ts';
 import { nowIso } from '../context.ts';
 import type { Ctx } from '../context.ts';
 import { DomainError, notFound } from '../errors.ts';
@@ -32,12 +33,6 @@ async function liveLead(ctx: Ctx, leadId: string): Promise<Lead> {
   if (!lead) throw notFound('Lead', leadId);
   return lead;
 }
-
-const chunk = <T>(xs: readonly T[], n: number): T[][] => {
-  const out: T[][] = [];
-  for (let i = 0; i < xs.length; i += n) out.push(xs.slice(i, i + n));
-  return out;
-};
 
 export type StopReason = 'lead_lost' | 'lead_deleted' | 'do_not_contact' | 'blocklisted' | 'meeting_booked';
 

@@ -30,14 +30,5 @@ export function sequentialIds(prefix = 0): Ids {
   };
 }
 
-/** A seeded PRNG (mulberry32). */
-export function seededRandom(seed = 42): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded PRNG (mulberry32), the one the app's demo workspace uses. */
+export { seededRandom } from '../../shared/seeded-random.ts';

@@ -4,6 +4,7 @@
  * desktop see an ordinary change. An undo the rules now refuse (say the lead was moved again
  * meanwhile into a stage that needs something) says why in a sentence.
  */
+import { chunk } from '../../../shared/chunk.ts';
 import type { CloseReason } from '../../../shared/model/common.ts';
 import { errorText, run } from './ops.ts';
 import { useApp } from '../state/app-store.ts';
@@ -114,19 +115,13 @@ window.addEventListener('keydown', (e) => {
 
 const plural = (n: number, one: string, many = `${one}s`): string => `${n.toLocaleString()} ${n === 1 ? one : many}`;
 
-function chunks<T>(items: readonly T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-}
-
 /** Takes the leads a bulk enrollment enrolled back out of the campaign (campaigns.leads.unenroll):
  * removed where nothing was sent yet, stopped where something was (a sent message cannot be unsent).
  * Sequences the enrollment stopped or completed in other campaigns stay so: the sentence says it. */
 export async function undoEnroll(r: { campaignId: string; enrolledLeadIds: readonly string[]; linkedLeadIds: readonly string[]; stoppedActive: number; completedActive: number }, campaignName: string): Promise<string> {
   const t = { removed: 0, stopped: 0, finished: 0 };
   const linked = new Set(r.linkedLeadIds);
-  for (const ids of chunks(r.enrolledLeadIds, 5_000)) {
+  for (const ids of chunk(r.enrolledLeadIds, 5_000)) {
     const out = await run('campaigns.leads.unenroll', { campaignId: r.campaignId, leadIds: ids, unlinkLeadIds: ids.filter((id) => linked.has(id)) });
     t.removed += out.removed;
     t.stopped += out.stopped;
@@ -153,7 +148,7 @@ export async function undoSenderChange(campaignId: string, moved: readonly { lea
   let back = 0;
   const failures: string[] = [];
   for (const [sender, ids] of bySender) {
-    for (const leadIds of chunks(ids, 5_000)) {
+    for (const leadIds of chunk(ids, 5_000)) {
       try {
         const r = await run('campaigns.leads.bulkChangeSender', { scope: { kind: 'campaign', campaignId }, selection: { mode: 'ids', leadIds }, targetSdrProfileId: sender, mode: 'keep_position' });
         back += r.changedCount;

@@ -5,7 +5,7 @@ import type { Ids } from '../../../shared/context.ts';
 import { newLead } from '../../../shared/model/factories.ts';
 import type { AnyWrite } from '../../../shared/store.ts';
 import { workspaceCreation } from '../../../shared/workspace-setup.ts';
-import { seededRandom } from '../../../electron/backend/demo-workspace-random.ts';
+import { seededRandom } from '../../../shared/seeded-random.ts';
 import type { DemoWorkspace } from '../../../electron/backend/session.ts';
 
 const FIRST = ['Ada', 'Ben', 'Chloe', 'Dmitri', 'Elena', 'Farid', 'Grace', 'Hiro', 'Ines', 'Jonas', 'Kemi', 'Liam', 'Maya', 'Noah', 'Olga', 'Priya', 'Quinn', 'Rosa', 'Sven', 'Tara'];
