@@ -65,6 +65,8 @@ class FakeServer {
   pushDelayMs: Record<string, number> = {};
   /** How many schema versions the server is ahead of this app (0: the same). */
   schemaVersionsAhead = 0;
+  /** Sends documents (pulled and streamed) without the wire format's `_deleted`. */
+  malformed = false;
   /** Every pull request, in arrival order: the collection and the seq it asked after. */
   readonly pulls: { collection: string; after: number }[] = [];
   /** Runs when a pull request arrives, before it is answered. */
@@ -93,7 +95,7 @@ class FakeServer {
   write(collection: string, doc: Json): void {
     this.seq++;
     this.rows.set(this.key(collection, String(doc.id)), { doc: { ...doc, _deleted: doc._deleted ?? false }, seq: this.seq });
-    const event = `data: ${JSON.stringify({ documents: [{ ...doc, _deleted: doc._deleted ?? false }], checkpoint: { seq: this.seq } })}\n\n`;
+    const event = `data: ${JSON.stringify({ documents: [{ ...doc, _deleted: this.malformed ? undefined : (doc._deleted ?? false) }], checkpoint: { seq: this.seq } })}\n\n`;
     for (const s of this.streams) if (s.collection === collection) s.res.write(event);
   }
 
@@ -143,7 +145,8 @@ class FakeServer {
       this.onPull(collection, after);
       const docs = [...this.rows.entries()].filter(([k, r]) => k.startsWith(`${collection}/`) && r.seq > after).sort((a, b) => a[1].seq - b[1].seq).slice(0, limit);
       const last = docs[docs.length - 1];
-      return send(200, { documents: docs.map(([, r]) => r.doc), checkpoint: last ? { seq: last[1].seq } : cp ? JSON.parse(cp) : null });
+      const documents = docs.map(([, r]) => (this.malformed ? { ...r.doc, _deleted: undefined } : r.doc));
+      return send(200, { documents, checkpoint: last ? { seq: last[1].seq } : cp ? JSON.parse(cp) : null });
     }
     if (action === 'push') {
       const delay = this.pushDelayMs[collection] ?? 0;
@@ -216,6 +219,7 @@ afterEach(async () => {
   server.rule = () => null;
   server.pushDelayMs = {};
   server.schemaVersionsAhead = 0;
+  server.malformed = false;
   server.onPull = () => undefined;
 });
 
@@ -365,6 +369,19 @@ describe('replication client against the protocol', () => {
     server.write('leads', { ...lead(5), company: 'Missed while down' });
     await until('caught up', async () => (await db.store.get('leads', lead(5).id))?.company === 'Missed while down');
     await until('online', () => s.status().mode === 'online');
+  });
+
+  it('checks what the server answers: documents not in the wire format are refused, shown, and never stored', async () => {
+    const s = await start();
+    await s.awaitInSync();
+    server.malformed = true;
+    const odd = lead(300, { company: 'Not in the wire format' });
+    server.write('leads', odd);
+    await until('refused page', () => /does not understand at documents\.0\._deleted/.test(s.status().error ?? ''));
+    expect(s.status().mode).toBe('offline');
+    expect(await db.store.get('leads', odd.id)).toBeNull();
+    server.malformed = false;
+    await until('pulled once the answer is right', async () => (await db.store.get('leads', odd.id))?.company === 'Not in the wire format');
   });
 
   it('tells an outdated app to update instead of syncing', async () => {
