@@ -3,7 +3,13 @@
  * them in one transaction per push: compare with the stored state, validate with the shared rules,
  * store. A row whose assumed state is outdated, or that the rules refuse (the reason is recorded
  * for the member), comes back as a conflict holding the server's state. The server never rewrites a
- * pushed document. */
+ * pushed document.
+ *
+ * A pushed new lead is not checked for being a person another lead already is (shared/intake): the
+ * desktop ran that check on its replica when the lead entered. Two desktops that each took in the
+ * same person offline hold two leads with work of their own (enrollments, messages sent, notes);
+ * refusing the second would make it a tombstone on its desktop and lose that work, so such a pair
+ * is one for a merge, not a refusal. */
 import type { z } from 'zod';
 import type { Actor, Clock } from '../shared/context.ts';
 import { DomainError, isDomainError } from '../shared/errors.ts';
