@@ -13,7 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { AnyWrite, StoreReader } from '../../shared/store.ts';
-import { eventBody, eventsOf, referencesOf } from '../../shared/webhooks/events.ts';
+import { eventBody, eventsOf, mayRaiseEvents, referencesOf } from '../../shared/webhooks/events.ts';
 import type { EventReferences } from '../../shared/webhooks/events.ts';
 import { prepared } from '../db.ts';
 import type { SqlExecutor } from '../db.ts';
@@ -81,7 +81,7 @@ export class Outbox {
   async afterCommit(read: StoreReader, tx: SqlExecutor, workspaceId: string, writes: readonly AnyWrite[]): Promise<void> {
     if (this.listening && this.known.get(workspaceId) === false) return;
     // The events without their references first: most commits raise none.
-    if (eventsOf(writes, NO_REFERENCES).length === 0) return;
+    if (!mayRaiseEvents(writes) || eventsOf(writes, NO_REFERENCES).length === 0) return;
     if (!(await this.hasEndpoints(tx, workspaceId))) return;
     const refs = referencesOf(writes);
     const [leads, stages] = await Promise.all([read.getMany('leads', refs.leadIds), read.getMany('stages', refs.stageIds)]);

@@ -127,4 +127,365 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
     expect(rx.at(other.path)).toHaveLength(0);
     expect(await deliveries(other.id)).toHaveLength(0);
   });
+
+  it('signs with both secrets for 24 hours after a rotation, each verifying alone, then with the new one only', async () => {
+    const ep = await endpoint(['lead.stage_changed']);
+    const rotated = await s.call<{ secret: string; previousSecretExpiresAt: string }>(s.ours.ownerKey, 'webhooks.rotateSecret', { endpointId: ep.id });
+    expect(rotated.status, JSON.stringify(rotated.body)).toBe(200);
+    expect(rotated.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/);
+    expect(rotated.body.secret).not.toBe(ep.secret);
+    expect(Date.parse(rotated.body.previousSecretExpiresAt) - Date.now()).toBeGreaterThan(23.9 * 3_600_000);
+    rx.secrets.set(ep.path, rotated.body.secret);
+    await moveLead(leadIds[1] ?? '', 'ENGAGED');
+    const [during] = await rx.waitFor(ep.path, 1);
+    if (!during) throw new Error('nothing received');
+    const sigs = (during.headers['webhook-signature'] ?? '').split(' ');
+    expect(sigs).toHaveLength(2);
+    // A receiver still on the old secret and one already on the new one both accept it.
+    expect(() => verify(rotated.body.secret, during)).not.toThrow();
+    expect(() => verify(ep.secret, during)).not.toThrow();
+    expect(() => verify(rotated.body.secret, { ...during, headers: { ...during.headers, 'webhook-signature': sigs[0] ?? '' } })).not.toThrow();
+    expect(() => verify(ep.secret, { ...during, headers: { ...during.headers, 'webhook-signature': sigs[1] ?? '' } })).not.toThrow();
+    const listed = await s.call<{ endpoints: (Endpoint & { previousSecretExpiresAt: string | null })[] }>(s.ours.ownerKey, 'webhooks.list');
+    expect(listed.body.endpoints.find((e) => e.id === ep.id)?.previousSecretExpiresAt).toBe(rotated.body.previousSecretExpiresAt);
+    expect(JSON.stringify(listed.body)).not.toContain('whsec_');
+
+    // The overlap has passed (its end moved to the past, as 24 hours would).
+    await s.sql.query('UPDATE webhook_endpoints SET previous_expires_at = $2 WHERE id = $1', [ep.id, new Date(Date.now() - 1000)]);
+    await moveLead(leadIds[1] ?? '', 'MEETING_BOOKED');
+    const after = (await rx.waitFor(ep.path, 2))[1];
+    if (!after) throw new Error('nothing received');
+    expect((after.headers['webhook-signature'] ?? '').split(' ')).toHaveLength(1);
+    expect(() => verify(rotated.body.secret, after)).not.toThrow();
+    expect(() => verify(ep.secret, after)).toThrow('No matching signature found');
+  });
+
+  it('an old request replayed is refused by the receiver library, and so is one whose timestamp was changed', async () => {
+    const ep = await endpoint(['lead.stage_changed']);
+    await moveLead(leadIds[2] ?? '', 'ENGAGED');
+    const [got] = await rx.waitFor(ep.path, 1);
+    if (!got) throw new Error('nothing received');
+    expect(() => verify(ep.secret, got)).not.toThrow();
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 6 * 60_000 });
+    expect(() => verify(ep.secret, got)).toThrow('Message timestamp too old');
+    const fresh = { ...got.headers, 'webhook-timestamp': String(Math.floor(Date.now() / 1000)) };
+    expect(() => verify(ep.secret, { ...got, headers: fresh })).toThrow('No matching signature found');
+    vi.useRealTimers();
+  });
+
+  it('retries a receiver that fails, with the same webhook-id, and holds later events until it recovers, then delivers them in order', async () => {
+    const ep = await endpoint(['lead.stage_changed']);
+    rx.scripts.set(ep.path, [500, 503]);
+    await moveLead(leadIds[3] ?? '', 'ENGAGED');
+    await moveLead(leadIds[3] ?? '', 'MEETING_BOOKED');
+    await moveLead(leadIds[3] ?? '', 'WON');
+    const got = await rx.waitFor(ep.path, 5);
+    const ids = got.map((r) => r.headers['webhook-id']);
+    expect(got.map((r) => r.answered)).toEqual([500, 503, 200, 200, 200]);
+    expect(ids[0]).toBe(ids[1]);
+    expect(ids[1]).toBe(ids[2]);
+    expect(new Set(ids).size).toBe(3);
+    expect(got.map((r) => (payload(r).data.stage as { category: string }).category)).toEqual(['ENGAGED', 'ENGAGED', 'ENGAGED', 'MEETING_BOOKED', 'WON']);
+    // Each attempt is signed anew (its own timestamp) and verifies.
+    expect(got.every((r) => r.verifyError === null)).toBe(true);
+    const log = await until('every delivery to succeed', async () => {
+      const d = await deliveries(ep.id);
+      return d.length === 3 && d.every((x) => x.status === 'succeeded') ? d : null;
+    });
+    const first = log[2];
+    expect(first?.attempts).toBe(3);
+    expect(first?.attemptLog.map((a) => a.responseStatus)).toEqual([500, 503, 200]);
+    expect(first?.attemptLog[0]?.responseExcerpt).toBe('refused with 500: as scripted');
+    const listed = await s.call<{ endpoints: Endpoint[] }>(s.ours.ownerKey, 'webhooks.list');
+    expect(listed.body.endpoints.find((e) => e.id === ep.id)).toMatchObject({ enabled: true, failingSince: null, pendingDeliveries: 0 });
+    await sleep(400);
+    expect(rx.at(ep.path)).toHaveLength(5);
+  });
+
+  it('gives a delivery up after its last retry and goes on with the next; an endpoint answering 410 Gone is disabled with the reason, and enabling it sends what waited', async () => {
+    const ep = await endpoint(['lead.stage_changed']);
+    rx.scripts.set(ep.path, [500, 500, 500, 500]);
+    await moveLead(leadIds[4] ?? '', 'ENGAGED');
+    await moveLead(leadIds[4] ?? '', 'MEETING_BOOKED');
+    const got = await rx.waitFor(ep.path, 5);
+    expect(got.map((r) => r.answered)).toEqual([500, 500, 500, 500, 200]);
+    const log = await until('the first to be given up and the second delivered', async () => {
+      const d = await deliveries(ep.id);
+      return d[0]?.status === 'succeeded' ? d : null;
+    });
+    expect(log.map((d) => [d.status, d.attempts])).toEqual([['succeeded', 1], ['failed', 4]]);
+
+    rx.scripts.set(ep.path, [410]);
+    await moveLead(leadIds[4] ?? '', 'WON');
+    await moveLead(leadIds[4] ?? '', 'LOST');
+    await rx.waitFor(ep.path, 6);
+    const disabled = await until('the endpoint to be disabled', async () => {
+      const l = await s.call<{ endpoints: Endpoint[] }>(s.ours.ownerKey, 'webhooks.list');
+      const e = l.body.endpoints.find((x) => x.id === ep.id);
+      return e && !e.enabled ? e : null;
+    });
+    expect(disabled.disabledReason).toMatch(/410 Gone/);
+    expect(disabled.pendingDeliveries).toBe(2);
+    const test = await s.call<{ error: { code: string } }>(s.ours.ownerKey, 'webhooks.sendTest', { endpointId: ep.id });
+    expect(test.status).toBe(409);
+    expect(test.body.error.code).toBe('ENDPOINT_DISABLED');
+    await sleep(300);
+    expect(rx.at(ep.path)).toHaveLength(6);
+
+    const enabled = await s.call<Endpoint>(s.ours.ownerKey, 'webhooks.update', { endpointId: ep.id, enabled: true });
+    expect(enabled.body).toMatchObject({ enabled: true, disabledReason: null, failingSince: null });
+    const all = await rx.waitFor(ep.path, 8);
+    expect(all.slice(5).map((r) => [r.answered, (payload(r).data.stage as { category: string }).category])).toEqual([[410, 'WON'], [200, 'WON'], [200, 'LOST']]);
+  });
+
+  it('disables an endpoint whose every delivery failed for longer than the limit, saying since when', async () => {
+    const slow = await startTestServer(backend, {
+      clock: new RealClock(),
+      webhooks: { allowHttp: true, policy: { allowPrivate: true }, delivery: { retryDelaysMs: [100], pollMs: 50, timeoutMs: 2_000, disableAfterMs: 1_000 } },
+    });
+    try {
+      const path = '/always-failing';
+      const res = await slow.call<Endpoint>(slow.ours.ownerKey, 'webhooks.create', { url: `${rx.url}${path}`, events: ['campaign.started', 'campaign.paused'] });
+      rx.secrets.set(path, res.body.secret);
+      rx.scripts.set(path, Array<number>(20).fill(502));
+      const campaign = await slow.call<{ id: string }>(slow.ours.ownerKey, 'campaigns.create', { name: 'Paused twice' });
+      // campaign.paused raised by a direct change of the document (no sender needed to pause).
+      const store = slow.db.forWorkspace(slow.ours.workspaceId);
+      const flip = async (running: boolean) => {
+        const c = await store.get('campaigns', campaign.body.id);
+        if (!c) throw new Error('no campaign');
+        await store.commit([{ collection: 'campaigns', id: c.id, before: c, after: { ...c, running, updatedAt: new Date().toISOString() } }]);
+      };
+      await flip(true);
+      await rx.waitFor(path, 2);
+      await sleep(1_100);
+      await flip(false);
+      await rx.waitFor(path, 3);
+      const e = await until('the endpoint to be disabled', async () => {
+        const l = await slow.call<{ endpoints: Endpoint[] }>(slow.ours.ownerKey, 'webhooks.list');
+        const x = l.body.endpoints[0];
+        return x && !x.enabled ? x : null;
+      });
+      expect(e.disabledReason).toMatch(/^Disabled on \d{4}-\d{2}-\d{2}: every delivery failed since .* \(last: HTTP 502\)\.$/);
+      const metrics = await (await fetch(`${slow.url}/metrics`)).text();
+      expect(metrics).toMatch(/outreach_webhook_deliveries_total\{outcome="gave_up"\} 1/);
+      expect(metrics).toMatch(/outreach_webhook_deliveries_total\{outcome="disabled"\} 1/);
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('raises no event for a change that rolled back, and one when the same change commits', async () => {
+    const ep = await endpoint(['lead.stage_changed']);
+    const store = s.db.forWorkspace(s.ours.workspaceId);
+    const lead = (await store.get('leads', leadIds[5] ?? '')) as Lead;
+    const write = { collection: 'leads' as const, id: lead.id, before: lead, after: { ...lead, pipelineStageId: stage('ON_HOLD'), updatedAt: new Date().toISOString() } };
+    const eventsBefore = await s.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_events WHERE workspace_id = $1', [s.ours.workspaceId]);
+    await expect(
+      s.db.withStore(s.ours.workspaceId, async (st) => {
+        await st.commit([write]);
+        throw new Error('something after the commit failed');
+      }),
+    ).rejects.toThrow('something after the commit failed');
+    const eventsAfter = await s.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_events WHERE workspace_id = $1', [s.ours.workspaceId]);
+    expect(eventsAfter[0]?.n).toBe(eventsBefore[0]?.n);
+    await sleep(300);
+    expect(rx.at(ep.path)).toHaveLength(0);
+    expect(await deliveries(ep.id)).toHaveLength(0);
+
+    await store.commit([write]);
+    const [got] = await rx.waitFor(ep.path, 1);
+    expect(got && payload(got).data.stage).toMatchObject({ category: 'ON_HOLD' });
+  });
+
+  it('raises events for changes a desktop pushes by replication', async () => {
+    const ep = await endpoint(['lead.stage_changed', 'lead.email_bounced']);
+    const store = s.db.forWorkspace(s.ours.workspaceId);
+    const lead = (await store.get('leads', leadIds[0] ?? '')) as Lead;
+    const next = { ...lead, pipelineStageId: stage('CONTACTED'), emailBouncedAt: '2026-11-20T10:00:00.000Z', emailBounceReason: '550 5.1.1 no such user', updatedAt: new Date().toISOString() };
+    const res = await fetch(`${s.url}/replication/leads/push`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${s.ours.memberKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify([{ assumedMasterState: { ...lead, _deleted: false }, newDocumentState: { ...next, _deleted: false } }]),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual([]);
+    const got = await rx.waitFor(ep.path, 2);
+    expect(got.map((r) => payload(r).type)).toEqual(['lead.stage_changed', 'lead.email_bounced']);
+    expect(payload(got[1] as Received).data).toMatchObject({ email: 'p1@hook.example', reason: '550 5.1.1 no such user', bouncedAt: '2026-11-20T10:00:00.000Z' });
+  });
+
+  it('sends a test event, and a delivery again with the same webhook-id; /metrics counts deliveries', async () => {
+    const ep = await endpoint(['campaign.started']);
+    const sent = await s.call<{ deliveryId: string; eventId: string; type: string }>(s.ours.adminKey, 'webhooks.sendTest', { endpointId: ep.id });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+    expect(sent.body.type).toBe('webhook.test');
+    const [got] = await rx.waitFor(ep.path, 1);
+    if (!got) throw new Error('nothing received');
+    expect(got.verifyError).toBeNull();
+    expect(got.headers['webhook-id']).toBe(sent.body.eventId);
+    expect(payload(got)).toMatchObject({ type: 'webhook.test', data: { endpointId: ep.id } });
+    await until('the test delivery to succeed', async () => (await deliveries(ep.id))[0]?.status === 'succeeded');
+
+    const again = await s.call<{ deliveryId: string; redeliveryOf: string; eventId: string }>(s.ours.ownerKey, 'webhooks.deliveries.redeliver', { deliveryId: sent.body.deliveryId });
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(again.body).toMatchObject({ redeliveryOf: sent.body.deliveryId, eventId: sent.body.eventId });
+    const second = (await rx.waitFor(ep.path, 2))[1];
+    expect(second?.headers['webhook-id']).toBe(sent.body.eventId);
+    expect(second?.body).toBe(got.body);
+    expect(second?.verifyError).toBeNull();
+    const log = await until('the redelivery to succeed', async () => {
+      const d = await deliveries(ep.id);
+      return d.length === 2 && d[0]?.status === 'succeeded' ? d : null;
+    });
+    expect(log[0]).toMatchObject({ id: again.body.deliveryId, redeliveryOf: sent.body.deliveryId, eventId: sent.body.eventId });
+    const metrics = await (await fetch(`${s.url}/metrics`)).text();
+    const delivered = Number(/outreach_webhook_deliveries_total\{outcome="delivered"\} (\d+)/.exec(metrics)?.[1] ?? 0);
+    expect(delivered).toBeGreaterThanOrEqual(2);
+    expect(metrics).toMatch(/outreach_webhook_deliveries_total\{outcome="retry"\} \d+/);
+  });
+
+  it("answers NOT_FOUND for another workspace's endpoint and delivery ids, changing nothing", async () => {
+    const ep = await endpoint(['campaign.started']);
+    const sent = await s.call<{ deliveryId: string }>(s.ours.ownerKey, 'webhooks.sendTest', { endpointId: ep.id });
+    await until('the test delivery to succeed', async () => (await deliveries(ep.id))[0]?.status === 'succeeded');
+    const before = await s.call<{ endpoints: Endpoint[] }>(s.ours.ownerKey, 'webhooks.list');
+    const k = s.theirs.ownerKey;
+    const calls: [string, Record<string, unknown>][] = [
+      ['webhooks.update', { endpointId: ep.id, enabled: false }],
+      ['webhooks.delete', { endpointId: ep.id }],
+      ['webhooks.rotateSecret', { endpointId: ep.id }],
+      ['webhooks.sendTest', { endpointId: ep.id }],
+      ['webhooks.deliveries.list', { endpointId: ep.id }],
+      ['webhooks.deliveries.redeliver', { deliveryId: sent.body.deliveryId }],
+    ];
+    for (const [name, input] of calls) {
+      const res = await s.call<{ error: { code: string } }>(k, name, input);
+      expect([name, res.status, res.body.error.code]).toEqual([name, 404, 'NOT_FOUND']);
+    }
+    expect((await s.call<{ endpoints: Endpoint[] }>(k, 'webhooks.list')).body.endpoints).toEqual([]);
+    expect((await s.call<{ endpoints: Endpoint[] }>(s.ours.ownerKey, 'webhooks.list')).body).toEqual(before.body);
+    expect(await deliveries(ep.id)).toHaveLength(1);
+    await sleep(200);
+    expect(rx.at(ep.path)).toHaveLength(1);
+  });
+
+  it('is for owners and admins: a member is refused every webhooks operation', async () => {
+    const ep = await endpoint(['campaign.started']);
+    for (const [name, input] of [
+      ['webhooks.list', {}],
+      ['webhooks.create', { url: `${rx.url}/member`, events: ['campaign.started'] }],
+      ['webhooks.deliveries.list', { endpointId: ep.id }],
+      ['webhooks.sendTest', { endpointId: ep.id }],
+    ] as const) {
+      const res = await s.call<{ error: { code: string } }>(s.ours.memberKey, name, input);
+      expect([name, res.status, res.body.error.code]).toEqual([name, 403, 'PERMISSION_DENIED']);
+    }
+    const admin = await s.call<Endpoint>(s.ours.adminKey, 'webhooks.update', { endpointId: ep.id, description: 'Made by an admin' });
+    expect(admin.status).toBe(200);
+  });
+});
+
+describe.each(BACKENDS)('webhook endpoints refused, and dry runs (%s)', (backend) => {
+  let s: TestServer;
+  let rx: Receiver;
+  beforeAll(async () => {
+    rx = await startReceiver();
+    // The operator's defaults: https only, no private addresses. Names resolve to a public address
+    // when the endpoint is created, and to what they really are when a delivery connects.
+    s = await startTestServer(backend, {
+      clock: new FakeClock('2026-11-16T10:00:00.000Z'),
+      webhooks: { policy: { allowPrivate: false, resolve: async (host) => (host === 'rebinding.test' ? ['93.184.216.34'] : ['203.0.113.7']) }, delivery: { pollMs: 50, timeoutMs: 2_000 } },
+    });
+  });
+  afterAll(async () => {
+    await s?.close();
+    await rx?.close();
+  });
+
+  const list = async (): Promise<unknown> => (await s.call(s.ours.ownerKey, 'webhooks.list')).body;
+
+  it('refuses bad URLs and events with the reason, creating nothing', async () => {
+    const cases: [Record<string, unknown>, number, string, RegExp][] = [
+      [{ url: 'http://hooks.example.com/x', events: ['lead.replied'] }, 422, 'URL_NOT_ALLOWED', /must use https.*WEBHOOKS_ALLOW_HTTP=1/],
+      [{ url: 'ftp://hooks.example.com/x', events: ['lead.replied'] }, 422, 'URL_NOT_ALLOWED', /must use https, not ftp/],
+      [{ url: 'https://127.0.0.1:8443/x', events: ['lead.replied'] }, 422, 'URL_NOT_ALLOWED', /127\.0\.0\.1 is a loopback address: the sync server does not send webhooks into its own network/],
+      [{ url: 'https://10.1.2.3/x', events: ['lead.replied'] }, 422, 'URL_NOT_ALLOWED', /10\.1\.2\.3 is a private address/],
+      [{ url: 'https://169.254.169.254/latest/meta-data', events: ['lead.replied'] }, 422, 'URL_NOT_ALLOWED', /link-local address \(cloud metadata lives there\)/],
+      [{ url: 'https://[::1]/x', events: ['lead.replied'] }, 422, 'URL_NOT_ALLOWED', /loopback/],
+      [{ url: 'not a url', events: ['lead.replied'] }, 400, 'INVALID_INPUT', /^url: must be an absolute URL/],
+      [{ url: 'https://user:pw@hooks.example.com/x', events: ['lead.replied'] }, 400, 'INVALID_INPUT', /no user name or password/],
+      [{ url: 'https://hooks.example.com/x', events: ['lead.exploded'] }, 400, 'INVALID_INPUT', /^events\.0: must be one of lead\.replied/],
+      [{ url: 'https://hooks.example.com/x', events: [] }, 400, 'INVALID_INPUT', /^events: choose at least one event/],
+      [{ url: 'https://hooks.example.com/x', events: ['lead.replied'], secret: 'whsec_mine' }, 400, 'INVALID_INPUT', /secret/],
+    ];
+    for (const [input, status, code, message] of cases) {
+      const res = await s.call<{ error: { code: string; message: string } }>(s.ours.ownerKey, 'webhooks.create', input);
+      expect([input.url, res.status, res.body.error.code]).toEqual([input.url, status, code]);
+      expect(res.body.error.message).toMatch(message);
+    }
+    expect(await list()).toEqual({ endpoints: [] });
+    const rows = await s.sql.query('SELECT 1 FROM webhook_endpoints');
+    expect(rows).toHaveLength(0);
+  });
+
+  it('refuses an update to a private URL, changing nothing', async () => {
+    const ok = await s.call<Endpoint>(s.ours.ownerKey, 'webhooks.create', { url: 'https://hooks.example.com/in', events: ['lead.replied'] });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    const before = await list();
+    const res = await s.call<{ error: { code: string } }>(s.ours.ownerKey, 'webhooks.update', { endpointId: ok.body.id, url: 'https://192.168.1.20/in', events: ['lead.replied', 'campaign.started'] });
+    expect([res.status, res.body.error.code]).toEqual([422, 'URL_NOT_ALLOWED']);
+    const none = await s.call<{ error: { code: string } }>(s.ours.ownerKey, 'webhooks.update', { endpointId: ok.body.id });
+    expect([none.status, none.body.error.code]).toEqual([422, 'NO_FIELDS_TO_UPDATE']);
+    expect(await list()).toEqual(before);
+    await s.call(s.ours.ownerKey, 'webhooks.delete', { endpointId: ok.body.id });
+  });
+
+  it('checks the address again when a delivery connects: a name that now resolves to loopback is refused and nothing reaches it', async () => {
+    const url = `https://rebinding.test:${rx.port}/rebound`;
+    const created = await s.call<Endpoint>(s.ours.ownerKey, 'webhooks.create', { url, events: ['lead.replied'] });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    // The name resolves to 127.0.0.1 for real (an /etc/hosts-like rebinding): the connect-time lookup refuses it.
+    await s.sql.query('UPDATE webhook_endpoints SET url = $2 WHERE id = $1', [created.body.id, `https://localhost:${rx.port}/rebound`]);
+    const sent = await s.call<{ deliveryId: string }>(s.ours.ownerKey, 'webhooks.sendTest', { endpointId: created.body.id });
+    expect(sent.status).toBe(200);
+    const log = await until('the attempt to be logged', async () => {
+      const r = await s.call<{ deliveries: Delivery[] }>(s.ours.ownerKey, 'webhooks.deliveries.list', { endpointId: created.body.id });
+      return r.body.deliveries[0]?.attempts ? r.body.deliveries : null;
+    });
+    expect(log[0]?.attemptLog[0]?.responseStatus).toBeNull();
+    expect(log[0]?.attemptLog[0]?.error).toMatch(/localhost resolves to (127\.0\.0\.1|::1), a loopback address/);
+    expect(rx.at('/rebound')).toHaveLength(0);
+    await s.call(s.ours.ownerKey, 'webhooks.delete', { endpointId: created.body.id });
+  });
+
+  it('a dry run of update and delete answers what the real call answers, and changes nothing', async () => {
+    const created = await s.call<Endpoint>(s.ours.ownerKey, 'webhooks.create', { url: 'https://hooks.example.com/dry', events: ['lead.replied'], description: 'CRM' });
+    const id = created.body.id;
+    await s.call(s.ours.ownerKey, 'webhooks.sendTest', { endpointId: id });
+    // Its one attempt (hooks.example.com takes nothing) is over; the next waits for a clock that stands still.
+    await until('the test delivery to be tried', async () => {
+      const r = await s.call<{ deliveries: Delivery[] }>(s.ours.ownerKey, 'webhooks.deliveries.list', { endpointId: id });
+      return (r.body.deliveries[0]?.attempts ?? 0) > 0;
+    });
+    const before = await list();
+    const change = { endpointId: id, url: 'https://hooks.example.com/dry2', events: ['campaign.paused', 'lead.replied'], enabled: false };
+    const dry = await s.call(s.ours.ownerKey, 'webhooks.update', { ...change, dryRun: true });
+    expect(dry.status, JSON.stringify(dry.body)).toBe(200);
+    expect(await list()).toEqual(before);
+    const real = await s.call(s.ours.ownerKey, 'webhooks.update', change);
+    expect(real.body).toEqual(dry.body);
+    expect(real.body).toMatchObject({ url: 'https://hooks.example.com/dry2', events: ['lead.replied', 'campaign.paused'], enabled: false, disabledReason: 'Disabled by a person on 2026-11-16.' });
+    const listed = (await list()) as { endpoints: unknown[] };
+    expect(listed.endpoints[0]).toEqual(real.body);
+
+    const afterUpdate = await list();
+    const dryDelete = await s.call(s.ours.ownerKey, 'webhooks.delete', { endpointId: id, dryRun: true });
+    expect(dryDelete.body).toEqual({ endpointId: id, deleted: true, deliveriesDeleted: 1 });
+    expect(await list()).toEqual(afterUpdate);
+    const realDelete = await s.call(s.ours.ownerKey, 'webhooks.delete', { endpointId: id });
+    expect(realDelete.body).toEqual(dryDelete.body);
+    expect(await list()).toEqual({ endpoints: [] });
+    expect(await s.sql.query('SELECT 1 FROM webhook_deliveries')).toHaveLength(0);
+  });
 });
