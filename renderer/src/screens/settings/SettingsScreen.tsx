@@ -1,6 +1,7 @@
-/** Settings: the connection, sync status with refusals, members and API keys. */
+/** Settings: the connection, sync status with refusals, members, API keys and integrations (webhooks). */
 import { ApiKeysSection } from './ApiKeysSection.tsx';
 import { ConnectionSection } from './ConnectionSection.tsx';
+import { IntegrationsSection } from './IntegrationsSection.tsx';
 import { MembersSection } from './MembersSection.tsx';
 import { SyncSection } from './SyncSection.tsx';
 
@@ -16,6 +17,7 @@ export function SettingsScreen() {
           <SyncSection />
           <MembersSection />
           <ApiKeysSection />
+          <IntegrationsSection />
         </div>
       </div>
     </>
