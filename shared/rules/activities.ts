@@ -1,5 +1,6 @@
 /** Notes and tasks: ownership and the task state machine (spec: States and transitions, Task status). */
 import { DomainError } from '../errors.ts';
+import { sameJson } from '../json-equal.ts';
 import type { Activity } from '../model/index.ts';
 import type { Rule } from './types.ts';
 
@@ -66,7 +67,7 @@ export const activityRules: readonly Rule<'activities'>[] = [
     const from = statusOf(before);
     const to = statusOf(after);
     const edited =
-      TASK_EDITABLE.some((f) => JSON.stringify(before[f]) !== JSON.stringify(after[f])) || assigneeOf(before) !== assigneeOf(after);
+      TASK_EDITABLE.some((f) => !sameJson(before[f], after[f])) || assigneeOf(before) !== assigneeOf(after);
 
     if (from !== to) {
       if (to === 'completed' || to === 'cancelled') {

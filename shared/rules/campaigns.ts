@@ -11,19 +11,18 @@
  * operation reports the steps they cannot perform (warnings.cannotSend) and readiness refuses the start.
  */
 import { DomainError } from '../errors.ts';
+import { sameJson } from '../json-equal.ts';
 import type { Campaign, Step } from '../model/index.ts';
 import { describeStep, structureProblems } from '../sequence.ts';
 import { loadReadiness, scheduleProblems, senderStepProblems, stepProblems, unknownStepMergeFields } from './readiness.ts';
 import type { Rule } from './types.ts';
-
-const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
 
 /** Steps that are new or differ from the stored state (all of them for a creation). */
 export function changedSteps(before: Campaign | null, after: Campaign): Step[] {
   const old = new Map((before?.steps ?? []).map((s) => [s.id, s]));
   return after.steps.filter((s) => {
     const prev = old.get(s.id);
-    return !prev || !same(prev, s);
+    return !prev || !sameJson(prev, s);
   });
 }
 
@@ -32,13 +31,13 @@ const cap = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);
 export const campaignRules: readonly Rule<'campaigns'>[] = [
   function sequenceChangesOnlyWhilePaused({ before, after }) {
     if (!after || !after.running) return;
-    if (!same(before?.steps ?? [], after.steps)) {
+    if (!sameJson(before?.steps ?? [], after.steps)) {
       throw new DomainError('CAMPAIGN_NOT_PAUSED', `Campaign "${after.name}" is running: pause it before changing its sequence.`, { campaignId: after.id });
     }
   },
 
   function scheduleIsValid({ before, after }) {
-    if (!after || (before && same(before.schedule, after.schedule))) return;
+    if (!after || (before && sameJson(before.schedule, after.schedule))) return;
     const problems = scheduleProblems(after.schedule);
     const first = problems[0];
     if (first) {
@@ -77,7 +76,7 @@ export const campaignRules: readonly Rule<'campaigns'>[] = [
   },
 
   function sequenceKeepsItsShape({ before, after }) {
-    if (!after || (before && same(before.steps, after.steps))) return;
+    if (!after || (before && sameJson(before.steps, after.steps))) return;
     const problems = structureProblems(after.steps);
     // Broken steps first (an orphan also empties the path it left). Emptying a path that had steps
     // is the specification's own refusal; a condition that never had a step on a path is broken.

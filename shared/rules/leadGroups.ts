@@ -4,6 +4,7 @@
  * so a merge field names one column.
  */
 import { DomainError } from '../errors.ts';
+import { sameJson } from '../json-equal.ts';
 import type { LeadGroup, LeadGroupColumn } from '../model/index.ts';
 import { columnKey } from '../lead-columns.ts';
 import { describeStep } from '../sequence.ts';
@@ -23,7 +24,7 @@ async function firstUse(read: StoreReader, group: LeadGroup, name: string) {
 
 export const leadGroupRules: readonly Rule<'leadGroups'>[] = [
   function columnNamesAreUnique({ before, after }) {
-    if (!after || (before && JSON.stringify(before.columns) === JSON.stringify(after.columns))) return;
+    if (!after || (before && sameJson(before.columns, after.columns))) return;
     // Names are matched case-insensitively (lead creation, import, merge-field lookup by name), so
     // a new or renamed column may not differ from another only by case. Pairs that already
     // existed before this write are left alone.

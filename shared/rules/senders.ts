@@ -2,6 +2,7 @@
  * or touch what the plan and the account decide (plan maximums, owner, channel). */
 import type { Actor } from '../context.ts';
 import { DomainError } from '../errors.ts';
+import { sameJson } from '../json-equal.ts';
 import { DEFAULT_LIMITS, DEFAULT_PLAN_MAX } from '../model/factories.ts';
 import { LIMIT_KEYS } from '../model/index.ts';
 import type { LimitKey, LimitSet } from '../model/index.ts';
@@ -46,7 +47,7 @@ export const senderRules: readonly Rule<'senders'>[] = [
       }
       return;
     }
-    const changed = (['planMax', 'ownerMemberId', 'channel'] as const).filter((f) => JSON.stringify(before[f]) !== JSON.stringify(after[f]));
+    const changed = (['planMax', 'ownerMemberId', 'channel'] as const).filter((f) => !sameJson(before[f], after[f]));
     if (changed.length > 0) {
       throw new DomainError('PERMISSION_DENIED', `Only an owner or admin may change a sender's ${changed.join(', ')}.`, { sdrProfileId: after.id, fields: changed });
     }
