@@ -22,13 +22,29 @@ const effectiveLimitAt = (sender: Sender, key: LimitKey, at?: Date): number => {
 export const RAMP_UP_DAYS = 14;
 export const RAMP_UP_FROM = 0.2;
 
-/** A new sender's ramp-up: its limits grow linearly from 20% (day 1) to 100% after 14 days. */
-export function rampUpOf(sender: Pick<Sender, 'rampUpStartedAt'>, at: Date): { active: boolean; day: number; factor: number; endsAt: string | null } {
+/** Which pace applies to a sender's limits: a new account ramping up, an account its user said is
+ * warmed up (full limits from the start), or neither (the ramp-up is over, or the sender is older
+ * than ramp-ups). */
+export type RampUp = { active: boolean; day: number; factor: number; endsAt: string | null; warmedUp: boolean };
+
+/** A new sender's ramp-up: its limits grow linearly from 20% (day 1) to 100% after 14 days; none
+ * for an account its user said is warmed up (senders.warmedUp). */
+export function rampUpOf(sender: Pick<Sender, 'rampUpStartedAt' | 'warmedUp'>, at: Date): RampUp {
+  if (sender.warmedUp === true) return { active: false, day: RAMP_UP_DAYS, factor: 1, endsAt: null, warmedUp: true };
   const start = sender.rampUpStartedAt ? Date.parse(sender.rampUpStartedAt) : Number.NaN;
-  if (!Number.isFinite(start)) return { active: false, day: RAMP_UP_DAYS, factor: 1, endsAt: null };
+  if (!Number.isFinite(start)) return { active: false, day: RAMP_UP_DAYS, factor: 1, endsAt: null, warmedUp: false };
   const days = Math.max(0, Math.floor((at.getTime() - start) / 86_400_000));
-  if (days >= RAMP_UP_DAYS) return { active: false, day: RAMP_UP_DAYS, factor: 1, endsAt: null };
-  return { active: true, day: days + 1, factor: RAMP_UP_FROM + ((1 - RAMP_UP_FROM) * days) / RAMP_UP_DAYS, endsAt: new Date(start + RAMP_UP_DAYS * 86_400_000).toISOString() };
+  if (days >= RAMP_UP_DAYS) return { active: false, day: RAMP_UP_DAYS, factor: 1, endsAt: null, warmedUp: false };
+  return { active: true, day: days + 1, factor: RAMP_UP_FROM + ((1 - RAMP_UP_FROM) * days) / RAMP_UP_DAYS, endsAt: new Date(start + RAMP_UP_DAYS * 86_400_000).toISOString(), warmedUp: false };
+}
+
+/** The pace a limit explanation names ("reached a daily limit <phrase>"): "as a new account
+ * ramping up, day 3 of 14 at 31% of its limits", "at the full limits of a warmed-up account", or
+ * null when neither applies. */
+export function rampUpPhrase(r: RampUp): string | null {
+  if (r.warmedUp) return 'at the full limits of a warmed-up account';
+  if (r.active) return `as a new account ramping up, day ${r.day} of ${RAMP_UP_DAYS} at ${Math.round(r.factor * 100)}% of its limits`;
+  return null;
 }
 
 /** A limit under ramp-up: never more than the limit, at least one action while the limit allows any. */

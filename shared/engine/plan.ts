@@ -79,7 +79,8 @@ export function gateFingerprint(st: TickState, c: Campaign): string {
     st.workspace?.subscriptionStatus ?? null,
     c.senders.map((x) => {
       const s = st.senders.get(x.sdrProfileId);
-      return s ? [s.limits, s.planMax, s.status, s.outreachPaused, s.backoffUntil, st.held.has(s.id)] : null;
+      // warmedUp and the ramp-up's start change today's effective limits as the limits do.
+      return s ? [s.limits, s.planMax, s.status, s.outreachPaused, s.backoffUntil, st.held.has(s.id), s.warmedUp === true, s.rampUpStartedAt ?? null] : null;
     }),
   ]);
 }

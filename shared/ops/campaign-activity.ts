@@ -7,7 +7,7 @@
  * paused, due but not yet picked up) are judged here from the same documents the runner reads.
  */
 import { z } from 'zod';
-import { budgetsFor, hasRoom, senderDay, usageId, usageOrEmpty } from '../engine/limits.ts';
+import { budgetsFor, hasRoom, rampUpOf, rampUpPhrase, senderDay, usageId, usageOrEmpty } from '../engine/limits.ts';
 import { dayKey, isOpen, nextOpening, startOfNextDay } from '../engine/schedule.ts';
 import type { Activity, Campaign, Enrollment, Lead, Message, Sender, Step, Usage } from '../model/index.ts';
 import { nowIso } from '../context.ts';
@@ -133,6 +133,13 @@ const leadName = (lead: Lead | undefined): string =>
 
 type Judge = { reason: WaitReason; until: string | null; explanation: string };
 
+/** Which pace a limit reason applies under (a new account's ramp-up, or a warmed-up account's full
+ * limits), as a phrase to add to the explanation. */
+const pace = (sender: Sender, at: Date): string => {
+  const phrase = rampUpPhrase(rampUpOf(sender, at));
+  return phrase ? ` ${phrase}` : '';
+};
+
 /** Why one IN_PROGRESS enrollment is not being acted on right now (or that it is due). */
 function judge(
   e: Enrollment,
@@ -185,11 +192,11 @@ function judge(
       case 'outside_window':
         return { reason: 'outside_window', until: next, explanation: 'The sending window is closed; it goes when the window opens.' };
       case 'daily_limit':
-        return { reason: 'daily_limit', until: next, explanation: `${name} reached a daily limit; it goes after the limit resets.` };
+        return { reason: 'daily_limit', until: next, explanation: `${name} reached a daily limit${pace(sender, at)}; it goes after the limit resets.` };
       case 'sender_limited':
         return { reason: 'sender_limited', until: next, explanation: `${name} was backing off after a network limit; it retries then.` };
       case 'weekly_limit':
-        return { reason: 'weekly_limit', until: next, explanation: `${name} reached its weekly cap on connection requests; it goes when the oldest request of the week ages out.` };
+        return { reason: 'weekly_limit', until: next, explanation: `${name} reached its weekly cap on connection requests${pace(sender, at)}; it goes when the oldest request of the week ages out.` };
       default:
         return { reason: 'scheduled', until: next, explanation: "Waiting for its time in the sequence (a wait step or the spacing between actions)." };
     }
@@ -202,7 +209,7 @@ function judge(
   const action = step ? actionKind(step) : null;
   if (action && usage && !hasRoom(usage, budgetsFor(sender, action.kind, action.withNote, at))) {
     const reset = startOfNextDay(sender.timeZone, at).toISOString();
-    return { reason: 'daily_limit', until: reset, explanation: `Due, but ${name} has used today's limit for this action; it goes after the limit resets.` };
+    return { reason: 'daily_limit', until: reset, explanation: `Due, but ${name} has used today's limit for this action${pace(sender, at)}; it goes after the limit resets.` };
   }
   return { reason: 'due', until: null, explanation: 'Due now: the runner takes it on its next pass (actions are spaced out).' };
 }

@@ -7,7 +7,8 @@ import { DomainError, notFound } from '../errors.ts';
 import { emptyUsage, newSender } from '../model/factories.ts';
 import { CHANNEL_KINDS, LIMIT_KEYS } from '../model/index.ts';
 import type { ChannelKind, LimitKey, LimitSet, Sender, SenderCapability } from '../model/index.ts';
-import { DEFAULT_WEEKLY_CONNECTIONS } from '../engine/limits.ts';
+import { DEFAULT_WEEKLY_CONNECTIONS, RAMP_UP_DAYS, rampUpOf } from '../engine/limits.ts';
+import { newUnsubscribeKey } from '../replies/unsubscribe-token.ts';
 import { canRaiseLimits } from '../rules/senders.ts';
 import { hostedByOf, storeSenderSecret } from './credentials.ts';
 import { defineOp, opsByName } from './define.ts';
@@ -36,6 +37,8 @@ const senderOut = z.object({
   backoffUntil: z.string().nullable(),
   /** Whose runner connects it: its owner's desktop or the sync server (channelConfig.hostedBy). */
   hostedBy: z.enum(['desktop', 'server']),
+  /** The user said the account is already warmed up: full limits from the start, no ramp-up. */
+  warmedUp: z.boolean(),
 });
 
 const summary = (s: Sender): z.input<typeof senderOut> => ({
@@ -54,6 +57,7 @@ const summary = (s: Sender): z.input<typeof senderOut> => ({
   statusReason: s.statusReason,
   backoffUntil: s.backoffUntil,
   hostedBy: hostedByOf(s),
+  warmedUp: s.warmedUp === true,
 });
 
 const timeZone = z.string().min(1).max(64).refine((tz) => IANAZone.isValidZone(tz), { message: 'must be an IANA time zone such as Europe/Paris' });
@@ -99,7 +103,14 @@ const httpConfig = z.object({
 }).strict();
 const sandboxConfig = z.object({ seed: z.union([z.string().min(1).max(200), z.number().int()]).optional() }).strict();
 
-const createBase = { name: z.string().trim().min(1).max(200), timeZone: timeZone.optional(), premium: z.boolean().optional() };
+const createBase = {
+  name: z.string().trim().min(1).max(200),
+  timeZone: timeZone.optional(),
+  premium: z.boolean().optional(),
+  /** true: the account is already warmed up (established, in regular use) and sends at its limits
+   * from the start; default false: a new account ramps up from 20% over 14 days. */
+  warmedUp: z.boolean().optional(),
+};
 const createInput = z.discriminatedUnion('channel', [
   z.object({ ...createBase, channel: z.literal('email'), channelConfig: emailConfig }),
   z.object({ ...createBase, channel: z.literal('http'), channelConfig: httpConfig }),
@@ -215,8 +226,12 @@ export const sendersOps = opsByName(
           timeZone: input.timeZone ?? 'UTC',
         },
       );
-      // A new account starts slowly: 20% of its limits, growing to 100% over 14 days.
-      sender.rampUpStartedAt = sender.createdAt;
+      // A new account starts slowly: 20% of its limits, growing to 100% over 14 days. An account
+      // its user says is warmed up starts at its limits (the weekly cap still holds).
+      sender.warmedUp = input.warmedUp ?? false;
+      sender.rampUpStartedAt = sender.warmedUp ? null : sender.createdAt;
+      // Signs the List-Unsubscribe tokens of this sender's emails (shared/replies/unsubscribe-token.ts).
+      if (sender.channel === 'email') sender.unsubscribeKey = newUnsubscribeKey(ctx.ids);
       const hostWarning = await serverHostProblem(ctx, sender);
       if (hostWarning) warnings.push(hostWarning);
       await ctx.db.put('senders', sender);
@@ -292,6 +307,41 @@ export const sendersOps = opsByName(
         await ctx.db.put('senders', { ...sender, limits: after, ...(weeklyAfter !== weeklyBefore ? { weeklyConnectionLimit: weeklyAfter } : {}), updatedAt: nowIso(ctx) });
       }
       return { dryRun: ctx.dryRun, sdrProfileId: sender.id, name: sender.name, before, after, planMax: { ...sender.planMax }, changes, cappedAtPlan: [...cappedAtPlan, ...cappedWeekly] };
+    },
+  }),
+
+  defineOp({
+    name: 'sdrProfiles.setWarmedUp',
+    method: 'POST',
+    summary:
+      "Says whether a sender's account is already warmed up. true: it sends at its full daily limits at once, without the 14-day ramp-up (the weekly cap on connection requests still holds); sending at full volume from an account without a sending history risks its reputation. false: a new account; it ramps up from 20% of its limits, from now unless a ramp-up already began. dryRun previews.",
+    input: z.object({ sdrProfileId: uuid, warmedUp: z.boolean(), dryRun }),
+    output: z.object({
+      dryRun: z.boolean(),
+      sdrProfileId: z.string(),
+      name: z.string(),
+      warmedUp: z.boolean(),
+      changed: z.boolean(),
+      /** The pace that applies after the change (as social.getAccountLimits shows it). */
+      rampUp: z.object({ active: z.boolean(), day: z.number().int(), of: z.number().int(), percent: z.number().int(), endsAt: z.string().nullable(), warmedUp: z.boolean() }),
+    }),
+    permission: 'member',
+    dryRun: true,
+    mutates: true,
+    async handler(input, ctx) {
+      const sender = await senderOrNotFound(ctx, input.sdrProfileId);
+      const now = nowIso(ctx);
+      let next: Sender = sender;
+      if ((sender.warmedUp === true) !== input.warmedUp) {
+        // Back to "new": a ramp-up that already began goes on from its start; otherwise it starts now.
+        next = { ...sender, warmedUp: input.warmedUp, rampUpStartedAt: input.warmedUp ? (sender.rampUpStartedAt ?? null) : (sender.rampUpStartedAt ?? now), updatedAt: now };
+        await ctx.db.put('senders', next);
+      }
+      const r = rampUpOf(next, ctx.clock.now());
+      return {
+        dryRun: ctx.dryRun, sdrProfileId: sender.id, name: sender.name, warmedUp: next.warmedUp === true, changed: next !== sender,
+        rampUp: { active: r.active, day: r.day, of: RAMP_UP_DAYS, percent: Math.round(r.factor * 100), endsAt: r.endsAt, warmedUp: r.warmedUp },
+      };
     },
   }),
 

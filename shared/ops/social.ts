@@ -48,8 +48,9 @@ const accountOut = z.object({
   /** Connection requests of the last 7 days against the weekly cap (default 100, raisable within
    * the plan), counted from the recorded actions. */
   weekly: z.object({ connectionRequests: allowance }),
-  /** A new sender's ramp-up: limits grow from 20% to 100% over 14 days (sending shows today's). */
-  rampUp: z.object({ active: z.boolean(), day: z.number().int(), of: z.number().int(), percent: z.number().int(), endsAt: z.string().nullable() }),
+  /** A new sender's ramp-up: limits grow from 20% to 100% over 14 days (sending shows today's);
+   * warmedUp: its user said the account is warmed up, so it sends at its limits without one. */
+  rampUp: z.object({ active: z.boolean(), day: z.number().int(), of: z.number().int(), percent: z.number().int(), endsAt: z.string().nullable(), warmedUp: z.boolean() }),
 });
 
 const of = (used: number, limit: number) => ({ used, remaining: Math.max(0, limit - used), limit });
@@ -202,7 +203,7 @@ export const socialOps = opsByName(
           },
           search: of(u.counts.searches, s.searchLimit),
           weekly: { connectionRequests: of(weekCount, weeklyConnectionCap(s, at)) },
-          rampUp: { active: ramp.active, day: ramp.day, of: RAMP_UP_DAYS, percent: Math.round(ramp.factor * 100), endsAt: ramp.endsAt },
+          rampUp: { active: ramp.active, day: ramp.day, of: RAMP_UP_DAYS, percent: Math.round(ramp.factor * 100), endsAt: ramp.endsAt, warmedUp: ramp.warmedUp },
         });
       }
       return { accounts };

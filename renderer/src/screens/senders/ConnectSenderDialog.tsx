@@ -2,13 +2,15 @@
  * or a social network through an HTTP connector. Secrets are not stored in the shared workspace. In a
  * workspace connected to a sync server, a mailbox or connector may run on the server instead of this
  * computer; the server refuses hosts of its own network, and the dialog shows what the operation
- * says about that (a refusal, or that it could not be checked from here). */
+ * says about that (a refusal, or that it could not be checked from here). The user says whether the
+ * account is new (it ramps up) or already warmed up (full limits at once, with the risk said). */
 import { useState } from 'react';
 import type { OpInput } from '../../../../shared/ops/index.ts';
 import { Dialog } from '../../components/Dialog.tsx';
 import { ErrorText } from '../../components/ErrorText.tsx';
 import { run, useAction } from '../../lib/ops.ts';
 import { useApp } from '../../state/app-store.ts';
+import { NEW_ACCOUNT, WARMED_UP_ACCOUNT, WARMED_UP_RISK } from './warm-up.ts';
 
 type Channel = 'sandbox' | 'email' | 'http';
 type HostedBy = 'desktop' | 'server';
@@ -31,6 +33,7 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
   const [name, setName] = useState('');
   const [timeZone, setTimeZone] = useState(localZone);
   const [premium, setPremium] = useState(false);
+  const [warmedUp, setWarmedUp] = useState(false);
   const [smtp, setSmtp] = useState({ host: '', port: '587', secure: false, user: '', from: '', password: '' });
   // Reading the mailbox (replies, out-of-office answers, bounces): same login as SMTP unless given.
   const [imap, setImap] = useState({ enabled: true, host: '', port: '993', secure: true, user: '', password: '' });
@@ -39,7 +42,7 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
   const action = useAction();
 
   function input(): OpInput<'sdrProfiles.create'> {
-    const base = { name, timeZone, premium };
+    const base = { name, timeZone, premium, warmedUp };
     if (channel === 'email') {
       return {
         ...base,
@@ -197,6 +200,18 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
               <input className="input" value={baseUrl} onChange={(e) => setBaseUrl(e.target.value)} aria-label="Connector URL" />
             </label>
           )}
+          <fieldset className="stack" style={{ border: 0, padding: 0, margin: 0 }} data-testid="warm-up-choice">
+            <legend className="muted">The account</legend>
+            <label className="row check-row">
+              <input type="radio" name="warm-up" checked={!warmedUp} onChange={() => setWarmedUp(false)} aria-label="New account" />
+              <span>{NEW_ACCOUNT}</span>
+            </label>
+            <label className="row check-row">
+              <input type="radio" name="warm-up" checked={warmedUp} onChange={() => setWarmedUp(true)} aria-label="Already warmed up" />
+              <span>{WARMED_UP_ACCOUNT}</span>
+            </label>
+            {warmedUp && <div className="notice warn" data-testid="warm-up-risk">{WARMED_UP_RISK}</div>}
+          </fieldset>
           <ErrorText error={action.error} />
         </form>
       )}

@@ -1,5 +1,6 @@
 /** One sender: status and pause/resume, daily limits against the plan maximums with today's usage,
- * and the daily search budget. A limit above the plan is lowered and the cap is said out loud. */
+ * and the daily search budget. A limit above the plan is lowered and the cap is said out loud. The
+ * account's pace: a new account's ramp-up, or warmed up (full limits), changeable here. */
 import { useState } from 'react';
 import type { OpOutput } from '../../../../shared/ops/index.ts';
 import { LIMIT_KEYS } from '../../../../shared/model/common.ts';
@@ -8,6 +9,7 @@ import { ErrorText } from '../../components/ErrorText.tsx';
 import { dateTime } from '../../lib/format.ts';
 import { OpError, run, useAction, useOp } from '../../lib/ops.ts';
 import { useApp } from '../../state/app-store.ts';
+import { WARMED_UP_RISK } from './warm-up.ts';
 
 type Sender = OpOutput<'sdrProfiles.list'>['sdrProfiles'][number];
 type LimitsResult = OpOutput<'sdrProfiles.setDailyLimits'>;
@@ -40,6 +42,8 @@ export function SenderCard({ sender }: { sender: Sender }) {
   const [result, setResult] = useState<LimitsResult | null>(null);
   const limits = useAction();
   const pause = useAction();
+  const warm = useAction();
+  const [askWarm, setAskWarm] = useState(false);
   const dirty = Object.keys(draft).length > 0;
   const u = usage.data;
   // Right after a save the sender list may still hold the limits from before it: show what the save
@@ -107,9 +111,24 @@ export function SenderCard({ sender }: { sender: Sender }) {
       <ErrorText error={pause.error} />
       {account?.rampUp.active && (
         <div className="notice" data-testid="ramp-up">
-          New account ramping up: day {account.rampUp.day} of {account.rampUp.of}, sending at {account.rampUp.percent}% of its limits{account.rampUp.endsAt ? ` until ${dateTime(account.rampUp.endsAt)}` : ''}.
+          New account ramping up: day {account.rampUp.day} of {account.rampUp.of}, sending at {account.rampUp.percent}% of its limits{account.rampUp.endsAt ? ` until ${dateTime(account.rampUp.endsAt)}` : ''}.{' '}
+          {!askWarm && <button className="btn" onClick={() => setAskWarm(true)}>The account is already warmed up…</button>}
+          {askWarm && (
+            <div className="notice warn" data-testid="warm-up-risk">
+              {WARMED_UP_RISK}{' '}
+              <button className="btn primary" disabled={warm.busy} onClick={() => void warm.act(async () => { await run('sdrProfiles.setWarmedUp', { sdrProfileId: sender.id, warmedUp: true }); setAskWarm(false); })}>Send at full limits</button>{' '}
+              <button className="btn" onClick={() => setAskWarm(false)}>Keep ramping up</button>
+            </div>
+          )}
         </div>
       )}
+      {account?.rampUp.warmedUp && (
+        <div className="notice" data-testid="warmed-up">
+          Warmed-up account: sends at its full daily limits, no ramp-up.{' '}
+          <button className="btn" disabled={warm.busy} onClick={() => void warm.act(() => run('sdrProfiles.setWarmedUp', { sdrProfileId: sender.id, warmedUp: false }))}>It is a new account: ramp up</button>
+        </div>
+      )}
+      <ErrorText error={warm.error} />
       {account && (
         <div className="row" data-testid="weekly-cap">
           <span>Connection requests this week (any 7 days)</span>
