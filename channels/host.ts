@@ -120,6 +120,8 @@ export function createHostChannels(opts: HostChannelsOptions): HostChannels {
     ...(opts.now ? { now: opts.now } : {}),
     ...(opts.network?.smtpGetSocket ? { getSocket: opts.network.smtpGetSocket } : {}),
     afterSend: (sender, raw) => imap.saveSent(sender, raw),
+    // The one-click unsubscribe address: the sync server stamps its PUBLIC_URL on the workspace.
+    publicUrlFor: async (sender) => (await opts.store.get('workspaces', sender.workspaceId))?.publicUrl ?? null,
   });
   const email: Channel = {
     send: (sender, lead, action, ref) => smtp.send(sender, lead, action, ref),

@@ -114,8 +114,9 @@ export async function readInbound(sender: Sender, m: Pick<FetchMessageObject, 'u
   return { mail, source: m.source.toString('utf8'), at, messageId };
 }
 
-/** The channel event an inbound email is: a bounce of one of our sends, or an (automatic) reply
- * to one (by the Message-IDs it cites, else by its sender's address). Null for our own mail
+/** The channel event an inbound email is: a bounce of one of our sends, a request to unsubscribe
+ * (by the token in its subject), or an (automatic) reply to one (by the Message-IDs it cites, else
+ * by its sender's address). Null for our own mail
  * (`own`: the sender's address), mail about none of our outreach, and a reply already recorded. */
 export async function inboundEvent(matcher: InboundMatcher, sender: Sender, own: string, inbound: InboundMail): Promise<ChannelEvent | null> {
   const { mail, at, messageId } = inbound;
@@ -133,6 +134,9 @@ export async function inboundEvent(matcher: InboundMatcher, sender: Sender, own:
       externalId: messageId, originalMessageId: b.originalMessageIds[0] ?? null,
     };
   }
+  // An unsubscribe mail names its lead in its token, whatever address it comes from (a forwarding
+  // alias, a mail client acting for the person); the runner verifies the token.
+  if (kind.kind === 'unsubscribe') return { kind: 'unsubscribe', leadId: kind.leadId, token: kind.token, at, externalId: messageId };
   const cited = [...messageIdsIn(mail.inReplyTo), ...messageIdsIn(mail.references)].reverse();
   const match = (cited.length > 0 ? await matcher.byMessageIds(sender, cited) : null) ?? (from ? await matcher.byAddress(sender, from, at) : null);
   if (!match) return null;

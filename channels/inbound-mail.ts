@@ -1,9 +1,12 @@
 /**
  * What an inbound email is, from its parsed form (mailparser): a delivery-status report (bounce,
- * RFC 3464), an automatic reply (RFC 3834 and the headers auto-responders use in practice), or a
- * person's reply. Pure functions, so each rule has a unit test without a server.
+ * RFC 3464), a request to unsubscribe through our List-Unsubscribe mailto: (subject
+ * `unsubscribe <token>`), an automatic reply (RFC 3834 and the headers auto-responders use in
+ * practice), or a person's reply. Pure functions, so each rule has a unit test without a server.
  */
 import type { AddressObject, HeaderValue, ParsedMail } from 'mailparser';
+import { withoutQuotedHistory } from '../shared/replies/quoted.ts';
+import { readUnsubscribeToken, tokenInSubject } from '../shared/replies/unsubscribe-token.ts';
 
 export type BounceInfo = {
   /** failed + 5.x.x: the address does not work. delayed, or 4.x.x: the mail server still tries. */
@@ -20,6 +23,8 @@ export type BounceInfo = {
 
 export type InboundKind =
   | { kind: 'bounce'; bounce: BounceInfo }
+  /** `leadId`: the lead the token names (verified against the sender's key by the runner). */
+  | { kind: 'unsubscribe'; token: string; leadId: string }
   | { kind: 'auto_reply'; why: string }
   | { kind: 'reply' };
 
@@ -168,6 +173,11 @@ export function bounceOf(mail: Pick<ParsedMail, 'headers'>, source: string): Bou
 export function classifyInbound(mail: Pick<ParsedMail, 'headers' | 'subject'>, source: string): InboundKind {
   const bounce = bounceOf(mail, source);
   if (bounce) return { kind: 'bounce', bounce };
+  // Before the automatic-reply test: a mail client that sends the unsubscribe mail by itself may
+  // mark it Auto-Submitted, and it is still the person's request.
+  const token = tokenInSubject(mail.subject ?? '');
+  const claim = token ? readUnsubscribeToken(token) : null;
+  if (token && claim) return { kind: 'unsubscribe', token, leadId: claim.leadId };
   const why = autoReplyReason(mail);
   if (why) return { kind: 'auto_reply', why };
   return { kind: 'reply' };
@@ -180,18 +190,12 @@ export function firstAddress(a: AddressObject | AddressObject[] | undefined): st
   return '';
 }
 
-/** The new part of a reply: the text above the quoted earlier message. */
+/** The new part of a reply: the text above the quoted earlier message and the signature
+ * (shared/replies/quoted.ts, which the label rules read too). */
 export function replyText(mail: Pick<ParsedMail, 'text' | 'html'>, max = 20_000): string {
   let text = mail.text ?? '';
   if (!text.trim() && typeof mail.html === 'string') {
     text = mail.html.replace(/<(br|\/p|\/div)[^>]*>/gi, '\n').replace(/<[^>]+>/g, '').replace(/&nbsp;/g, ' ').replace(/&amp;/g, '&').replace(/&lt;/g, '<').replace(/&gt;/g, '>');
   }
-  const lines = text.replace(/\r\n/g, '\n').split('\n');
-  const out: string[] = [];
-  for (const line of lines) {
-    if (/^>/.test(line) || /^-{2,}\s*Original Message\s*-{2,}/i.test(line) || /^On .{4,200} wrote:\s*$/.test(line) || /^Le .{4,200} a écrit\s*:\s*$/.test(line) || /^Am .{4,200} schrieb .{1,200}:\s*$/.test(line)) break;
-    out.push(line);
-  }
-  const fresh = out.join('\n').trim();
-  return (fresh || text.trim()).slice(0, max);
+  return withoutQuotedHistory(text).slice(0, max);
 }

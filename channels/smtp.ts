@@ -7,6 +7,13 @@
  * (channels/imap.ts, joined to this channel in channels/host.ts). Each email is composed once and
  * those exact bytes are sent and handed to `afterSend` (which files the copy in the Sent folder).
  * A recipient the server refuses for good (5xx to RCPT TO, or 5.1.x/5.2.x) is a bounce at send time.
+ *
+ * Every email to a lead carries List-Unsubscribe (RFC 2369) once its sender has an unsubscribe key:
+ * a mailto: to the sender's own mailbox with the subject `unsubscribe <token>` (the runner reads
+ * it over IMAP), and, where the workspace has the sync server's public https address, the one-click
+ * URL of RFC 8058 with `List-Unsubscribe-Post: List-Unsubscribe=One-Click`. The token is signed
+ * with the sender's key (shared/replies/unsubscribe-token.ts), so it names the lead without an API
+ * key and cannot be made up.
  */
 import nodemailer from 'nodemailer';
 import type { Transporter } from 'nodemailer';
@@ -16,6 +23,7 @@ import type SMTPTransport from 'nodemailer/lib/smtp-transport';
 import { ChannelFailure } from '../shared/engine/channel.ts';
 import type { AccountInfo, Channel, ChannelAction, ChannelSendResult, PollResult, PostReadResult, SendBounce } from '../shared/engine/channel.ts';
 import type { Lead, Sender } from '../shared/model/index.ts';
+import { signUnsubscribeToken, unsubscribeSubject, unsubscribeUrl } from '../shared/replies/unsubscribe-token.ts';
 
 export type SmtpChannelOptions = {
   /** The account password from this machine's credential store (null: no authentication). */
@@ -31,6 +39,9 @@ export type SmtpChannelOptions = {
   /** Opens the TCP connection instead of nodemailer (the sync server checks the address it connects
    * to: sync-server/sender-hosts.ts). Callback `false`: nodemailer connects itself. */
   getSocket?: (options: { host?: string; port?: number | string }, callback: (err: Error | null, socket?: { connection: Socket } | false) => void) => void;
+  /** The sync server's public https address for the sender's workspace (workspaces.publicUrl), or
+   * null: then List-Unsubscribe has the mailto: only. */
+  publicUrlFor?: (sender: Sender) => string | null | Promise<string | null>;
 };
 
 export type SmtpConfig = { host: string; port: number; secure: boolean; user: string; from: string; ignoreTLS: boolean };
@@ -84,6 +95,20 @@ export function classifySmtpError(e: unknown, recipient = ''): ChannelFailure {
   return new ChannelFailure('failed', `the mail server could not be reached or failed (${text})`);
 }
 
+/**
+ * The List-Unsubscribe headers of an email from this sender to this lead: none while the sender has
+ * no key (the runner gives it one before it sends), the mailto: always, the one-click URL and its
+ * List-Unsubscribe-Post only with an https public address (RFC 8058 wants HTTPS).
+ */
+export async function listUnsubscribeHeaders(sender: Sender, lead: Pick<Lead, 'id'>, mailbox: string, publicUrl: string | null): Promise<Record<string, string>> {
+  if (!sender.unsubscribeKey) return {};
+  const token = await signUnsubscribeToken(sender.unsubscribeKey, { workspaceId: sender.workspaceId, sdrProfileId: sender.id, leadId: lead.id });
+  if (!token) return {};
+  const mailto = `<mailto:${encodeURI(mailbox)}?subject=${encodeURIComponent(unsubscribeSubject(token))}>`;
+  if (!publicUrl || !/^https:\/\//i.test(publicUrl)) return { 'List-Unsubscribe': mailto };
+  return { 'List-Unsubscribe': `<${unsubscribeUrl(publicUrl, token)}>, ${mailto}`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' };
+}
+
 export type SmtpChannel = Channel & { close(): void };
 
 export function createSmtpChannel(opts: SmtpChannelOptions): SmtpChannel {
@@ -121,6 +146,8 @@ export function createSmtpChannel(opts: SmtpChannelOptions): SmtpChannel {
       const cfg = configOrFail(sender);
       const transport = await transportFor(sender, cfg);
       const messageId = `<${ref}@${domainOf(cfg.from)}>`;
+      const publicUrl = opts.publicUrlFor ? await opts.publicUrlFor(sender) : null;
+      const headers = await listUnsubscribeHeaders(sender, lead, cfg.from, publicUrl);
       let raw: Buffer;
       try {
         raw = await new MailComposer({
@@ -130,6 +157,7 @@ export function createSmtpChannel(opts: SmtpChannelOptions): SmtpChannel {
           text: action.text,
           messageId,
           date: new Date(opts.now ? opts.now() : Date.now()),
+          headers,
           ...(action.thread ? { inReplyTo: action.thread.inReplyTo, references: action.thread.references } : {}),
         }).compile().build();
       } catch (e) {

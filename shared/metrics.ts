@@ -2,8 +2,12 @@
  * Campaign metrics, computed from what the runner and the operations record (see the metrics
  * contract): enrollments, `messages` (out = our actions, in = replies) and EVENT activities
  * (connection_accepted, meeting_booked, email_bounced). Automatic replies (auto_reply_received)
- * are not replies: they are only activities, never `in` messages.
+ * are not replies: they are only activities, never `in` messages. Reply labels count per replying
+ * lead (shared/replies/label-counts.ts).
  */
+import type { Message } from './model/index.ts';
+import { labelSummary, leadLabels } from './replies/label-counts.ts';
+import type { LabelSummary } from './replies/label-counts.ts';
 import type { StoreReader } from './store.ts';
 
 export type CampaignMetrics = {
@@ -23,7 +27,7 @@ export type CampaignMetrics = {
   meetingsBooked: number;
   /** Distinct leads whose email bounced hard on an email of the campaign (a 5.x.x report or refusal). */
   bounces: number;
-};
+} & LabelSummary;
 
 export type ResponseMetrics = Pick<CampaignMetrics, 'campaignId' | 'replies' | 'replyRate' | 'meetingsBooked'>;
 
@@ -37,10 +41,11 @@ type Tally = {
   connectionsAccepted: number;
   meetingsBooked: number;
   bouncedLeads: Set<string>;
+  received: Message[];
 };
 
 const emptyTally = (): Tally => ({
-  messagesSent: 0, connectionRequestsSent: 0, contacted: new Set(), repliedLeads: new Set(), connectionsAccepted: 0, meetingsBooked: 0, bouncedLeads: new Set(),
+  messagesSent: 0, connectionRequestsSent: 0, contacted: new Set(), repliedLeads: new Set(), connectionsAccepted: 0, meetingsBooked: 0, bouncedLeads: new Set(), received: [],
 });
 
 /** Counts messages and events of the campaigns in one pass each. */
@@ -65,6 +70,7 @@ async function tally(read: StoreReader, campaignIds: readonly string[]): Promise
     if (!t) continue;
     if (m.direction === 'in') {
       t.repliedLeads.add(m.leadId);
+      t.received.push(m);
       continue;
     }
     if (m.status !== 'sent') continue;
@@ -116,6 +122,7 @@ export async function campaignMetrics(read: StoreReader, campaignIds: readonly s
       replyRate: rate(t),
       meetingsBooked: t.meetingsBooked,
       bounces: t.bouncedLeads.size,
+      ...labelSummary(leadLabels(t.received).values()),
     });
   }
   return out;

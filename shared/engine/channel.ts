@@ -39,7 +39,13 @@ export type ChannelEvent =
   | {
       kind: 'bounce'; leadId: string; chatId: string; at: string; severity: 'hard' | 'soft'; status: string; recipient: string; reason: string;
       externalId: string; originalMessageId: string | null;
-    };
+    }
+  /**
+   * A request to unsubscribe sent to the sender's mailbox through the mailto: of our List-Unsubscribe
+   * header (subject `unsubscribe <token>`). `leadId` is what the token claims, not yet verified: the
+   * runner checks the token against the sender's key before it marks anything (inbound.ts).
+   */
+  | { kind: 'unsubscribe'; leadId: string; token: string; at: string; externalId: string };
 
 /** A recipient refused while sending (an SMTP 5xx answer to RCPT or DATA): a bounce at send time. */
 export type SendBounce = { status: string; recipient: string; reason: string };

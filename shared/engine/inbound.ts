@@ -5,6 +5,9 @@
  */
 import { newMessage } from '../model/factories.ts';
 import type { Enrollment, Lead, Sender } from '../model/index.ts';
+import { suggestReplyLabel } from '../replies/label.ts';
+import { markUnsubscribed } from '../replies/unsubscribe.ts';
+import { newUnsubscribeKey, verifyUnsubscribeToken } from '../replies/unsubscribe-token.ts';
 import type { Tx } from '../tx.ts';
 import { ChannelFailure } from './channel.ts';
 import type { ChannelEvent } from './channel.ts';
@@ -34,7 +37,8 @@ export type InboundContext = {
 
 export type InboundHandler<K extends ChannelEvent['kind']> = (ctx: InboundContext, ev: Extract<ChannelEvent, { kind: K }>) => Promise<void>;
 
-/** A reply stops every running sequence of the lead, logs the message and moves the lead to ENGAGED. */
+/** A reply stops every running sequence of the lead, logs the message (with the label its text
+ * suggests, shared/replies/label.ts) and moves the lead to ENGAGED. */
 export async function onReply(ctx: InboundContext, ev: Extract<ChannelEvent, { kind: 'reply' }>): Promise<void> {
   const { core, st, tx, sender, lead, running, user } = ctx;
   const at = ev.at;
@@ -49,6 +53,7 @@ export async function onReply(ctx: InboundContext, ev: Extract<ChannelEvent, { k
     leadId: lead.id, sdrProfileId: sender.id, chatId: ev.chatId, direction: 'in', kind: isEmail ? 'email' : 'message', text: ev.text,
     subject: isEmail && last ? (/^re:/i.test(last.subject) ? last.subject : `Re: ${last.subject}`) : '',
     status: 'received', sentAt: at, externalId: ev.externalId, campaignId,
+    replyLabelSuggested: suggestReplyLabel(ev.text)?.label ?? null,
   });
   await tx.put('messages', message);
   const meta: EventMeta = { campaignId, sdrProfileId: sender.id, messageId: message.id };
@@ -168,6 +173,21 @@ export async function onBounce(ctx: InboundContext, ev: Extract<ChannelEvent, { 
   await markEmailBounced(core, st, tx, sender, lead, enrollments, { at: ev.at, status: ev.status, reason: ev.reason, recipient: ev.recipient, campaignId, messageId: ours?.id ?? null });
 }
 
+/**
+ * A mail to the sender's mailbox through our List-Unsubscribe mailto: marks the lead unsubscribed
+ * (shared/replies/unsubscribe.ts) when its token was signed with this sender's key for this lead;
+ * anything else (a forged or altered token, another sender's) changes nothing and is reported.
+ */
+export async function onUnsubscribe(ctx: InboundContext, ev: Extract<ChannelEvent, { kind: 'unsubscribe' }>): Promise<void> {
+  const { core, st, tx, sender, lead, user } = ctx;
+  const claim = sender.unsubscribeKey ? await verifyUnsubscribeToken(sender.unsubscribeKey, ev.token) : null;
+  if (!claim || claim.sdrProfileId !== sender.id || claim.leadId !== lead.id || claim.workspaceId !== lead.workspaceId) {
+    st.report.errors.push({ message: `An unsubscribe mail (${ev.externalId}) carried a token this sender did not sign; nothing was changed.`, sdrProfileId: sender.id });
+    return;
+  }
+  await markUnsubscribed(tx, { lead, source: 'mailto', at: ev.at, now: st.nowIso, ids: core.ids, userId: user, sdrProfileId: sender.id });
+}
+
 export const INBOUND_HANDLERS: { [K in ChannelEvent['kind']]: InboundHandler<K> } = {
   reply: onReply,
   connection_accepted: onConnectionAccepted,
@@ -175,6 +195,7 @@ export const INBOUND_HANDLERS: { [K in ChannelEvent['kind']]: InboundHandler<K> 
   email_opened: onEmailOpened,
   auto_reply: onAutoReply,
   bounce: onBounce,
+  unsubscribe: onUnsubscribe,
 };
 
 /** Records one event in `tx` (nothing when its lead no longer exists). */
@@ -206,6 +227,8 @@ function dispatch(ctx: InboundContext, ev: ChannelEvent): Promise<void> {
       return INBOUND_HANDLERS.auto_reply(ctx, ev);
     case 'bounce':
       return INBOUND_HANDLERS.bounce(ctx, ev);
+    case 'unsubscribe':
+      return INBOUND_HANDLERS.unsubscribe(ctx, ev);
   }
 }
 
@@ -250,10 +273,29 @@ export function createInbound(core: RunnerCore, leases: Leases) {
     idle.set(sender.id, { misses, nextAt: st.nowMs + pause, lastAction: core.actedCount.get(sender.id) ?? 0 });
   }
 
-  async function pollSender(st: TickState, sender: Sender): Promise<void> {
-    if (sender.status === 'disconnected' || sender.status === 'limited') return;
-    const channel = channelOf(sender);
+  /**
+   * An email sender from before unsubscribe keys existed gets one here: the runner holding its
+   * lease is its only writer, and this runs before the tick's sends, so its emails carry a signed
+   * unsubscribe link from the first tick on (senders made since get theirs at creation).
+   */
+  async function ensureUnsubscribeKey(st: TickState, sender: Sender): Promise<Sender> {
+    if (sender.channel !== 'email' || sender.unsubscribeKey) return sender;
+    let out = sender;
+    await commitWithRetry(async (tx) => {
+      const s = await tx.get('senders', sender.id);
+      if (!s) return;
+      out = s.unsubscribeKey ? s : { ...s, unsubscribeKey: newUnsubscribeKey(core.ids), updatedAt: st.nowIso };
+      if (out !== s) await tx.put('senders', out);
+    });
+    st.senders.set(out.id, out);
+    return out;
+  }
+
+  async function pollSender(st: TickState, held: Sender): Promise<void> {
+    if (held.status === 'disconnected' || held.status === 'limited') return;
+    const channel = channelOf(held);
     if (!channel) return;
+    const sender = await ensureUnsubscribeKey(st, held);
     if (idleWait(st, sender)) {
       st.report.pollsSkipped++;
       return;

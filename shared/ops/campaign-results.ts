@@ -10,7 +10,10 @@
  *   campaign is counted in `unattributed`;
  * - accepted: each connection_accepted event counts for the last connection request of the
  *   campaign sent to that lead before it, else in `unattributed`;
- * - reply rate: replies / distinct leads the step was sent to (0 when none).
+ * - reply rate: replies / distinct leads the step was sent to (0 when none);
+ * - labels: each replying lead counted under its label in the campaign (shared/replies/
+ *   label-counts.ts) at the step its reply is attributed to; positive reply rate = interested /
+ *   replies.
  * Per variant: the variant the lead's enrollment remembers for the step (`enrollment.variants`).
  */
 import { z } from 'zod';
@@ -20,6 +23,8 @@ import { DomainError, notFound } from '../errors.ts';
 import { columnByName, columnValue, parseMergeFields } from '../merge-fields.ts';
 import type { Campaign, Lead, LeadGroup, Step } from '../model/index.ts';
 import { newLeadGroup } from '../model/factories.ts';
+import { labelCountsOut, labelSummary, leadLabels } from '../replies/label-counts.ts';
+import type { LeadLabel } from '../replies/label-counts.ts';
 import { isMessageStep, STEP_LABELS, walk } from '../sequence.ts';
 import { basicCampaign, basicCampaignOut, loadCampaign, loadGroup } from './campaigns.ts';
 import { defineOp, opsByName } from './define.ts';
@@ -33,6 +38,11 @@ const countsOut = z.object({
   accepted: z.number(),
   replies: z.number(),
   replyRate: z.number(),
+  /** Replying leads labelled interested, and their share of the replies. */
+  positiveReplies: z.number(),
+  positiveReplyRate: z.number(),
+  /** Replying leads per label. */
+  replyLabels: labelCountsOut,
 });
 type Counts = z.input<typeof countsOut>;
 
@@ -47,9 +57,14 @@ const stepResultOut = countsOut.extend({
 
 type Tally = { sent: number; leads: Set<string>; accepted: number; replied: Set<string> };
 const emptyTally = (): Tally => ({ sent: 0, leads: new Set(), accepted: 0, replied: new Set() });
-const counts = (t: Tally): Counts => ({
-  sent: t.sent, leads: t.leads.size, accepted: t.accepted, replies: t.replied.size, replyRate: t.leads.size === 0 ? 0 : t.replied.size / t.leads.size,
-});
+const UNLABELLED: LeadLabel = { label: 'unlabelled', confirmed: false };
+const counts = (t: Tally, labels: ReadonlyMap<string, LeadLabel>): Counts => {
+  const l = labelSummary([...t.replied].map((id) => labels.get(id) ?? UNLABELLED));
+  return {
+    sent: t.sent, leads: t.leads.size, accepted: t.accepted, replies: t.replied.size, replyRate: t.leads.size === 0 ? 0 : t.replied.size / t.leads.size,
+    positiveReplies: l.positiveReplies, positiveReplyRate: l.positiveReplyRate, replyLabels: l.replyLabels,
+  };
+};
 
 type Sent = { stepId: string; at: string; kind: string };
 
@@ -115,6 +130,7 @@ export async function stepResults(ctx: Ctx, c: Campaign) {
   }
   for (const list of sentByLead.values()) list.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
 
+  const labels = leadLabels(messages.docs);
   let unattributedReplies = 0;
   for (const [leadId, at] of firstReply) {
     const s = lastBefore(sentByLead.get(leadId) ?? [], at);
@@ -134,8 +150,8 @@ export async function stepResults(ctx: Ctx, c: Campaign) {
     type: step.type,
     label: STEP_LABELS[step.type],
     depth,
-    ...counts(steps.get(step.id) ?? emptyTally()),
-    variants: step.variants.map((v) => ({ variantId: v.id, name: v.name || 'Unnamed variant', ...counts(variants.get(`${step.id}|${v.id}`) ?? emptyTally()) })),
+    ...counts(steps.get(step.id) ?? emptyTally(), labels),
+    variants: step.variants.map((v) => ({ variantId: v.id, name: v.name || 'Unnamed variant', ...counts(variants.get(`${step.id}|${v.id}`) ?? emptyTally(), labels) })),
   }));
   return { campaignId: c.id, steps: rows, unattributed: { replies: unattributedReplies, accepted: unattributedAccepted } };
 }

@@ -11,6 +11,7 @@ import type { Campaign, LeadGroup, LeadGroupColumn, LeadPicking, Schedule, Sende
 import { newCampaign, newLeadGroup } from '../model/factories.ts';
 import { addCustomColumn, columnNameProblem, findColumn, MAX_COLUMN_NAME, removeCustomColumn } from '../lead-columns.ts';
 import { loadReadiness, scheduleProblems, senderStepProblems } from '../rules/readiness.ts';
+import { labelCountsOut } from '../replies/label-counts.ts';
 import { describeStep, walk } from '../sequence.ts';
 import { defineOp, opsByName } from './define.ts';
 import { DEFAULT_PAGE_SIZE, dryRun, qInt, qList, uuid } from './params.ts';
@@ -111,6 +112,13 @@ const metricsOut = z.object({
   meetingsBooked: z.number(),
   /** Distinct leads whose email bounced hard on an email of the campaign. */
   bounces: z.number(),
+  /** Leads whose reply is labelled interested (confirmed, else suggested), and their share of replies. */
+  positiveReplies: z.number(),
+  positiveReplyRate: z.number(),
+  /** Replying leads per label (a lead's latest confirmed label, else its latest suggestion). */
+  replyLabels: labelCountsOut,
+  /** Replying leads whose label a person confirmed in the inbox. */
+  replyLabelsConfirmed: z.number(),
 });
 
 const listOps = [

@@ -3,12 +3,22 @@
  * IMAP replies all arrive as `in` messages), newest first, with the lead, sender and campaign it
  * belongs to. A reply is "done" once someone dealt with it (messages.doneAt, a field of the
  * message, so it replicates to every desktop of the workspace).
+ *
+ * Labels: each reply arrives with a suggested label from its text (messages.replyLabelSuggested,
+ * shared/replies/label.ts); a person confirms or changes it (inbox.setLabel: replyLabel, with who
+ * and when). The label shown, filtered and counted is the confirmed one, else the suggestion
+ * (labelOf). Confirming `unsubscribe` unsubscribes the lead (shared/replies/unsubscribe.ts); a
+ * suggestion alone never does: the reply already stopped the lead's sequences, and a person decides
+ * whether the lead is never to be contacted again.
  */
 import { z } from 'zod';
 import { nowIso } from '../context.ts';
 import type { Ctx } from '../context.ts';
 import { DomainError, notFound } from '../errors.ts';
-import type { Campaign, Lead, Message, Sender } from '../model/index.ts';
+import { REPLY_LABELS } from '../model/index.ts';
+import type { Campaign, Lead, Message, ReplyLabel, Sender } from '../model/index.ts';
+import { labelOf } from '../replies/label.ts';
+import { markUnsubscribed } from '../replies/unsubscribe.ts';
 import type { Cond, Page } from '../store.ts';
 import { defineOp, opsByName } from './define.ts';
 import { cursor, DEFAULT_PAGE_SIZE, dryRun, pageLimit, qBool, uuid } from './params.ts';
@@ -29,9 +39,23 @@ const itemOut = z.object({
   /** When the person answered. */
   receivedAt: z.string(),
   doneAt: z.string().nullable(),
+  /** The label: the one a person confirmed, else the suggestion from the text; null when neither. */
+  label: z.enum(REPLY_LABELS).nullable(),
+  /** What the rules suggested from the text when it arrived. */
+  labelSuggested: z.enum(REPLY_LABELS).nullable(),
+  /** Whether a person set the label (labelledBy, a member id, at labelledAt). */
+  labelConfirmed: z.boolean(),
+  labelledBy: z.string().nullable(),
+  labelledAt: z.string().nullable(),
 });
 
 const isDone = (m: Message): boolean => typeof m.doneAt === 'string' && m.doneAt !== '';
+
+/** A label filter: one of the labels, or `unlabelled` (neither confirmed nor suggested). */
+const LABEL_FILTERS = [...REPLY_LABELS, 'unlabelled'] as const;
+type LabelFilter = (typeof LABEL_FILTERS)[number];
+const labelKey = (m: Message): LabelFilter => labelOf(m) ?? 'unlabelled';
+const labelCounts = z.object(Object.fromEntries(LABEL_FILTERS.map((l) => [l, z.number().int()])) as Record<LabelFilter, z.ZodNumber>);
 
 function filters(input: { sdrProfileId?: string | undefined; campaignId?: string | undefined }): Cond {
   const conds: Cond[] = [{ op: 'eq', field: 'direction', value: 'in' }];
@@ -51,10 +75,11 @@ export const inboxOps = opsByName(
     name: 'inbox.list',
     method: 'GET',
     summary:
-      'The reply inbox: received messages across campaigns and senders, newest first, a page at a time (cursor). By default only replies not yet marked done; done=true lists the done ones, all=true both. Filter by sender (sdrProfileId) and campaign.',
+      'The reply inbox: received messages across campaigns and senders, newest first, a page at a time (cursor). By default only replies not yet marked done; done=true lists the done ones, all=true both. Filter by sender (sdrProfileId), campaign and label (the confirmed label, else the suggested one; unlabelled for neither).',
     input: z.object({
       sdrProfileId: uuid.optional(),
       campaignId: uuid.optional(),
+      label: z.enum(LABEL_FILTERS).optional(),
       done: qBool.optional(),
       all: qBool.optional(),
       cursor,
@@ -68,7 +93,7 @@ export const inboxOps = opsByName(
       await checkFilters(ctx, input);
       const limit = input.limit ?? DEFAULT_PAGE_SIZE;
       const wantDone = input.done ?? false;
-      const keep = (m: Message): boolean => input.all === true || isDone(m) === wantDone;
+      const keep = (m: Message): boolean => (input.all === true || isDone(m) === wantDone) && (input.label === undefined || labelKey(m) === input.label);
       const found: Message[] = [];
       let next: string | null = input.cursor ?? null;
       // Pages of exactly what is still missing: every message read is either kept or skipped, so
@@ -108,6 +133,11 @@ export const inboxOps = opsByName(
           text: m.text,
           receivedAt: m.sentAt ?? m.createdAt,
           doneAt: isDone(m) ? (m.doneAt ?? null) : null,
+          label: labelOf(m),
+          labelSuggested: m.replyLabelSuggested ?? null,
+          labelConfirmed: (m.replyLabel ?? null) !== null,
+          labelledBy: m.replyLabel ? (m.replyLabelledBy ?? null) : null,
+          labelledAt: m.replyLabel ? (m.replyLabelledAt ?? null) : null,
         });
       }
       return { items, nextCursor: next };
@@ -116,12 +146,13 @@ export const inboxOps = opsByName(
   defineOp({
     name: 'inbox.counts',
     method: 'GET',
-    summary: 'How many received messages wait in the reply inbox (not marked done): in all, per sender and per campaign.',
+    summary: 'How many received messages wait in the reply inbox (not marked done): in all, per sender, per campaign and per label (confirmed, else suggested; unlabelled for neither).',
     input: z.object({}),
     output: z.object({
       open: z.number().int(),
       bySender: z.array(z.object({ sdrProfileId: z.string(), open: z.number().int() })),
       byCampaign: z.array(z.object({ campaignId: z.string(), open: z.number().int() })),
+      byLabel: labelCounts,
     }),
     permission: 'member',
     dryRun: false,
@@ -129,6 +160,7 @@ export const inboxOps = opsByName(
     async handler(_input, ctx) {
       const bySender = new Map<string, number>();
       const byCampaign = new Map<string, number>();
+      const byLabel = Object.fromEntries(LABEL_FILTERS.map((l) => [l, 0])) as Record<LabelFilter, number>;
       let open = 0;
       let next: string | null = null;
       do {
@@ -138,6 +170,7 @@ export const inboxOps = opsByName(
           open++;
           bySender.set(m.sdrProfileId, (bySender.get(m.sdrProfileId) ?? 0) + 1);
           if (m.campaignId) byCampaign.set(m.campaignId, (byCampaign.get(m.campaignId) ?? 0) + 1);
+          byLabel[labelKey(m)]++;
         }
         next = page.nextCursor;
       } while (next !== null);
@@ -145,6 +178,7 @@ export const inboxOps = opsByName(
         open,
         bySender: [...bySender].map(([sdrProfileId, n]) => ({ sdrProfileId, open: n })),
         byCampaign: [...byCampaign].map(([campaignId, n]) => ({ campaignId, open: n })),
+        byLabel,
       };
     },
   }),
@@ -176,6 +210,54 @@ export const inboxOps = opsByName(
         await ctx.db.put('messages', { ...m, doneAt: input.done ? now : null, updatedAt: now });
       }
       return { dryRun: ctx.dryRun, changed, unchanged: messages.length - changed };
+    },
+  }),
+  defineOp({
+    name: 'inbox.setLabel',
+    method: 'POST',
+    summary:
+      "Confirms or changes the label of received replies (interested, not_interested, out_of_office, wrong_person, unsubscribe, other), or clears it (null: back to the suggestion). Labelling a reply unsubscribe unsubscribes its lead: Do Not Contact, every running sequence stopped; clearing the label later does not undo that. Every id must be a received message of this workspace, otherwise nothing changes (404 for an unknown id, 422 for a message we sent). dryRun previews.",
+    input: z.object({ messageIds: z.array(uuid).min(1).max(200), label: z.enum(REPLY_LABELS).nullable(), dryRun }),
+    output: z.object({
+      dryRun: z.boolean(),
+      changed: z.number().int(),
+      unchanged: z.number().int(),
+      /** Leads this call unsubscribed (label unsubscribe on a lead not unsubscribed before). */
+      unsubscribedLeadIds: z.array(z.string()),
+    }),
+    permission: 'member',
+    dryRun: true,
+    mutates: true,
+    async handler(input, ctx) {
+      const now = nowIso(ctx);
+      const label: ReplyLabel | null = input.label;
+      const messages: Message[] = [];
+      for (const id of [...new Set(input.messageIds)]) {
+        const m = await ctx.db.get('messages', id);
+        if (!m) throw notFound('Message', id);
+        if (m.direction !== 'in') {
+          throw new DomainError('RULE_VIOLATION', 'Only a received reply can be labelled; this message was sent by us.', { messageId: id });
+        }
+        messages.push(m);
+      }
+      let changed = 0;
+      for (const m of messages) {
+        if ((m.replyLabel ?? null) === label) continue;
+        changed++;
+        await ctx.db.put('messages', {
+          ...m, replyLabel: label, replyLabelledBy: label === null ? null : ctx.actor.memberId, replyLabelledAt: label === null ? null : now, updatedAt: now,
+        });
+      }
+      const unsubscribedLeadIds: string[] = [];
+      if (label === 'unsubscribe') {
+        for (const m of messages) {
+          const lead = await ctx.db.get('leads', m.leadId);
+          if (!lead || unsubscribedLeadIds.includes(lead.id)) continue;
+          const done = await markUnsubscribed(ctx.db, { lead, source: 'reply', at: now, now, ids: ctx.ids, userId: ctx.actor.memberId, sdrProfileId: m.sdrProfileId, messageId: m.id });
+          if (done) unsubscribedLeadIds.push(lead.id);
+        }
+      }
+      return { dryRun: ctx.dryRun, changed, unchanged: messages.length - changed, unsubscribedLeadIds };
     },
   }),
 );

@@ -4,6 +4,9 @@ import type { Lead, Message } from '../../shared/model/index.ts';
 import { makeHarness } from '../support/harness.ts';
 import type { Harness } from '../support/harness.ts';
 
+/** Per-label counts: the given ones, zero for the rest. */
+const labels = (some: Record<string, number>) => ({ interested: 0, not_interested: 0, out_of_office: 0, wrong_person: 0, unsubscribe: 0, other: 0, unlabelled: 0, ...some });
+
 /** A campaign: connection request (note) -> message with two variants -> email, and five leads. */
 async function workspace(h: Harness) {
   const sender = await h.addSender({ capabilities: ['message', 'connection_request', 'inmail', 'email', 'profile_visit'] });
@@ -78,8 +81,8 @@ describe('campaigns.getStepMetrics', () => {
     expect(res.steps[0]).toMatchObject({ sent: 3, leads: 3, accepted: 2, replies: 1, replyRate: 1 / 3, variants: [] });
     expect(res.steps[1]).toMatchObject({ sent: 2, leads: 2, accepted: 0, replies: 1, replyRate: 1 / 2 });
     expect(res.steps[1]?.variants).toEqual([
-      { variantId: vA, name: 'Short', sent: 1, leads: 1, accepted: 0, replies: 1, replyRate: 1 },
-      { variantId: vB, name: 'Long', sent: 1, leads: 1, accepted: 0, replies: 0, replyRate: 0 },
+      { variantId: vA, name: 'Short', sent: 1, leads: 1, accepted: 0, replies: 1, replyRate: 1, positiveReplies: 0, positiveReplyRate: 0, replyLabels: labels({ unlabelled: 1 }) },
+      { variantId: vB, name: 'Long', sent: 1, leads: 1, accepted: 0, replies: 0, replyRate: 0, positiveReplies: 0, positiveReplyRate: 0, replyLabels: labels({}) },
     ]);
     expect(res.steps[2]).toMatchObject({ sent: 1, leads: 1, replies: 0, replyRate: 0 });
     expect(res.unattributed).toEqual({ replies: 1, accepted: 0 });

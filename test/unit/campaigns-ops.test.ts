@@ -175,6 +175,9 @@ describe('campaign metrics', () => {
     expect(res.metrics[0]).toEqual({
       campaignId: c.id, enrolled: 3, inProgress: 1, completed: 1, messagesSent: 3, connectionRequestsSent: 1, connectionsAccepted: 1,
       replies: 1, replyRate: 1 / 3, meetingsBooked: 1, bounces: 0,
+      // The reply has no label (neither suggested nor confirmed).
+      positiveReplies: 0, positiveReplyRate: 0, replyLabelsConfirmed: 0,
+      replyLabels: { interested: 0, not_interested: 0, out_of_office: 0, wrong_person: 0, unsubscribe: 0, other: 0, unlabelled: 1 },
     });
     expect(res.metrics[1]).toMatchObject({ campaignId: other.id, enrolled: 1, messagesSent: 1, replies: 0, replyRate: 0, meetingsBooked: 1 });
 

@@ -64,6 +64,7 @@ describe('inbox.setDone and inbox.counts', () => {
       open: 7,
       bySender: expect.arrayContaining([{ sdrProfileId: mia.id, open: 4 }, { sdrProfileId: kenji.id, open: 3 }]),
       byCampaign: [{ campaignId: campaign.id, open: 4 }],
+      byLabel: { interested: 0, not_interested: 0, out_of_office: 0, wrong_person: 0, unsubscribe: 0, other: 0, unlabelled: 7 },
     });
     const ids = [msgs[6]?.id ?? '', msgs[5]?.id ?? ''];
     const preview = await h.call('inbox.setDone', { messageIds: ids, done: true, dryRun: true });

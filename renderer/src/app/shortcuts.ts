@@ -69,6 +69,7 @@ export const SHORTCUTS: { keys: string; what: string }[] = [
   { keys: 'Enter', what: 'Open the current lead' },
   { keys: 'n', what: 'New lead (on the leads screen)' },
   { keys: 'j k / r / e / Enter', what: 'Inbox: move, reply, mark done (or back), open the lead' },
+  { keys: '1 2 3 4 5 6 / 0', what: 'Inbox: label the reply interested, not interested, out of office, wrong person, unsubscribe, other / clear the label' },
   { keys: 'Esc', what: 'Close the lead panel or a dialog' },
   { keys: '?', what: 'This help' },
 ];

@@ -11,6 +11,7 @@ import { NotStarted } from './NotStarted.tsx';
 import { StepResults } from './StepResults.tsx';
 
 type Activity = OpOutput<'campaigns.getActivity'>;
+type Metrics = OpOutput<'campaigns.getMetrics'>['metrics'][number];
 
 const REASON_LABELS: Record<string, string> = {
   due: 'Due now',
@@ -55,8 +56,10 @@ export function Overview({ campaignId }: { campaignId: string }) {
         <Metric id="accepted" label="Accepted" value={m?.connectionsAccepted} />
         <Metric id="replies" label="Replies" value={m?.replies} />
         <Metric id="replyRate" label="Reply rate" text={m ? percent(m.replyRate) : undefined} sub="of people contacted" />
+        <Metric id="positiveReplyRate" label="Positive reply rate" text={m ? percent(m.positiveReplyRate) : undefined} sub={m ? `${m.positiveReplies.toLocaleString()} interested of ${m.replies.toLocaleString()} replies` : undefined} />
         <Metric id="meetings" label="Meetings booked" value={m?.meetingsBooked} />
       </div>
+      {m && m.replies > 0 && <ReplyLabels labels={m.replyLabels} confirmed={m.replyLabelsConfirmed} replies={m.replies} />}
       {activity.data && <NotStarted campaignId={campaignId} running={activity.data.running} groupLeads={activity.data.groupLeads} />}
       <StepResults campaignId={campaignId} />
       <ErrorText error={activity.error?.message} />
@@ -67,6 +70,23 @@ export function Overview({ campaignId }: { campaignId: string }) {
           <Recent activity={activity.data} />
         </div>
       )}
+    </div>
+  );
+}
+
+const LABEL_NAMES: [keyof Metrics['replyLabels'], string][] = [
+  ['interested', 'Interested'], ['not_interested', 'Not interested'], ['out_of_office', 'Out of office'], ['wrong_person', 'Wrong person'],
+  ['unsubscribe', 'Unsubscribe'], ['other', 'Other'], ['unlabelled', 'Unlabelled'],
+];
+
+/** Replies by label: each replying person once, under the label confirmed in the inbox, else the suggested one. */
+function ReplyLabels({ labels, confirmed, replies }: { labels: Metrics['replyLabels']; confirmed: number; replies: number }) {
+  return (
+    <div className="row" style={{ gap: 6, flexWrap: 'wrap' }} data-testid="reply-labels" aria-label="Replies by label">
+      {LABEL_NAMES.filter(([k]) => labels[k] > 0).map(([k, name]) => (
+        <span key={k} className="pill" data-label={k}>{name}: {labels[k].toLocaleString()}</span>
+      ))}
+      <span className="faint">{confirmed.toLocaleString()} of {replies.toLocaleString()} confirmed in the inbox; the rest as suggested from the text.</span>
     </div>
   );
 }

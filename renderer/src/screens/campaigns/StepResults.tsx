@@ -1,6 +1,7 @@
 /** A campaign's results step by step (and per message variant): what each step sent, to how many
  * people, the connections it got accepted and the replies it got (a reply counts for the last step
- * sent before it), from campaigns.getStepMetrics. */
+ * sent before it) and the positive ones among them (replies labelled interested in the inbox, or
+ * suggested so), from campaigns.getStepMetrics. */
 import { Fragment } from 'react';
 import { ErrorText } from '../../components/ErrorText.tsx';
 import { useOp } from '../../lib/ops.ts';
@@ -31,6 +32,7 @@ export function StepResults({ campaignId }: { campaignId: string }) {
               <th scope="col" className="num">Accepted</th>
               <th scope="col" className="num">Replies</th>
               <th scope="col" className="num">Reply rate</th>
+              <th scope="col" className="num" title="Replies labelled interested, and their share of the replies">Positive</th>
             </tr>
           </thead>
           <tbody>
@@ -41,7 +43,7 @@ export function StepResults({ campaignId }: { campaignId: string }) {
                     {s.number}. {s.label}
                   </th>
                   {QUIET[s.type] ? (
-                    <td colSpan={5} className="faint">{QUIET[s.type]}</td>
+                    <td colSpan={6} className="faint">{QUIET[s.type]}</td>
                   ) : (
                     <>
                       <td className="num" data-col="sent">{s.sent.toLocaleString()}</td>
@@ -49,6 +51,7 @@ export function StepResults({ campaignId }: { campaignId: string }) {
                       <td className="num" data-col="accepted">{s.type === 'CONNECTION_REQUEST' ? s.accepted.toLocaleString() : '–'}</td>
                       <td className="num" data-col="replies">{s.replies.toLocaleString()}</td>
                       <td className="num" data-col="replyRate">{percent(s.replyRate)}</td>
+                      <td className="num" data-col="positive">{s.replies > 0 ? `${s.positiveReplies.toLocaleString()} · ${percent(s.positiveReplyRate)}` : '–'}</td>
                     </>
                   )}
                 </tr>
@@ -62,6 +65,7 @@ export function StepResults({ campaignId }: { campaignId: string }) {
                     <td className="num">{s.type === 'CONNECTION_REQUEST' ? v.accepted.toLocaleString() : '–'}</td>
                     <td className="num">{v.replies.toLocaleString()}</td>
                     <td className="num">{percent(v.replyRate)}</td>
+                    <td className="num">{v.replies > 0 ? `${v.positiveReplies.toLocaleString()} · ${percent(v.positiveReplyRate)}` : '–'}</td>
                   </tr>
                 ))}
               </Fragment>
