@@ -349,6 +349,22 @@ describe('SQLite storage: text search', () => {
     expect(() => again?.searchText('x', 1, { index: ['nope'], direction: 'asc' })).toThrow(/has no index _deleted,nope,id/);
   });
 
+  it('gives the same ordered answers for common texts (found by walking the order) and rare ones (found through the index)', async () => {
+    const inst = await openInstance<Item>(storage(tempDir()), filledItems(), { collectionName: 'items' });
+    const search = sqliteInstanceOf<Item>(inst);
+    if (!search) throw new Error('not our storage');
+    const docs = Array.from({ length: 1500 }, (_, i) => rowDoc(`k${String(i).padStart(4, '0')}`, i % 5 < 2 ? `Ann Smith ${i}` : `Bo Okafor ${i}`, (i * 7919) % 1500));
+    await inst.bulkWrite(docs.map((d) => ({ document: d })), 'w');
+    const live = [...docs].sort((a, b) => b.n - a.n || (a.id < b.id ? 1 : -1));
+    for (const text of ['smith', 'SMITH 1', 'okafor 14', 'okafor 1499', 'k0', 'nobody']) {
+      const expected = live.filter((d) => d.name.toLowerCase().includes(text.toLowerCase()) || d.id.includes(text.toLowerCase())).slice(0, 20);
+      expect(search.searchText(text, 20, { index: ['n'], direction: 'desc' }), text).toEqual(expected.map((d) => d.id));
+    }
+    // 'smith' is in 600 rows: more than the index is asked for, so it walked the order; the same
+    // text asked through the index alone lists them all.
+    expect(search.searchText('smith', 10_000).length).toBe(600);
+  });
+
   it('is refused for a collection without text fields', async () => {
     const inst = sqliteInstanceOf<Item>(await openInstance<Item>(getRxStorageSqlite({ directory: tempDir() }), filledItems()));
     expect(() => inst?.searchText('x', 1)).toThrow(/has no text search/);

@@ -183,6 +183,7 @@ export class DocTable {
     let seq = this.lastSeq;
     const oddDelta = this.columns.map(() => 0);
     const values: unknown[] = new Array<unknown>(6 + this.columns.length);
+    const rowids: (number | bigint)[] = [];
     for (const { before, doc } of rows) {
       const odd = this.oddOf(doc);
       values[0] = ++seq;
@@ -192,11 +193,15 @@ export class DocTable {
       values[4] = odd;
       values[5] = JSON.stringify(doc);
       this.columns.forEach((c, i) => (values[6 + i] = c.keyOf(doc)));
-      const rowid = this.upsert.get(...values) as number | bigint;
-      this.text?.put(rowid, before, doc);
+      rowids.push(this.upsert.get(...values) as number | bigint);
       this.countOdd(odd, 1, oddDelta);
       if (before) this.countOdd(this.oddOf(before), -1, oddDelta);
     }
+    // The text rows after all document rows: FTS5 flushes its pending terms to a new segment
+    // whenever another statement opens a savepoint in between, which made interleaved writes
+    // twice as expensive (measured: 76 vs 39 µs of CPU per lead).
+    const text = this.text;
+    if (text) rows.forEach((r, i) => text.put(rowids[i] as number | bigint, r.before, r.doc));
     return { lastSeq: seq, rows, oddDelta };
   }
 
@@ -302,7 +307,8 @@ export class DocTable {
       if (!column) throw new Error(`${this.name} has no index ${indexName(order.index)}; its indexes are ${this.columns.map((c) => `[${indexName(c.fields)}]`).join(', ')}.`);
       by = { column: column.column, direction: order.direction };
     }
-    return this.text.search(text, limit, by);
+    const rows = Number(this.prepared('rows', () => `SELECT coalesce(max(rowid), 0) FROM "${this.table}"`).pluck().get());
+    return this.text.search(text, limit, by, rows);
   }
 
   /** Deletes the table, its text index and its registry entry. Must run inside a transaction. */
