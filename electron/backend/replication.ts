@@ -38,7 +38,8 @@ type Json = Record<string, unknown>;
 type Doc = WithDeleted<Json>;
 
 export type SyncOptions = {
-  db: LocalDb & { rx?: RxDatabase };
+  /** The local database (a LocalDb); replication needs only its RxDB database. */
+  db: Partial<LocalDb> & { rx?: RxDatabase };
   serverUrl: string;
   apiKey: string;
   fetch?: typeof fetch;
