@@ -17,6 +17,7 @@ import { createRxDatabase, fillWithDefaultSettings, normalizeMangoQuery, now, pr
 import type { MangoQuery, RxCollection, RxDatabase, RxDocumentData, RxJsonSchema, RxStorage } from 'rxdb';
 import { replicateRxCollection } from 'rxdb/plugins/replication';
 import { StorageLockedError, sqliteFilePath } from '../../electron/backend/storage/sqlite/file.ts';
+import { AtomicWriteConflict, writeAtomically } from '../../electron/backend/storage/sqlite/instance.ts';
 import { getRxStorageSqlite, sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
 import type { SqliteStorageSettings } from '../../electron/backend/storage/sqlite/storage.ts';
 import { itemSchema } from './sqlite-storage.child.ts';
@@ -271,6 +272,33 @@ describe('SQLite storage: durability and ownership', () => {
     expect(page.documents.map((d) => d.id)).toEqual(['after']);
     expect(page.checkpoint.seq).toBe(changesBefore.checkpoint.seq + 1);
     sub.unsubscribe();
+  });
+});
+
+describe('SQLite storage: writes across collections', () => {
+  it('writes to several collections of one database all-or-nothing, and refuses instances of two databases', async () => {
+    const s = getRxStorageSqlite({ directory: tempDir() });
+    const a = await openInstance<Item>(s, filledItems(), { databaseName: 'atomic', collectionName: 'a' });
+    const b = await openInstance<Item>(s, filledItems(), { databaseName: 'atomic', collectionName: 'b' });
+    const [ia, ib] = [sqliteInstanceOf<unknown>(a), sqliteInstanceOf<unknown>(b)];
+    if (!ia || !ib) throw new Error('not our storage');
+    const events: string[] = [];
+    const subs = [a, b].map((i) => i.changeStream().subscribe((bulk) => events.push(...bulk.events.map((e) => e.documentId))));
+    await writeAtomically([{ instance: ia, rows: [{ document: rowDoc('a1', 'A', 1) }] }, { instance: ib, rows: [{ document: rowDoc('b1', 'B', 1) }] }], 'commit');
+    expect(events).toEqual(['a1', 'b1']);
+    // A conflict in one part: nothing in either.
+    await expect(writeAtomically([{ instance: ia, rows: [{ document: rowDoc('a2', 'A', 2) }] }, { instance: ib, rows: [{ document: rowDoc('b1', 'again', 1) }] }], 'commit')).rejects.toThrow(AtomicWriteConflict);
+    expect(await a.findDocumentsById(['a2'], true)).toEqual([]);
+    // A disk failure in one part: nothing in either.
+    const { file, table } = ib.internalsForTests;
+    file.db.exec(`CREATE TEMP TRIGGER fail BEFORE INSERT ON main."${table.table}" WHEN NEW.id = 'poison' BEGIN SELECT RAISE(ABORT, 'simulated disk failure'); END`);
+    await expect(writeAtomically([{ instance: ia, rows: [{ document: rowDoc('a3', 'A', 3) }] }, { instance: ib, rows: [{ document: rowDoc('poison', 'P', 1) }] }], 'commit')).rejects.toThrow(/simulated disk failure/);
+    expect(await a.findDocumentsById(['a3'], true)).toEqual([]);
+    expect(events).toEqual(['a1', 'b1']);
+    const other = sqliteInstanceOf<unknown>(await openInstance<Item>(s, filledItems(), { databaseName: 'elsewhere' }));
+    if (!other) throw new Error('not our storage');
+    await expect(writeAtomically([{ instance: ia, rows: [] }, { instance: other, rows: [] }], 'commit')).rejects.toThrow(/one database/);
+    for (const sub of subs) sub.unsubscribe();
   });
 });
 

@@ -64,9 +64,14 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
     }
   }
 
-  /** The rows of a write that RxDB's conflict check accepts, in the order given (which is the
-   * order of their sequence numbers), each with the stored document it replaces. */
-  private plan(rows: BulkWriteRow<unknown>[], context: string): Planned {
+  /** @internal The file this instance writes to (writeAtomically checks that parts share one). */
+  get storageFile(): StorageFile {
+    return this.file;
+  }
+
+  /** @internal The rows of a write that RxDB's conflict check accepts, in the order given (which
+   * is the order of their sequence numbers), each with the stored document it replaces. */
+  plan(rows: BulkWriteRow<unknown>[], context: string): Planned {
     this.ensureOpen();
     const ids = rows.map((r) => String((r.document as Record<string, unknown>)[this.primaryPath]));
     const stored = this.table.get(ids);
@@ -84,13 +89,13 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
     return { categorized, rows: out };
   }
 
-  /** Writes a planned write to SQLite; runs inside the file's transaction. */
-  private commit(planned: Planned): Written {
+  /** @internal Writes a planned write to SQLite; runs inside the file's transaction. */
+  commit(planned: Planned): Written {
     return this.table.write(planned.rows);
   }
 
-  /** After the commit: the cache and the sequence counter, then the change event. */
-  private apply(planned: Planned, written: Written | null): void {
+  /** @internal After the commit: the cache and the sequence counter, then the change event. */
+  apply(planned: Planned, written: Written | null): void {
     if (!written) return;
     this.table.committed(written);
     const bulk = planned.categorized.eventBulk as ChangeBulk;
@@ -204,5 +209,45 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
     } catch (e) {
       return reject(e);
     }
+  }
+}
+
+/** A write found a document in another state than its `previous` row: nothing was written. */
+export class AtomicWriteConflict extends Error {
+  constructor(readonly conflicts: number) {
+    super(`${conflicts} document(s) changed since they were read; nothing was written.`);
+    this.name = 'AtomicWriteConflict';
+  }
+}
+
+/**
+ * Writes rows to several storage instances of one database all-or-nothing (the desktop Store's
+ * commit spans collections): RxDB's conflict check over every part, one SQLite transaction, then
+ * the caches and change events. Synchronous up to the returned promise, so no other write lands
+ * in between. Throws AtomicWriteConflict or the disk error; either way nothing was written.
+ */
+export function writeAtomically(parts: readonly { instance: SqliteStorageInstance<unknown>; rows: BulkWriteRow<unknown>[] }[], context: string): Promise<void> {
+  try {
+    const first = parts[0];
+    if (!first) return Promise.resolve();
+    const file = first.instance.storageFile;
+    if (new Set(parts.map((p) => p.instance)).size !== parts.length) throw new Error('writeAtomically takes one part per storage instance.');
+    if (parts.some((p) => p.instance.storageFile !== file)) throw new Error('writeAtomically needs storage instances of one database.');
+    const planned = parts.map((p) => p.instance.plan(p.rows, context));
+    const conflicts = planned.reduce((n, p) => n + p.categorized.errors.length, 0);
+    if (conflicts > 0) throw new AtomicWriteConflict(conflicts);
+    const written = file.write(!isRefetchableWrite(context), () =>
+      parts.map((p, i) => {
+        const plan = planned[i];
+        return plan && plan.rows.length > 0 ? p.instance.commit(plan) : null;
+      }),
+    );
+    parts.forEach((p, i) => {
+      const plan = planned[i];
+      if (plan) p.instance.apply(plan, written[i] ?? null);
+    });
+    return Promise.resolve();
+  } catch (e) {
+    return reject(e);
   }
 }
