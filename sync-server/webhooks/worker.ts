@@ -98,6 +98,8 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   let again = false;
   let stopped = true;
   let lastSweep = 0;
+  /** Aborts attempts in flight when the process stops (they stay waiting and go out again). */
+  let stopping = new AbortController();
 
   const later = (ms: number): Date => new Date(clock.now().getTime() + ms);
 
@@ -134,7 +136,8 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     return row ?? null;
   }
 
-  async function send(ep: Claimed, d: Head): Promise<Sent> {
+  /** The attempt, or null when the process stopped during it (nothing is recorded: it goes again). */
+  async function send(ep: Claimed, d: Head): Promise<Sent | null> {
     const at = clock.now();
     const started = performance.now();
     let headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'OutreachCRM-Webhooks/1.0', 'webhook-id': d.event_id };
@@ -143,7 +146,8 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     } catch (e) {
       return { at, durationMs: 0, headers, status: null, excerpt: '', error: `not sent: ${e instanceof Error ? e.message : String(e)}`, retryAfterMs: null };
     }
-    const signal = AbortSignal.timeout(o.timeoutMs);
+    const timeout = AbortSignal.timeout(o.timeoutMs);
+    const signal = AbortSignal.any([timeout, stopping.signal]);
     try {
       // Redirects are not followed: a 3xx is a failure (the URL should be updated), and following
       // one would let the receiver point the server elsewhere.
@@ -151,7 +155,8 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
       const excerpt = await readExcerpt(res, o.excerptBytes);
       return { at, durationMs: Math.round(performance.now() - started), headers, status: res.status, excerpt, error: null, retryAfterMs: retryAfter(res.headers.get('retry-after'), at) };
     } catch (e) {
-      const error = signal.aborted ? `no answer within ${o.timeoutMs / 1000} s` : describe(e);
+      if (stopping.signal.aborted) return null;
+      const error = timeout.aborted ? `no answer within ${o.timeoutMs / 1000} s` : describe(e);
       return { at, durationMs: Math.round(performance.now() - started), headers, status: null, excerpt: '', error, retryAfterMs: null };
     }
   }
@@ -208,7 +213,16 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
         if (!d || (d.next_attempt_at !== null && new Date(d.next_attempt_at).getTime() > clock.now().getTime())) break;
         const ep = await renew(claimed.id);
         if (!ep) break;
-        const outcome = await record(ep, d, await send(ep, d));
+        const sentNow = await send(ep, d);
+        if (!sentNow) break;
+        let outcome: AttemptOutcome;
+        try {
+          outcome = await record(ep, d, sentNow);
+        } catch (e) {
+          // The endpoint was deleted while its delivery was on the way: nothing is left to record.
+          if ((e as { code?: unknown }).code === '23503') break;
+          throw e;
+        }
         sent++;
         deps.onAttempt?.(outcome);
         if (outcome !== 'delivered' || stopped) break;
@@ -284,6 +298,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     start() {
       if (!stopped) return;
       stopped = false;
+      stopping = new AbortController();
       schedule(0);
     },
     wake() {
@@ -293,6 +308,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     sweep,
     async stop() {
       stopped = true;
+      stopping.abort();
       if (timer) clearTimeout(timer);
       timer = null;
       await running?.catch(() => undefined);

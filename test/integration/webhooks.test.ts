@@ -4,6 +4,8 @@
  * retries in order with the same webhook-id, disabling, rollbacks raising nothing, isolation between
  * workspaces, refused input, dry runs. PGlite always, PostgreSQL too when DATABASE_URL is set. */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { newMessage } from '../../shared/model/factories.ts';
 import type { Lead } from '../../shared/model/index.ts';
 import { FakeClock } from '../support/harness.ts';
 import { BACKENDS } from './support/db.ts';
@@ -275,6 +277,33 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
     }
   });
 
+  it('stops without waiting for a receiver that does not answer: the attempt is abandoned, not recorded, and the delivery waits for the next server', async () => {
+    const other = await startTestServer(backend, { clock: new RealClock(), webhooks: { allowHttp: true, policy: { allowPrivate: true }, delivery: { pollMs: 50, timeoutMs: 8_000 } } });
+    let closed = false;
+    try {
+      const path = '/never-answers';
+      const res = await other.call<Endpoint>(other.ours.ownerKey, 'webhooks.create', { url: `${rx.url}${path}`, events: ['campaign.started'] });
+      rx.secrets.set(path, res.body.secret);
+      rx.onRequest = (r) => (r.path === path ? 'hang' : 'answer');
+      await other.call(other.ours.ownerKey, 'webhooks.sendTest', { endpointId: res.body.id });
+      await rx.waitFor(path, 1);
+      const started = Date.now();
+      await other.app.close();
+      closed = true;
+      expect(Date.now() - started).toBeLessThan(3_000);
+      const rows = await other.sql.query<{ status: string; attempts: number; lease_owner: string | null }>(
+        'SELECT d.status, d.attempts, e.lease_owner FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id',
+      );
+      expect(rows).toEqual([{ status: 'pending', attempts: 0, lease_owner: null }]);
+    } finally {
+      rx.onRequest = null;
+      if (closed) {
+        await other.sql.close();
+        await other.database.cleanup();
+      } else await other.close();
+    }
+  });
+
   it('raises no event for a change that rolled back, and one when the same change commits', async () => {
     const ep = await endpoint(['lead.stage_changed']);
     const store = s.db.forWorkspace(s.ours.workspaceId);
@@ -313,6 +342,28 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
     const got = await rx.waitFor(ep.path, 2);
     expect(got.map((r) => payload(r).type)).toEqual(['lead.stage_changed', 'lead.email_bounced']);
     expect(payload(got[1] as Received).data).toMatchObject({ email: 'p1@hook.example', reason: '550 5.1.1 no such user', bouncedAt: '2026-11-20T10:00:00.000Z' });
+  });
+
+  it('a reply the runner records raises lead.replied with its suggested label; the label a person gives on a desktop raises lead.reply_labelled', async () => {
+    const ep = await endpoint(['lead.replied', 'lead.reply_labelled']);
+    const store = s.db.forWorkspace(s.ours.workspaceId);
+    const now = new Date().toISOString();
+    const reply = newMessage({ id: randomUUID(), workspaceId: s.ours.workspaceId, now }, {
+      leadId: leadIds[1] ?? '', sdrProfileId: randomUUID(), chatId: 'chat-hook', direction: 'in', kind: 'email', text: 'Sounds good, call me Tuesday', subject: 'Re: Hello', status: 'received', sentAt: now, replyLabelSuggested: 'interested',
+    });
+    await store.commit([{ collection: 'messages', id: reply.id, before: null, after: reply }]);
+    const [arrived] = await rx.waitFor(ep.path, 1);
+    expect(arrived && payload(arrived)).toMatchObject({ type: 'lead.replied', data: { messageId: reply.id, text: 'Sounds good, call me Tuesday', suggestedLabel: 'interested', label: null, lead: { id: leadIds[1], email: 'p2@hook.example' } } });
+
+    const labelled = { ...reply, replyLabel: 'interested' as const, replyLabelledBy: s.ours.memberId, replyLabelledAt: new Date().toISOString(), updatedAt: new Date().toISOString() };
+    const res = await fetch(`${s.url}/replication/messages/push`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${s.ours.memberKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify([{ assumedMasterState: { ...reply, _deleted: false }, newDocumentState: { ...labelled, _deleted: false } }]),
+    });
+    expect(await res.json()).toEqual([]);
+    const second = (await rx.waitFor(ep.path, 2))[1];
+    expect(second && payload(second)).toMatchObject({ type: 'lead.reply_labelled', data: { messageId: reply.id, label: 'interested', previousLabel: null, labelledBy: s.ours.memberId } });
   });
 
   it('sends a test event, and a delivery again with the same webhook-id; /metrics counts deliveries', async () => {

@@ -1,14 +1,15 @@
 /** Settings → Integrations: the workspace's webhook endpoints (kept and delivered by the sync server;
  * the desktop forwards the webhooks.* operations to it), the event choice, the signing secret shown
  * once at creation and rotation, and each endpoint's delivery log. */
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useState } from 'react';
 import type { OpOutput } from '../../../../shared/ops/index.ts';
 import { WEBHOOK_EVENT_LABELS, WEBHOOK_EVENT_TYPES } from '../../../../shared/webhooks/events.ts';
 import type { WebhookEventType } from '../../../../shared/webhooks/events.ts';
 import { ErrorText } from '../../components/ErrorText.tsx';
 import { dateTime } from '../../lib/format.ts';
-import { errorText, run, useAction } from '../../lib/ops.ts';
+import { run, useAction } from '../../lib/ops.ts';
 import { useApp } from '../../state/app-store.ts';
+import { useServerRead } from './use-server-read.ts';
 import { WebhookDeliveryLog } from './WebhookDeliveryLog.tsx';
 
 type Endpoint = OpOutput<'webhooks.list'>['endpoints'][number];
@@ -35,27 +36,12 @@ export function IntegrationsSection() {
 }
 
 function Endpoints() {
-  const [endpoints, setEndpoints] = useState<Endpoint[]>([]);
-  const [error, setError] = useState<string | null>(null);
   const [revision, setRevision] = useState(0);
   const [secret, setSecret] = useState<{ url: string; secret: string; rotated: boolean } | null>(null);
   const [logFor, setLogFor] = useState<string | null>(null);
   const refresh = useCallback(() => setRevision((r) => r + 1), []);
-  // Endpoints live on the server, not in the local database: fetched, not subscribed to.
-  useEffect(() => {
-    let stale = false;
-    run('webhooks.list', {}).then(
-      (r) => {
-        if (stale) return;
-        setEndpoints(r.endpoints);
-        setError(null);
-      },
-      (e: unknown) => !stale && setError(errorText(e)),
-    );
-    return () => {
-      stale = true;
-    };
-  }, [revision]);
+  const { data, error } = useServerRead('webhooks.list', {}, revision);
+  const endpoints = data?.endpoints ?? [];
   return (
     <>
       <ErrorText error={error} />

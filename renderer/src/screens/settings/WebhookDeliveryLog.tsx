@@ -5,33 +5,20 @@ import { useCallback, useEffect, useState } from 'react';
 import type { OpOutput } from '../../../../shared/ops/index.ts';
 import { ErrorText } from '../../components/ErrorText.tsx';
 import { dateTime } from '../../lib/format.ts';
-import { errorText, run, useAction } from '../../lib/ops.ts';
+import { run, useAction } from '../../lib/ops.ts';
+import { useServerRead } from './use-server-read.ts';
 
 type Delivery = OpOutput<'webhooks.deliveries.list'>['deliveries'][number];
 
 const STATUS_WORDS: Record<Delivery['status'], string> = { pending: 'Waiting', succeeded: 'Delivered', failed: 'Failed' };
 
 export function WebhookDeliveryLog({ id, endpointId, onChanged }: { id: string; endpointId: string; onChanged: () => void }) {
-  const [deliveries, setDeliveries] = useState<Delivery[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
   const [revision, setRevision] = useState(0);
   const [open, setOpen] = useState<string | null>(null);
   const redeliver = useAction();
   const refresh = useCallback(() => setRevision((r) => r + 1), []);
-  useEffect(() => {
-    let stale = false;
-    run('webhooks.deliveries.list', { endpointId, limit: 25 }).then(
-      (r) => {
-        if (stale) return;
-        setDeliveries(r.deliveries);
-        setError(null);
-      },
-      (e: unknown) => !stale && setError(errorText(e)),
-    );
-    return () => {
-      stale = true;
-    };
-  }, [endpointId, revision]);
+  const { data, error } = useServerRead('webhooks.deliveries.list', { endpointId, limit: 25 }, revision);
+  const deliveries = data?.deliveries ?? null;
   // While something waits (a test just sent, a retry due), look again every 2 s.
   const waiting = deliveries?.some((d) => d.status === 'pending') ?? true;
   useEffect(() => {
