@@ -34,6 +34,7 @@ import { SharedRateLimiter, rateLimitHeaders } from './rate-limit.ts';
 import { registerReplication } from './replication.ts';
 import { nodeSecrets } from './secrets.ts';
 import { privateHostsAllowed, senderHostCheck } from './sender-hosts.ts';
+import { publicUrlSetting, registerUnsubscribe } from './unsubscribe.ts';
 import { createWebhookService, webhookSettingsFromEnv } from './webhooks/service.ts';
 import type { WebhookSettings } from './webhooks/service.ts';
 
@@ -92,6 +93,8 @@ export type OperatorSettings = {
   refusalsRetentionDays?: number;
   /** TRUST_PROXY: the client address is taken from X-Forwarded-For (behind a load balancer). */
   trustProxy?: boolean | string;
+  /** PUBLIC_URL: the server's public https address, for one-click unsubscribe links (unsubscribe.ts). */
+  publicUrl?: string | null;
 };
 
 export const DEFAULT_BODY_LIMIT = 5 * 1024 * 1024;
@@ -299,6 +302,11 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
     await webhooks.stop();
   });
   await webhooks.start();
+
+  // One-click unsubscribe without an API key (RFC 8058), and each workspace's publicUrl kept.
+  const publicUrl = publicUrlSetting(operator.publicUrl !== undefined ? operator.publicUrl : process.env.PUBLIC_URL);
+  if (publicUrl.problem) app.log.warn(publicUrl.problem);
+  await registerUnsubscribe(app, { db, sql, clock, ids, publicUrl: publicUrl.url, log: app.log });
 
   app.route({
     method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
