@@ -223,7 +223,7 @@ export const webhooksOps = opsByName(
   defineOp({
     name: 'webhooks.sendTest',
     method: 'POST',
-    summary: `Queues a ${TEST_EVENT_TYPE} event for one endpoint, signed like every event; it shows in the delivery log within seconds.`,
+    summary: `Queues a ${TEST_EVENT_TYPE} event for one endpoint, signed like every event, after what already waits for it (at once when nothing does); it shows in the delivery log.`,
     input: z.object({ endpointId: uuid }),
     output: z.object({ endpointId: z.string(), deliveryId: z.string(), eventId: z.string(), type: z.string() }),
     permission: 'admin',
