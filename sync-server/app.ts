@@ -24,7 +24,8 @@ import { checkIdempotencyKey, claim, purgeExpired, record, requestHash } from '.
 import type { StoredResponse } from './idempotency.ts';
 import { Maintenance } from './maintenance.ts';
 import { migrate } from './migrate.ts';
-import { openApiDocument, replicationOpenApi } from './openapi.ts';
+import { openApiDocument } from './openapi.ts';
+import { replicationOpenApi } from './openapi-replication.ts';
 import { PgDatabase } from './pg-store.ts';
 import { loggerOptions } from './logging.ts';
 import { createMetrics } from './metrics.ts';

@@ -10,6 +10,7 @@ import type { Fixtures } from './support/fixtures.ts';
 import { startTestServer } from './support/server.ts';
 import type { TestServer } from './support/server.ts';
 import { randomUUID } from 'node:crypto';
+import { collectionsListSchema, parseStreamEvent, pullPageSchema, pushAnswerSchema, refusalsListSchema } from '../../shared/wire/replication.ts';
 
 type Doc = Record<string, unknown> & { id: string; _deleted: boolean };
 type PullPage = { documents: Doc[]; checkpoint: { seq: number } | null };
@@ -269,6 +270,28 @@ describe.each(BACKENDS)('replication endpoints (%s)', (backend) => {
     expect(plant.body[0]?._deleted).toBe(true);
     expect(await s.snapshot(s.theirs.workspaceId)).toEqual(snapshot);
     expect(await s.db.forWorkspace(s.ours.workspaceId).get('leads', stamped.id)).toBeNull();
+  });
+
+  it('answers in the wire format the desktop checks (shared/wire/replication.ts), and refuses a _deleted that is not true or false', async () => {
+    expect(collectionsListSchema.safeParse((await get(s.ours.memberKey, '/replication/collections')).body).success).toBe(true);
+    const refusals = (await get<{ refusals: unknown[] }>(s.ours.memberKey, '/replication/refusals')).body;
+    expect(refusals.refusals.length).toBeGreaterThan(0);
+    expect(refusalsListSchema.safeParse(refusals).success).toBe(true);
+    for (const c of REPLICATED_COLLECTIONS) {
+      const page = await get(s.ours.ownerKey, `/replication/${c}/pull?limit=50`);
+      expect(pullPageSchema.safeParse(page.body).success, c).toBe(true);
+    }
+    const current = (await s.db.forWorkspace(s.ours.workspaceId).get('leads', fx.otherLeadId)) as Lead;
+    const stale = await pushRows(s.ours.memberKey, 'leads', [{ assumedMasterState: { ...current, jobTitle: 'stale', _deleted: false }, newDocumentState: { ...current, _deleted: false } }]);
+    expect(stale.body).toHaveLength(1);
+    expect(pushAnswerSchema.safeParse(stale.body).success).toBe(true);
+    expect(parseStreamEvent(`{"documents":${JSON.stringify(stale.body)},"checkpoint":{"seq":1}}`)).toEqual({ documents: stale.body, checkpoint: { seq: 1 } });
+
+    const snapshot = await s.snapshot(s.ours.workspaceId);
+    const odd = await pushRows<ErrorBody>(s.ours.memberKey, 'leads', [{ assumedMasterState: { ...current, _deleted: false }, newDocumentState: { ...current, jobTitle: 'Odd', _deleted: 'yes' } }]);
+    expect(odd.status).toBe(400);
+    expect(odd.body.error).toMatchObject({ code: 'INVALID_INPUT', message: 'Row 0 newDocumentState._deleted must be true or false.' });
+    expect(await s.snapshot(s.ours.workspaceId)).toEqual(snapshot);
   });
 
   it('streams RESYNC on connect, then every change of the collection in this workspace only', async () => {
