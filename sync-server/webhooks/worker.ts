@@ -110,7 +110,9 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
         WHERE e.id IN (
           SELECT c.id FROM webhook_endpoints c
            WHERE c.enabled AND (c.lease_until IS NULL OR c.lease_until < $2 OR c.lease_owner = $1)
-             AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = c.id AND d.status = 'pending' AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= $2))
+             -- Its oldest waiting delivery is due: one waiting for a retry holds the ones after it.
+             AND (SELECT d.next_attempt_at IS NULL OR d.next_attempt_at <= $2 FROM webhook_deliveries d
+                   WHERE d.endpoint_id = c.id AND d.status = 'pending' ORDER BY d.seq LIMIT 1)
            ORDER BY c.id LIMIT $4 FOR UPDATE SKIP LOCKED)
         RETURNING e.*`,
       [workerId, now, later(o.leaseMs), o.concurrency],

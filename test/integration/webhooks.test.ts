@@ -218,8 +218,14 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
     expect(log.map((d) => [d.status, d.attempts])).toEqual([['succeeded', 1], ['failed', 4]]);
 
     rx.scripts.set(ep.path, [410]);
-    await moveLead(leadIds[4] ?? '', 'WON');
-    await moveLead(leadIds[4] ?? '', 'LOST');
+    // Two events in one commit, so both wait when the first answer disables the endpoint.
+    const store = s.db.forWorkspace(s.ours.workspaceId);
+    const [l4, l5] = (await store.getMany('leads', [leadIds[4] ?? '', leadIds[5] ?? ''])) as [Lead, Lead];
+    const at = new Date().toISOString();
+    await store.commit([
+      { collection: 'leads', id: l4.id, before: l4, after: { ...l4, pipelineStageId: stage('WON'), updatedAt: at } },
+      { collection: 'leads', id: l5.id, before: l5, after: { ...l5, pipelineStageId: stage('CONTACTED'), updatedAt: at } },
+    ]);
     await rx.waitFor(ep.path, 6);
     const disabled = await until('the endpoint to be disabled', async () => {
       const l = await s.call<{ endpoints: Endpoint[] }>(s.ours.ownerKey, 'webhooks.list');
@@ -237,7 +243,7 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
     const enabled = await s.call<Endpoint>(s.ours.ownerKey, 'webhooks.update', { endpointId: ep.id, enabled: true });
     expect(enabled.body).toMatchObject({ enabled: true, disabledReason: null, failingSince: null });
     const all = await rx.waitFor(ep.path, 8);
-    expect(all.slice(5).map((r) => [r.answered, (payload(r).data.stage as { category: string }).category])).toEqual([[410, 'WON'], [200, 'WON'], [200, 'LOST']]);
+    expect(all.slice(5).map((r) => [r.answered, (payload(r).data.stage as { category: string }).category])).toEqual([[410, 'WON'], [200, 'WON'], [200, 'CONTACTED']]);
   });
 
   it('disables an endpoint whose every delivery failed for longer than the limit, saying since when', async () => {
