@@ -17,6 +17,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { fillWithDefaultSettings, getChangedDocumentsSince, getRxReplicationMetaInstanceSchema, normalizeMangoQuery, prepareQuery, randomToken } from 'rxdb';
 import type { BulkWriteRow, MangoQuery, RxDocumentData, RxJsonSchema, RxStorage, RxStorageDefaultCheckpoint, RxStorageInstance } from 'rxdb';
 import { getRxStorageMemory } from 'rxdb/plugins/storage-memory';
+import { RXDB_CONTEXT } from '../../electron/backend/rxdb-internals.ts';
 import { getRxStoragePersistedMemory, persistedInstanceOf } from '../../electron/backend/storage/persisted-memory.ts';
 import { seededRandom } from '../support/harness.ts';
 
@@ -219,7 +220,7 @@ describe('persisted-memory storage conformance with RxDB memory storage', () => 
       _attachments: {},
     });
     const first = row('a', 1);
-    expect((await meta.bulkWrite([{ document: first }, { document: row('b', 1) }], 'replication-down-write-meta')).error).toEqual([]);
+    expect((await meta.bulkWrite([{ document: first }, { document: row('b', 1) }], RXDB_CONTEXT.downstreamMeta)).error).toEqual([]);
     // Read back from disk, not from memory.
     expect(await meta.findDocumentsById(['a|0', 'b|0', 'zz|0'], true)).toEqual([first, row('b', 1)].map((r) => ({ ...r, _meta: expect.anything() as unknown })));
     // Many ids at once (one statement), with missing and repeated ones, in the order asked.
@@ -244,7 +245,7 @@ describe('persisted-memory storage conformance with RxDB memory storage', () => 
     sqlite.exec(`CREATE TRIGGER fail BEFORE INSERT ON docs WHEN NEW.id = 'poison|0' BEGIN SELECT RAISE(ABORT, 'simulated disk failure'); END;`);
     sqlite.close();
     const again = await open<Record<string, unknown>>(getRxStoragePersistedMemory({ directory: dir }), metaSchema, token);
-    await expect(again.bulkWrite([{ document: row('c', 1) }, { document: row('poison', 1) }], 'replication-down-write-meta')).rejects.toThrow(/simulated disk failure/);
+    await expect(again.bulkWrite([{ document: row('c', 1) }, { document: row('poison', 1) }], RXDB_CONTEXT.downstreamMeta)).rejects.toThrow(/simulated disk failure/);
     expect((await again.findDocumentsById(['b|0', 'c|0', 'poison|0'], true)).map((d) => d.id)).toEqual(['b|0']);
   });
 
@@ -255,7 +256,7 @@ describe('persisted-memory storage conformance with RxDB memory storage', () => 
     const file = persistedInstanceOf<Item>(ours)?.sqliteFile;
     if (!file) throw new Error('not our storage');
     expect(file.synchronousNow()).toBe(2);
-    await ours.bulkWrite([{ document: doc('p1', {}) }], 'replication-downstream-abc');
+    await ours.bulkWrite([{ document: doc('p1', {}) }], `${RXDB_CONTEXT.downstreamPrefix}abc`);
     expect(file.synchronousNow()).toBe(2);
     await ours.close();
     const sqlite = new Database(join(dir, 'conf.sqlite'));
@@ -265,7 +266,7 @@ describe('persisted-memory storage conformance with RxDB memory storage', () => 
     sqlite.close();
     const again = await open<Item>(getRxStoragePersistedMemory({ directory: dir }), itemSchema, token);
     const againFile = persistedInstanceOf<Item>(again)?.sqliteFile;
-    await expect(again.bulkWrite([{ document: doc('p2', {}) }, { document: doc('poison', {}) }], 'replication-downstream-abc')).rejects.toThrow(/simulated disk failure/);
+    await expect(again.bulkWrite([{ document: doc('p2', {}) }, { document: doc('poison', {}) }], `${RXDB_CONTEXT.downstreamPrefix}abc`)).rejects.toThrow(/simulated disk failure/);
     expect(againFile?.synchronousNow()).toBe(2);
     // The pulled document of the first write is on disk; the failed batch left nothing, in memory either.
     expect((await again.findDocumentsById(['p1', 'p2', 'poison'], true)).map((d) => d.id)).toEqual(['p1']);

@@ -185,6 +185,7 @@ export function InboxScreen() {
                       key={l.label}
                       className="btn"
                       aria-pressed={it.labelConfirmed && it.label === l.label}
+                      style={it.labelConfirmed && it.label === l.label ? { background: 'var(--accent-soft)', borderColor: 'var(--accent)' } : undefined}
                       title={`Label ${l.name} (key ${l.key})`}
                       onClick={(e) => { e.stopPropagation(); void setLabel(it.messageId, l.label, it.leadName); }}
                     >
