@@ -172,12 +172,13 @@ export class ServerClient {
       throw unreachable(this.serverUrl, `the answer broke off: ${errorText(e)}`);
     }
     let body: unknown = null;
-    let parsed = text === '';
-    try {
-      body = text === '' ? null : JSON.parse(text);
-      parsed = true;
-    } catch {
-      body = null;
+    let parsed = true;
+    if (text !== '') {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        parsed = false;
+      }
     }
     if (!res.ok) throw answerError(this.serverUrl, route(path), res.status, body);
     if (!parsed) throw new ServerError('INTERNAL', `The server at ${this.serverUrl} did not answer ${route(path)} with JSON; it may not be a sync server.`, res.status, { serverUrl: this.serverUrl });
