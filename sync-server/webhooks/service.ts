@@ -41,6 +41,9 @@ export function webhookSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): We
 
 type Log = { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
 
+/** The delivery workers running in this process, per database (tests run several servers on one). */
+const liveWorkers = new WeakMap<SqlDatabase, Set<string>>();
+
 export type WebhookService = {
   /** The operations' port over one operation's transaction. */
   port(tx: SqlExecutor): WebhookPort;
@@ -114,15 +117,20 @@ export function createWebhookService(deps: {
         },
       );
       outbox.setListening(true);
+      const live = liveWorkers.get(sql) ?? new Set<string>();
+      liveWorkers.set(sql, live);
+      if (worker) live.add(worker.workerId);
       if (sql.kind === 'pglite') {
-        // One process owns an embedded database: leases left by a process that died are stale.
-        await sql.query('UPDATE webhook_endpoints SET lease_owner = NULL, lease_until = NULL WHERE lease_owner IS NOT NULL');
+        // One process owns an embedded database: leases not held by a worker of this process were
+        // left by one that died.
+        await sql.query('UPDATE webhook_endpoints SET lease_owner = NULL, lease_until = NULL WHERE lease_owner IS NOT NULL AND NOT (lease_owner = ANY ($1::text[]))', [[...live]]);
       }
       await ensureWorker();
     },
     async stop() {
       closed = true;
       await worker?.stop();
+      if (worker) liveWorkers.get(sql)?.delete(worker.workerId);
       outbox.setListening(false);
       await unlisten?.();
       unlisten = null;
