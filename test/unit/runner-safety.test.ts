@@ -54,7 +54,7 @@ describe('runner: weekly cap and ramp-up', () => {
     expect(stored?.rampUpStartedAt).toBe(w.h.now());
     await w.patch('senders', created.id, (s) => void (s.limits = LIMITS));
     const day1 = (await w.h.call('social.getAccountLimits', { senderProfileId: created.id })).accounts[0];
-    expect(day1?.rampUp).toEqual({ active: true, day: 1, of: 14, percent: 20, endsAt: new Date(Date.parse(w.h.now()) + 14 * 86_400_000).toISOString() });
+    expect(day1?.rampUp).toEqual({ active: true, day: 1, of: 14, percent: 20, endsAt: new Date(Date.parse(w.h.now()) + 14 * 86_400_000).toISOString(), warmedUp: false });
     expect(day1?.sending.messages.limit).toBe(2);
     expect(day1?.weekly.connectionRequests.limit).toBe(20);
 
