@@ -70,6 +70,19 @@ async function checkFilters(ctx: Ctx, input: { sdrProfileId?: string | undefined
   if (input.campaignId && !(await ctx.db.get('campaigns', input.campaignId))) throw notFound('Campaign', input.campaignId);
 }
 
+/** The received messages of these ids (each once), or the refusal of the first that is unknown
+ * (404) or one we sent (`sent`): an inbox change applies to all of them or to none. */
+async function receivedMessages(ctx: Ctx, ids: readonly string[], sent: (id: string) => DomainError): Promise<Message[]> {
+  const out: Message[] = [];
+  for (const id of new Set(ids)) {
+    const m = await ctx.db.get('messages', id);
+    if (!m) throw notFound('Message', id);
+    if (m.direction !== 'in') throw sent(id);
+    out.push(m);
+  }
+  return out;
+}
+
 export const inboxOps = opsByName(
   defineOp({
     name: 'inbox.list',
@@ -194,15 +207,8 @@ export const inboxOps = opsByName(
     mutates: true,
     async handler(input, ctx) {
       const now = nowIso(ctx);
-      const messages: Message[] = [];
-      for (const id of [...new Set(input.messageIds)]) {
-        const m = await ctx.db.get('messages', id);
-        if (!m) throw notFound('Message', id);
-        if (m.direction !== 'in') {
-          throw new DomainError('INVALID_INPUT', 'Only a received message can be marked done in the inbox; this one was sent by us.', { messageId: id });
-        }
-        messages.push(m);
-      }
+      const messages = await receivedMessages(ctx, input.messageIds, (id) =>
+        new DomainError('INVALID_INPUT', 'Only a received message can be marked done in the inbox; this one was sent by us.', { messageId: id }));
       let changed = 0;
       for (const m of messages) {
         if (isDone(m) === input.done) continue;
@@ -231,15 +237,8 @@ export const inboxOps = opsByName(
     async handler(input, ctx) {
       const now = nowIso(ctx);
       const label: ReplyLabel | null = input.label;
-      const messages: Message[] = [];
-      for (const id of [...new Set(input.messageIds)]) {
-        const m = await ctx.db.get('messages', id);
-        if (!m) throw notFound('Message', id);
-        if (m.direction !== 'in') {
-          throw new DomainError('RULE_VIOLATION', 'Only a received reply can be labelled; this message was sent by us.', { messageId: id });
-        }
-        messages.push(m);
-      }
+      const messages = await receivedMessages(ctx, input.messageIds, (id) =>
+        new DomainError('RULE_VIOLATION', 'Only a received reply can be labelled; this message was sent by us.', { messageId: id }));
       let changed = 0;
       for (const m of messages) {
         if ((m.replyLabel ?? null) === label) continue;
