@@ -41,7 +41,7 @@ export type WaitReason = (typeof WAIT_REASONS)[number];
 const SKIP_REASONS = ['do_not_contact', 'blocklisted', 'closed_stage', 'running_elsewhere', 'company_relay'] as const satisfies readonly SkipReason[];
 
 /** Event kinds shown as runner activity; reply_received and message_sent are already messages. */
-const SHOWN_EVENTS = ['connection_accepted', 'meeting_booked', 'email_opened', 'sequence_completed', 'sequence_stopped', 'enrolled'] as const;
+const SHOWN_EVENTS = ['connection_accepted', 'meeting_booked', 'email_opened', 'sequence_completed', 'sequence_stopped', 'enrolled', 'lead_unsubscribed'] as const;
 
 const CHART_DAYS = 14;
 

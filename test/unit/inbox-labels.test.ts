@@ -94,6 +94,9 @@ describe('inbox.setLabel', () => {
     expect(events.map((a) => [a.content, a.userId, a.metadata.messageId])).toEqual([
       ['Ada Lovelace unsubscribed by reply (labelled unsubscribe in the inbox): marked Do Not Contact. The sequence in "Q4" stopped.', w.h.member.memberId, r.id],
     ]);
+    // The campaign's activity shows it.
+    const recent = (await w.h.call('campaigns.getActivity', { campaignId: c.id })).recent.filter((x) => x.kind === 'lead_unsubscribed');
+    expect(recent.map((x) => [x.type, x.leadId])).toEqual([['event', lead.id]]);
     // Labelled again (after a change of mind and back): the lead is not unsubscribed twice.
     await w.h.call('inbox.setLabel', { messageIds: [r.id], label: 'other' });
     expect((await w.h.call('inbox.setLabel', { messageIds: [r.id], label: 'unsubscribe' })).unsubscribedLeadIds).toEqual([]);

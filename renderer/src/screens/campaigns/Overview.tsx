@@ -40,6 +40,7 @@ const KIND_LABELS: Record<string, string> = {
   sequence_completed: 'Sequence completed',
   sequence_stopped: 'Sequence stopped',
   enrolled: 'Enrolled',
+  lead_unsubscribed: 'Unsubscribed',
 };
 
 export function Overview({ campaignId }: { campaignId: string }) {
