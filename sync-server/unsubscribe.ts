@@ -9,7 +9,10 @@
  * - GET shows a small page with a button and changes nothing: mail scanners and link previews open
  *   every link of an email, and must not unsubscribe anyone.
  * - A token that is malformed, of an unknown sender, or does not verify gets a clear page (404) and
- *   changes nothing.
+ *   changes nothing. A client address with `failuresPerMinute` such requests in a minute gets 429
+ *   without any look-up until the minute is over (guessing tokens is hopeless anyway, but each
+ *   well-formed guess costs a database read). Only failures count: a mail provider that sends many
+ *   people's one-click requests from few addresses is never throttled by them.
  *
  * The server also keeps every workspace's `publicUrl` equal to its PUBLIC_URL setting (an https
  * address; otherwise none), so the hosts that send the workspace's email, desktops included, can
@@ -37,7 +40,32 @@ export type UnsubscribeOptions = {
   log: { warn(obj: object, msg: string): void };
   /** How often the workspaces' publicUrl is brought in line with the setting (default 5 minutes). */
   stampEveryMs?: number;
+  /** Invalid-token requests per client address and minute before 429 (default 60). */
+  failuresPerMinute?: number;
 };
+
+/** Invalid-token requests per client address in the current minute (a fixed window). */
+class FailureCounter {
+  private readonly windows = new Map<string, { start: number; n: number }>();
+  constructor(private readonly limit: number) {}
+
+  /** Seconds until the address may ask again, or 0 when it may now. */
+  blockedFor(address: string, nowMs: number): number {
+    const w = this.windows.get(address);
+    if (!w || nowMs - w.start >= 60_000 || w.n < this.limit) return 0;
+    return Math.ceil((w.start + 60_000 - nowMs) / 1000);
+  }
+
+  fail(address: string, nowMs: number): void {
+    const w = this.windows.get(address);
+    if (w && nowMs - w.start < 60_000) w.n++;
+    else {
+      // Windows of past minutes are forgotten before the map can grow with many addresses.
+      if (this.windows.size >= 10_000) for (const [a, x] of this.windows) if (nowMs - x.start >= 60_000) this.windows.delete(a);
+      this.windows.set(address, { start: nowMs, n: 1 });
+    }
+  }
+}
 
 /** PUBLIC_URL as the server uses it: an https address without a trailing slash, or null. */
 export function publicUrlSetting(raw: string | null | undefined): { url: string | null; problem: string | null } {
@@ -137,6 +165,21 @@ const from = (f: Found): string => escapeHtml(f.sender.name);
 /** Registers GET and POST /unsubscribe/:token and starts keeping publicUrl stamped. */
 export async function registerUnsubscribe(app: FastifyInstance, opts: UnsubscribeOptions): Promise<void> {
   const { db, clock, ids, log } = opts;
+  const failures = new FailureCounter(opts.failuresPerMinute ?? 60);
+  /** The verified token, or the answer already sent (429 for a throttled address, 404 for a bad token). */
+  async function admit(req: FastifyRequest, reply: FastifyReply): Promise<Found | FastifyReply> {
+    const nowMs = clock.now().getTime();
+    const wait = failures.blockedFor(req.ip, nowMs);
+    if (wait > 0) {
+      void reply.header('retry-after', String(wait));
+      return page(reply, 429, 'Too many attempts', `<p>Too many unsubscribe links that do not work came from your address. Try again in ${wait} seconds.</p>`);
+    }
+    const { token } = req.params as { token: string };
+    const found = await resolve(db, token);
+    if (found) return found;
+    failures.fail(req.ip, nowMs);
+    return invalid(reply);
+  }
 
   await app.register(async (scope) => {
     // RFC 8058's POST is form-encoded (or multipart) with List-Unsubscribe=One-Click; the token in
@@ -144,9 +187,8 @@ export async function registerUnsubscribe(app: FastifyInstance, opts: Unsubscrib
     scope.addContentTypeParser('*', { parseAs: 'string', bodyLimit: 16_384 }, (_req, body, done) => done(null, body));
 
     scope.get('/unsubscribe/:token', async (req: FastifyRequest, reply) => {
-      const { token } = req.params as { token: string };
-      const found = await resolve(db, token);
-      if (!found) return invalid(reply);
+      const found = await admit(req, reply);
+      if (!('claim' in found)) return found;
       if (!found.lead || (found.lead.doNotContact && found.lead.unsubscribedAt)) {
         return page(reply, 200, 'You are unsubscribed', `<p>You will not receive more emails from ${from(found)}.</p>`);
       }
@@ -156,9 +198,8 @@ export async function registerUnsubscribe(app: FastifyInstance, opts: Unsubscrib
     });
 
     scope.post('/unsubscribe/:token', async (req: FastifyRequest, reply) => {
-      const { token } = req.params as { token: string };
-      const found = await resolve(db, token);
-      if (!found) return invalid(reply);
+      const found = await admit(req, reply);
+      if (!('claim' in found)) return found;
       const { claim, sender } = found;
       if (found.lead) {
         await withRetry(() =>

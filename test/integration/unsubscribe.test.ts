@@ -239,4 +239,17 @@ describe.each(BACKENDS)('unsubscribe from a campaign email (%s)', (backend) => {
     await r.tickAll();
     expect(accepted.slice(before).map((a) => a.to)).toEqual([cy.email]);
   }, 120_000);
+
+  it('an address that sends many links that do not work is answered 429 for the rest of the minute, with no look-up', async () => {
+    s.clock.advance(61_000);
+    // Well-formed tokens (version 1, right length) that verify nowhere: each costs a look-up.
+    const guess = () => Buffer.concat([Buffer.from([1]), Buffer.from(s.ours.workspaceId.replace(/-/g, ''), 'hex'), randomBytes(48)]).toString('base64url');
+    for (let i = 0; i < 60; i++) expect((await fetch(`${s.url}/unsubscribe/${guess()}`)).status).toBe(404);
+    const throttled = await fetch(`${s.url}/unsubscribe/${guess()}`, { method: 'POST' });
+    expect(throttled.status).toBe(429);
+    expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await throttled.text()).toContain('Too many unsubscribe links that do not work');
+    s.clock.advance(60_000);
+    expect((await fetch(`${s.url}/unsubscribe/${guess()}`)).status).toBe(404);
+  });
 });
