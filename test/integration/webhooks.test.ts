@@ -372,6 +372,24 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
     expect(second && payload(second)).toMatchObject({ type: 'lead.reply_labelled', data: { messageId: reply.id, label: 'interested', previousLabel: null, labelledBy: s.ours.memberId } });
   });
 
+  it('labelling a reply unsubscribe in the inbox (inbox.setLabel) raises lead.reply_labelled and lead.unsubscribed', async () => {
+    const ep = await endpoint(['lead.reply_labelled', 'lead.unsubscribed']);
+    const store = s.db.forWorkspace(s.ours.workspaceId);
+    const now = new Date().toISOString();
+    const reply = newMessage({ id: randomUUID(), workspaceId: s.ours.workspaceId, now }, {
+      leadId: leadIds[2] ?? '', sdrProfileId: randomUUID(), chatId: 'chat-stop', direction: 'in', kind: 'email', text: 'Please remove me from your list', status: 'received', sentAt: now, replyLabelSuggested: 'unsubscribe',
+    });
+    await store.commit([{ collection: 'messages', id: reply.id, before: null, after: reply }]);
+    const res = await s.call<{ unsubscribedLeadIds: string[] }>(s.ours.memberKey, 'inbox.setLabel', { messageIds: [reply.id], label: 'unsubscribe' });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.unsubscribedLeadIds).toEqual([leadIds[2]]);
+    const got = await rx.waitFor(ep.path, 2);
+    expect(got.map((r) => payload(r).type).sort()).toEqual(['lead.reply_labelled', 'lead.unsubscribed']);
+    const byType = new Map(got.map((r) => [payload(r).type, payload(r).data]));
+    expect(byType.get('lead.reply_labelled')).toMatchObject({ messageId: reply.id, label: 'unsubscribe', labelledBy: s.ours.memberId });
+    expect(byType.get('lead.unsubscribed')).toMatchObject({ source: 'reply', lead: { id: leadIds[2], email: 'p3@hook.example' } });
+  });
+
   it('sends a test event, and a delivery again with the same webhook-id; /metrics counts deliveries', async () => {
     const ep = await endpoint(['campaign.started']);
     const sent = await s.call<{ deliveryId: string; eventId: string; type: string }>(s.ours.adminKey, 'webhooks.sendTest', { endpointId: ep.id });
