@@ -13,6 +13,10 @@ export type Actor = {
   isSystem?: boolean;
 };
 
+/** The actor of work the server or the runner does for a workspace (admin commands, the runner,
+ * housekeeping), which the rules let through where a member would need a role. */
+export const systemActor = (workspaceId: string): Actor => ({ workspaceId, memberId: 'system', role: 'owner', isSystem: true });
+
 export type Clock = { now(): Date };
 export type Ids = { uuid(): string };
 /** Secret generation and hashing, injected because shared/ has no crypto module of its own. */

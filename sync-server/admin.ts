@@ -1,6 +1,7 @@
 /** Workspace administration run by the server operator (the CLI), as the system actor: every write
  * still passes the shared rules and is committed in one transaction. */
-import type { Actor, Clock, Ids, Secrets } from '../shared/context.ts';
+import type { Clock, Ids, Secrets } from '../shared/context.ts';
+import { systemActor } from '../shared/context.ts';
 import { demoSeedWrites } from '../shared/demo-seed.ts';
 import type { AnyWrite } from '../shared/store.ts';
 import type { DemoSeedCounts } from '../shared/demo-seed.ts';
@@ -17,7 +18,6 @@ import type { PgDatabase } from './pg-store.ts';
 
 export type AdminDeps = { clock: Clock; ids: Ids; secrets: Secrets; random: () => number };
 
-const systemActor = (workspaceId: string): Actor => ({ workspaceId, memberId: 'system', role: 'owner', isSystem: true });
 
 /** Runs `build` over a Tx, validates its writes with the rules as the system, commits them. */
 async function commitAsSystem<T>(db: PgDatabase, workspaceId: string, deps: AdminDeps, build: (tx: Tx, store: Store) => Promise<T>): Promise<T> {

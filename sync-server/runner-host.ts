@@ -16,7 +16,8 @@ import { randomUUID } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import type { Actor, Clock, Ids } from '../shared/context.ts';
+import type { Clock, Ids } from '../shared/context.ts';
+import { systemActor } from '../shared/context.ts';
 import { ChannelFailure } from '../shared/engine/channel.ts';
 import type { ChannelHost } from '../shared/engine/channel.ts';
 import { createRunnerHost } from '../shared/engine/host.ts';
@@ -145,7 +146,7 @@ export function createServerRunner(opts: ServerRunnerOptions): ServerRunner {
       { channelFor: (s) => (!isServerHosted(s) ? null : hostChannels.forKind(s.channel)) },
       senderHosts,
     );
-    const actor: Actor = { workspaceId, memberId: 'system', role: 'owner', isSystem: true };
+    const actor = systemActor(workspaceId);
     const runner = createRunner({
       store,
       clock, random, ids, channels, actor, runnerId,

@@ -19,7 +19,8 @@
  * put the one-click URL in it (channels/host.ts reads it).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Actor, Clock, Ids } from '../shared/context.ts';
+import type { Clock, Ids } from '../shared/context.ts';
+import { systemActor } from '../shared/context.ts';
 import { isDomainError } from '../shared/errors.ts';
 import type { Lead, Sender } from '../shared/model/index.ts';
 import { markUnsubscribed } from '../shared/replies/unsubscribe.ts';
@@ -81,7 +82,6 @@ export function publicUrlSetting(raw: string | null | undefined): { url: string 
   return { url: `${u.origin}${u.pathname}`.replace(/\/+$/, ''), problem: null };
 }
 
-const systemActor = (workspaceId: string): Actor => ({ workspaceId, memberId: 'system', role: 'owner', isSystem: true });
 
 /** Sets every workspace's publicUrl to `url` where it differs; returns how many changed. */
 export async function stampPublicUrl(db: PgDatabase, sql: SqlExecutor, clock: Clock, url: string | null): Promise<number> {

@@ -11,6 +11,13 @@ export const workspaceRules: readonly Rule<'workspaces'>[] = [
       throw new DomainError('PERMISSION_DENIED', 'The subscription status is set by billing, not by members.');
     }
   },
+  function publicUrlIsTheServers({ before, after }, { actor }) {
+    // The address in unsubscribe links is the sync server's PUBLIC_URL, which the server copies onto
+    // every workspace; a member who changed it could send prospects' unsubscribes elsewhere.
+    if (!actor.isSystem && (before?.publicUrl ?? null) !== (after?.publicUrl ?? null) && after !== null) {
+      throw new DomainError('PERMISSION_DENIED', "The public address is the sync server's PUBLIC_URL setting; members cannot change it.");
+    }
+  },
   function renameNeedsAdmin({ before, after }, { actor }) {
     if (before && after && before.name !== after.name && !isAdmin(actor)) {
       throw new DomainError('PERMISSION_DENIED', 'Only an owner or admin may rename the workspace.');

@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { systemActor } from '../../shared/context.ts';
+import { DomainError } from '../../shared/errors.ts';
+import { validateChange } from '../../shared/rules/index.ts';
 import { makeHarness } from '../support/harness.ts';
 
 describe('workspace operations', () => {
@@ -45,5 +48,21 @@ describe('workspace operations', () => {
     const r = await h.call('apiKeys.revoke', { id: k.id }, h.member);
     expect(r.revokedAt).toBe(h.now());
     expect((await h.call('apiKeys.list', {}, h.member)).keys).toEqual([]);
+  });
+});
+
+describe("the workspace's public address", () => {
+  it("is the server's to set: an owner's change is refused and nothing changes, the system's is kept", async () => {
+    const h = await makeHarness();
+    const ws = await h.store.get('workspaces', h.main.workspaceId);
+    if (!ws) throw new Error('no workspace');
+    const moved = { ...ws, publicUrl: 'https://attacker.example' };
+    const refused = await validateChange({ collection: 'workspaces', before: ws, after: moved }, { actor: h.owner, read: h.store, now: new Date(h.now()) }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(DomainError);
+    expect((refused as DomainError).code).toBe('PERMISSION_DENIED');
+    expect((await h.store.get('workspaces', ws.id))?.publicUrl ?? null).toBe(ws.publicUrl ?? null);
+    await validateChange({ collection: 'workspaces', before: ws, after: { ...ws, publicUrl: 'https://crm.acme.example' } }, { actor: systemActor(ws.id), read: h.store, now: new Date(h.now()) });
+    // A rename that leaves the address as it is stays the admins' to make.
+    await validateChange({ collection: 'workspaces', before: ws, after: { ...ws, name: 'Renamed' } }, { actor: h.owner, read: h.store, now: new Date(h.now()) });
   });
 });
