@@ -272,7 +272,7 @@ async function openPostgres(url: string, schema: string | undefined, max: number
       client.release(broken);
     }
   }
-  const listeners = new Set<PgListener>();
+  let listener: PgListener | null = null;
   return {
     kind: 'postgres',
     query: exec.query,
@@ -283,17 +283,20 @@ async function openPostgres(url: string, schema: string | undefined, max: number
     },
     async listen(channel, handler, opts = {}) {
       if (!IDENT.test(channel)) throw new Error(`Invalid channel name ${channel}.`);
-      const listener = new PgListener(url, channel, handler, opts);
-      await listener.start();
-      listeners.add(listener);
+      // One LISTEN connection per process for every channel: a second connection would be a second
+      // thing to heal, and one more backend per process.
+      listener ??= new PgListener(url, opts);
+      const current = listener;
+      const sub: Subscription = { channel, handler, onState: opts.onState };
+      await current.add(sub);
       return async () => {
-        listeners.delete(listener);
-        await listener.stop();
+        await current.remove(sub);
+        if (current.idle && listener === current) listener = null;
       };
     },
     async close() {
-      await Promise.all([...listeners].map((l) => l.stop()));
-      listeners.clear();
+      await listener?.stop();
+      listener = null;
       await pool.end();
     },
   };
@@ -317,11 +320,19 @@ async function endClient(client: pg.Client, waitMs = 2_000): Promise<void> {
   client.connection.stream.destroy();
 }
 
-/** One LISTEN connection that heals: when it drops (a PostgreSQL restart or failover,
- * pg_terminate_backend, a proxy closing idle connections) or stops answering the periodic check, it
- * reconnects with backoff and LISTENs again, reporting each step through onState. */
+type Subscription = { channel: string; handler: NotificationHandler; onState: ListenOptions['onState'] };
+
+/** One LISTEN connection that heals, shared by every channel a process listens on: when it drops (a
+ * PostgreSQL restart or failover, pg_terminate_backend, a proxy closing idle connections) or stops
+ * answering the periodic check, it reconnects with backoff and LISTENs on every channel again,
+ * reporting each step to every subscriber through onState. The backoff and the check interval are
+ * those of the first subscriber. */
 class PgListener {
   private client: pg.Client | null = null;
+  private readonly subs = new Set<Subscription>();
+  /** Channels the current connection LISTENs on. */
+  private listening = new Set<string>();
+  private started = false;
   private stopped = false;
   /** Failed attempts since the connection was last up. */
   private failures = 0;
@@ -333,24 +344,51 @@ class PgListener {
 
   constructor(
     private readonly url: string,
-    private readonly channel: string,
-    private readonly handler: NotificationHandler,
-    private readonly opts: ListenOptions,
+    opts: Pick<ListenOptions, 'backoff' | 'checkEveryMs'>,
   ) {
     this.backoff = opts.backoff ?? { firstMs: 500, maxMs: 30_000 };
     this.check = setInterval(() => void this.probe(), opts.checkEveryMs ?? 30_000);
     this.check.unref();
   }
 
-  /** The first connection: its failure is the caller's (a server that cannot listen does not start). */
-  async start(): Promise<void> {
+  get idle(): boolean {
+    return this.subs.size === 0;
+  }
+
+  /** Subscribes; the first subscription opens the connection, and its failure is the caller's (a
+   * server that cannot listen does not start). A subscriber joining while the connection is down
+   * hears when it is back. */
+  async add(sub: Subscription): Promise<void> {
+    this.subs.add(sub);
     try {
-      this.client = await this.connect();
+      if (!this.started) {
+        this.client = await this.connect();
+        this.started = true;
+      } else if (this.client && !this.listening.has(sub.channel)) {
+        await this.client.query(`LISTEN ${sub.channel}`);
+        this.listening.add(sub.channel);
+      }
     } catch (e) {
-      clearInterval(this.check);
+      this.subs.delete(sub);
+      if (!this.started) await this.stop();
       throw e;
     }
-    this.opts.onState?.({ state: 'up', reconnected: false, downMs: 0 });
+    if (this.client) sub.onState?.({ state: 'up', reconnected: false, downMs: 0 });
+  }
+
+  async remove(sub: Subscription): Promise<void> {
+    this.subs.delete(sub);
+    if (this.subs.size === 0) {
+      await this.stop();
+      return;
+    }
+    if (![...this.subs].some((s) => s.channel === sub.channel) && this.client && this.listening.delete(sub.channel)) {
+      await this.client.query(`UNLISTEN ${sub.channel}`).catch(() => undefined);
+    }
+  }
+
+  private tell(e: ListenerEvent): void {
+    for (const s of this.subs) s.onState?.(e);
   }
 
   private async connect(): Promise<pg.Client> {
@@ -371,16 +409,18 @@ class PgListener {
     client.on('error', lost);
     client.on('end', () => lost(new Error('The LISTEN connection was closed.')));
     client.on('notification', (n) => {
-      if (n.channel === this.channel) this.handler(n.payload ?? '');
+      for (const s of this.subs) if (s.channel === n.channel) s.handler(n.payload ?? '');
     });
+    const channels = new Set([...this.subs].map((s) => s.channel));
     try {
       await client.connect();
-      await client.query(`LISTEN ${this.channel}`);
+      for (const channel of channels) await client.query(`LISTEN ${channel}`);
       if (early) throw early;
     } catch (e) {
       await endClient(client, 0);
       throw asError(e);
     }
+    this.listening = channels;
     onLoss = (e) => this.lost(client, e);
     return client;
   }
@@ -396,7 +436,7 @@ class PgListener {
   private failed(error: Error): void {
     const retryInMs = reconnectDelay(this.failures, this.backoff);
     this.failures += 1;
-    this.opts.onState?.({ state: 'down', error, attempt: this.failures, retryInMs });
+    this.tell({ state: 'down', error, attempt: this.failures, retryInMs });
     this.retry = setTimeout(() => void this.reconnect(), retryInMs);
     this.retry.unref();
   }
@@ -417,7 +457,7 @@ class PgListener {
     }
     this.client = client;
     this.failures = 0;
-    this.opts.onState?.({ state: 'up', reconnected: true, downMs: Date.now() - this.downSince });
+    this.tell({ state: 'up', reconnected: true, downMs: Date.now() - this.downSince });
   }
 
   /** A connection can die without a word (a host gone, a NAT entry dropped): a query that does not
