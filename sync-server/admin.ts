@@ -14,7 +14,7 @@ import { validateWrites } from '../shared/rules/index.ts';
 import type { Store } from '../shared/store.ts';
 import { Tx } from '../shared/tx.ts';
 import { workspaceCreation } from '../shared/workspace-setup.ts';
-import type { PgDatabase } from './pg-store.ts';
+import type { PgDatabase } from './pg-database.ts';
 
 export type AdminDeps = { clock: Clock; ids: Ids; secrets: Secrets; random: () => number };
 

@@ -26,7 +26,7 @@ import { Maintenance } from './maintenance.ts';
 import { migrate } from './migrate.ts';
 import { openApiDocument } from './openapi.ts';
 import { replicationOpenApi } from './openapi-replication.ts';
-import { PgDatabase } from './pg-store.ts';
+import { PgDatabase } from './pg-database.ts';
 import { loggerOptions } from './logging.ts';
 import { createMetrics } from './metrics.ts';
 import type { ServerMetrics } from './metrics.ts';

@@ -3,7 +3,7 @@
 import type { Actor, Clock } from '../shared/context.ts';
 import { DomainError } from '../shared/errors.ts';
 import type { ApiKey, Member } from '../shared/model/index.ts';
-import type { PgDatabase } from './pg-store.ts';
+import type { PgDatabase } from './pg-database.ts';
 import { RateLimiter } from './rate-limit.ts';
 import { hashApiKey } from './secrets.ts';
 

@@ -16,7 +16,7 @@ import { buildServer } from './app.ts';
 import { openDatabase } from './db.ts';
 import type { OpenOptions } from './db.ts';
 import { migrate } from './migrate.ts';
-import { PgDatabase } from './pg-store.ts';
+import { PgDatabase } from './pg-database.ts';
 import { createMetrics } from './metrics.ts';
 import { parseCorsOrigins } from './operator.ts';
 import { createServerRunner } from './runner-host.ts';

@@ -21,7 +21,7 @@ import type { Change } from '../shared/rules/index.ts';
 import { Tx } from '../shared/tx.ts';
 import { MAX_PUSH_ROWS, pushBodySchema } from '../shared/wire/replication.ts';
 import { WRITER_LOCK_CLASS } from './pg-store.ts';
-import type { PgDatabase } from './pg-store.ts';
+import type { PgDatabase } from './pg-database.ts';
 import { master } from './replication-changes.ts';
 import type { MasterDoc } from './replication-changes.ts';
 

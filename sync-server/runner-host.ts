@@ -33,7 +33,7 @@ import { smtpConfig } from '../channels/smtp.ts';
 import { CredentialUnreadable } from './credentials.ts';
 import type { ServerCredentials } from './credentials.ts';
 import type { SqlDatabase } from './db.ts';
-import { PgDatabase } from './pg-store.ts';
+import { PgDatabase } from './pg-database.ts';
 import { guardChannelHost, guardedFetch, guardedLookup, guardedSmtpSocket, privateHostsAllowed } from './sender-hosts.ts';
 import type { SenderHostPolicy } from './sender-hosts.ts';
 

@@ -29,7 +29,7 @@ import type { UnsubscribeClaim } from '../shared/replies/unsubscribe-token.ts';
 import { validateWrites } from '../shared/rules/index.ts';
 import { Tx } from '../shared/tx.ts';
 import type { SqlExecutor } from './db.ts';
-import type { PgDatabase } from './pg-store.ts';
+import type { PgDatabase } from './pg-database.ts';
 
 export type UnsubscribeOptions = {
   db: PgDatabase;

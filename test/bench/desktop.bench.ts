@@ -133,7 +133,7 @@ export async function seed(dataDir: string): Promise<Seeded> {
     import('../../sync-server/admin.ts'),
     import('../../sync-server/db.ts'),
     import('../../sync-server/migrate.ts'),
-    import('../../sync-server/pg-store.ts'),
+    import('../../sync-server/pg-database.ts'),
   ]);
   const sql = await openDatabase({ dataDir });
   try {

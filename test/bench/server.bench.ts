@@ -34,7 +34,7 @@ import { buildServer } from '../../sync-server/app.ts';
 import { openDatabase } from '../../sync-server/db.ts';
 import type { OpenOptions } from '../../sync-server/db.ts';
 import { migrate } from '../../sync-server/migrate.ts';
-import { PgDatabase } from '../../sync-server/pg-store.ts';
+import { PgDatabase } from '../../sync-server/pg-database.ts';
 import { nodeSecrets } from '../../sync-server/secrets.ts';
 import { seededRandom } from '../support/deterministic.ts';
 import { COMMON_SURNAME, emailLocalPart, exportRow, generatedExport } from './support/generated-export.ts';

@@ -22,7 +22,7 @@ import type { SqlDatabase } from '../../sync-server/db.ts';
 import { cappedStream, serializeError } from '../../sync-server/logging.ts';
 import { Maintenance } from '../../sync-server/maintenance.ts';
 import { createMetrics } from '../../sync-server/metrics.ts';
-import { PgDatabase } from '../../sync-server/pg-store.ts';
+import { PgDatabase } from '../../sync-server/pg-database.ts';
 import { StreamHub } from '../../sync-server/stream-hub.ts';
 import { nodeSecrets } from '../../sync-server/secrets.ts';
 import { blockedReason, checkHost, guardChannelHost, guardedFetch, guardedLookup, guardedSmtpSocket } from '../../sync-server/sender-hosts.ts';

@@ -30,7 +30,7 @@ import type { AnyWrite, Store } from '../../shared/store.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { parseCredentialsKey, serverCredentials } from '../../sync-server/credentials.ts';
 import { migrate } from '../../sync-server/migrate.ts';
-import { PgDatabase } from '../../sync-server/pg-store.ts';
+import { PgDatabase } from '../../sync-server/pg-database.ts';
 import { createServerRunner } from '../../sync-server/runner-host.ts';
 import type { ServerRunner } from '../../sync-server/runner-host.ts';
 import { makeHarness } from '../support/harness.ts';

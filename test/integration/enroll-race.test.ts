@@ -13,7 +13,7 @@ import { createWorkspace } from '../../sync-server/admin.ts';
 import type { AdminDeps } from '../../sync-server/admin.ts';
 import type { SqlDatabase } from '../../sync-server/db.ts';
 import { loadMigrations, migrate } from '../../sync-server/migrate.ts';
-import { PgDatabase } from '../../sync-server/pg-store.ts';
+import { PgDatabase } from '../../sync-server/pg-database.ts';
 import { nodeSecrets } from '../../sync-server/secrets.ts';
 import { seededRandom } from '../support/harness.ts';
 import { spawnServer } from './support/cli.ts';

@@ -9,7 +9,7 @@ import { newEnrollment, newLead, newStage } from '../../shared/model/factories.t
 import type { Lead, Stage } from '../../shared/model/index.ts';
 import type { Store } from '../../shared/store.ts';
 import type { SqlDatabase } from '../../sync-server/db.ts';
-import { PgDatabase } from '../../sync-server/pg-store.ts';
+import { PgDatabase } from '../../sync-server/pg-database.ts';
 import { openMigrated, testDatabase } from './support/db.ts';
 import type { TestDatabase } from './support/db.ts';
 

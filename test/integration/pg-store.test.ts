@@ -9,7 +9,7 @@ import { runQuery } from '../../shared/query.ts';
 import { LEAD_QUERY_FIELDS } from '../../shared/ops/lead-search.ts';
 import { Tx } from '../../shared/tx.ts';
 import type { AnyWrite, Cond, Query, Sort, Store } from '../../shared/store.ts';
-import { PgDatabase } from '../../sync-server/pg-store.ts';
+import { PgDatabase } from '../../sync-server/pg-database.ts';
 import { LEAD_SEARCH_SQL, Params, condSql, orderSql, scopeSql } from '../../sync-server/cond-sql.ts';
 import { seededRandom } from '../support/harness.ts';
 import { BACKENDS, freshPgDatabase, openMigrated, testDatabase } from './support/db.ts';

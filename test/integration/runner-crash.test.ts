@@ -18,7 +18,7 @@ import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { parseCredentialsKey, serverCredentials } from '../../sync-server/credentials.ts';
 import type { SqlDatabase } from '../../sync-server/db.ts';
 import { migrate } from '../../sync-server/migrate.ts';
-import { PgDatabase } from '../../sync-server/pg-store.ts';
+import { PgDatabase } from '../../sync-server/pg-database.ts';
 import { createServerRunner } from '../../sync-server/runner-host.ts';
 import { BACKENDS, testDatabase } from './support/db.ts';
 import { startRunnerChild } from './support/runner-process.ts';

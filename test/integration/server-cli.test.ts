@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../../sync-server/app.ts';
 import { openDatabase } from '../../sync-server/db.ts';
-import { PgDatabase } from '../../sync-server/pg-store.ts';
+import { PgDatabase } from '../../sync-server/pg-database.ts';
 import { freePort, runCli, spawnServer } from './support/cli.ts';
 import { BACKENDS, testDatabase } from './support/db.ts';
 import type { TestDatabase } from './support/db.ts';

@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildServer } from '../../sync-server/app.ts';
 import { openDatabase } from '../../sync-server/db.ts';
-import { PgDatabase } from '../../sync-server/pg-store.ts';
+import { PgDatabase } from '../../sync-server/pg-database.ts';
 import { runCli, spawnServer } from './support/cli.ts';
 import { BACKENDS, testDatabase } from './support/db.ts';
 import type { TestDatabase } from './support/db.ts';

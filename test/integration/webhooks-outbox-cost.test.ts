@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newCampaign, newLead } from '../../shared/model/factories.ts';
 import type { AnyWrite } from '../../shared/store.ts';
 import type { SqlDatabase, SqlExecutor } from '../../sync-server/db.ts';
-import { PgDatabase } from '../../sync-server/pg-store.ts';
+import { PgDatabase } from '../../sync-server/pg-database.ts';
 import { Outbox } from '../../sync-server/webhooks/outbox.ts';
 import { openMigrated, testDatabase } from './support/db.ts';
 import type { TestDatabase } from './support/db.ts';

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { openDatabase } from '../../../sync-server/db.ts';
 import type { OpenOptions, SqlDatabase } from '../../../sync-server/db.ts';
 import { migrate } from '../../../sync-server/migrate.ts';
-import { PgDatabase } from '../../../sync-server/pg-store.ts';
+import { PgDatabase } from '../../../sync-server/pg-database.ts';
 import { afterAll, beforeAll } from 'vitest';
 
 export type Backend = 'pglite' | 'postgres';

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { emptyUsage, newActivity, newCampaign, newEnrollment, newLead, newMessage, newSender, newStep } from '../../../shared/model/factories.ts';
 import type { ApiKey, LeadGroup, Stage } from '../../../shared/model/index.ts';
 import type { AnyWrite } from '../../../shared/store.ts';
-import type { PgDatabase } from '../../../sync-server/pg-store.ts';
+import type { PgDatabase } from '../../../sync-server/pg-database.ts';
 import type { Team } from './server.ts';
 
 export type Fixtures = {

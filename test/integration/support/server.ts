@@ -9,7 +9,7 @@ import type { AdminDeps } from '../../../sync-server/admin.ts';
 import { buildServer } from '../../../sync-server/app.ts';
 import type { ServerOptions } from '../../../sync-server/app.ts';
 import type { SqlDatabase } from '../../../sync-server/db.ts';
-import { PgDatabase } from '../../../sync-server/pg-store.ts';
+import { PgDatabase } from '../../../sync-server/pg-database.ts';
 import { nodeSecrets } from '../../../sync-server/secrets.ts';
 import { FakeClock, seededRandom } from '../../support/harness.ts';
 import { openMigrated, testDatabase } from './db.ts';
