@@ -9,7 +9,7 @@ import { newActivity } from '../model/factories.ts';
 import { TASK_STATUSES } from '../model/index.ts';
 import type { Activity, Lead } from '../model/index.ts';
 import type { Cond } from '../store.ts';
-import { defineOp, opsByName } from './define.ts';
+import { mutation, opsByName, query } from './define.ts';
 import { cursor, DEFAULT_PAGE_SIZE, isoDateTime, pageLimit, uuid } from './params.ts';
 
 const content = z.string().trim().min(1, 'must not be empty').max(20000);
@@ -94,15 +94,11 @@ function splitTaskCursor(c: string | null | undefined): { part: TaskPart; inner:
 const leadRef = z.object({ id: z.string(), fullName: z.string(), company: z.string() });
 
 export const activitiesOps = opsByName(
-  defineOp({
+  mutation({
     name: 'leadActivities.create',
-    method: 'POST',
     summary: "Adds a note to a lead's timeline.",
     input: z.object({ leadId: uuid, content }),
     output: activityOut,
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const lead = await liveLead(ctx, input.leadId);
       const note = newActivity(stamp(ctx), lead.id, ctx.actor.memberId, 'NOTE', input.content);
@@ -110,15 +106,11 @@ export const activitiesOps = opsByName(
       return toActivityOut(note);
     },
   }),
-  defineOp({
+  mutation({
     name: 'leadActivities.update',
-    method: 'POST',
     summary: "Edits a note's text; only its author may.",
     input: z.object({ activityId: uuid, content }),
     output: activityOut,
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const note = await activityOfType(ctx, input.activityId, 'NOTE');
       const next: Activity = { ...note, content: input.content, updatedAt: nowIso(ctx) };
@@ -126,30 +118,22 @@ export const activitiesOps = opsByName(
       return toActivityOut(next);
     },
   }),
-  defineOp({
+  mutation({
     name: 'leadActivities.delete',
-    method: 'POST',
     summary: 'Deletes a note; only its author may. Irreversible.',
     input: z.object({ activityId: uuid }),
     output: z.object({ activityId: z.string(), deleted: z.boolean() }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const note = await activityOfType(ctx, input.activityId, 'NOTE');
       await ctx.db.remove('activities', note.id);
       return { activityId: note.id, deleted: true };
     },
   }),
-  defineOp({
+  mutation({
     name: 'leadActivities.taskCreate',
-    method: 'POST',
     summary: "Creates an open task on a lead, assigned to a member (default: the caller).",
     input: z.object({ leadId: uuid, content, dueAt: instant.nullish(), assigneeId: uuid.optional() }),
     output: activityOut,
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const lead = await liveLead(ctx, input.leadId);
       const assigneeId = input.assigneeId ?? ctx.actor.memberId;
@@ -162,15 +146,11 @@ export const activitiesOps = opsByName(
       return toActivityOut(task);
     },
   }),
-  defineOp({
+  mutation({
     name: 'leadActivities.taskUpdate',
-    method: 'POST',
     summary: "Edits an open task's text, due date (null clears) or assignee; only its creator may. Send only changed fields.",
     input: z.object({ activityId: uuid, content: content.optional(), dueAt: instant.nullish(), assigneeId: uuid.optional() }),
     output: activityOut,
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const task = await activityOfType(ctx, input.activityId, 'TASK');
       const next: Activity = { ...task, metadata: { ...task.metadata } };
@@ -198,15 +178,11 @@ export const activitiesOps = opsByName(
       return toActivityOut(next);
     },
   }),
-  defineOp({
+  mutation({
     name: 'leadActivities.taskSetStatus',
-    method: 'POST',
     summary: 'Completes (any member), cancels (creator) or reopens (creator, status open) a task.',
     input: z.object({ activityId: uuid, status: z.enum(TASK_STATUSES) }),
     output: activityOut,
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const task = await activityOfType(ctx, input.activityId, 'TASK');
       const from = task.metadata.taskStatus ?? 'open';
@@ -234,30 +210,22 @@ export const activitiesOps = opsByName(
       return toActivityOut(next);
     },
   }),
-  defineOp({
+  mutation({
     name: 'leadActivities.taskDelete',
-    method: 'POST',
     summary: 'Deletes a task entirely; only its creator may.',
     input: z.object({ activityId: uuid }),
     output: z.object({ activityId: z.string(), deleted: z.boolean() }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const task = await activityOfType(ctx, input.activityId, 'TASK');
       await ctx.db.remove('activities', task.id);
       return { activityId: task.id, deleted: true };
     },
   }),
-  defineOp({
+  query({
     name: 'leadActivities.list',
-    method: 'GET',
     summary: "A lead's timeline (notes, tasks and events), newest first.",
     input: z.object({ leadId: uuid, cursor, limit: pageLimit }),
     output: z.object({ activities: z.array(activityOut), nextCursor: z.string().nullable() }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       const lead = await liveLead(ctx, input.leadId);
       const page = await ctx.db.query('activities', {
@@ -269,9 +237,8 @@ export const activitiesOps = opsByName(
       return { activities: page.docs.map(toActivityOut), nextCursor: page.nextCursor };
     },
   }),
-  defineOp({
+  query({
     name: 'leadActivities.myTasks',
-    method: 'GET',
     summary: "A member's task queue (default: the caller's open tasks), due soonest first, undated last.",
     input: z.object({
       status: z.enum([...TASK_STATUSES, 'all']).optional(),
@@ -281,9 +248,6 @@ export const activitiesOps = opsByName(
       limit: pageLimit,
     }),
     output: z.object({ tasks: z.array(activityOut.extend({ lead: leadRef })), nextCursor: z.string().nullable() }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       const assigneeId = input.assigneeId ?? ctx.actor.memberId;
       await ensureMember(ctx, assigneeId);

@@ -6,7 +6,7 @@ import { DomainError, notFound } from '../errors.ts';
 import { newCampaign, newEnrollment, newLeadGroup } from '../model/factories.ts';
 import type { Campaign, Enrollment, Lead } from '../model/index.ts';
 import type { StoreReader } from '../store.ts';
-import { defineOp, opsByName } from './define.ts';
+import { mutation, opsByName } from './define.ts';
 import { dryRun, uuid } from './params.ts';
 import { resolveSelection, scopeSchema, selectionSchema } from './selection.ts';
 
@@ -98,9 +98,8 @@ async function createDestination(ctx: Ctx, name: string): Promise<Campaign> {
   return campaign;
 }
 
-const bulkEnrollInCampaign = defineOp({
+const bulkEnrollInCampaign = mutation({
   name: 'campaigns.leads.bulkEnrollInCampaign',
-  method: 'POST',
   summary:
     'Enrolls many leads in an existing or a new campaign (never starts it); skips Do Not Contact and blocklisted people. closedSelected counts the selected leads in a WON or LOST stage; excludeClosed: true leaves them out (skippedClosed). A dry run with a new destination reports a preview campaignId: the real call creates the campaign under a new id.',
   input: z.object({
@@ -122,9 +121,7 @@ const bulkEnrollInCampaign = defineOp({
     dryRun,
   }),
   output: enrollOutput,
-  permission: 'member',
   dryRun: true,
-  mutates: true,
   async handler(input, ctx) {
     const now = nowIso(ctx);
     const workspaceId = ctx.actor.workspaceId;
@@ -248,9 +245,8 @@ const bulkEnrollInCampaign = defineOp({
   },
 });
 
-const bulkChangeSender = defineOp({
+const bulkChangeSender = mutation({
   name: 'campaigns.leads.bulkChangeSender',
-  method: 'POST',
   summary: "Moves many of a campaign's running leads to another of its senders, keeping their place or restarting the sequence.",
   input: z.object({
     scope: z.object({
@@ -270,9 +266,7 @@ const bulkChangeSender = defineOp({
     /** Each moved lead with the sender it had (null: unassigned), so the change can be undone. */
     moved: z.array(z.object({ leadId: z.string(), fromSdrProfileId: z.string().nullable() })),
   }),
-  permission: 'member',
   dryRun: true,
-  mutates: true,
   async handler(input, ctx) {
     const now = nowIso(ctx);
     const campaign = await ctx.db.get('campaigns', input.scope.campaignId);

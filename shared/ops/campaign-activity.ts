@@ -19,7 +19,7 @@ import { STEP_LABELS, stepNumbers } from '../sequence.ts';
 import { SKIP_WORDS, pickingOrder, skipReason } from '../engine/group-leads.ts';
 import type { SkipReason } from '../engine/group-leads.ts';
 import { loadCampaign } from './campaigns.ts';
-import { defineOp, opsByName } from './define.ts';
+import { mutation, opsByName, query } from './define.ts';
 import { dryRun, qBool, qInt, uuid } from './params.ts';
 
 export const WAIT_REASONS = [
@@ -241,9 +241,8 @@ const senderLoadOut = z.object({
 const ACTIVE_STATUSES = ['IN_PROGRESS', 'PAUSED'];
 
 export const campaignActivityOps = opsByName(
-  defineOp({
+  mutation({
     name: 'campaigns.leads.resendUnknown',
-    method: 'POST',
     summary:
       'Sends again an action whose delivery is unknown (a send interrupted by a crash that the channel could not confirm): the unconfirmed message is closed as such, and the step (or the direct message) goes again with a new message id on the runner\'s next pass.',
     input: z.object({ messageId: uuid, dryRun }),
@@ -258,9 +257,7 @@ export const campaignActivityOps = opsByName(
       newMessageId: z.string().nullable(),
       enrollmentIds: z.array(z.string()),
     }),
-    permission: 'member',
     dryRun: true,
-    mutates: true,
     async handler(input, ctx) {
       const m = await ctx.db.get('messages', input.messageId);
       if (!m) throw notFound('message', input.messageId);
@@ -287,9 +284,8 @@ export const campaignActivityOps = opsByName(
       return { dryRun: ctx.dryRun, messageId: m.id, leadId: m.leadId, campaignId: m.campaignId, resent: 'step' as const, newMessageId: null, enrollmentIds: waiting.map((e) => e.id) };
     },
   }),
-  defineOp({
+  query({
     name: 'campaigns.getEnrollments',
-    method: 'GET',
     summary:
       "A campaign's running and paused enrollments, optionally only those held by one sender (or unassigned) or only those in conversation, with how many each sender holds: what a sender removal leaves behind and what a bulk sender change would move.",
     input: z.object({
@@ -301,9 +297,6 @@ export const campaignActivityOps = opsByName(
       limit: qInt(1, 200).optional(),
     }),
     output: z.object({ total: z.number().int(), enrollments: z.array(enrollmentRowOut), senders: z.array(senderLoadOut), unassigned: z.number().int() }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       const c = await loadCampaign(ctx, input.campaignId);
       const { docs } = await ctx.db.query('enrollments', {
@@ -361,16 +354,12 @@ export const campaignActivityOps = opsByName(
       };
     },
   }),
-  defineOp({
+  query({
     name: 'campaigns.getActivity',
-    method: 'GET',
     summary:
       "The runner's activity for one campaign: recent actions, replies and events (newest first), the queued next actions by due time with why each waits (window closed, limit reached, sender paused, ...), and a daily series of sends and replies.",
     input: z.object({ campaignId: uuid, limit: qInt(1, 100).optional(), skippedReason: z.enum(SKIP_REASONS).optional() }),
     output,
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       const limit = input.limit ?? 25;
       const c = await loadCampaign(ctx, input.campaignId);

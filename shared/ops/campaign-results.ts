@@ -27,7 +27,7 @@ import { labelCountsOut, labelSummary, leadLabels } from '../replies/label-count
 import type { LeadLabel } from '../replies/label-counts.ts';
 import { isMessageStep, STEP_LABELS, walk } from '../sequence.ts';
 import { basicCampaign, basicCampaignOut, loadCampaign, loadGroup } from './campaigns.ts';
-import { defineOp, opsByName } from './define.ts';
+import { mutation, opsByName, query } from './define.ts';
 import { dryRun, uuid } from './params.ts';
 
 const countsOut = z.object({
@@ -221,9 +221,8 @@ function copySteps(steps: readonly Step[], newId: () => string): Step[] {
 }
 
 const unenrollOps = [
-  defineOp({
+  mutation({
     name: 'campaigns.leads.unenroll',
-    method: 'POST',
     summary:
       "Takes leads out of a campaign (the undo of a bulk enrollment): an enrollment nothing was sent for yet is removed, one that already acted is stopped (what was sent stays sent), a finished one is left as it is; unlinkLeadIds also takes those of the removed leads off the campaign's lead list so a running campaign does not start them again.",
     input: z.object({
@@ -245,9 +244,7 @@ const unenrollOps = [
       notEnrolled: z.number(),
       unlinked: z.number(),
     }),
-    permission: 'member',
     dryRun: true,
-    mutates: true,
     async handler(input, ctx) {
       const c = await loadCampaign(ctx, input.campaignId);
       const now = nowIso(ctx);
@@ -302,9 +299,8 @@ const unenrollOps = [
 
 export const campaignResultsOps = opsByName(
   ...unenrollOps,
-  defineOp({
+  query({
     name: 'campaigns.getStepMetrics',
-    method: 'GET',
     summary: "A campaign's results per step and per message variant: actions sent, leads reached, connections accepted, replies and reply rate (a reply counts for the last step sent before it).",
     input: z.object({ campaignId: uuid }),
     output: z.object({
@@ -313,16 +309,12 @@ export const campaignResultsOps = opsByName(
       /** Replies and acceptances with no earlier sent step of the campaign (counted by campaigns.getMetrics, by no step). */
       unattributed: z.object({ replies: z.number(), accepted: z.number() }),
     }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       return stepResults(ctx, await loadCampaign(ctx, input.campaignId));
     },
   }),
-  defineOp({
+  query({
     name: 'campaigns.previewMessage',
-    method: 'GET',
     summary: "A message step of a campaign as one of its leads would receive it: merge fields filled with the lead's values, fallbacks used where a value is empty (listed in usedFallbacks).",
     input: z.object({ campaignId: uuid, stepId: uuid, leadId: uuid, variantId: uuid.optional() }),
     output: z.object({
@@ -339,9 +331,6 @@ export const campaignResultsOps = opsByName(
       /** Merge fields whose lead value was empty and which have no fallback: they render as nothing. */
       emptyFields: z.array(z.string()),
     }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       const c = await loadCampaign(ctx, input.campaignId);
       const step = c.steps.find((s) => s.id === input.stepId);
@@ -367,9 +356,8 @@ export const campaignResultsOps = opsByName(
       };
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.duplicate',
-    method: 'POST',
     summary: 'Copies a campaign, paused: its sequence (new step ids, same structure and variants), schedule, lead-picking settings and senders; named "<name> (copy)" unless a name is given; same lead group unless newLeadGroup asks for a new empty one with the same columns.',
     input: z.object({
       campaignId: uuid,
@@ -378,9 +366,6 @@ export const campaignResultsOps = opsByName(
       newLeadGroup: z.boolean().optional(),
     }),
     output: basicCampaignOut.extend({ stepIds: z.record(z.string(), z.string()) }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const src = await loadCampaign(ctx, input.campaignId);
       const now = nowIso(ctx);

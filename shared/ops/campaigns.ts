@@ -13,7 +13,7 @@ import { addCustomColumn, columnNameProblem, findColumn, MAX_COLUMN_NAME, remove
 import { loadReadiness, scheduleProblems, senderStepProblems } from '../rules/readiness.ts';
 import { labelCountsOut } from '../replies/label-counts.ts';
 import { describeStep, walk } from '../sequence.ts';
-import { defineOp, opsByName } from './define.ts';
+import { mutation, opsByName, query } from './define.ts';
 import { DEFAULT_PAGE_SIZE, dryRun, qInt, qList, uuid } from './params.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -122,9 +122,8 @@ const metricsOut = z.object({
 });
 
 const listOps = [
-  defineOp({
+  query({
     name: 'campaigns.getBasic',
-    method: 'GET',
     summary: 'Lists campaigns, newest first by default, one page at a time (pageNumber from 1).',
     input: z.object({
       pageSize: qInt(1, 200).optional(),
@@ -138,9 +137,6 @@ const listOps = [
       basicCampaigns: z.array(basicCampaignOut),
       nextCursor: z.object({ id: z.string(), sortColumnValue: z.string() }).nullable(),
     }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       const pageSize = input.pageSize ?? DEFAULT_PAGE_SIZE;
       const pageNumber = input.pageNumber ?? 1;
@@ -183,29 +179,21 @@ const listOps = [
       };
     },
   }),
-  defineOp({
+  query({
     name: 'campaigns.getActiveIds',
-    method: 'GET',
     summary: 'The id of every campaign whose sequence is currently running.',
     input: z.object({}),
     output: z.object({ campaignIds: z.array(z.string()) }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(_input, ctx) {
       const { docs } = await ctx.db.query('campaigns', { where: { op: 'eq', field: 'running', value: true }, orderBy: [{ field: 'createdAt', dir: 'desc' }] });
       return { campaignIds: docs.map((c) => c.id) };
     },
   }),
-  defineOp({
+  query({
     name: 'campaigns.getMetrics',
-    method: 'GET',
     summary: 'Delivery and reply performance of up to 100 campaigns in one batch; unknown ids are listed in notFound.',
     input: z.object({ campaignIds: qList(uuid).pipe(z.array(z.string()).min(1, 'give at least one campaign id').max(100, 'at most 100 campaign ids')) }),
     output: z.object({ metrics: z.array(metricsOut), notFound: z.array(z.string()) }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       const ids = [...new Set(input.campaignIds)];
       const found = new Set((await ctx.db.getMany('campaigns', ids)).map((c) => c.id));
@@ -235,15 +223,11 @@ const problemOut = z.object({
 });
 
 const lifecycleOps = [
-  defineOp({
+  mutation({
     name: 'campaigns.create',
-    method: 'POST',
     summary: 'Creates a paused campaign with the default schedule and settings, no senders and no steps; without leadGroupId it gets a new lead group with the built-in columns.',
     input: z.object({ name: z.string().trim().min(1).max(200), leadGroupId: uuid.optional() }),
     output: basicCampaignOut,
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const now = nowIso(ctx);
       const workspaceId = ctx.actor.workspaceId;
@@ -259,15 +243,11 @@ const lifecycleOps = [
       return basicCampaign(campaign);
     },
   }),
-  defineOp({
+  query({
     name: 'campaigns.get',
-    method: 'GET',
     summary: 'A campaign with its running state, schedule, lead-picking settings, senders and step count.',
     input: z.object({ campaignId: uuid }),
     output: campaignDetailOut,
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       const c = await loadCampaign(ctx, input.campaignId);
       return {
@@ -281,15 +261,12 @@ const lifecycleOps = [
       };
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.start',
-    method: 'POST',
     summary: 'Starts a paused campaign: needs owner or admin, an active subscription and a sequence that passes the readiness checks. Messaging of real people begins.',
     input: z.object({ campaignId: uuid }),
     output: z.object({ campaignId: z.string(), running: z.boolean(), startedAt: z.string().nullable(), problems: z.array(problemOut) }),
     permission: 'campaigns.launch',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const c = await loadCampaign(ctx, input.campaignId);
       const { problems } = await loadReadiness(ctx.db, c);
@@ -300,15 +277,11 @@ const lifecycleOps = [
       return { campaignId: c.id, running: true, startedAt: now, problems };
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.pause',
-    method: 'POST',
     summary: 'Pauses a campaign (always allowed); its leads wait where they are.',
     input: z.object({ campaignId: uuid }),
     output: z.object({ campaignId: z.string(), running: z.boolean() }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const c = await loadCampaign(ctx, input.campaignId);
       if (c.running) await ctx.db.put('campaigns', touched({ ...c, running: false }, ctx));
@@ -321,30 +294,22 @@ const lifecycleOps = [
 // Lead group columns (merge fields)
 
 const columnOps = [
-  defineOp({
+  query({
     name: 'campaigns.getMergeFields',
-    method: 'GET',
     summary: "The personalization variables a campaign's messages may use: the columns of its lead group, written {{Display Name|fallback}}.",
     input: z.object({ campaignId: uuid }),
     output: z.object({ mergeFields: z.array(z.object({ name: z.string(), kind: z.enum(['builtIn', 'custom']), variableTypeId: z.string() })) }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       const c = await loadCampaign(ctx, input.campaignId);
       const group = await loadGroup(ctx, c.leadGroupId);
       return { mergeFields: group.columns.map((col) => { const v = columnView(col); return { name: v.name, kind: v.kind, variableTypeId: v.variableTypeId }; }) };
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.renameColumn',
-    method: 'POST',
     summary: "Renames a column of the campaign's lead table; refused while a step's message uses the column as a merge field.",
     input: z.object({ campaignId: uuid, variableTypeId: uuid, name: z.string().trim().min(1).max(100) }),
     output: z.object({ campaignId: z.string(), leadGroupId: z.string(), column: columnOut }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const c = await loadCampaign(ctx, input.campaignId);
       const group = await loadGroup(ctx, c.leadGroupId);
@@ -364,32 +329,24 @@ const columnOps = [
       return { campaignId: c.id, leadGroupId: group.id, column: columnView(renamed) };
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.addColumn',
-    method: 'POST',
     summary:
       "Adds a custom column (a merge field) to the campaign's lead group and returns it (variableTypeId = the column id). A name the group already has, compared case-insensitively (built-in columns included), is refused with 400 INVALID_INPUT and details.existing naming that column.",
     input: z.object({ campaignId: uuid, name: z.string().trim().min(1).max(MAX_COLUMN_NAME) }),
     output: z.object({ campaignId: z.string(), leadGroupId: z.string(), column: columnOut }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const c = await loadCampaign(ctx, input.campaignId);
       const column = await addCustomColumn(ctx, c.leadGroupId, input.name);
       return { campaignId: c.id, leadGroupId: c.leadGroupId, column: columnView(column) };
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.removeColumn',
-    method: 'POST',
     summary:
       "Removes a custom column from the campaign's lead group and its values from the group's leads; refused with 422 COLUMN_IN_USE while a step's message uses it as a merge field. Built-in columns cannot be removed.",
     input: z.object({ campaignId: uuid, variableTypeId: uuid }),
     output: z.object({ campaignId: z.string(), leadGroupId: z.string(), column: columnOut, clearedValues: z.number().int() }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const c = await loadCampaign(ctx, input.campaignId);
       // The lead-group rules refuse the removal while a step uses the column (COLUMN_IN_USE).
@@ -403,28 +360,21 @@ const columnOps = [
 // Senders
 
 const senderOps = [
-  defineOp({
+  query({
     name: 'campaigns.listSenders',
-    method: 'GET',
     summary: "Lists a campaign's senders (sender ids for updateSenders) with whether each is paused on it.",
     input: z.object({ campaignId: uuid }),
     output: z.object({ senders: z.array(campaignSenderOut) }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       return { senders: await campaignSenders(ctx, await loadCampaign(ctx, input.campaignId)) };
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.setSendersPaused',
-    method: 'POST',
     summary: 'Pauses or resumes senders on one campaign; their leads stay assigned and wait. Senders not on the campaign are reported and ignored.',
     input: z.object({ campaignId: uuid, sdrProfileIds: z.array(uuid).min(1).max(100), paused: z.boolean(), dryRun }),
     output: z.object({ dryRun: z.boolean(), campaignId: z.string(), changed: z.array(z.string()), alreadyInState: z.array(z.string()), notOnCampaign: z.array(z.string()) }),
-    permission: 'member',
     dryRun: true,
-    mutates: true,
     async handler(input, ctx) {
       const c = await loadCampaign(ctx, input.campaignId);
       const ids = [...new Set(input.sdrProfileIds)];
@@ -439,9 +389,8 @@ const senderOps = [
       return { dryRun: ctx.dryRun, campaignId: c.id, changed, alreadyInState, notOnCampaign };
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.updateSenders',
-    method: 'POST',
     summary:
       "Adds and/or removes a campaign's senders (allowed while running; an added sender starts at once). A campaign keeps at least one sender. Removing a sender unassigns the leads it held so the others pick them up, except leads already in conversation with it, which wait for campaigns.leads.bulkChangeSender.",
     input: z.object({ campaignId: uuid, add: z.array(uuid).max(100).optional(), remove: z.array(uuid).max(100).optional(), dryRun }),
@@ -458,9 +407,7 @@ const senderOps = [
       leads: z.object({ assigned: z.number().int(), inFlight: z.number().int() }),
       warnings: z.object({ cannotSend: z.array(z.string()) }),
     }),
-    permission: 'member',
     dryRun: true,
-    mutates: true,
     async handler(input, ctx) {
       const c = await loadCampaign(ctx, input.campaignId);
       const add = [...new Set(input.add ?? [])];
@@ -545,9 +492,8 @@ const dayPatch = z.strictObject({
 });
 
 const settingsOps = [
-  defineOp({
+  mutation({
     name: 'campaigns.updateSchedule',
-    method: 'POST',
     summary:
       "Changes a campaign's sending schedule: time zone and per-day windows (only passed values change). Each enabled day's start must be before its end and at least one day stays on. Allowed while running; applies from the next send.",
     input: z.object({
@@ -565,9 +511,7 @@ const settingsOps = [
       before: scheduleOut,
       after: scheduleOut,
     }),
-    permission: 'member',
     dryRun: true,
-    mutates: true,
     async handler(input, ctx) {
       const c = await loadCampaign(ctx, input.campaignId);
       const after: Schedule = structuredClone(c.schedule);
@@ -602,9 +546,8 @@ const settingsOps = [
       };
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.updateSettings',
-    method: 'POST',
     summary:
       'Changes how a campaign picks leads: preferNewLeads (newest leads first) and company relay (try a colleague at the same company when someone does not answer, up to maxPersonsPerCompany, optionally only given seniorities). Only passed values change; allowed while running.',
     input: z.object({
@@ -628,9 +571,7 @@ const settingsOps = [
       before: settingsOut,
       after: settingsOut,
     }),
-    permission: 'member',
     dryRun: true,
-    mutates: true,
     async handler(input, ctx) {
       const c = await loadCampaign(ctx, input.campaignId);
       const relay = input.companyRelay ?? {};

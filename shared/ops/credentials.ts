@@ -10,7 +10,7 @@ import { nowIso } from '../context.ts';
 import type { Ctx } from '../context.ts';
 import { DomainError, notFound } from '../errors.ts';
 import type { Sender } from '../model/index.ts';
-import { defineOp, opsByName } from './define.ts';
+import { mutation, opsByName } from './define.ts';
 import { senderHostsOf } from './sender-hosts.ts';
 import { uuid } from './params.ts';
 
@@ -66,9 +66,8 @@ export async function storeSenderSecret(ctx: Ctx, sender: Sender, secret: string
 const secretInput = z.string().min(1, 'must not be empty').max(4096);
 
 export const credentialsOps = opsByName(
-  defineOp({
+  mutation({
     name: 'sdrProfiles.setCredentials',
-    method: 'POST',
     summary: "Stores a sender's SMTP password or connector token where its channel runs; never returned.",
     input: z.object({
       sdrProfileId: uuid,
@@ -85,9 +84,6 @@ export const credentialsOps = opsByName(
       reconnected: z.boolean(),
       status: z.string(),
     }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const sender = await ctx.db.get('senders', input.sdrProfileId);
       if (!sender) throw notFound('Sender', input.sdrProfileId);

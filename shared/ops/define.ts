@@ -46,6 +46,29 @@ export function defineOp<const N extends string, I extends z.ZodType, O extends 
   return { ...def, input: strictInput(def.input) };
 }
 
+/** What `query` and `mutation` fill in, so a definition says only what is particular to it. */
+type Defaulted = 'method' | 'mutates' | 'permission' | 'dryRun';
+type QueryDef<I extends z.ZodType, O extends z.ZodType> = Omit<OpDef<I, O>, Defaulted> & {
+  permission?: Permission;
+  /** A read is a GET; POST only for a read whose input is not a query string (a list of hosts). */
+  method?: 'POST';
+};
+type MutationDef<I extends z.ZodType, O extends z.ZodType> = Omit<OpDef<I, O>, Defaulted> & { permission?: Permission; dryRun?: boolean };
+
+/** A read: GET, writes nothing, any member, no dry run (API contract, "Transport"). */
+export function query<const N extends string, I extends z.ZodType, O extends z.ZodType>(
+  def: QueryDef<I, O> & { name: N },
+): OpDef<I, O> & { name: N } {
+  return defineOp<N, I, O>({ method: 'GET', permission: 'member', dryRun: false, ...def, mutates: false });
+}
+
+/** A write: POST, any member unless `permission` says otherwise, no dry run unless `dryRun: true`. */
+export function mutation<const N extends string, I extends z.ZodType, O extends z.ZodType>(
+  def: MutationDef<I, O> & { name: N },
+): OpDef<I, O> & { name: N } {
+  return defineOp<N, I, O>({ permission: 'member', dryRun: false, ...def, method: 'POST', mutates: true });
+}
+
 type Named = { name: string };
 type ByName<T extends readonly Named[]> = { [K in T[number] as K['name']]: K };
 

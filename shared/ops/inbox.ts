@@ -20,7 +20,7 @@ import type { Campaign, Lead, Message, ReplyLabel, Sender } from '../model/index
 import { labelOf } from '../replies/label.ts';
 import { markUnsubscribed } from '../replies/unsubscribe.ts';
 import type { Cond, Page } from '../store.ts';
-import { defineOp, opsByName } from './define.ts';
+import { mutation, opsByName, query } from './define.ts';
 import { cursor, DEFAULT_PAGE_SIZE, dryRun, pageLimit, qBool, uuid } from './params.ts';
 
 const itemOut = z.object({
@@ -84,9 +84,8 @@ async function receivedMessages(ctx: Ctx, ids: readonly string[], sent: (id: str
 }
 
 export const inboxOps = opsByName(
-  defineOp({
+  query({
     name: 'inbox.list',
-    method: 'GET',
     summary:
       'The reply inbox: received messages across campaigns and senders, newest first, a page at a time (cursor). By default only replies not yet marked done; done=true lists the done ones, all=true both. Filter by sender (sdrProfileId), campaign and label (the confirmed label, else the suggested one; unlabelled for neither).',
     input: z.object({
@@ -99,9 +98,6 @@ export const inboxOps = opsByName(
       limit: pageLimit,
     }),
     output: z.object({ items: z.array(itemOut), nextCursor: z.string().nullable() }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       await checkFilters(ctx, input);
       const limit = input.limit ?? DEFAULT_PAGE_SIZE;
@@ -156,9 +152,8 @@ export const inboxOps = opsByName(
       return { items, nextCursor: next };
     },
   }),
-  defineOp({
+  query({
     name: 'inbox.counts',
-    method: 'GET',
     summary: 'How many received messages wait in the reply inbox (not marked done): in all, per sender, per campaign and per label (confirmed, else suggested; unlabelled for neither).',
     input: z.object({}),
     output: z.object({
@@ -167,9 +162,6 @@ export const inboxOps = opsByName(
       byCampaign: z.array(z.object({ campaignId: z.string(), open: z.number().int() })),
       byLabel: labelCounts,
     }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(_input, ctx) {
       const bySender = new Map<string, number>();
       const byCampaign = new Map<string, number>();
@@ -195,16 +187,13 @@ export const inboxOps = opsByName(
       };
     },
   }),
-  defineOp({
+  mutation({
     name: 'inbox.setDone',
-    method: 'POST',
     summary:
       'Marks received messages done (done=true) or waiting again (done=false) in the reply inbox. Every id must be a received message of this workspace: otherwise nothing changes (404 for an unknown id, 422 for a message we sent). dryRun previews.',
     input: z.object({ messageIds: z.array(uuid).min(1).max(200), done: z.boolean(), dryRun }),
     output: z.object({ dryRun: z.boolean(), changed: z.number().int(), unchanged: z.number().int() }),
-    permission: 'member',
     dryRun: true,
-    mutates: true,
     async handler(input, ctx) {
       const now = nowIso(ctx);
       const messages = await receivedMessages(ctx, input.messageIds, (id) =>
@@ -218,9 +207,8 @@ export const inboxOps = opsByName(
       return { dryRun: ctx.dryRun, changed, unchanged: messages.length - changed };
     },
   }),
-  defineOp({
+  mutation({
     name: 'inbox.setLabel',
-    method: 'POST',
     summary:
       "Confirms or changes the label of received replies (interested, not_interested, out_of_office, wrong_person, unsubscribe, other), or clears it (null: back to the suggestion). Labelling a reply unsubscribe unsubscribes its lead: Do Not Contact, every running sequence stopped; clearing the label later does not undo that. Every id must be a received message of this workspace, otherwise nothing changes (404 for an unknown id, 422 for a message we sent). dryRun previews.",
     input: z.object({ messageIds: z.array(uuid).min(1).max(200), label: z.enum(REPLY_LABELS).nullable(), dryRun }),
@@ -231,9 +219,7 @@ export const inboxOps = opsByName(
       /** Leads this call unsubscribed (label unsubscribe on a lead not unsubscribed before). */
       unsubscribedLeadIds: z.array(z.string()),
     }),
-    permission: 'member',
     dryRun: true,
-    mutates: true,
     async handler(input, ctx) {
       const now = nowIso(ctx);
       const label: ReplyLabel | null = input.label;

@@ -27,7 +27,7 @@ import type { MappedRow, RowCode } from '../import/rows.ts';
 import { columnKey, ensureCustomColumns } from '../lead-columns.ts';
 import { newLead } from '../model/factories.ts';
 import type { Lead, LeadGroup, LeadGroupColumn } from '../model/index.ts';
-import { defineOp, opsByName } from './define.ts';
+import { mutation, opsByName, query } from './define.ts';
 import { LEAD_SORT_FIELDS, stopRunningEnrollments } from './leads.ts';
 import { leadPage } from './lead-search.ts';
 import { currentEnrollment, loadLeadRelations } from './lead-views.ts';
@@ -229,16 +229,13 @@ async function groupOf(ctx: Ctx, input: { leadGroupId?: string; campaignId?: str
 
 
 export const leadImportOps = opsByName(
-  defineOp({
+  mutation({
     name: 'campaigns.leads.import',
-    method: 'POST',
     summary:
       `Imports leads into a list (leadGroupId, or campaignId for its list) from rows: JSON objects (rows, with rowNumbers to keep the file's row numbers), CSV text (csv) or CSV bytes in base64 (csvBase64, with encoding auto/utf-8/windows-1252/...). At most ${MAX_IMPORT_ROWS} rows per call. Columns are mapped from headers of HubSpot, Salesforce (also German), Apollo, Sales Navigator tools, PhantomBuster, LinkedIn and our own export; mapping {header: field | custom | custom:<name> | skip} overrides, unknown headers become custom columns. A row is matched to a lead by the id column of our export, the profile URL, then the email; onExisting skip, fill_empty (default: only empty fields are filled) or update (non-empty cells overwrite; empty cells never clear). Same name and company is reported as POSSIBLE_DUPLICATE (onPossibleDuplicate report, create or merge). Each row's result has its spreadsheet row number (header = 1) and a code. dryRun previews.`,
     input: importInput,
     output: importOutput,
-    permission: 'member',
     dryRun: true,
-    mutates: true,
     async handler(input, ctx) {
       const group = await groupOf(ctx, input);
       const file = readInput(input);
@@ -401,9 +398,8 @@ export const leadImportOps = opsByName(
       };
     },
   }),
-  defineOp({
+  query({
     name: 'campaigns.leads.export',
-    method: 'GET',
     summary:
       `One page of the leads of a search (same filters and order as campaigns.leads.search) as CSV: the lead id first, every field, the custom columns, then stage, tag, sequence, scores and dates. Cells starting with =, +, -, @, a tab or a carriage return are prefixed with ' against formula injection. The header is on the first page only (no cursor); pages hold up to ${MAX_EXPORT_PAGE} leads (limit, default 1000). Importing the file with onExisting update updates those leads and creates none.`,
     input: z.object({
@@ -418,9 +414,6 @@ export const leadImportOps = opsByName(
       delimiter: z.enum(DELIMITERS).optional(),
     }),
     output: z.object({ csv: z.string(), headers: z.array(z.string()), count: z.number().int(), nextCursor: z.string().nullable() }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       const page = await leadPage(ctx.db, input, input.limit ?? 1000);
 

@@ -14,7 +14,7 @@ import { findLeads, keysOf, LeadIndex, linkedTo, otherHolder } from '../intake/f
 import type { IdentityKeys } from '../intake/find.ts';
 import { canonicalProfileUrl, emailKey, profileKey } from '../intake/identity.ts';
 import { columnKey, columnNameProblem, ensureCustomColumns, findColumn } from '../lead-columns.ts';
-import { defineOp, opsByName } from './define.ts';
+import { mutation, opsByName, query } from './define.ts';
 import { leadFilterCond, leadPage } from './lead-search.ts';
 import { leadCampaigns, leadRecordSchema, leadRowSchema, leadVariables, leadVariableSchema, toLeadRecord, toLeadRows } from './lead-views.ts';
 import { cursor, DEFAULT_PAGE_SIZE, dryRun, isoDateTime, pageLimit, qBool, uuid } from './params.ts';
@@ -171,9 +171,8 @@ const updateInput = z.object({
 });
 
 export const leadsOps = opsByName(
-  defineOp({
+  query({
     name: 'campaigns.leads.search',
-    method: 'GET',
     summary:
       "Searches the workspace's leads by tag, text and pipeline stage, one page at a time. With campaignId: that campaign's leads, i.e. every lead linked to its lead group, enrolled or not; each row then shows its enrollment in that campaign (enrollmentState NOT_ENROLLED, IN_PROGRESS, PAUSED, COMPLETED, STOPPED or REPLIED; sequenceStatus and leadSequence describe that enrollment, null when not enrolled yet). Without campaignId they describe the lead's current enrollment.",
     input: z.object({
@@ -188,9 +187,6 @@ export const leadsOps = opsByName(
       sortOrder: z.enum(['asc', 'desc']).optional(),
     }),
     output: z.object({ leads: z.array(leadRowSchema), nextCursor: z.string().nullable() }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       const page = await leadPage(ctx.db, input, input.limit ?? DEFAULT_PAGE_SIZE);
       let variablesFrom: string | undefined;
@@ -199,9 +195,8 @@ export const leadsOps = opsByName(
       return { leads, nextCursor: page.nextCursor };
     },
   }),
-  defineOp({
+  query({
     name: 'campaigns.leads.count',
-    method: 'GET',
     summary: "Counts the leads a search with the same filters (campaignId, tagId, query, pipelineStage) would return; with campaignId every lead linked to the campaign's lead group, enrolled or not.",
     input: z.object({
       campaignId: uuid.optional(),
@@ -210,22 +205,15 @@ export const leadsOps = opsByName(
       pipelineStage: z.string().max(100).optional(),
     }),
     output: z.object({ count: z.number().int() }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       return { count: await ctx.db.count('leads', await leadFilterCond(ctx.db, input)) };
     },
   }),
-  defineOp({
+  query({
     name: 'campaigns.leads.get',
-    method: 'GET',
     summary: 'One lead with its variables, flags and every enrollment, for the lead detail screen.',
     input: z.object({ leadId: uuid }),
     output: leadDetailSchema,
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       const lead = await liveLead(ctx, input.leadId);
       const [row] = await toLeadRows(ctx.db, [lead], { includeVariables: true });
@@ -250,18 +238,14 @@ export const leadsOps = opsByName(
       };
     },
   }),
-  defineOp({
+  query({
     name: 'campaigns.leads.getConversation',
-    method: 'GET',
     summary: 'Every message sent to or received from a lead, oldest first, and the threads they belong to.',
     input: z.object({ leadId: uuid }),
     output: z.object({
       messages: z.array(messageOut),
       chats: z.array(z.object({ chatId: z.string(), sdrProfileId: z.string(), lastMessageAt: z.string() })),
     }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       const lead = await liveLead(ctx, input.leadId);
       const { docs } = await ctx.db.query('messages', {
@@ -277,15 +261,11 @@ export const leadsOps = opsByName(
       return { messages: docs.map(toMessageOut), chats: [...chats.values()] };
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.leads.updateLeadStage',
-    method: 'POST',
     summary: 'Moves a lead to a pipeline stage; a lost stage needs closeReason (and stops its sequence), an on-hold stage needs wakeAt.',
     input: z.object({ leadId: uuid, pipelineStageId: uuid, closeReason: z.enum(CLOSE_REASONS).nullish(), wakeAt: instant.nullish() }),
     output: leadRecordSchema,
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const lead = await liveLead(ctx, input.leadId);
       const stage = await ctx.db.get('stages', input.pipelineStageId);
@@ -348,15 +328,11 @@ export const leadsOps = opsByName(
       return toLeadRecord(next);
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.leads.updateTag',
-    method: 'POST',
     summary: "Sets or (tagId null) clears a lead's single tag; returns the previous tag as oldTagId.",
     input: z.object({ leadGroupId: uuid, leadId: uuid, tagId: uuid.nullable() }),
     output: leadRecordSchema.extend({ campaigns: z.array(z.object({ id: z.string(), name: z.string() })), oldTagId: z.string().nullable() }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const group = await ctx.db.get('leadGroups', input.leadGroupId);
       if (!group) throw notFound('Lead group', input.leadGroupId);
@@ -370,15 +346,11 @@ export const leadsOps = opsByName(
       return { ...toLeadRecord(next), campaigns: await leadCampaigns(ctx.db, lead.id), oldTagId: lead.tagId };
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.leads.setLeadFollowUp',
-    method: 'POST',
     summary: 'Sets (or, with null, clears) the date to pick a lead back up; a past date puts the lead in triage.',
     input: z.object({ leadId: uuid, followUpAt: instant.nullable() }),
     output: leadRecordSchema,
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const lead = await liveLead(ctx, input.leadId);
       if (lead.followUpAt === input.followUpAt) return toLeadRecord(lead);
@@ -387,9 +359,8 @@ export const leadsOps = opsByName(
       return toLeadRecord(next);
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.leads.create',
-    method: 'POST',
     summary:
       'Imports up to 1000 leads into a lead group; duplicates (same social URL, else email) are linked, bad rows reported. variables {name: value} fill the column of that display name (case-insensitive; built-in columns fill the lead field), creating a custom column when the group has none.',
     input: z.object({ leadGroupId: uuid, leads: z.array(importRow).min(1).max(MAX_LEADS_PER_REQUEST) }),
@@ -399,9 +370,6 @@ export const leadsOps = opsByName(
       leadIds: z.array(z.string().nullable()),
       errors: z.array(z.object({ index: z.number().int(), message: z.string() })),
     }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const group = await ctx.db.get('leadGroups', input.leadGroupId);
       if (!group) throw notFound('Lead group', input.leadGroupId);
@@ -465,9 +433,8 @@ export const leadsOps = opsByName(
       return { created, duplicates, leadIds, errors };
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.leads.update',
-    method: 'POST',
     summary:
       "Edits a lead: any of its profile fields, scores, variables {name: value} (by column display name, case-insensitive; a name none of the lead's groups has becomes a custom column of its own group; '' or null clears), doNotContact and blocklisted (setting either stops its running sequence). Only passed fields change; nothing passed is refused with 422 NO_FIELDS_TO_UPDATE; an email or social URL another lead has is refused with 409 DUPLICATE_LEAD (one person is one lead). dryRun previews.",
     input: updateInput,
@@ -482,9 +449,7 @@ export const leadsOps = opsByName(
       blocklisted: z.boolean(),
       variables: z.array(leadVariableSchema),
     }),
-    permission: 'member',
     dryRun: true,
-    mutates: true,
     async handler(input, ctx) {
       const { leadId, variables: named, dryRun: _dryRun, ...fields } = input;
       const passed = Object.entries(fields).filter(([, v]) => v !== undefined);
@@ -578,15 +543,12 @@ export const leadsOps = opsByName(
       };
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.leads.delete',
-    method: 'POST',
     summary: 'Deletes leads (soft delete; their running sequences stop). dryRun previews the counts.',
     input: z.object({ leadIds: idList, dryRun }),
     output: z.object({ dryRun: z.boolean(), deleted: z.number().int(), skippedMissing: z.number().int() }),
-    permission: 'member',
     dryRun: true,
-    mutates: true,
     async handler(input, ctx) {
       const ids = [...new Set(input.leadIds)];
       const found = await ctx.db.getMany('leads', ids);
@@ -595,41 +557,29 @@ export const leadsOps = opsByName(
       return { dryRun: ctx.dryRun, deleted: found.length, skippedMissing: ids.length - found.length };
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.leads.setDoNotContact',
-    method: 'POST',
     summary: 'Marks leads Do Not Contact (their running sequences stop) or clears the mark.',
     input: z.object({ leadIds: idList, doNotContact: z.boolean() }),
     output: z.object({ changed: z.number().int(), skippedMissing: z.number().int() }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       return setFlag(ctx, input.leadIds, 'doNotContact', input.doNotContact);
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.leads.setBlocklisted',
-    method: 'POST',
     summary: 'Blocklists leads (their running sequences stop) or lifts the blocklist.',
     input: z.object({ leadIds: idList, blocklisted: z.boolean() }),
     output: z.object({ changed: z.number().int(), skippedMissing: z.number().int() }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       return setFlag(ctx, input.leadIds, 'blocklisted', input.blocklisted);
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.leads.sendMessage',
-    method: 'POST',
     summary: 'Queues a direct message to a lead through the sender already on the conversation. Irreversible once delivered.',
     input: z.object({ leadId: uuid, text: z.string().trim().min(1, 'must not be empty').max(8000), chatId: z.string().trim().min(1).max(100).optional() }),
     output: z.object({ messageId: z.string(), chatId: z.string(), sdrProfileId: z.string(), status: z.enum(['sent', 'queued']) }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const lead = await liveLead(ctx, input.leadId);
       if (lead.doNotContact || lead.blocklisted) {

@@ -11,7 +11,7 @@ import { DEFAULT_WEEKLY_CONNECTIONS, RAMP_UP_DAYS, rampUpOf } from '../engine/li
 import { newUnsubscribeKey } from '../replies/unsubscribe-token.ts';
 import { canRaiseLimits } from '../rules/senders.ts';
 import { hostedByOf, storeSenderSecret } from './credentials.ts';
-import { defineOp, opsByName } from './define.ts';
+import { mutation, opsByName, query } from './define.ts';
 import { senderHostsOf } from './sender-hosts.ts';
 import { dryRun, planCappedLimit, uuid } from './params.ts';
 
@@ -171,30 +171,22 @@ async function serverHostProblem(ctx: Ctx, sender: Sender): Promise<string | nul
 const hostName = z.string().trim().min(1).max(253);
 
 export const sendersOps = opsByName(
-  defineOp({
+  query({
     name: 'sdrProfiles.list',
-    method: 'GET',
     summary: 'Lists the sender profiles of the workspace with their limits, plan maximums and status.',
     input: z.object({}),
     output: z.object({ sdrProfiles: z.array(senderOut) }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(_input, ctx) {
       const { docs } = await ctx.db.query('senders', { orderBy: [{ field: 'name', dir: 'asc' }] });
       return { sdrProfiles: docs.map(summary) };
     },
   }),
 
-  defineOp({
+  mutation({
     name: 'sdrProfiles.create',
-    method: 'POST',
     summary: 'Connects a sender: the sandbox network, an SMTP mailbox or an HTTP connector.',
     input: createInput,
     output: senderOut.extend({ warnings: z.array(z.string()) }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const id = ctx.ids.uuid();
       const premium = input.premium ?? false;
@@ -250,9 +242,8 @@ export const sendersOps = opsByName(
     },
   }),
 
-  defineOp({
+  mutation({
     name: 'sdrProfiles.setDailyLimits',
-    method: 'POST',
     summary: "Changes a sender's daily limits; requests above the plan maximum are lowered and reported.",
     input: z.object({
       sdrProfileId: uuid,
@@ -271,9 +262,7 @@ export const sendersOps = opsByName(
       changes: z.array(z.object({ limit: z.string(), before: count, after: count })),
       cappedAtPlan: z.array(z.object({ limit: z.string(), requested: z.number().min(0), planMax: count })),
     }),
-    permission: 'member',
     dryRun: true,
-    mutates: true,
     async handler(input, ctx) {
       const sender = await senderOrNotFound(ctx, input.sdrProfileId);
       const before: LimitSet = { ...sender.limits };
@@ -310,9 +299,8 @@ export const sendersOps = opsByName(
     },
   }),
 
-  defineOp({
+  mutation({
     name: 'sdrProfiles.setWarmedUp',
-    method: 'POST',
     summary:
       "Says whether a sender's account is already warmed up. true: it sends at its full daily limits at once, without the 14-day ramp-up (the weekly cap on connection requests still holds); sending at full volume from an account without a sending history risks its reputation. false: a new account; it ramps up from 20% of its limits, from now unless a ramp-up already began. dryRun previews.",
     input: z.object({ sdrProfileId: uuid, warmedUp: z.boolean(), dryRun }),
@@ -325,9 +313,7 @@ export const sendersOps = opsByName(
       /** The pace that applies after the change (as social.getAccountLimits shows it). */
       rampUp: z.object({ active: z.boolean(), day: z.number().int(), of: z.number().int(), percent: z.number().int(), endsAt: z.string().nullable(), warmedUp: z.boolean() }),
     }),
-    permission: 'member',
     dryRun: true,
-    mutates: true,
     async handler(input, ctx) {
       const sender = await senderOrNotFound(ctx, input.sdrProfileId);
       const now = nowIso(ctx);
@@ -345,15 +331,11 @@ export const sendersOps = opsByName(
     },
   }),
 
-  defineOp({
+  mutation({
     name: 'sdrProfiles.pauseOutreach',
-    method: 'POST',
     summary: 'Pauses (or resumes) a sender on every campaign at once; its leads stay assigned and wait.',
     input: z.object({ sdrProfileId: uuid, paused: z.boolean().default(true) }),
     output: z.object({ sdrProfileId: z.string(), outreachPaused: z.boolean(), status: z.string() }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const sender = await senderOrNotFound(ctx, input.sdrProfileId);
       const now = nowIso(ctx);
@@ -374,16 +356,13 @@ export const sendersOps = opsByName(
     },
   }),
 
-  defineOp({
+  query({
     name: 'sdrProfiles.checkHosts',
     method: 'POST',
     summary:
       "Whether the sync server's runner would connect a server-hosted sender to these SMTP, IMAP or connector hosts: refusal is null, or the sentence saying why not (it refuses private, loopback and link-local addresses unless ALLOW_PRIVATE_SENDER_HOSTS=1). sdrProfiles.create asks it by itself; a desktop asks the server through it.",
     input: z.object({ hosts: z.array(hostName).min(1).max(3) }).strict(),
     output: z.object({ refusal: z.string().nullable() }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     serverOnly: true,
     async handler(input, ctx) {
       if (!ctx.senderHosts) throw new DomainError('SERVER_ONLY', 'Only the sync server can say which sender hosts it connects to.');
@@ -391,15 +370,11 @@ export const sendersOps = opsByName(
     },
   }),
 
-  defineOp({
+  query({
     name: 'sdrProfiles.getUsage',
-    method: 'GET',
     summary: "A sender's actions on one day (default today in the sender's time zone) against its limits.",
     input: z.object({ sdrProfileId: uuid, day: day.optional() }),
     output: z.object({ sdrProfileId: z.string(), day: z.string(), used: usageSetOut, limits: usageSetOut.omit({ emails: true }), remaining: usageSetOut.omit({ emails: true }) }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       const sender = await senderOrNotFound(ctx, input.sdrProfileId);
       const d = input.day ?? senderDay(sender, ctx.clock.now());

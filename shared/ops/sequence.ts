@@ -10,7 +10,7 @@ import type { Campaign, Step } from '../model/index.ts';
 import { newStep } from '../model/factories.ts';
 import { loadReadiness } from '../rules/readiness.ts';
 import { describeStep, firstStep, insertStep, isMessageStep, removeStep, walk } from '../sequence.ts';
-import { defineOp, opsByName } from './define.ts';
+import { mutation, opsByName, query } from './define.ts';
 import { loadCampaign } from './campaigns.ts';
 import { uuid } from './params.ts';
 
@@ -126,22 +126,17 @@ function findStep(c: Campaign, stepId: string): Step {
 const touched = (c: Campaign, ctx: Ctx, steps: Step[]): Campaign => ({ ...c, steps, updatedAt: nowIso(ctx) });
 
 export const sequenceOps = opsByName(
-  defineOp({
+  query({
     name: 'campaigns.getSequence',
-    method: 'GET',
     summary: "Reads a campaign's sequence: steps in position order with their ids, and whether it is ready to run.",
     input: z.object({ campaignId: uuid }),
     output: summaryOut,
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       return sequenceSummary(ctx, await loadCampaign(ctx, input.campaignId));
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.addSequenceStep',
-    method: 'POST',
     summary:
       'Adds a step to a paused campaign: after afterStepId (first on the `branch` path when afterStepId is a condition), or appended to the main path. Validated before saving (merge fields match the columns, every sender can perform it, InMail needs Premium, connection notes fit). A new CONDITION is created with a one-day WAIT on its yes path and on its no path, so both paths have a step; edit or replace them.',
     input: z.object({
@@ -151,9 +146,6 @@ export const sequenceOps = opsByName(
       step: z.object({ type: z.enum(STEP_TYPES), ...stepFields }),
     }),
     output: summaryOut,
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const c = await loadCampaign(ctx, input.campaignId);
       assertPaused(c, 'adding a step');
@@ -182,16 +174,12 @@ export const sequenceOps = opsByName(
       return sequenceSummary(ctx, next, notes);
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.removeSequenceStep',
-    method: 'POST',
     summary:
       'Removes a step of a paused campaign and joins its neighbours. The only step of a condition path cannot be removed until another takes its place. Conditions are removed only in the app (removeBranches: true removes the condition and both of its paths). Leads waiting on a removed step continue with the step that takes its place, or finish when none does.',
     input: z.object({ campaignId: uuid, stepId: uuid, removeBranches: z.boolean().optional() }),
     output: summaryOut,
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const c = await loadCampaign(ctx, input.campaignId);
       assertPaused(c, 'removing a step');
@@ -218,16 +206,12 @@ export const sequenceOps = opsByName(
       return sequenceSummary(ctx, next);
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.editSequenceStep',
-    method: 'POST',
     summary:
       "Edits a step of a paused campaign: text or subject, a wait's length, the send condition, email threading, voice note, stopIfSkipped. Only passed values change (variants are edited with updateSequenceMessage); validated like a new step.",
     input: z.object({ campaignId: uuid, stepId: uuid, ...stepFields }),
     output: summaryOut,
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const patch = stepPatch(input);
       if (Object.keys(patch).length === 0) {
@@ -241,9 +225,8 @@ export const sequenceOps = opsByName(
       return sequenceSummary(ctx, next);
     },
   }),
-  defineOp({
+  mutation({
     name: 'campaigns.updateSequenceMessage',
-    method: 'POST',
     summary:
       "Edits a message step of a paused campaign: text, subject, variants (the full list; give a variant's id to keep it, omit it for a new one) and how variants are assigned. Send condition, attachments and schedule are untouched. Merge fields are {{Display Name|fallback}} and must name a column of the campaign's lead group.",
     input: z.object({
@@ -266,9 +249,6 @@ export const sequenceOps = opsByName(
       variants: z.array(variantOut),
       variantAssignment: variantAssignmentOut,
     }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       if (input.text === undefined && input.subject === undefined && input.variants === undefined && input.variantAssignment === undefined) {
         throw new DomainError('NO_FIELDS_TO_UPDATE', 'Give at least one of text, subject, variants or variantAssignment.');

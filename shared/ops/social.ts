@@ -18,7 +18,7 @@ import type { IdentityKeys } from '../intake/find.ts';
 import { profileKey } from '../intake/identity.ts';
 import { newLead } from '../model/factories.ts';
 import type { LimitKey, Sender, Usage } from '../model/index.ts';
-import { defineOp, opsByName } from './define.ts';
+import { mutation, opsByName, query } from './define.ts';
 import { uuid } from './params.ts';
 
 const postUrl = z.string().trim().url('must be a URL').regex(/^https:\/\//, 'must be an https:// post address').max(2000);
@@ -161,15 +161,11 @@ function splitHeadline(headline: string): { jobTitle: string; company: string } 
 }
 
 export const socialOps = opsByName(
-  defineOp({
+  query({
     name: 'social.getAccountLimits',
-    method: 'GET',
     summary: "Remaining daily allowances of each connected sender profile (or one), counted in the sender's time zone, with the weekly connection-request cap and a new sender's ramp-up.",
     input: z.object({ senderProfileId: uuid.optional() }),
     output: z.object({ accounts: z.array(accountOut) }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(input, ctx) {
       let senders: Sender[];
       if (input.senderProfileId !== undefined) senders = [await senderOrNotFound(ctx, input.senderProfileId)];
@@ -209,9 +205,8 @@ export const socialOps = opsByName(
       return { accounts };
     },
   }),
-  defineOp({
+  mutation({
     name: 'social.getPostEngagement',
-    method: 'POST',
     summary: "Reads a post's comments, then its reactions, within the sender's daily search budget.",
     input: z.object({ senderProfileId: uuid, postUrl }),
     output: z.object({
@@ -225,9 +220,6 @@ export const socialOps = opsByName(
       dailyUsageAfterComments: dailyUsageOut,
       dailyUsage: dailyUsageOut,
     }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     needsChannel: true,
     async handler(input, ctx) {
       const r = await readEngagement(ctx, input.senderProfileId, input.postUrl);
@@ -244,15 +236,11 @@ export const socialOps = opsByName(
       };
     },
   }),
-  defineOp({
+  mutation({
     name: 'social.getPostLeads',
-    method: 'POST',
     summary: 'Finds the people who commented on or reacted to a post, to import them as leads (counts against the daily search budget).',
     input: z.object({ senderProfileId: uuid, postUrl }),
     output: z.object({ comments: z.array(personOut), total: z.number().int(), stoppedEarly: z.boolean(), dailyUsage: dailyUsageOut }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     needsChannel: true,
     async handler(input, ctx) {
       const r = await readEngagement(ctx, input.senderProfileId, input.postUrl);
@@ -265,9 +253,8 @@ export const socialOps = opsByName(
       };
     },
   }),
-  defineOp({
+  mutation({
     name: 'social.importPostLeads',
-    method: 'POST',
     summary: "Imports the people found on a post (all, or the selected profile URLs) as leads of a lead group; people already in the CRM are linked, not duplicated. Reads the post again, within the daily search budget.",
     input: z.object({
       senderProfileId: uuid,
@@ -283,9 +270,6 @@ export const socialOps = opsByName(
       stoppedEarly: z.boolean(),
       dailyUsage: dailyUsageOut,
     }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     needsChannel: true,
     async handler(input, ctx) {
       const group = await ctx.db.get('leadGroups', input.leadGroupId);

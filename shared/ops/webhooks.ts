@@ -20,7 +20,7 @@ import { TEST_EVENT_TYPE, WEBHOOK_EVENT_TYPES, eventBody } from '../webhooks/eve
 import { MAX_ENDPOINTS, PREVIOUS_SECRET_VALID_MS, SECRET_BYTES } from '../webhooks/port.ts';
 import type { WebhookEndpointView, WebhookPort } from '../webhooks/port.ts';
 import { webhookSecret } from '../webhooks/secret.ts';
-import { defineOp, opsByName } from './define.ts';
+import { mutation, opsByName, query } from './define.ts';
 import { cursor, DEFAULT_PAGE_SIZE, dryRun, pageLimit, uuid } from './params.ts';
 
 const eventType = z.enum(WEBHOOK_EVENT_TYPES, { message: `must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}` });
@@ -104,16 +104,13 @@ async function checkUrl(ctx: Ctx, raw: string): Promise<string> {
 }
 
 export const webhooksOps = opsByName(
-  defineOp({
+  mutation({
     name: 'webhooks.create',
-    method: 'POST',
     summary:
       "Adds a webhook endpoint: the URL (https; the server's address guard refuses loopback, private and metadata addresses) and the events it receives. The answer holds its signing secret (whsec_...), shown this once.",
     input: z.object({ url: urlInput, events: eventList, description: description.optional() }),
     output: endpointOut.extend({ secret: z.string() }),
     permission: 'admin',
-    dryRun: false,
-    mutates: true,
     serverOnly: true,
     async handler(input, ctx) {
       const port = portOf(ctx);
@@ -130,30 +127,25 @@ export const webhooksOps = opsByName(
       return { ...created, secret };
     },
   }),
-  defineOp({
+  query({
     name: 'webhooks.list',
-    method: 'GET',
     summary: "The workspace's webhook endpoints (never their secrets), oldest first, each with its state and waiting deliveries.",
     input: z.object({}),
     output: z.object({ endpoints: z.array(endpointOut) }),
     permission: 'admin',
-    dryRun: false,
-    mutates: false,
     serverOnly: true,
     async handler(_input, ctx) {
       return { endpoints: await portOf(ctx).list(ctx.actor.workspaceId) };
     },
   }),
-  defineOp({
+  mutation({
     name: 'webhooks.update',
-    method: 'POST',
     summary:
       'Changes an endpoint: URL (checked like at creation), events, description, or enabled. Enabling a disabled endpoint clears the reason and sends what waited for it, in order. dryRun previews.',
     input: z.object({ endpointId: uuid, url: urlInput.optional(), events: eventList.optional(), description: description.optional(), enabled: z.boolean().optional(), dryRun }),
     output: endpointOut,
     permission: 'admin',
     dryRun: true,
-    mutates: true,
     serverOnly: true,
     async handler(input, ctx) {
       const current = await endpointOrNotFound(ctx, input.endpointId);
@@ -182,15 +174,13 @@ export const webhooksOps = opsByName(
       };
     },
   }),
-  defineOp({
+  mutation({
     name: 'webhooks.delete',
-    method: 'POST',
     summary: 'Deletes an endpoint with its waiting deliveries and its delivery log. dryRun says how many deliveries would go.',
     input: z.object({ endpointId: uuid, dryRun }),
     output: z.object({ endpointId: z.string(), deleted: z.boolean(), deliveriesDeleted: z.number().int() }),
     permission: 'admin',
     dryRun: true,
-    mutates: true,
     serverOnly: true,
     async handler(input, ctx) {
       const current = await endpointOrNotFound(ctx, input.endpointId);
@@ -199,16 +189,13 @@ export const webhooksOps = opsByName(
       return { endpointId: current.id, deleted: true, deliveriesDeleted: await port.remove(ctx.actor.workspaceId, current.id) };
     },
   }),
-  defineOp({
+  mutation({
     name: 'webhooks.rotateSecret',
-    method: 'POST',
     summary:
       'Makes a new signing secret (shown this once). For 24 hours deliveries carry two signatures, with the new and the previous secret, so a receiver can switch without losing one; then only the new one signs.',
     input: z.object({ endpointId: uuid }),
     output: z.object({ endpointId: z.string(), secret: z.string(), previousSecretExpiresAt: z.string() }),
     permission: 'admin',
-    dryRun: false,
-    mutates: true,
     serverOnly: true,
     async handler(input, ctx) {
       const current = await endpointOrNotFound(ctx, input.endpointId);
@@ -220,15 +207,12 @@ export const webhooksOps = opsByName(
       return { endpointId: current.id, secret, previousSecretExpiresAt };
     },
   }),
-  defineOp({
+  mutation({
     name: 'webhooks.sendTest',
-    method: 'POST',
     summary: `Queues a ${TEST_EVENT_TYPE} event for one endpoint, signed like every event, after what already waits for it (at once when nothing does); it shows in the delivery log.`,
     input: z.object({ endpointId: uuid }),
     output: z.object({ endpointId: z.string(), deliveryId: z.string(), eventId: z.string(), type: z.string() }),
     permission: 'admin',
-    dryRun: false,
-    mutates: true,
     serverOnly: true,
     async handler(input, ctx) {
       const current = await endpointOrNotFound(ctx, input.endpointId);
@@ -241,31 +225,25 @@ export const webhooksOps = opsByName(
       return { endpointId: current.id, deliveryId, eventId, type: TEST_EVENT_TYPE };
     },
   }),
-  defineOp({
+  query({
     name: 'webhooks.deliveries.list',
-    method: 'GET',
     summary:
       "An endpoint's delivery log, newest first, a page at a time: each event sent (its id is the webhook-id header), its status (pending, succeeded, failed), and every attempt with its request headers, response status, the first bytes of the answer, duration and time.",
     input: z.object({ endpointId: uuid, status: z.enum(['pending', 'succeeded', 'failed']).optional(), cursor, limit: pageLimit }),
     output: z.object({ deliveries: z.array(deliveryOut), nextCursor: z.string().nullable() }),
     permission: 'admin',
-    dryRun: false,
-    mutates: false,
     serverOnly: true,
     async handler(input, ctx) {
       await endpointOrNotFound(ctx, input.endpointId);
       return portOf(ctx).deliveries(ctx.actor.workspaceId, { endpointId: input.endpointId, status: input.status, cursor: input.cursor, limit: input.limit ?? DEFAULT_PAGE_SIZE });
     },
   }),
-  defineOp({
+  mutation({
     name: 'webhooks.deliveries.redeliver',
-    method: 'POST',
     summary: 'Sends a delivery again: a new delivery of the same event (same webhook-id, so a receiver that has it already can skip it), after what is waiting for the endpoint.',
     input: z.object({ deliveryId: uuid }),
     output: z.object({ deliveryId: z.string(), redeliveryOf: z.string(), eventId: z.string(), endpointId: z.string() }),
     permission: 'admin',
-    dryRun: false,
-    mutates: true,
     serverOnly: true,
     async handler(input, ctx) {
       const port = portOf(ctx);

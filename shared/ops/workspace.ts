@@ -5,7 +5,7 @@ import type { Ctx } from '../context.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { ROLES } from '../model/index.ts';
 import type { ApiKey } from '../model/index.ts';
-import { defineOp, opsByName } from './define.ts';
+import { mutation, opsByName, query } from './define.ts';
 import { uuid } from './params.ts';
 
 const hexColor = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'must be a color like #1a2b3c');
@@ -33,29 +33,21 @@ async function issueKey(ctx: Ctx, memberId: string, name: string): Promise<{ doc
 }
 
 export const workspaceOps = opsByName(
-  defineOp({
+  query({
     name: 'tags.getAll',
-    method: 'GET',
     summary: 'Lists the workspace tags.',
     input: z.object({}),
     output: z.object({ tags: z.array(tagOut) }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(_input, ctx) {
       const { docs } = await ctx.db.query('tags', { orderBy: [{ field: 'name', dir: 'asc' }] });
       return { tags: docs.map((t) => ({ id: t.id, name: t.name, color: t.color })) };
     },
   }),
-  defineOp({
+  mutation({
     name: 'tags.create',
-    method: 'POST',
     summary: 'Creates a tag.',
     input: z.object({ name: z.string().trim().min(1).max(100), color: hexColor.optional() }),
     output: tagOut,
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     async handler(input, ctx) {
       const existing = await ctx.db.query('tags', { where: { op: 'eq', field: 'name', value: input.name }, limit: 1 });
       const found = existing.docs[0];
@@ -66,57 +58,42 @@ export const workspaceOps = opsByName(
       return { id: tag.id, name: tag.name, color: tag.color };
     },
   }),
-  defineOp({
+  query({
     name: 'pipelineStages.getAll',
-    method: 'GET',
     summary: 'Lists the pipeline stages in board order.',
     input: z.object({}),
     output: z.object({ stages: z.array(stageOut) }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(_input, ctx) {
       const { docs } = await ctx.db.query('stages', { orderBy: [{ field: 'position', dir: 'asc' }] });
       return { stages: docs.map((s) => ({ id: s.id, name: s.name, colorHex: s.colorHex, category: s.category, position: s.position })) };
     },
   }),
-  defineOp({
+  query({
     name: 'leadGroups.getAll',
-    method: 'GET',
     summary: 'Lists the lead groups (lead lists) with their columns, the merge fields and import targets.',
     input: z.object({}),
     output: z.object({ leadGroups: z.array(leadGroupOut) }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(_input, ctx) {
       const { docs } = await ctx.db.query('leadGroups', { orderBy: [{ field: 'createdAt', dir: 'asc' }] });
       return { leadGroups: docs.map((g) => ({ id: g.id, name: g.name, createdAt: g.createdAt, columns: g.columns.map((c) => ({ id: c.id, name: c.name, builtInType: c.builtInType })) })) };
     },
   }),
-  defineOp({
+  query({
     name: 'members.list',
-    method: 'GET',
     summary: 'Lists the workspace members.',
     input: z.object({}),
     output: z.object({ members: z.array(memberOut) }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     async handler(_input, ctx) {
       const { docs } = await ctx.db.query('members', { orderBy: [{ field: 'name', dir: 'asc' }] });
       return { members: docs.map((m) => ({ id: m.id, name: m.name, email: m.email, role: m.role })) };
     },
   }),
-  defineOp({
+  mutation({
     name: 'members.create',
-    method: 'POST',
     summary: 'Adds a member and issues their first API key (shown once).',
     input: z.object({ name: z.string().trim().min(1).max(200), email: z.string().trim().email(), role: z.enum(ROLES) }),
     output: z.object({ memberId: z.string(), apiKey: z.string() }),
     permission: 'admin',
-    dryRun: false,
-    mutates: true,
     serverOnly: true,
     async handler(input, ctx) {
       const dup = await ctx.db.query('members', { where: { op: 'eq', field: 'email', value: input.email }, limit: 1 });
@@ -128,30 +105,22 @@ export const workspaceOps = opsByName(
       return { memberId, apiKey: key };
     },
   }),
-  defineOp({
+  mutation({
     name: 'apiKeys.create',
-    method: 'POST',
     summary: 'Issues a new API key acting as the caller (the secret is shown once).',
     input: z.object({ name: z.string().trim().min(1).max(200) }),
     output: z.object({ id: z.string(), key: z.string(), prefix: z.string() }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     serverOnly: true,
     async handler(input, ctx) {
       const { doc, key } = await issueKey(ctx, ctx.actor.memberId, input.name);
       return { id: doc.id, key, prefix: doc.prefix };
     },
   }),
-  defineOp({
+  query({
     name: 'apiKeys.list',
-    method: 'GET',
     summary: "Lists the caller's API keys that are not revoked (owners and admins see every member's).",
     input: z.object({}),
     output: z.object({ keys: z.array(keyOut.extend({ memberId: z.string() })) }),
-    permission: 'member',
-    dryRun: false,
-    mutates: false,
     serverOnly: true,
     async handler(_input, ctx) {
       const admin = ctx.actor.role !== 'member';
@@ -162,15 +131,11 @@ export const workspaceOps = opsByName(
       return { keys: docs.map((k) => ({ id: k.id, name: k.name, prefix: k.prefix, createdAt: k.createdAt, lastUsedAt: k.lastUsedAt, memberId: k.memberId })) };
     },
   }),
-  defineOp({
+  mutation({
     name: 'apiKeys.revoke',
-    method: 'POST',
     summary: 'Revokes an API key; requests with it are refused from then on.',
     input: z.object({ id: uuid }),
     output: z.object({ id: z.string(), revokedAt: z.string() }),
-    permission: 'member',
-    dryRun: false,
-    mutates: true,
     serverOnly: true,
     async handler(input, ctx) {
       const key = await ctx.db.get('apiKeys', input.id);
