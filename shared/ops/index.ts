@@ -1,13 +1,13 @@
 /** The one registry of operations. Find an operation by its dotted name in the area file. */
 import type { z } from 'zod';
-import { activitiesOps } from './activities.ts';
 import { ops as apiKeysOps } from './apiKeys.ts';
 import { bulkOps } from './bulk.ts';
 import { campaignActivityOps } from './campaign-activity.ts';
 import { campaignResultsOps } from './campaign-results.ts';
 import { campaignsOps } from './campaigns.ts';
 import { credentialsOps } from './credentials.ts';
-import { inboxOps } from './inbox.ts';
+import { ops as inboxOps } from './inbox.ts';
+import { ops as leadActivitiesOps } from './leadActivities.ts';
 import { ops as leadGroupsOps } from './leadGroups.ts';
 import { leadImportOps } from './lead-import.ts';
 import { leadsOps } from './leads.ts';
@@ -15,9 +15,9 @@ import { ops as membersOps } from './members.ts';
 import { ops as pipelineStagesOps } from './pipelineStages.ts';
 import { sendersOps } from './senders.ts';
 import { sequenceOps } from './sequence.ts';
-import { socialOps } from './social.ts';
+import { ops as socialOps } from './social.ts';
 import { ops as tagsOps } from './tags.ts';
-import { webhooksOps } from './webhooks.ts';
+import { ops as webhooksOps } from './webhooks.ts';
 import type { OpDef } from './define.ts';
 
 function combine<const T extends readonly Record<string, OpDef>[]>(...areas: T): UnionToIntersection<T[number]> {
@@ -33,7 +33,7 @@ function combine<const T extends readonly Record<string, OpDef>[]>(...areas: T):
 
 type UnionToIntersection<U> = (U extends unknown ? (x: U) => void : never) extends (x: infer I) => void ? I : never;
 
-export const operations = combine(activitiesOps, leadsOps, leadImportOps, bulkOps, campaignsOps, campaignActivityOps, campaignResultsOps, sequenceOps, sendersOps, credentialsOps, socialOps, tagsOps, pipelineStagesOps, leadGroupsOps, membersOps, apiKeysOps, inboxOps, webhooksOps);
+export const operations = combine(leadActivitiesOps, leadsOps, leadImportOps, bulkOps, campaignsOps, campaignActivityOps, campaignResultsOps, sequenceOps, sendersOps, credentialsOps, socialOps, tagsOps, pipelineStagesOps, leadGroupsOps, membersOps, apiKeysOps, inboxOps, webhooksOps);
 
 export type Operations = typeof operations;
 export type OpName = keyof Operations & string;

@@ -160,155 +160,158 @@ function splitHeadline(headline: string): { jobTitle: string; company: string } 
   return m ? { jobTitle: (m[1] ?? '').trim(), company: (m[2] ?? '').trim() } : { jobTitle: headline.trim(), company: '' };
 }
 
-export const socialOps = opsByName(
-  query({
-    name: 'social.getAccountLimits',
-    summary: "Remaining daily allowances of each connected sender profile (or one), counted in the sender's time zone, with the weekly connection-request cap and a new sender's ramp-up.",
-    input: z.object({ senderProfileId: uuid.optional() }),
-    output: z.object({ accounts: z.array(accountOut) }),
-    async handler(input, ctx) {
-      let senders: Sender[];
-      if (input.senderProfileId !== undefined) senders = [await senderOrNotFound(ctx, input.senderProfileId)];
-      else {
-        const { docs } = await ctx.db.query('senders', { where: { op: 'neq', field: 'status', value: 'disconnected' }, orderBy: [{ field: 'name', dir: 'asc' }] });
-        senders = docs;
+const getAccountLimits = query({
+  name: 'social.getAccountLimits',
+  summary: "Remaining daily allowances of each connected sender profile (or one), counted in the sender's time zone, with the weekly connection-request cap and a new sender's ramp-up.",
+  input: z.object({ senderProfileId: uuid.optional() }),
+  output: z.object({ accounts: z.array(accountOut) }),
+  async handler(input, ctx) {
+    let senders: Sender[];
+    if (input.senderProfileId !== undefined) senders = [await senderOrNotFound(ctx, input.senderProfileId)];
+    else {
+      const { docs } = await ctx.db.query('senders', { where: { op: 'neq', field: 'status', value: 'disconnected' }, orderBy: [{ field: 'name', dir: 'asc' }] });
+      senders = docs;
+    }
+    const accounts = [];
+    for (const s of senders) {
+      const u = await todayUsage(ctx, s);
+      const at = ctx.clock.now();
+      const allow = (key: LimitKey) => of(u.counts[key], effectiveLimit(s, key, at));
+      const ramp = rampUpOf(s, at);
+      const weekCount = await ctx.db.count('messages', {
+        op: 'and',
+        conds: [
+          { op: 'gt', field: 'createdAt', value: new Date(at.getTime() - WEEK_MS).toISOString() },
+          { op: 'eq', field: 'sdrProfileId', value: s.id },
+          { op: 'eq', field: 'kind', value: 'connection_request' },
+          { op: 'eq', field: 'direction', value: 'out' },
+          { op: 'in', field: 'status', values: ['sent', 'sending', 'unknown'] },
+        ],
+      });
+      accounts.push({
+        senderProfileId: s.id, name: s.name, canSendMessage: canSend(ctx, s), status: s.status, statusReason: s.statusReason, day: u.day,
+        sending: {
+          messages: allow('messages'), connectionRequests: allow('connectionRequests'), connectionRequestsWithNote: allow('connectionRequestsWithNote'),
+          premiumMessages: allow('inmails'), comments: allow('comments'), reactions: allow('reactions'), profileVisits: allow('profileVisits'),
+          // Emails are bounded by the messages limit (see shared/engine/limits.ts).
+          ...(s.capabilities.includes('email') ? { emails: of(u.counts.emails, effectiveLimit(s, 'messages', at)) } : {}),
+        },
+        search: of(u.counts.searches, s.searchLimit),
+        weekly: { connectionRequests: of(weekCount, weeklyConnectionCap(s, at)) },
+        rampUp: { active: ramp.active, day: ramp.day, of: RAMP_UP_DAYS, percent: Math.round(ramp.factor * 100), endsAt: ramp.endsAt, warmedUp: ramp.warmedUp },
+      });
+    }
+    return { accounts };
+  },
+});
+
+const getPostEngagement = mutation({
+  name: 'social.getPostEngagement',
+  summary: "Reads a post's comments, then its reactions, within the sender's daily search budget.",
+  input: z.object({ senderProfileId: uuid, postUrl }),
+  output: z.object({
+    comments: z.array(postItemOut),
+    reactions: z.array(postItemOut),
+    totalComments: z.number().int(),
+    totalReactions: z.number().int(),
+    stoppedEarlyComments: z.boolean(),
+    stoppedEarlyReactions: z.boolean(),
+    reactionsSkippedDueToDailyLimit: z.boolean(),
+    dailyUsageAfterComments: dailyUsageOut,
+    dailyUsage: dailyUsageOut,
+  }),
+  needsChannel: true,
+  async handler(input, ctx) {
+    const r = await readEngagement(ctx, input.senderProfileId, input.postUrl);
+    return {
+      comments: r.comments.items,
+      reactions: r.reactions.items,
+      totalComments: r.comments.total,
+      totalReactions: r.reactions.total,
+      stoppedEarlyComments: r.comments.stoppedEarly,
+      stoppedEarlyReactions: r.reactions.stoppedEarly,
+      reactionsSkippedDueToDailyLimit: r.reactionsSkipped,
+      dailyUsageAfterComments: dailyUsage(r.sender, r.afterComments),
+      dailyUsage: dailyUsage(r.sender, r.after),
+    };
+  },
+});
+
+const getPostLeads = mutation({
+  name: 'social.getPostLeads',
+  summary: 'Finds the people who commented on or reacted to a post, to import them as leads (counts against the daily search budget).',
+  input: z.object({ senderProfileId: uuid, postUrl }),
+  output: z.object({ comments: z.array(personOut), total: z.number().int(), stoppedEarly: z.boolean(), dailyUsage: dailyUsageOut }),
+  needsChannel: true,
+  async handler(input, ctx) {
+    const r = await readEngagement(ctx, input.senderProfileId, input.postUrl);
+    const people = await peopleOf(ctx, r, new LeadIndex());
+    return {
+      comments: people,
+      total: r.comments.total + r.reactions.total,
+      stoppedEarly: r.comments.stoppedEarly || r.reactions.stoppedEarly,
+      dailyUsage: dailyUsage(r.sender, r.after),
+    };
+  },
+});
+
+const importPostLeads = mutation({
+  name: 'social.importPostLeads',
+  summary: "Imports the people found on a post (all, or the selected profile URLs) as leads of a lead group; people already in the CRM are linked, not duplicated. Reads the post again, within the daily search budget.",
+  input: z.object({
+    senderProfileId: uuid,
+    postUrl,
+    leadGroupId: uuid,
+    profileUrls: z.array(z.string().trim().min(1).max(2000)).min(1).max(1000).optional(),
+  }),
+  output: z.object({
+    created: z.number().int(),
+    duplicates: z.number().int(),
+    leadIds: z.array(z.string()),
+    notFound: z.array(z.string()),
+    stoppedEarly: z.boolean(),
+    dailyUsage: dailyUsageOut,
+  }),
+  needsChannel: true,
+  async handler(input, ctx) {
+    const group = await ctx.db.get('leadGroups', input.leadGroupId);
+    if (!group) throw notFound('Lead group', input.leadGroupId);
+    const r = await readEngagement(ctx, input.senderProfileId, input.postUrl);
+    const index = new LeadIndex();
+    const people = (await peopleOf(ctx, r, index)).filter((p) => p.authorDetails.profileUrl !== '');
+    // The profile URLs asked for, by key: any spelling of a person's URL picks that person.
+    const wanted = input.profileUrls ? new Set(input.profileUrls.map(profileKey)) : null;
+    const chosen = wanted ? people.filter((p) => wanted.has(profileKey(p.authorDetails.profileUrl))) : people;
+    const found = new Set(chosen.map((p) => profileKey(p.authorDetails.profileUrl)));
+    const now = nowIso(ctx);
+    let created = 0;
+    let duplicates = 0;
+    const leadIds: string[] = [];
+    for (const p of chosen) {
+      const existing = p.existingLeadId === null ? undefined : index.byId.get(p.existingLeadId);
+      if (existing) {
+        duplicates++;
+        leadIds.push(existing.id);
+        const linked = linkedTo(existing, group.id);
+        if (linked !== existing) await ctx.db.put('leads', { ...linked, updatedAt: now });
+        continue;
       }
-      const accounts = [];
-      for (const s of senders) {
-        const u = await todayUsage(ctx, s);
-        const at = ctx.clock.now();
-        const allow = (key: LimitKey) => of(u.counts[key], effectiveLimit(s, key, at));
-        const ramp = rampUpOf(s, at);
-        const weekCount = await ctx.db.count('messages', {
-          op: 'and',
-          conds: [
-            { op: 'gt', field: 'createdAt', value: new Date(at.getTime() - WEEK_MS).toISOString() },
-            { op: 'eq', field: 'sdrProfileId', value: s.id },
-            { op: 'eq', field: 'kind', value: 'connection_request' },
-            { op: 'eq', field: 'direction', value: 'out' },
-            { op: 'in', field: 'status', values: ['sent', 'sending', 'unknown'] },
-          ],
-        });
-        accounts.push({
-          senderProfileId: s.id, name: s.name, canSendMessage: canSend(ctx, s), status: s.status, statusReason: s.statusReason, day: u.day,
-          sending: {
-            messages: allow('messages'), connectionRequests: allow('connectionRequests'), connectionRequestsWithNote: allow('connectionRequestsWithNote'),
-            premiumMessages: allow('inmails'), comments: allow('comments'), reactions: allow('reactions'), profileVisits: allow('profileVisits'),
-            // Emails are bounded by the messages limit (see shared/engine/limits.ts).
-            ...(s.capabilities.includes('email') ? { emails: of(u.counts.emails, effectiveLimit(s, 'messages', at)) } : {}),
-          },
-          search: of(u.counts.searches, s.searchLimit),
-          weekly: { connectionRequests: of(weekCount, weeklyConnectionCap(s, at)) },
-          rampUp: { active: ramp.active, day: ramp.day, of: RAMP_UP_DAYS, percent: Math.round(ramp.factor * 100), endsAt: ramp.endsAt, warmedUp: ramp.warmedUp },
-        });
-      }
-      return { accounts };
-    },
-  }),
-  mutation({
-    name: 'social.getPostEngagement',
-    summary: "Reads a post's comments, then its reactions, within the sender's daily search budget.",
-    input: z.object({ senderProfileId: uuid, postUrl }),
-    output: z.object({
-      comments: z.array(postItemOut),
-      reactions: z.array(postItemOut),
-      totalComments: z.number().int(),
-      totalReactions: z.number().int(),
-      stoppedEarlyComments: z.boolean(),
-      stoppedEarlyReactions: z.boolean(),
-      reactionsSkippedDueToDailyLimit: z.boolean(),
-      dailyUsageAfterComments: dailyUsageOut,
-      dailyUsage: dailyUsageOut,
-    }),
-    needsChannel: true,
-    async handler(input, ctx) {
-      const r = await readEngagement(ctx, input.senderProfileId, input.postUrl);
-      return {
-        comments: r.comments.items,
-        reactions: r.reactions.items,
-        totalComments: r.comments.total,
-        totalReactions: r.reactions.total,
-        stoppedEarlyComments: r.comments.stoppedEarly,
-        stoppedEarlyReactions: r.reactions.stoppedEarly,
-        reactionsSkippedDueToDailyLimit: r.reactionsSkipped,
-        dailyUsageAfterComments: dailyUsage(r.sender, r.afterComments),
-        dailyUsage: dailyUsage(r.sender, r.after),
-      };
-    },
-  }),
-  mutation({
-    name: 'social.getPostLeads',
-    summary: 'Finds the people who commented on or reacted to a post, to import them as leads (counts against the daily search budget).',
-    input: z.object({ senderProfileId: uuid, postUrl }),
-    output: z.object({ comments: z.array(personOut), total: z.number().int(), stoppedEarly: z.boolean(), dailyUsage: dailyUsageOut }),
-    needsChannel: true,
-    async handler(input, ctx) {
-      const r = await readEngagement(ctx, input.senderProfileId, input.postUrl);
-      const people = await peopleOf(ctx, r, new LeadIndex());
-      return {
-        comments: people,
-        total: r.comments.total + r.reactions.total,
-        stoppedEarly: r.comments.stoppedEarly || r.reactions.stoppedEarly,
-        dailyUsage: dailyUsage(r.sender, r.after),
-      };
-    },
-  }),
-  mutation({
-    name: 'social.importPostLeads',
-    summary: "Imports the people found on a post (all, or the selected profile URLs) as leads of a lead group; people already in the CRM are linked, not duplicated. Reads the post again, within the daily search budget.",
-    input: z.object({
-      senderProfileId: uuid,
-      postUrl,
-      leadGroupId: uuid,
-      profileUrls: z.array(z.string().trim().min(1).max(2000)).min(1).max(1000).optional(),
-    }),
-    output: z.object({
-      created: z.number().int(),
-      duplicates: z.number().int(),
-      leadIds: z.array(z.string()),
-      notFound: z.array(z.string()),
-      stoppedEarly: z.boolean(),
-      dailyUsage: dailyUsageOut,
-    }),
-    needsChannel: true,
-    async handler(input, ctx) {
-      const group = await ctx.db.get('leadGroups', input.leadGroupId);
-      if (!group) throw notFound('Lead group', input.leadGroupId);
-      const r = await readEngagement(ctx, input.senderProfileId, input.postUrl);
-      const index = new LeadIndex();
-      const people = (await peopleOf(ctx, r, index)).filter((p) => p.authorDetails.profileUrl !== '');
-      // The profile URLs asked for, by key: any spelling of a person's URL picks that person.
-      const wanted = input.profileUrls ? new Set(input.profileUrls.map(profileKey)) : null;
-      const chosen = wanted ? people.filter((p) => wanted.has(profileKey(p.authorDetails.profileUrl))) : people;
-      const found = new Set(chosen.map((p) => profileKey(p.authorDetails.profileUrl)));
-      const now = nowIso(ctx);
-      let created = 0;
-      let duplicates = 0;
-      const leadIds: string[] = [];
-      for (const p of chosen) {
-        const existing = p.existingLeadId === null ? undefined : index.byId.get(p.existingLeadId);
-        if (existing) {
-          duplicates++;
-          leadIds.push(existing.id);
-          const linked = linkedTo(existing, group.id);
-          if (linked !== existing) await ctx.db.put('leads', { ...linked, updatedAt: now });
-          continue;
-        }
-        const [firstName = '', ...rest] = p.author.trim().split(/\s+/);
-        const { jobTitle, company } = splitHeadline(p.authorDetails.headline);
-        const lead = newLead({ id: ctx.ids.uuid(), workspaceId: ctx.actor.workspaceId, now }, group.id, withCanonicalProfile({
-          firstName, lastName: rest.join(' '), jobTitle, company, socialUrl: p.authorDetails.profileUrl, lastActivityAt: null,
-        }));
-        await ctx.db.put('leads', lead);
-        created++;
-        leadIds.push(lead.id);
-      }
-      return {
-        created, duplicates, leadIds,
-        notFound: input.profileUrls ? [...new Set(input.profileUrls)].filter((u) => !found.has(profileKey(u))) : [],
-        stoppedEarly: r.comments.stoppedEarly || r.reactions.stoppedEarly,
-        dailyUsage: dailyUsage(r.sender, r.after),
-      };
-    },
-  }),
-);
+      const [firstName = '', ...rest] = p.author.trim().split(/\s+/);
+      const { jobTitle, company } = splitHeadline(p.authorDetails.headline);
+      const lead = newLead({ id: ctx.ids.uuid(), workspaceId: ctx.actor.workspaceId, now }, group.id, withCanonicalProfile({
+        firstName, lastName: rest.join(' '), jobTitle, company, socialUrl: p.authorDetails.profileUrl, lastActivityAt: null,
+      }));
+      await ctx.db.put('leads', lead);
+      created++;
+      leadIds.push(lead.id);
+    }
+    return {
+      created, duplicates, leadIds,
+      notFound: input.profileUrls ? [...new Set(input.profileUrls)].filter((u) => !found.has(profileKey(u))) : [],
+      stoppedEarly: r.comments.stoppedEarly || r.reactions.stoppedEarly,
+      dailyUsage: dailyUsage(r.sender, r.after),
+    };
+  },
+});
+
+export const ops = opsByName(getAccountLimits, getPostEngagement, getPostLeads, importPostLeads);
