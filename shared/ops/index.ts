@@ -5,7 +5,6 @@ import { bulkOps } from './bulk.ts';
 import { campaignActivityOps } from './campaign-activity.ts';
 import { campaignResultsOps } from './campaign-results.ts';
 import { campaignsOps } from './campaigns.ts';
-import { credentialsOps } from './credentials.ts';
 import { ops as inboxOps } from './inbox.ts';
 import { ops as leadActivitiesOps } from './leadActivities.ts';
 import { ops as leadGroupsOps } from './leadGroups.ts';
@@ -13,7 +12,8 @@ import { leadImportOps } from './lead-import.ts';
 import { leadsOps } from './leads.ts';
 import { ops as membersOps } from './members.ts';
 import { ops as pipelineStagesOps } from './pipelineStages.ts';
-import { sendersOps } from './senders.ts';
+import { ops as sdrProfilesOps } from './sdrProfiles.ts';
+import { ops as sdrProfilesCreateOps } from './sdrProfiles.create.ts';
 import { sequenceOps } from './sequence.ts';
 import { ops as socialOps } from './social.ts';
 import { ops as tagsOps } from './tags.ts';
@@ -33,7 +33,7 @@ function combine<const T extends readonly Record<string, OpDef>[]>(...areas: T):
 
 type UnionToIntersection<U> = (U extends unknown ? (x: U) => void : never) extends (x: infer I) => void ? I : never;
 
-export const operations = combine(leadActivitiesOps, leadsOps, leadImportOps, bulkOps, campaignsOps, campaignActivityOps, campaignResultsOps, sequenceOps, sendersOps, credentialsOps, socialOps, tagsOps, pipelineStagesOps, leadGroupsOps, membersOps, apiKeysOps, inboxOps, webhooksOps);
+export const operations = combine(leadActivitiesOps, leadsOps, leadImportOps, bulkOps, campaignsOps, campaignActivityOps, campaignResultsOps, sequenceOps, sdrProfilesOps, sdrProfilesCreateOps, socialOps, tagsOps, pipelineStagesOps, leadGroupsOps, membersOps, apiKeysOps, inboxOps, webhooksOps);
 
 export type Operations = typeof operations;
 export type OpName = keyof Operations & string;

@@ -1,6 +1,6 @@
 /** The hosts a sender's channel connects to (SMTP and IMAP hosts, the connector URL's host): the
  * list the sync server's address guard checks for server-hosted senders, at creation through
- * ctx.senderHosts (shared/ops/senders.ts) and at every connection (sync-server/sender-hosts.ts). */
+ * ctx.senderHosts (shared/ops/sdrProfiles.create.ts) and at every connection (sync-server/sender-hosts.ts). */
 import type { Sender } from '../model/index.ts';
 
 export function senderHostsOf(sender: Pick<Sender, 'channelConfig'>): string[] {
