@@ -2,9 +2,19 @@
 import type { z } from 'zod';
 import { ops as apiKeysOps } from './apiKeys.ts';
 import { bulkOps } from './bulk.ts';
-import { campaignActivityOps } from './campaign-activity.ts';
-import { campaignResultsOps } from './campaign-results.ts';
-import { campaignsOps } from './campaigns.ts';
+import { ops as campaignsOps } from './campaigns.ts';
+import { ops as campaignsAddSequenceStepOps } from './campaigns.addSequenceStep.ts';
+import { ops as campaignsDuplicateOps } from './campaigns.duplicate.ts';
+import { ops as campaignsGetBasicOps } from './campaigns.getBasic.ts';
+import { ops as campaignsGetActivityOps } from './campaigns.getActivity.ts';
+import { ops as campaignsGetEnrollmentsOps } from './campaigns.getEnrollments.ts';
+import { ops as campaignsGetStepMetricsOps } from './campaigns.getStepMetrics.ts';
+import { ops as campaignsLeadsResendUnknownOps } from './campaigns.leads.resendUnknown.ts';
+import { ops as campaignsLeadsUnenrollOps } from './campaigns.leads.unenroll.ts';
+import { ops as campaignsPreviewMessageOps } from './campaigns.previewMessage.ts';
+import { ops as campaignsUpdateScheduleOps } from './campaigns.updateSchedule.ts';
+import { ops as campaignsUpdateSendersOps } from './campaigns.updateSenders.ts';
+import { ops as campaignsUpdateSequenceMessageOps } from './campaigns.updateSequenceMessage.ts';
 import { ops as inboxOps } from './inbox.ts';
 import { ops as leadActivitiesOps } from './leadActivities.ts';
 import { ops as leadGroupsOps } from './leadGroups.ts';
@@ -14,7 +24,6 @@ import { ops as membersOps } from './members.ts';
 import { ops as pipelineStagesOps } from './pipelineStages.ts';
 import { ops as sdrProfilesOps } from './sdrProfiles.ts';
 import { ops as sdrProfilesCreateOps } from './sdrProfiles.create.ts';
-import { sequenceOps } from './sequence.ts';
 import { ops as socialOps } from './social.ts';
 import { ops as tagsOps } from './tags.ts';
 import { ops as webhooksOps } from './webhooks.ts';
@@ -33,7 +42,7 @@ function combine<const T extends readonly Record<string, OpDef>[]>(...areas: T):
 
 type UnionToIntersection<U> = (U extends unknown ? (x: U) => void : never) extends (x: infer I) => void ? I : never;
 
-export const operations = combine(leadActivitiesOps, leadsOps, leadImportOps, bulkOps, campaignsOps, campaignActivityOps, campaignResultsOps, sequenceOps, sdrProfilesOps, sdrProfilesCreateOps, socialOps, tagsOps, pipelineStagesOps, leadGroupsOps, membersOps, apiKeysOps, inboxOps, webhooksOps);
+export const operations = combine(leadActivitiesOps, leadsOps, leadImportOps, bulkOps, campaignsLeadsUnenrollOps, campaignsLeadsResendUnknownOps, campaignsGetBasicOps, campaignsOps, campaignsUpdateSendersOps, campaignsUpdateScheduleOps, campaignsGetEnrollmentsOps, campaignsGetActivityOps, campaignsGetStepMetricsOps, campaignsPreviewMessageOps, campaignsDuplicateOps, campaignsAddSequenceStepOps, campaignsUpdateSequenceMessageOps, sdrProfilesOps, sdrProfilesCreateOps, socialOps, tagsOps, pipelineStagesOps, leadGroupsOps, membersOps, apiKeysOps, inboxOps, webhooksOps);
 
 export type Operations = typeof operations;
 export type OpName = keyof Operations & string;

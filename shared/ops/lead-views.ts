@@ -98,6 +98,11 @@ export const leadRecordSchema = z.object({
 });
 export type LeadRecord = z.output<typeof leadRecordSchema>;
 
+/** A lead's name for people (activity rows, enrollment lists): its full name, else its first and last
+ * name, email or identifier; a lead no longer found is "Deleted lead". */
+export const leadName = (lead: Lead | undefined): string =>
+  lead ? lead.fullName || [lead.firstName, lead.lastName].filter(Boolean).join(' ') || lead.email || lead.leadIdentifier || 'Unnamed lead' : 'Deleted lead';
+
 export function toLeadRecord(lead: Lead): LeadRecord {
   return {
     id: lead.id,

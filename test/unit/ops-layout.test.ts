@@ -23,8 +23,7 @@ const registry = operations as Record<string, OpDef>;
 
 /** Area files not yet moved to the rule (emptied as they move). */
 const NOT_YET_MOVED = new Set([
-  'bulk', 'campaign-activity', 'campaign-results', 'campaigns', 'lead-import', 'leads',
-  'sequence',
+  'bulk', 'lead-import', 'leads',
 ]);
 
 /** Whether a file's name is the operation's name or a prefix of it by whole segments. */

@@ -32,7 +32,7 @@ const GETS = [
   'campaigns.leads.search', 'campaigns.getBasic', 'social.getAccountLimits', 'campaigns.getActiveIds', 'campaigns.getMetrics',
   'campaigns.getSequence', 'campaigns.getMergeFields', 'campaigns.listSenders', 'campaigns.get', 'tags.getAll', 'pipelineStages.getAll',
   'leadActivities.list', 'leadActivities.myTasks', 'sdrProfiles.list', 'members.list', 'apiKeys.list',
-  // Campaign results (shared/ops/campaign-results.ts)
+  // Campaign results (shared/ops/campaigns.getStepMetrics.ts, campaigns.previewMessage.ts)
   'campaigns.getStepMetrics', 'campaigns.previewMessage',
 ];
 
