@@ -21,6 +21,9 @@ export const LEAD_QUERY_FIELDS: readonly string[] = [
   'personalSocialUrl',
 ];
 
+/** Columns the lead table can sort by (search and export). */
+export const LEAD_SORT_FIELDS = ['createdAt', 'lastActivityAt', 'fullName', 'company', 'rankingScore', 'leadFitScore', 'followUpAt'] as const;
+
 const isCategory = (s: string): s is StageCategory => (STAGE_CATEGORIES as readonly string[]).includes(s);
 
 /** Matches no document: an empty `in` list. */
