@@ -1,10 +1,13 @@
 /**
- * Opens one workspace's local database: RxDB on the persisted-memory storage (one SQLite file in the
- * data folder), with the replicated collections of shared/model, and the Store port over it.
+ * Opens one workspace's local database: RxDB with the replicated collections of shared/model on one
+ * SQLite file in the data folder, and the Store port over it. Two storages: the SQLite storage
+ * (storage/sqlite/: documents on disk, queries through indexes) and the persisted-memory storage
+ * (every document in memory); a folder holding the persisted-memory file is migrated into the
+ * SQLite storage once when it is opened on the SQLite storage.
  */
 import { setFlagsFromString } from 'node:v8';
 import { addRxPlugin, createRxDatabase } from 'rxdb';
-import type { MigrationStrategies, RxCollectionCreator, RxConflictHandler, RxDatabase, RxJsonSchema } from 'rxdb';
+import type { MigrationStrategies, RxCollectionCreator, RxConflictHandler, RxDatabase, RxJsonSchema, RxStorage } from 'rxdb';
 import { RxDBMigrationSchemaPlugin } from 'rxdb/plugins/migration-schema';
 import type { Actor } from '../../shared/context.ts';
 import { COLLECTIONS, REPLICATED_COLLECTIONS } from '../../shared/model/index.ts';
@@ -13,8 +16,13 @@ import type { Store, StoreProvider } from '../../shared/store.ts';
 import type { OpenLocalDb } from './local-db-port.ts';
 import { mergeConflictHandler } from './replication-merge.ts';
 import { RxdbStoreProvider } from './rxdb-store.ts';
+import { SqliteStoreProvider } from './sqlite-store.ts';
 import { getRxStoragePersistedMemory } from './storage/persisted-memory.ts';
 import type { PersistedMemorySettings } from './storage/persisted-memory.ts';
+import { migrateFromPersistedMemory } from './storage/sqlite/migrate.ts';
+import type { MigrationProgress } from './storage/sqlite/migrate.ts';
+import { getRxStorageSqlite } from './storage/sqlite/storage.ts';
+import { STORE_LAYOUT, TEXT_SEARCH } from './store-layout.ts';
 
 type Json = Record<string, unknown>;
 
@@ -39,7 +47,18 @@ export type OpenLocalDatabaseOptions = {
   /** Conflict handler per collection (default: replication-merge.ts's refusal-aware three-way merge). */
   conflictHandler?: (collection: CollectionName) => RxConflictHandler<Json>;
   synchronous?: PersistedMemorySettings['synchronous'];
+  /** The storage (default: persisted-memory). */
+  storage?: LocalStorageKind;
+  /** Told how a migration into the SQLite storage advances (only when one runs). */
+  onMigration?: (p: MigrationProgress) => void;
 };
+
+export type LocalStorageKind = 'sqlite' | 'persisted-memory';
+
+/** The storage a desktop opens when none is named: LOCAL_STORAGE=sqlite|persisted-memory, else persisted-memory. */
+export function defaultStorage(env: NodeJS.ProcessEnv = process.env): LocalStorageKind {
+  return env.LOCAL_STORAGE === 'sqlite' ? 'sqlite' : 'persisted-memory';
+}
 
 /**
  * Keeps V8's young generation from growing while a workspace loads or syncs. Loading or pulling
@@ -77,14 +96,20 @@ export async function openLocalDatabase(opts: OpenLocalDatabaseOptions): Promise
   if (opts.actor.workspaceId !== opts.workspaceId) {
     throw new Error(`The actor belongs to workspace ${opts.actor.workspaceId}, not ${opts.workspaceId}.`);
   }
-  const rx = await createRxDatabase({
-    name: localDatabaseName(opts.workspaceId),
-    storage: getRxStoragePersistedMemory({ directory: opts.dir, synchronous: opts.synchronous }),
+  const kind = opts.storage ?? defaultStorage();
+  const name = localDatabaseName(opts.workspaceId);
+  if (kind === 'sqlite') {
+    // A folder written by the persisted-memory storage moves into the SQLite storage once; the
+    // old file stays where it was (the new file's presence is what makes this happen once).
+    migrateFromPersistedMemory({ directory: opts.dir, databaseName: name, textSearch: TEXT_SEARCH, storeLayout: STORE_LAYOUT, onProgress: opts.onMigration });
+  }
+  const create = <Internals,>(storage: RxStorage<Internals, object>): Promise<RxDatabase> =>
     // One process owns the file; there are no other tabs or processes to broadcast to.
-    multiInstance: false,
-    eventReduce: true,
-  });
-  let provider: RxdbStoreProvider;
+    createRxDatabase({ name, storage, multiInstance: false, eventReduce: true });
+  const rx = kind === 'sqlite'
+    ? await create(getRxStorageSqlite({ directory: opts.dir, synchronous: opts.synchronous, textSearch: TEXT_SEARCH, storeLayout: STORE_LAYOUT }))
+    : await create(getRxStoragePersistedMemory({ directory: opts.dir, synchronous: opts.synchronous }));
+  let provider: RxdbStoreProvider | SqliteStoreProvider;
   try {
     const creators: Record<string, RxCollectionCreator> = {};
     for (const c of REPLICATED_COLLECTIONS) {
@@ -99,7 +124,7 @@ export async function openLocalDatabase(opts: OpenLocalDatabaseOptions): Promise
       };
     }
     await rx.addCollections(creators);
-    provider = new RxdbStoreProvider(rx, REPLICATED_COLLECTIONS);
+    provider = kind === 'sqlite' ? new SqliteStoreProvider(rx, REPLICATED_COLLECTIONS) : new RxdbStoreProvider(rx, REPLICATED_COLLECTIONS);
   } catch (e) {
     await rx.close();
     throw e;

@@ -30,7 +30,7 @@ import { followStream } from './replication-stream.ts';
 import { isConflictWrite, isDownstreamWrite } from './rxdb-internals.ts';
 import { ServerClient, ServerError } from './server-client.ts';
 import type { StartSync } from './session.ts';
-import { persistedInstanceOf } from './storage/persisted-memory.ts';
+import { localInstanceOf } from './storage/local-instance.ts';
 import { SyncStatusTracker } from './sync-status.ts';
 import type { SyncStatus } from './sync-status.ts';
 
@@ -203,7 +203,7 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
 
     // Pending: local writes (anything but the replication's own downstream writes) until the server
     // has the document's current state.
-    const instance = persistedInstanceOf<Json>(collection.storageInstance);
+    const instance = localInstanceOf(collection.storageInstance);
     if (instance) {
       subs.push(
         instance.changeStream().subscribe((bulk) => {
@@ -226,7 +226,7 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
     subs.push(
       state.sent$.subscribe((doc) => {
         const id = String(doc.id);
-        const current = instance?.currentDocuments().get(id);
+        const current = instance?.current(id);
         if (!current || sameDocument(current, doc)) status.acknowledged(`${c}/${id}`);
       }),
       state.conflict$.subscribe((conflict) => {

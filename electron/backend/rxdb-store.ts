@@ -14,46 +14,21 @@
  * Commits check every write's `before` against the current document and write all collections in
  * one atomic step of the persisted-memory storage (one SQLite transaction, no interleaving write).
  */
-import type { BulkWriteRow, RxDatabase, RxDocumentData, RxStorageChangeEvent } from 'rxdb';
-import { createRevision, now as rxNow } from 'rxdb';
+import type { RxDatabase, RxDocumentData, RxStorageChangeEvent } from 'rxdb';
+import { now as rxNow } from 'rxdb';
 import type { Subscription } from 'rxjs';
 import { DomainError } from '../../shared/errors.ts';
 import type { CollectionName, Docs } from '../../shared/model/index.ts';
 import { compareValues, compileCond, cursorProbe, decodeCursor, encodeCursor, fieldGetter, normValue, sortKeyCompare } from '../../shared/query.ts';
 import type { CompileOptions, Comparator, Getter } from '../../shared/query.ts';
 import type { AnyWrite, Cond, Page, Query, Sort, Store, StoreProvider } from '../../shared/store.ts';
-import { cloneJson } from '../../shared/json-clone.ts';
-import { sameJson } from '../../shared/json-equal.ts';
 import { AtomicWriteConflict, persistedInstanceOf, writeAtomically } from './storage/persisted-memory.ts';
 import type { PersistedMemoryInstance } from './storage/persisted-memory.ts';
+import { commitRows, STORE_WRITE_CONTEXT, storeCopy } from './store-documents.ts';
 
 type Json = Record<string, unknown>;
 type Raw = RxDocumentData<Json>;
 type Scalar = string | number | boolean | null;
-
-const RX_FIELDS = new Set(['_rev', '_meta', '_deleted', '_attachments']);
-
-/** The document as the Store port knows it: without RxDB's `_rev`, `_meta`, `_deleted`, `_attachments`. */
-export function stripRxFields(raw: Json): Json {
-  const out: Json = {};
-  for (const k of Object.keys(raw)) if (!RX_FIELDS.has(k)) out[k] = raw[k];
-  return out;
-}
-
-/** A copy of a stored document as the Store port hands it out: without RxDB's fields. */
-function cloneDoc(raw: Json): Json {
-  const out: Json = {};
-  for (const k of Object.keys(raw)) if (!RX_FIELDS.has(k)) out[k] = cloneJson(raw[k]);
-  return out;
-}
-
-/** sameJson of a stored document (RxDB's fields ignored) and a Store document or null. */
-function sameStored(raw: Json | null, doc: unknown): boolean {
-  if (raw === null || doc === null || typeof doc !== 'object') return raw === doc;
-  const kr = Object.keys(raw).filter((k) => !RX_FIELDS.has(k) && raw[k] !== undefined);
-  const kd = Object.keys(doc).filter((k) => (doc as Json)[k] !== undefined);
-  return kr.length === kd.length && kr.every((k) => sameJson(raw[k], (doc as Json)[k]));
-}
 
 const isScalar = (v: unknown): v is Scalar => v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
 
@@ -479,12 +454,6 @@ function textCandidates(view: CollectionView, where: Cond | undefined): Json[] |
   return view.text().hits(text.fields, text.needle, QUERY_TUNING.textHitsCap);
 }
 
-/** Where replicated collections are missing (apiKeys): the desktop never holds them. */
-const serverOnly = (c: CollectionName): DomainError =>
-  new DomainError('SERVER_ONLY', `${c} live only on the sync server; this operation must run there.`, { collection: c });
-
-export const STORE_WRITE_CONTEXT = 'desktop-store-commit';
-
 /**
  * Holds the views of a local RxDB database and hands out workspace-scoped Stores over it.
  * `collections` are the RxDB collections to serve (the replicated ones).
@@ -573,7 +542,7 @@ class RxdbStore implements Store {
 
   async get<C extends CollectionName>(c: C, id: string): Promise<Docs[C] | null> {
     const doc = this.provider.view(c)?.live.get(id);
-    return this.mine(doc) ? (cloneDoc(doc) as Docs[C]) : null;
+    return this.mine(doc) ? (storeCopy(doc) as Docs[C]) : null;
   }
 
   async getMany<C extends CollectionName>(c: C, ids: readonly string[]): Promise<Docs[C][]> {
@@ -582,7 +551,7 @@ class RxdbStore implements Store {
     if (!view) return out;
     for (const id of ids) {
       const doc = view.live.get(id);
-      if (this.mine(doc)) out.push(cloneDoc(doc) as Docs[C]);
+      if (this.mine(doc)) out.push(storeCopy(doc) as Docs[C]);
     }
     return out;
   }
@@ -655,7 +624,7 @@ class RxdbStore implements Store {
     const page = more ? list.slice(0, limit) : list;
     const last = page[page.length - 1];
     return {
-      docs: page.map((d) => cloneDoc(d) as Docs[C]),
+      docs: page.map((d) => storeCopy(d) as Docs[C]),
       nextCursor: more && last ? encodeCursor(last, orderBy) : null,
     };
   }
@@ -684,34 +653,15 @@ class RxdbStore implements Store {
 
   /** Checks and writes in one tick (see writeAtomically): nothing can change in between. */
   private async commitNow(writes: readonly AnyWrite[]): Promise<void> {
-    const byCollection = new Map<CollectionName, { instance: PersistedMemoryInstance<Json>; rows: BulkWriteRow<Json>[] }>();
-    const time = rxNow();
-    const token = this.provider.rx.token;
-    for (const w of writes) {
-      const view = this.provider.view(w.collection);
-      if (!view) throw serverOnly(w.collection);
-      const raw = view.raw(w.id);
-      const current = raw && !raw._deleted ? (view.live.get(w.id) ?? null) : null;
-      if (current && current.workspaceId !== this.workspaceId) {
-        throw new DomainError('CONFLICT', `Document ${w.id} belongs to another workspace.`);
-      }
-      if (!sameStored(current, w.before)) {
-        throw new DomainError('CONFLICT', `${w.collection}/${w.id} changed since it was read; try again.`, { collection: w.collection, id: w.id });
-      }
-      if (w.after && (w.after as { workspaceId: string }).workspaceId !== this.workspaceId) {
-        throw new DomainError('CONFLICT', `A write to ${w.collection}/${w.id} names another workspace.`);
-      }
-      if (!w.after && !current) continue;
-      const meta = { ...(raw?._meta ?? {}), lwt: time };
-      const data: Json = w.after ? cloneJson(w.after as Json) : stripRxFields(raw as Raw);
-      const document = { ...data, _deleted: !w.after, _attachments: {}, _rev: createRevision(token, raw), _meta: meta } as Raw;
-      let part = byCollection.get(w.collection);
-      if (!part) byCollection.set(w.collection, (part = { instance: view.instance, rows: [] }));
-      part.rows.push(raw ? { previous: raw, document } : { document });
-    }
-    if (byCollection.size === 0) return;
+    const rows = commitRows(writes, this.workspaceId, {
+      token: this.provider.rx.token,
+      now: rxNow(),
+      instance: (c) => this.provider.view(c) ?? null,
+      stored: (view, id) => view.raw(id),
+    });
+    if (rows.size === 0) return;
     try {
-      await writeAtomically([...byCollection.values()], STORE_WRITE_CONTEXT);
+      await writeAtomically([...rows].map(([view, r]) => ({ instance: view.instance, rows: r })), STORE_WRITE_CONTEXT);
     } catch (e) {
       if (e instanceof AtomicWriteConflict) throw new DomainError('CONFLICT', 'Some documents changed while saving; try again.');
       throw e;

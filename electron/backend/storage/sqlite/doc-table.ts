@@ -8,9 +8,12 @@
  *   odd      a bit per index column whose index string does not order this document as RxDB's
  *            sort comparator would (IndexColumn.faithful): queries may trust index order for a
  *            re-sorted sort only while no row has the bit;
- *   doc      the RxDB document as JSON;
- *   k_...    one column per RxDB index (index-columns.ts), each with a SQLite index.
- * Plus, for collections with text search, an FTS5 table keyed by the rowid (fts.ts).
+ *   sodd     the same for the Store columns (store-columns.ts);
+ *   s_...    one column per Store column of the collection's layout (store-columns.ts);
+ *   k_...    one column per RxDB index (index-columns.ts), each with a SQLite index;
+ *   doc      the RxDB document as JSON (last, so the columns before it are read without reading it).
+ * Plus, for collections with text search, an FTS5 table keyed by the rowid (fts.ts), and a side
+ * table per member field of the layout.
  *
  * Storage instances of one name in one process share this object (refcounted): its cache, its
  * change stream and its sequence counter.
@@ -25,6 +28,8 @@ import { TextIndex } from './fts.ts';
 import type { TextOrder } from './fts.ts';
 import { indexColumns, indexName } from './index-columns.ts';
 import type { IndexColumn, KeyRange } from './index-columns.ts';
+import { layoutRecord, resolveLayout, storeOddOf } from './store-columns.ts';
+import type { MemberTable, ResolvedLayout, StoreColumn, StoreLayout } from './store-columns.ts';
 
 export type Doc = RxDocumentData<unknown>;
 
@@ -42,13 +47,18 @@ export type TableSetup = {
   textFields: readonly string[];
   /** Parsed documents kept in memory (see DocCache). */
   cacheSize: number;
+  /** The Store's columns, member tables and indexes (store-columns.ts). */
+  layout?: StoreLayout;
 };
 
 /** A row to write: the document, and the stored one it replaces (undefined for a new id). */
 export type RowWrite = { before: Doc | undefined; doc: Doc };
 
 /** What a committed write changes in memory (applied only once SQLite committed it). */
-export type Written = { lastSeq: number; rows: readonly RowWrite[]; oddDelta: number[] };
+export type Written = { lastSeq: number; rows: readonly RowWrite[]; oddDelta: number[]; storeOddDelta: number[] };
+
+/** Prepared statements of the Store's queries kept per table. */
+const STORE_STATEMENTS = 300;
 
 /** Documents a scan reads per statement: a scan that stops early reads little more than it needed. */
 const SCAN_CHUNK = 256;
@@ -68,11 +78,18 @@ export class DocTable {
   private lastSeq: number;
   /** Rows with each column's odd bit set (see the file comment). */
   private readonly unfaithful: number[];
+  /** The Store's columns, member tables and indexes. */
+  readonly layout: ResolvedLayout;
+  /** Rows with each bit of `sodd` set (bit 0: the id; then one per Store column). */
+  private readonly storeUnfaithful: number[];
+  private readonly byStoreKey = new Map<string, StoreColumn>();
+  private readonly memberStatements: { table: MemberTable; add: Statement; remove: Statement }[];
   private readonly byIndex = new Map<string, IndexColumn>();
   private readonly upsert: Statement;
   private readonly getOne: Statement<[string], string>;
   private readonly getMany: Statement<[string], { id: string; doc: string }>;
   private readonly statements = new Map<string, Statement>();
+  private readonly storeStatements = new Map<string, Statement>();
   /** @internal Rows read by scans since open, for tests and benchmarks. */
   rowsScanned = 0;
 
@@ -89,8 +106,15 @@ export class DocTable {
     this.columns = indexColumns(setup.schema);
     for (const c of this.columns) this.byIndex.set(indexName(c.fields), c);
     this.text = setup.textFields.length > 0 ? new TextIndex(db, `${table}_fts`, table, setup.textFields) : null;
+    this.layout = resolveLayout(table, setup.schema, setup.layout);
+    for (const c of this.layout.columns) this.byStoreKey.set(c.key, c);
+    this.memberStatements = this.layout.members.map((m) => ({
+      table: m,
+      add: db.prepare(`INSERT OR IGNORE INTO "${m.table}" (value, rid) VALUES (?, ?)`),
+      remove: db.prepare(`DELETE FROM "${m.table}" WHERE value = ? AND rid = ?`),
+    }));
     const t = `"${table}"`;
-    const cols = ['seq', 'id', 'deleted', 'lwt', 'odd', 'doc', ...this.columns.map((c) => `"${c.column}"`)];
+    const cols = ['seq', 'id', 'deleted', 'lwt', 'odd', 'sodd', 'doc', ...this.layout.columns.map((c) => `"${c.column}"`), ...this.columns.map((c) => `"${c.column}"`)];
     this.upsert = db
       .prepare(
         `INSERT INTO ${t} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')}) ` +
@@ -102,6 +126,8 @@ export class DocTable {
     this.lastSeq = Number(db.prepare(`SELECT coalesce(max(seq), 0) FROM ${t}`).pluck().get());
     this.unfaithful = this.columns.map(() => 0);
     for (const odd of db.prepare(`SELECT odd FROM ${t} WHERE odd <> 0`).pluck().iterate() as Iterable<number>) this.countOdd(odd, 1, this.unfaithful);
+    this.storeUnfaithful = new Array<number>(this.layout.columns.length + 1).fill(0);
+    for (const odd of db.prepare(`SELECT sodd FROM ${t} WHERE sodd <> 0`).pluck().iterate() as Iterable<number>) this.countOdd(odd, 1, this.storeUnfaithful);
   }
 
   /** The table of `setup.name` in the file, created (or brought to the schema's index set) on
@@ -134,6 +160,81 @@ export class DocTable {
   /** Whether every row's index string of `column` orders it as RxDB's sort comparator would. */
   faithful(column: IndexColumn): boolean {
     return this.unfaithful[this.columns.indexOf(column)] === 0;
+  }
+
+  /** The Store column of a key (`field` or `fold:field`), or undefined. */
+  storeColumn(key: string): StoreColumn | undefined {
+    return this.byStoreKey.get(key);
+  }
+
+  /** Whether every row's value of a Store column is stored faithfully (store-columns.ts). */
+  storeFaithful(column: StoreColumn): boolean {
+    return this.storeUnfaithful[Math.log2(column.bit)] === 0;
+  }
+
+  /** Whether SQLite orders every id as JavaScript does. */
+  idsFaithful(): boolean {
+    return this.storeUnfaithful[0] === 0;
+  }
+
+  /** The member table of an array field, or undefined. */
+  memberTable(field: string): MemberTable | undefined {
+    return this.layout.members.find((m) => m.field === field);
+  }
+
+  /** About how many rows the table has (the largest rowid: rowids are not reused while it lives). */
+  rowEstimate(): number {
+    return Number(this.prepared('rows', () => `SELECT coalesce(max(rowid), 0) FROM "${this.table}"`).pluck().get());
+  }
+
+  /**
+   * The documents of these rows, in the order given: from the cache when there, else read by
+   * rowid and parsed. `fresh[i]` says whether documents[i] was parsed for this call (nobody else
+   * holds it: the caller may change it); with `cache`, parsed documents are cached (and then not
+   * fresh).
+   */
+  docsOf(rows: readonly { rowid: number; id: string }[], cache: boolean): { docs: Doc[]; fresh: boolean[] } {
+    const docs: Doc[] = new Array<Doc>(rows.length);
+    const fresh: boolean[] = new Array<boolean>(rows.length).fill(false);
+    const missing: number[] = [];
+    rows.forEach((r, i) => {
+      const hit = this.cache.get(r.id);
+      if (hit) docs[i] = hit;
+      else missing.push(i);
+    });
+    if (missing.length > 0) {
+      const byRowid = new Map<number, string>();
+      const stmt = this.prepared('by-rowid', () => `SELECT rowid AS r, doc FROM "${this.table}" WHERE rowid IN (SELECT value FROM json_each(?))`);
+      for (const row of stmt.iterate(JSON.stringify(missing.map((i) => (rows[i] as { rowid: number }).rowid))) as Iterable<{ r: number; doc: string }>) byRowid.set(row.r, row.doc);
+      for (const i of missing) {
+        const r = rows[i] as { rowid: number; id: string };
+        const json = byRowid.get(r.rowid);
+        if (json === undefined) throw new Error(`${this.name}: row ${r.rowid} (${r.id}) vanished while it was read.`);
+        const doc = JSON.parse(json) as Doc;
+        docs[i] = doc;
+        if (cache) this.cache.set(r.id, doc);
+        else fresh[i] = true;
+      }
+    }
+    this.rowsScanned += missing.length;
+    return { docs, fresh };
+  }
+
+  /** A prepared statement on this table's file, kept by `key` (the Store's queries, whose SQL
+   * varies with the shape of the condition: the most recently used few hundred are kept). */
+  statement(key: string, sql: () => string): Statement {
+    let stmt = this.storeStatements.get(key);
+    if (stmt) {
+      this.storeStatements.delete(key);
+    } else {
+      stmt = this.file.db.prepare(sql());
+      if (this.storeStatements.size >= STORE_STATEMENTS) {
+        const oldest = this.storeStatements.keys().next();
+        if (!oldest.done) this.storeStatements.delete(oldest.value);
+      }
+    }
+    this.storeStatements.set(key, stmt);
+    return stmt;
   }
 
   private parse(id: string, json: string): Doc {
@@ -182,33 +283,53 @@ export class DocTable {
   write(rows: readonly RowWrite[]): Written {
     let seq = this.lastSeq;
     const oddDelta = this.columns.map(() => 0);
-    const values: unknown[] = new Array<unknown>(6 + this.columns.length);
+    const storeOddDelta = this.storeUnfaithful.map(() => 0);
+    const store = this.layout.columns;
+    const values: unknown[] = new Array<unknown>(7 + store.length + this.columns.length);
     const rowids: (number | bigint)[] = [];
     for (const { before, doc } of rows) {
       const odd = this.oddOf(doc);
+      const id = String((doc as Record<string, unknown>)[this.primaryPath]);
+      const sodd = storeOddOf(this.layout, id, doc);
       values[0] = ++seq;
-      values[1] = (doc as Record<string, unknown>)[this.primaryPath];
+      values[1] = id;
       values[2] = doc._deleted ? 1 : 0;
       values[3] = doc._meta.lwt;
       values[4] = odd;
-      values[5] = JSON.stringify(doc);
-      this.columns.forEach((c, i) => (values[6 + i] = c.keyOf(doc)));
+      values[5] = sodd;
+      values[6] = JSON.stringify(doc);
+      for (let i = 0; i < store.length; i++) values[7 + i] = (store[i] as StoreColumn).valueOf(doc);
+      this.columns.forEach((c, i) => (values[7 + store.length + i] = c.keyOf(doc)));
       rowids.push(this.upsert.get(...values) as number | bigint);
       this.countOdd(odd, 1, oddDelta);
-      if (before) this.countOdd(this.oddOf(before), -1, oddDelta);
+      this.countOdd(sodd, 1, storeOddDelta);
+      if (before) {
+        this.countOdd(this.oddOf(before), -1, oddDelta);
+        this.countOdd(storeOddOf(this.layout, id, before), -1, storeOddDelta);
+      }
+    }
+    for (const m of this.memberStatements) {
+      rows.forEach((r, i) => {
+        const rowid = Number(rowids[i]);
+        const now = m.table.valuesOf(r.doc);
+        const was = r.before ? m.table.valuesOf(r.before) : [];
+        for (const v of was) if (!now.includes(v)) m.remove.run(v, rowid);
+        for (const v of now) if (!was.includes(v)) m.add.run(v, rowid);
+      });
     }
     // The text rows after all document rows: FTS5 flushes its pending terms to a new segment
     // whenever another statement opens a savepoint in between, which made interleaved writes
     // twice as expensive (measured: 76 vs 39 µs of CPU per lead).
     const text = this.text;
     if (text) rows.forEach((r, i) => text.put(rowids[i] as number | bigint, r.before, r.doc));
-    return { lastSeq: seq, rows, oddDelta };
+    return { lastSeq: seq, rows, oddDelta, storeOddDelta };
   }
 
   /** Applies a write that SQLite committed. */
   committed(w: Written): void {
     this.lastSeq = w.lastSeq;
     w.oddDelta.forEach((d, i) => (this.unfaithful[i] = (this.unfaithful[i] ?? 0) + d));
+    w.storeOddDelta.forEach((d, i) => (this.storeUnfaithful[i] = (this.storeUnfaithful[i] ?? 0) + d));
     for (const { doc } of w.rows) this.cache.set(String((doc as Record<string, unknown>)[this.primaryPath]), doc);
   }
 
@@ -281,21 +402,25 @@ export class DocTable {
 
   /** Deletes tombstones whose last write is at or before `maxLwt`; returns their ids. Must run
    * inside the file's write transaction. */
-  purge(maxLwt: number): { ids: string[]; oddDelta: number[] } {
-    const stmt = this.prepared('purge', () => `DELETE FROM "${this.table}" WHERE deleted = 1 AND lwt <= ? RETURNING id, odd`);
+  purge(maxLwt: number): Purged {
+    // Tombstones have no text rows and no member rows (both are written for live documents only).
+    const stmt = this.prepared('purge', () => `DELETE FROM "${this.table}" WHERE deleted = 1 AND lwt <= ? RETURNING id, odd, sodd`);
     const oddDelta = this.columns.map(() => 0);
+    const storeOddDelta = this.storeUnfaithful.map(() => 0);
     const ids: string[] = [];
-    for (const r of stmt.all(maxLwt) as { id: string; odd: number }[]) {
+    for (const r of stmt.all(maxLwt) as { id: string; odd: number; sodd: number }[]) {
       ids.push(r.id);
       this.countOdd(r.odd, -1, oddDelta);
+      this.countOdd(r.sodd, -1, storeOddDelta);
     }
-    return { ids, oddDelta };
+    return { ids, oddDelta, storeOddDelta };
   }
 
   /** Applies a purge that SQLite committed. */
-  purged(p: { ids: string[]; oddDelta: number[] }): void {
+  purged(p: Purged): void {
     for (const id of p.ids) this.cache.delete(id);
     p.oddDelta.forEach((d, i) => (this.unfaithful[i] = (this.unfaithful[i] ?? 0) + d));
+    p.storeOddDelta.forEach((d, i) => (this.storeUnfaithful[i] = (this.storeUnfaithful[i] ?? 0) + d));
   }
 
   /** Ids of live documents whose text fields contain `text`; see TextIndex.search. */
@@ -315,6 +440,7 @@ export class DocTable {
   drop(): void {
     const db = this.file.db;
     if (this.text) db.exec(`DROP TABLE IF EXISTS "${this.text.table}"`);
+    for (const m of this.layout.members) db.exec(`DROP TABLE IF EXISTS "${m.table}"`);
     db.exec(`DROP TABLE IF EXISTS "${this.table}"`);
     db.prepare('DELETE FROM instances WHERE name = ?').run(this.name);
     // A later open of this name makes a new table, even while this object still has users.
@@ -322,64 +448,108 @@ export class DocTable {
     this.cache.clear();
     this.lastSeq = 0;
     this.unfaithful.fill(0);
+    this.storeUnfaithful.fill(0);
   }
 }
 
-/** Creates the documents table of `setup.name` if needed, or rebuilds its index columns and text
- * index when the schema's set differs from the stored one; returns the table's name. */
+/** What a purge changes in memory. */
+export type Purged = { ids: string[]; oddDelta: number[]; storeOddDelta: number[] };
+
+/** The SQL of a Store index over a documents table: live documents only, the id last. */
+const storeIndexSql = (table: string, index: { name: string; columns: readonly string[] }): string =>
+  `CREATE INDEX IF NOT EXISTS "${index.name}" ON "${table}" (${index.columns.map((c) => `"${c}"`).join(', ')}, id) WHERE deleted = 0`;
+
+const memberTableSql = (table: string): string => `CREATE TABLE IF NOT EXISTS "${table}" (value TEXT NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (value, rid)) WITHOUT ROWID`;
+
+/** Creates the documents table of `setup.name` if needed, or rebuilds its index columns, Store
+ * columns and text index when the wanted set differs from the stored one; returns the table's name. */
 function ensureTable(file: StorageFile, setup: TableSetup): string {
   const db = file.db;
   const wanted: ColumnsRecord = indexColumns(setup.schema).map((c) => ({ column: c.column, fields: c.fields }));
   if (wanted.length > 30) throw new Error(`${setup.name}: at most 30 indexes per collection (this schema has ${wanted.length}).`);
   const columnsJson = JSON.stringify(wanted);
   const textJson = JSON.stringify(setup.textFields);
+  const layoutOf = (table: string): ResolvedLayout => resolveLayout(table, setup.schema, setup.layout);
+  const recordOf = (layout: ResolvedLayout): string => (setup.layout ? layoutRecord(layout) : '');
   return file.write(true, () => {
-    const row = db.prepare<[string], { tbl: string; columns: string; text_fields: string }>('SELECT tbl, columns, text_fields FROM instances WHERE name = ?').get(setup.name);
-    if (row && row.columns === columnsJson && row.text_fields === textJson) return row.tbl;
+    const row = db.prepare<[string], { tbl: string; columns: string; text_fields: string; layout: string }>('SELECT tbl, columns, text_fields, layout FROM instances WHERE name = ?').get(setup.name);
     if (row) {
-      rebuild(db, row.tbl, JSON.parse(row.columns) as ColumnsRecord, JSON.parse(row.text_fields) as string[], setup);
-      db.prepare('UPDATE instances SET columns = ?, text_fields = ? WHERE name = ?').run(columnsJson, textJson, setup.name);
+      const layout = layoutOf(row.tbl);
+      const layoutJson = recordOf(layout);
+      if (row.columns === columnsJson && row.text_fields === textJson && row.layout === layoutJson) return row.tbl;
+      rebuild(db, row.tbl, { columns: JSON.parse(row.columns) as ColumnsRecord, text: JSON.parse(row.text_fields) as string[], layout: row.layout }, setup, layout);
+      db.prepare('UPDATE instances SET columns = ?, text_fields = ?, layout = ? WHERE name = ?').run(columnsJson, textJson, layoutJson, setup.name);
       return row.tbl;
     }
     const n = Number(db.prepare("SELECT coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'tables'), 0) + 1").pluck().get());
     db.prepare("INSERT INTO meta (key, value) VALUES ('tables', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(String(n));
     const table = `d${n}`;
-    db.exec(`CREATE TABLE "${table}" (seq INTEGER NOT NULL, id TEXT NOT NULL, deleted INTEGER NOT NULL, lwt REAL NOT NULL, odd INTEGER NOT NULL, doc TEXT NOT NULL${wanted.map((c) => `, "${c.column}" TEXT NOT NULL`).join('')});
+    const layout = layoutOf(table);
+    const storeCols = layout.columns.map((c) => `, "${c.column}" NOT NULL`).join('');
+    db.exec(`CREATE TABLE "${table}" (seq INTEGER NOT NULL, id TEXT NOT NULL, deleted INTEGER NOT NULL, lwt REAL NOT NULL, odd INTEGER NOT NULL, sodd INTEGER NOT NULL${storeCols}${wanted.map((c) => `, "${c.column}" TEXT NOT NULL`).join('')}, doc TEXT NOT NULL);
       CREATE UNIQUE INDEX "${table}_id" ON "${table}" (id);
       CREATE UNIQUE INDEX "${table}_seq" ON "${table}" (seq);
       CREATE INDEX "${table}_tombstones" ON "${table}" (lwt) WHERE deleted = 1;
       CREATE INDEX "${table}_odd" ON "${table}" (odd) WHERE odd <> 0;
+      CREATE INDEX "${table}_sodd" ON "${table}" (sodd) WHERE sodd <> 0;
       ${wanted.map((c) => `CREATE INDEX "${table}_${c.column}" ON "${table}" ("${c.column}");`).join('\n')}`);
+    for (const m of layout.members) db.exec(memberTableSql(m.table));
+    for (const i of layout.indexes) db.exec(storeIndexSql(table, i));
     if (setup.textFields.length > 0) db.exec(TextIndex.ddl(`${table}_fts`, setup.textFields));
-    db.prepare('INSERT INTO instances (name, tbl, columns, text_fields) VALUES (?, ?, ?, ?)').run(setup.name, table, columnsJson, textJson);
+    db.prepare('INSERT INTO instances (name, tbl, columns, text_fields, layout) VALUES (?, ?, ?, ?, ?)').run(setup.name, table, columnsJson, textJson, recordOf(layout));
     return table;
   });
 }
 
+/** What a table was built with, from the registry. */
+type Built = { columns: ColumnsRecord; text: readonly string[]; layout: string };
+
 /**
- * Brings an existing table to another index set or text fields: drops the columns and indexes no
- * longer wanted, adds the new ones, recomputes every row's index strings and odd bits from its
- * document, and refills the text index. Rare (RxDB refuses a changed schema under one version; a
- * changed textSearch setting or a newer RxDB's default indexes would do it), so simple over fast.
+ * Brings an existing table to another index set, text fields or Store layout: drops the columns,
+ * indexes and member tables no longer wanted, adds the new ones, recomputes every row's index
+ * strings, Store values and odd bits from its document, and refills the text index and member
+ * tables. Rare (RxDB refuses a changed schema under one version; a changed setting of this storage
+ * or a newer RxDB's default indexes would do it), so simple over fast.
  */
-function rebuild(db: SqliteDatabase, table: string, had: ColumnsRecord, hadText: readonly string[], setup: TableSetup): void {
+function rebuild(db: SqliteDatabase, table: string, had: Built, setup: TableSetup, layout: ResolvedLayout): void {
   const columns = indexColumns(setup.schema);
   const keep = new Set(columns.map((c) => c.column));
-  for (const c of had) {
+  for (const c of had.columns) {
     if (keep.has(c.column)) continue;
     db.exec(`DROP INDEX IF EXISTS "${table}_${c.column}"; ALTER TABLE "${table}" DROP COLUMN "${c.column}"`);
   }
-  const existing = new Set(had.map((c) => c.column));
-  for (const c of columns) if (!existing.has(c.column)) db.exec(`ALTER TABLE "${table}" ADD COLUMN "${c.column}" TEXT NOT NULL DEFAULT ''`);
-  const textChanged = JSON.stringify(hadText) !== JSON.stringify(setup.textFields);
+  const present = new Set((db.prepare(`PRAGMA table_info("${table}")`).all() as { name: string }[]).map((c) => c.name));
+  for (const c of columns) if (!present.has(c.column)) db.exec(`ALTER TABLE "${table}" ADD COLUMN "${c.column}" TEXT NOT NULL DEFAULT ''`);
+  if (!present.has('sodd')) db.exec(`ALTER TABLE "${table}" ADD COLUMN sodd INTEGER NOT NULL DEFAULT 0`);
+  // Store layout: indexes, columns and member tables not wanted any more go; the wanted ones are
+  // (re)made and filled below.
+  const storeWanted = new Set(layout.columns.map((c) => c.column));
+  const indexWanted = new Set(layout.indexes.map((i) => i.name));
+  const memberWanted = new Set(layout.members.map((m) => m.table));
+  for (const { name } of db.prepare<[string], { name: string }>("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?").all(table)) {
+    if (name.startsWith(`${table}_i_`) && !indexWanted.has(name)) db.exec(`DROP INDEX "${name}"`);
+  }
+  for (const { name } of db.prepare<[], { name: string }>("SELECT name FROM sqlite_schema WHERE type = 'table'").all()) {
+    if (name.startsWith(`${table}_m_`) && !memberWanted.has(name)) db.exec(`DROP TABLE "${name}"`);
+  }
+  for (const name of present) if (name.startsWith('s_') && !storeWanted.has(name)) db.exec(`ALTER TABLE "${table}" DROP COLUMN "${name}"`);
+  for (const c of layout.columns) if (!present.has(c.column)) db.exec(`ALTER TABLE "${table}" ADD COLUMN "${c.column}" NOT NULL DEFAULT 0`);
+  for (const m of layout.members) {
+    db.exec(memberTableSql(m.table));
+    db.exec(`DELETE FROM "${m.table}"`);
+  }
+  if (!present.has('sodd')) db.exec(`CREATE INDEX IF NOT EXISTS "${table}_sodd" ON "${table}" (sodd) WHERE sodd <> 0`);
+  const textChanged = JSON.stringify(had.text) !== JSON.stringify(setup.textFields);
   const fts = `${table}_fts`;
   if (textChanged) {
     db.exec(`DROP TABLE IF EXISTS "${fts}"`);
     if (setup.textFields.length > 0) db.exec(TextIndex.ddl(fts, setup.textFields));
   }
   const text = textChanged && setup.textFields.length > 0 ? new TextIndex(db, fts, table, setup.textFields) : null;
-  const update = db.prepare(`UPDATE "${table}" SET odd = ?${columns.map((c) => `, "${c.column}" = ?`).join('')} WHERE rowid = ?`);
-  const page = db.prepare<[number], { rowid: number; doc: string }>(`SELECT rowid, doc FROM "${table}" WHERE rowid > ? ORDER BY rowid LIMIT 1000`);
+  const sets = [...columns.map((c) => `"${c.column}" = ?`), ...layout.columns.map((c) => `"${c.column}" = ?`)];
+  const update = db.prepare(`UPDATE "${table}" SET odd = ?, sodd = ?${sets.map((x) => `, ${x}`).join('')} WHERE rowid = ?`);
+  const addMembers = layout.members.map((m) => ({ m, add: db.prepare(`INSERT OR IGNORE INTO "${m.table}" (value, rid) VALUES (?, ?)`) }));
+  const page = db.prepare<[number], { rowid: number; id: string; doc: string }>(`SELECT rowid, id, doc FROM "${table}" WHERE rowid > ? ORDER BY rowid LIMIT 1000`);
   for (let after = 0; ; ) {
     const rows = page.all(after);
     for (const r of rows) {
@@ -388,7 +558,8 @@ function rebuild(db: SqliteDatabase, table: string, had: ColumnsRecord, hadText:
       columns.forEach((c, i) => {
         if (!c.faithful(doc)) odd |= 1 << i;
       });
-      update.run(odd, ...columns.map((c) => c.keyOf(doc)), r.rowid);
+      update.run(odd, storeOddOf(layout, r.id, doc), ...columns.map((c) => c.keyOf(doc)), ...layout.columns.map((c) => c.valueOf(doc)), r.rowid);
+      for (const { m, add } of addMembers) for (const v of m.valuesOf(doc)) add.run(v, r.rowid);
       text?.put(r.rowid, undefined, doc);
     }
     const last = rows[rows.length - 1];
@@ -396,4 +567,5 @@ function rebuild(db: SqliteDatabase, table: string, had: ColumnsRecord, hadText:
     after = last.rowid;
   }
   for (const c of columns) db.exec(`CREATE INDEX IF NOT EXISTS "${table}_${c.column}" ON "${table}" ("${c.column}")`);
+  for (const i of layout.indexes) db.exec(storeIndexSql(table, i));
 }

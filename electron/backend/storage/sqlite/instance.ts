@@ -18,6 +18,9 @@ import type { ChangeBulk, Doc, DocTable, RowWrite, SqliteCheckpoint, Written } f
 import { isRefetchableWrite } from '../../rxdb-internals.ts';
 import type { StorageFile } from './file.ts';
 import { runCount, runQuery } from './query.ts';
+import { storeCount, storeQuery } from './store-query.ts';
+import type { StoreAnswer, StoreRead } from './store-query.ts';
+import type { Cond } from '../../../../shared/store.ts';
 
 export type SqliteInternals = { file: string; table: string };
 
@@ -155,6 +158,26 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
   searchText(text: string, limit: number, orderBy?: { index: readonly string[]; direction: 'asc' | 'desc' }): string[] {
     this.ensureOpen();
     return this.table.search(text, limit, orderBy && { index: this.filledIndex(orderBy.index), direction: orderBy.direction });
+  }
+
+  /** The desktop Store's read (shared/store.ts's language) on this collection's live documents,
+   * through its Store columns (store-query.ts). Synchronous, like every read here. */
+  storeQuery(read: StoreRead): StoreAnswer {
+    this.ensureOpen();
+    return storeQuery(this.table, read);
+  }
+
+  /** How many live documents match a Store condition. */
+  storeCount(where: Cond | undefined): number {
+    this.ensureOpen();
+    return storeCount(this.table, where);
+  }
+
+  /** The stored documents of these ids (deleted ones included), by id, synchronously: the cached
+   * copies when there (the same objects RxDB was given; not to be changed). */
+  currentDocuments(ids: readonly string[]): Map<string, RxDocumentData<RxDocType>> {
+    this.ensureOpen();
+    return this.table.get(ids) as Map<string, RxDocumentData<RxDocType>>;
   }
 
   /** An index as declared in a schema, as fillWithDefaultSettings stores it. */

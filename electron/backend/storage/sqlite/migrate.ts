@@ -23,6 +23,7 @@ import type { InternalStoreCollectionDocType, RxDocumentData, RxJsonSchema } fro
 import { DocTable } from './doc-table.ts';
 import type { Doc } from './doc-table.ts';
 import { sqliteFilePath, StorageFile, StorageLockedError } from './file.ts';
+import type { StoreLayout } from './store-columns.ts';
 
 /** The persisted-memory storage's file name for an RxDB database name (its fileNameFor). */
 export const persistedMemoryFilePath = (directory: string, databaseName: string): string =>
@@ -40,8 +41,10 @@ export type MigrationResult =
 export type MigrationOptions = {
   directory: string;
   databaseName: string;
-  /** The storage's textSearch setting, so the new file's text indexes are built on the way. */
+  /** The storage's textSearch and storeLayout settings, so the new file's text indexes and Store
+   * columns are built on the way. */
   textSearch?: Readonly<Record<string, readonly string[]>>;
+  storeLayout?: Readonly<Record<string, StoreLayout>>;
   /** Called after each batch of rows, and once at the end with done = total. */
   onProgress?: (p: MigrationProgress) => void;
 };
@@ -138,7 +141,7 @@ export function migrateFromPersistedMemory(opts: MigrationOptions): MigrationRes
           opts.onProgress?.({ instance: inst, done, total });
           continue;
         }
-        const table = DocTable.open(file, { name: inst, schema, textFields: opts.textSearch?.[collectionOf(inst)] ?? [], cacheSize: 0 });
+        const table = DocTable.open(file, { name: inst, schema, textFields: opts.textSearch?.[collectionOf(inst)] ?? [], cacheSize: 0, layout: opts.storeLayout?.[collectionOf(inst)] });
         try {
           let batch: Doc[] = [];
           const flush = () => {

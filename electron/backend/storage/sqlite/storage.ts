@@ -16,6 +16,7 @@ import type { Synchronous } from './file.ts';
 import { SqliteStorageInstance } from './instance.ts';
 import type { SqliteInternals } from './instance.ts';
 import type { RxJsonSchema } from 'rxdb';
+import type { StoreLayout } from './store-columns.ts';
 
 export type SqliteStorageSettings = {
   /** Folder holding one SQLite file per RxDB database name. */
@@ -31,6 +32,8 @@ export type SqliteStorageSettings = {
   documentCache?: number;
   /** Collections with a full-text index, and the top-level string fields it covers. */
   textSearch?: Readonly<Record<string, readonly string[]>>;
+  /** Collections with columns for the desktop Store's queries (store-columns.ts). */
+  storeLayout?: Readonly<Record<string, StoreLayout>>;
 };
 
 export const DEFAULT_DOCUMENT_CACHE = 2000;
@@ -53,6 +56,7 @@ export function getRxStorageSqlite(settings: SqliteStorageSettings): RxStorageSq
           schema: params.schema as RxJsonSchema<Doc>,
           textFields: settings.textSearch?.[params.collectionName] ?? [],
           cacheSize,
+          layout: settings.storeLayout?.[params.collectionName],
         });
         return Promise.resolve(new SqliteStorageInstance<RxDocType>(params.databaseName, params.collectionName, params.schema, params.options, file, table));
       } catch (e) {

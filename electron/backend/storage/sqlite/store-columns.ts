@@ -1,0 +1,216 @@
+/**
+ * Columns for the desktop Store's queries (the Cond language of shared/store.ts), beside RxDB's
+ * own index columns: a field of the document copied into a column of its documents table when the
+ * document is written, in the same statement, so that SQLite indexes can filter and order by it.
+ *
+ * Why not RxDB indexes for these: RxDB's index strings cannot hold null (tagId, pipelineStageId,
+ * followUpAt... are nullable), know no case- and accent-folded order (`collate: 'text'`), nor an
+ * array's members (groupIds); and declaring them in the collection schemas would bump every
+ * schema's version, which makes RxDB rewrite every document at the next open. These columns are a
+ * storage setting: a changed set is rebuilt from the stored documents (doc-table.ts).
+ *
+ * A column holds the field's value encoded so that SQLite's order and equality are those of
+ * shared/query.ts (compareValues): null and missing as -Infinity (below every number and text,
+ * as null sorts first; no SQL NULL, so row values and NOT behave), numbers as numbers, strings
+ * through sortableKey (UTF-16 order), `collate: 'text'` columns through foldForSort first,
+ * booleans as one-byte blobs (false < true, never equal to a number or a text). A value the
+ * encoding cannot order like compareValues (an object or array, a string in a number field, ...)
+ * is "odd": the row's bit is set in the `sodd` column, and while any row of a column is odd,
+ * conditions and orders on that column are left to JavaScript. Bit 0 of `sodd` marks an id that
+ * SQLite's text order would not order as JavaScript does.
+ *
+ * A member field (an array, e.g. groupIds) gets a side table of (value, rowid) pairs, kept in the
+ * same transaction, for the Store's `has` condition.
+ */
+import type { RxJsonSchema } from 'rxdb';
+import { fieldGetter } from '../../../../shared/query.ts';
+import { foldForSort } from '../../../../shared/text-sort.ts';
+import type { Doc } from './doc-table.ts';
+import { sortableKey } from './index-columns.ts';
+
+/** The Store columns of one collection, a setting of the storage (per collection name). */
+export type StoreLayout = {
+  /** Fields copied into columns; `fold`: the field as `collate: 'text'` sorts it. */
+  columns: readonly { field: string; fold?: boolean }[];
+  /** Array fields with a side table of their members. */
+  members?: readonly string[];
+  /** SQLite indexes, each a list of column keys (`field`, or `fold:field`); the id is appended. */
+  indexes?: readonly (readonly string[])[];
+};
+
+export type SqlValue = number | string | Buffer;
+
+/** What null (and a missing field) is stored as: below every number, text and blob. */
+export const NULL_KEY = -Infinity;
+
+const FALSE_KEY = Buffer.from([0]);
+const TRUE_KEY = Buffer.from([1]);
+
+export type ValueKind = 'string' | 'number' | 'boolean';
+
+/** A value as a Store column holds it, or undefined when the encoding cannot order it faithfully
+ * (objects, arrays, non-finite numbers). */
+export function encodeKey(v: unknown, fold: boolean): SqlValue | undefined {
+  if (v === null || v === undefined) return NULL_KEY;
+  switch (typeof v) {
+    case 'string':
+      return sortableKey(fold ? foldForSort(v) : v);
+    case 'number':
+      return Number.isFinite(v) ? v : undefined;
+    case 'boolean':
+      return v ? TRUE_KEY : FALSE_KEY;
+    default:
+      return undefined;
+  }
+}
+
+/** The kind of a scalar value, or null for null/undefined and non-scalars. */
+export const kindOf = (v: unknown): ValueKind | null =>
+  typeof v === 'string' ? 'string' : typeof v === 'number' ? 'number' : typeof v === 'boolean' ? 'boolean' : null;
+
+export type StoreColumn = {
+  /** `field` or `fold:field`. */
+  key: string;
+  field: string;
+  fold: boolean;
+  /** The one kind of value the schema allows besides null. */
+  kind: ValueKind;
+  /** Its column in the documents table. */
+  column: string;
+  /** Its bit in `sodd` (1..30). */
+  bit: number;
+  valueOf: (doc: Doc) => SqlValue;
+  /** Whether the document's value is stored faithfully (see the file comment). */
+  faithful: (doc: Doc) => boolean;
+};
+
+export type MemberTable = { field: string; table: string; valuesOf: (doc: Doc) => string[] };
+
+export type StoreIndex = { name: string; keys: readonly string[]; columns: readonly string[] };
+
+export type ResolvedLayout = { columns: StoreColumn[]; members: MemberTable[]; indexes: StoreIndex[] };
+
+/** Characters whose UTF-16 and UTF-8 orders differ: an id holding one is not ordered by SQLite as
+ * JavaScript orders it. */
+const WIDE = /[\ud800-\uffff]/;
+
+/** Bit 0 of `sodd`: the id. */
+export const ID_BIT = 1;
+
+export const idFaithful = (id: string): boolean => !WIDE.test(id);
+
+/** FNV-1a, 32 bits: short stable names. */
+function hash32(s: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0).toString(16).padStart(8, '0');
+}
+
+type SchemaPart = { type?: unknown; properties?: Record<string, SchemaPart> };
+
+/** The part of a JSON schema describing a (dotted) field. */
+function partOf(schema: object, field: string): SchemaPart | undefined {
+  let part: SchemaPart | undefined = schema;
+  for (const p of field.split('.')) part = part?.properties?.[p];
+  return part;
+}
+
+/** The non-null scalar kind a schema gives a (dotted) field, or null. */
+function schemaKind(schema: object, field: string): ValueKind | null {
+  const part = partOf(schema, field);
+  const types = (Array.isArray(part?.type) ? part.type : [part?.type]).filter((t) => t !== 'null');
+  if (types.length !== 1) return null;
+  const t: unknown = types[0];
+  return t === 'string' ? 'string' : t === 'number' || t === 'integer' ? 'number' : t === 'boolean' ? 'boolean' : null;
+}
+
+const keyOf = (c: { field: string; fold?: boolean }): string => (c.fold ? `fold:${c.field}` : c.field);
+
+/** A layout checked against the collection's schema, with column and table names for `table`. */
+export function resolveLayout(table: string, schema: RxJsonSchema<Doc>, layout: StoreLayout | undefined): ResolvedLayout {
+  if (!layout) return { columns: [], members: [], indexes: [] };
+  if (layout.columns.length > 30) throw new Error(`${table}: at most 30 Store columns per collection (the layout has ${layout.columns.length}).`);
+  const used = new Set<string>();
+  // A field this schema does not type is left out: an older schema version of the collection
+  // (opened to migrate its documents) may not have it. layoutProblems() checks a layout in full.
+  const usable = layout.columns.filter((spec) => {
+    const kind = schemaKind(schema, spec.field);
+    return kind !== null && (!spec.fold || kind === 'string');
+  });
+  const columns = usable.map((spec, i): StoreColumn => {
+    const key = keyOf(spec);
+    if (used.has(key)) throw new Error(`${table}: the Store column ${key} is listed twice.`);
+    used.add(key);
+    const kind = schemaKind(schema, spec.field) ?? 'string';
+    const fold = spec.fold === true;
+    const get = fieldGetter(spec.field);
+    return {
+      key,
+      field: spec.field,
+      fold,
+      kind,
+      column: `s_${hash32(key)}`,
+      bit: 1 << (i + 1),
+      valueOf: (doc) => encodeKey(get(doc), fold) ?? NULL_KEY,
+      faithful: (doc) => {
+        const v = get(doc);
+        return v === null || v === undefined || (kindOf(v) === kind && encodeKey(v, fold) !== undefined);
+      },
+    };
+  });
+  const members = (layout.members ?? []).filter((field) => isArrayField(schema, field)).map((field): MemberTable => {
+    const get = fieldGetter(field);
+    return {
+      field,
+      table: `${table}_m_${hash32(field)}`,
+      valuesOf: (doc) => {
+        const v = get(doc);
+        if (doc._deleted || !Array.isArray(v)) return [];
+        // `has` tests for a string (Array.prototype.includes): other members never match one.
+        return [...new Set(v.filter((x): x is string => typeof x === 'string'))];
+      },
+    };
+  });
+  const byKey = new Map(columns.map((c) => [c.key, c]));
+  const indexes = (layout.indexes ?? []).filter((keys) => keys.every((k) => byKey.has(k))).map((keys): StoreIndex => ({
+    name: `${table}_i_${hash32(keys.join(','))}`,
+    keys,
+    columns: keys.map((k) => (byKey.get(k) as StoreColumn).column),
+  }));
+  return { columns, members, indexes };
+}
+
+const isArrayField = (schema: object, field: string): boolean => partOf(schema, field)?.type === 'array';
+
+/** What in a layout a schema cannot serve (fields it does not type as one scalar, members that are
+ * not arrays, indexes over unknown columns); empty when the layout is usable as written. */
+export function layoutProblems(schema: object, layout: StoreLayout): string[] {
+  const out: string[] = [];
+  const keys = new Set<string>();
+  for (const spec of layout.columns) {
+    const kind = schemaKind(schema, spec.field);
+    if (!kind) out.push(`${spec.field} has no single scalar type`);
+    else if (spec.fold && kind !== 'string') out.push(`${spec.field} folds but is ${kind}`);
+    else keys.add(keyOf(spec));
+  }
+  for (const m of layout.members ?? []) if (!isArrayField(schema, m)) out.push(`${m} is not an array`);
+  for (const i of layout.indexes ?? []) for (const k of i) if (!keys.has(k)) out.push(`index [${i.join(', ')}] names ${k}, not a column`);
+  return out;
+}
+
+/** The Store columns' odd bits of a document (ID_BIT for its id). Tombstones have none: the
+ * Store never reads them. */
+export function storeOddOf(layout: ResolvedLayout, id: string, doc: Doc): number {
+  if (doc._deleted) return 0;
+  let odd = idFaithful(id) ? 0 : ID_BIT;
+  for (const c of layout.columns) if (!c.faithful(doc)) odd |= c.bit;
+  return odd;
+}
+
+/** A description of a resolved layout, stored in the file to notice a changed one. */
+export function layoutRecord(layout: ResolvedLayout): string {
+  return JSON.stringify({ c: layout.columns.map((c) => [c.key, c.kind, c.column]), m: layout.members.map((m) => m.table), i: layout.indexes.map((i) => i.name) });
+}

@@ -1,0 +1,435 @@
+/**
+ * The desktop Store's reads (shared/store.ts: a condition, an order, a keyset cursor, a limit) on a
+ * documents table, reading what the answer needs and not the whole collection. The answers are
+ * shared/query.ts's: conditions are translated to SQL (store-sql.ts) where the Store columns can
+ * say them and every document read is also tested with compileCond; orders are SQL's where the
+ * columns order as compareValues does (store-columns.ts), else JavaScript sorts the matches.
+ *
+ * Where to start reading, for a page of an order SQL can give (limit L, about N rows):
+ * - along an index of the order (after columns pinned by `eq`), stopping after L matches: right
+ *   when matches are common, since about L x N / matches rows are read;
+ * - from the matches of one condition (an index range, a member table, the text index), sorted:
+ *   right when they are few. Each such condition is counted up to a cap ~ sqrt(L x N) (the point
+ *   where both cost about the same); the smallest under the cap is read, else the index is walked.
+ * Without a usable index for the order, or without a limit, the smallest condition under a larger
+ * cap is read, else SQLite plans the query itself.
+ *
+ * Ties of the order are broken by id ascending. An index (keys..., id) read backwards gives ties
+ * in descending id order, so a descending order is read in groups of equal keys: a chunk read
+ * backwards is reordered group by group, and a group a chunk cuts is read forwards on its own
+ * (a large tie, such as one import's creation time, never has to be sorted whole).
+ */
+import { compileCond, cursorProbe, sortKeyCompare } from '../../../../shared/query.ts';
+import type { CursorState } from '../../../../shared/query.ts';
+import type { Cond, Sort } from '../../../../shared/store.ts';
+import type { Doc, DocTable } from './doc-table.ts';
+import { encodeKey, kindOf } from './store-columns.ts';
+import type { SqlValue, StoreColumn, StoreIndex } from './store-columns.ts';
+import { condSql, conditionColumn, matchExpression, textCondition, trigramSearchable } from './store-sql.ts';
+import type { Sql } from './store-sql.ts';
+
+/** When the reading strategies switch. Any setting gives the same answers (the Store conformance
+ * test runs with tiny values to take every path); these are tuned for 100k-1M leads. */
+export const STORE_QUERY_TUNING = {
+  /** Rows per statement of a walk. */
+  chunk: 256,
+  /** Bounds of the cap a condition's match count is compared with, for a page of an indexed order. */
+  minCap: 256,
+  maxCap: 20_000,
+  /** The cap without an indexed order or without a limit (matches read and sorted in memory). */
+  unorderedCap: 50_000,
+  /** Documents fetched per statement. */
+  docBatch: 512,
+};
+
+export type StoreRead = {
+  where: Cond | undefined;
+  orderBy: readonly Sort[];
+  cursor: CursorState | null;
+  /** Documents wanted; Infinity for all. */
+  limit: number;
+  /** Keep the documents read in the table's cache (a page on screen), or not (a bulk read). */
+  cache: boolean;
+};
+
+export type StoreAnswer = {
+  docs: Doc[];
+  /** Per document: parsed for this read only (nobody else holds it). */
+  fresh: boolean[];
+};
+
+type Dir = 'asc' | 'desc';
+
+/** One key of an order SQL can give: a Store column, or the id. */
+type Key = { expr: string; dir: Dir; column: StoreColumn | null };
+
+/** An order SQL gives: the keys, then the id in `tie` direction. */
+type Order = { keys: Key[]; tie: Dir };
+
+/** A row's place in the order: its key values (as stored) and id. */
+type Place = { k: SqlValue[]; id: string };
+
+type RowRef = { r: number; id: string; k: SqlValue[] };
+
+const q = (name: string): string => `"${name}"`;
+
+const flatten = (c: Cond | undefined): Cond[] => (!c ? [] : c.op === 'and' ? c.conds.flatMap(flatten) : [c]);
+
+/** The order as SQL over the table, or null when a key has no faithful column (JavaScript sorts). */
+function sqlOrder(table: DocTable, orderBy: readonly Sort[]): Order | null {
+  if (!table.idsFaithful()) return null;
+  const keys: Key[] = [];
+  for (const s of orderBy) {
+    if (s.field === 'id' && s.collate !== 'text') {
+      // Keys after a unique one never decide anything.
+      return { keys, tie: s.dir };
+    }
+    const c = table.storeColumn(s.collate === 'text' ? `fold:${s.field}` : s.field);
+    if (!c || !table.storeFaithful(c)) return null;
+    keys.push({ expr: `t.${q(c.column)}`, dir: s.dir, column: c });
+  }
+  return { keys, tie: 'asc' };
+}
+
+/** A cursor's sort values as stored, or null when one could not be stored faithfully. */
+function placeOf(order: Order, cursor: CursorState): Place | null {
+  const k: SqlValue[] = [];
+  for (let i = 0; i < order.keys.length; i++) {
+    const key = order.keys[i] as Key;
+    const v = cursor.k[i];
+    if (!key.column) return null;
+    const kind = kindOf(v);
+    if (kind !== null && kind !== key.column.kind) return null;
+    const enc = encodeKey(v, key.column.fold);
+    if (enc === undefined) return null;
+    k.push(enc);
+  }
+  return { k, id: cursor.id };
+}
+
+/** `(a1..an) op (b1..bn)` over keys with one direction, or the general form (any directions). */
+function afterSql(order: Order, place: Place): Sql {
+  const terms: string[] = [];
+  const params: SqlValue[] = [];
+  const n = order.keys.length;
+  for (let i = 0; i <= n; i++) {
+    const eqs = order.keys.slice(0, i).map((k) => `${k.expr} = ?`);
+    const last = i < n ? `${(order.keys[i] as Key).expr} ${(order.keys[i] as Key).dir === 'asc' ? '>' : '<'} ?` : `t.id ${order.tie === 'asc' ? '>' : '<'} ?`;
+    terms.push([...eqs, last].join(' AND '));
+    params.push(...place.k.slice(0, i), i < n ? (place.k[i] as SqlValue) : place.id);
+  }
+  return { sql: terms.map((t) => `(${t})`).join(' OR '), params, exact: true };
+}
+
+const orderSql = (order: Order): string => [...order.keys.map((k) => `${k.expr} ${k.dir.toUpperCase()}`), `t.id ${order.tie.toUpperCase()}`].join(', ');
+
+const keysSelect = (order: Order | null): string => (order ? order.keys.map((k, i) => `, ${k.expr} AS k${i}`).join('') : '');
+
+function rowRefs(rows: Record<string, unknown>[], n: number): RowRef[] {
+  return rows.map((row) => {
+    const k: SqlValue[] = [];
+    for (let i = 0; i < n; i++) k.push(row[`k${i}`] as SqlValue);
+    return { r: row.r as number, id: row.id as string, k };
+  });
+}
+
+/** Conditions pinning a Store column to one value (`eq` conjuncts), by column key. */
+function pinnedKeys(table: DocTable, where: Cond | undefined): Set<string> {
+  const out = new Set<string>();
+  for (const c of flatten(where)) {
+    if (c.op !== 'eq' || c.field === 'id') continue;
+    const col = conditionColumn(table, c.field);
+    if (col && encodeKey(c.value, false) !== undefined) out.add(col.key);
+  }
+  return out;
+}
+
+/** An index that gives `order` once its leading columns are pinned: `name` for INDEXED BY. */
+function walkIndex(table: DocTable, order: Order, pinned: Set<string>): string | null {
+  const keys = order.keys.map((k) => (k.column as StoreColumn).key);
+  let best: StoreIndex | null = null;
+  for (const idx of table.layout.indexes) {
+    const lead = idx.keys.length - keys.length;
+    if (lead < 0 || !idx.keys.slice(lead).every((k, i) => k === keys[i]) || !idx.keys.slice(0, lead).every((k) => pinned.has(k))) continue;
+    if (!best || idx.keys.length > best.keys.length) best = idx;
+  }
+  if (best) return best.name;
+  // The unique index on the id gives the bare id order.
+  return keys.length === 0 ? `${table.table}_id` : null;
+}
+
+/** A condition whose matches can be listed on their own (through an index, a member table or the
+ * text index), as SQL selecting their rowids as `r`. */
+type Driver = { sql: string; params: SqlValue[]; size: number | null };
+
+function drivers(table: DocTable, where: Cond | undefined): Driver[] {
+  const out: Driver[] = [];
+  const t = q(table.table);
+  const leading = (column: StoreColumn): StoreIndex | undefined => table.layout.indexes.find((i) => i.columns[0] === column.column);
+  for (const c of flatten(where)) {
+    if ((c.op === 'eq' || c.op === 'in') && c.field === 'id') {
+      const ids = [...new Set(c.op === 'eq' ? [c.value] : c.values)].filter((v): v is string => typeof v === 'string');
+      const s = condSql(table, { op: 'in', field: 'id', values: ids }, 'set');
+      out.push({ sql: `SELECT t.rowid AS r FROM ${t} AS t WHERE ${s.sql}`, params: s.params, size: ids.length });
+      continue;
+    }
+    const column = sameColumn(table, c);
+    if (column) {
+      const idx = leading(column);
+      const s = condSql(table, merged(c), 'set');
+      if (idx && s.exact && s.sql !== '1') out.push({ sql: `SELECT t.rowid AS r FROM ${t} AS t INDEXED BY ${q(idx.name)} WHERE t.deleted = 0 AND (${s.sql})`, params: s.params, size: null });
+      continue;
+    }
+    if (c.op === 'has') {
+      const m = table.memberTable(c.field);
+      if (m) out.push({ sql: `SELECT rid AS r FROM ${q(m.table)} WHERE value = ?`, params: [c.value], size: null });
+      continue;
+    }
+    if (c.op === 'contains') {
+      const text = textCondition(table, c);
+      const index = table.text;
+      if (text && index && trigramSearchable(text.needle)) {
+        out.push({ sql: `SELECT rowid AS r FROM ${q(index.table)} WHERE ${q(index.table)} MATCH ?`, params: [matchExpression(text.fields, index.fields, text.needle)], size: null });
+      }
+    }
+  }
+  return out;
+}
+
+/** The one faithful Store column a condition is about (eq, in, a range, or an or of those on one
+ * field), or null. */
+function sameColumn(table: DocTable, c: Cond): StoreColumn | null {
+  if (c.op === 'eq' || c.op === 'in' || c.op === 'lt' || c.op === 'lte' || c.op === 'gt' || c.op === 'gte') return c.field === 'id' ? null : conditionColumn(table, c.field);
+  if (c.op === 'or' && c.conds.length > 0) {
+    const cols = c.conds.map((p) => (p.op === 'eq' || p.op === 'in' ? sameColumn(table, p) : null));
+    const first = cols[0];
+    return first && cols.every((x) => x === first) ? first : null;
+  }
+  return null;
+}
+
+/** An or of eq/in on one field as one in (one index range list). */
+function merged(c: Cond): Cond {
+  if (c.op !== 'or') return c;
+  const values = c.conds.flatMap((p) => (p.op === 'eq' ? [p.value] : p.op === 'in' ? [...p.values] : []));
+  const field = (c.conds[0] as { field: string }).field;
+  return { op: 'in', field, values };
+}
+
+/** The driver listing the fewest rows, if one lists fewer than `cap`. */
+function smallestDriver(table: DocTable, where: Cond | undefined, cap: number): { d: Driver; size: number } | null {
+  let best: { d: Driver; size: number } | null = null;
+  for (const d of drivers(table, where)) {
+    const size = probe(table, d, best ? Math.min(cap, best.size) : cap);
+    if (size < cap && (!best || size < best.size)) best = { d, size };
+  }
+  return best;
+}
+
+/** How many rows a driver lists, counting no further than `cap`. */
+function probe(table: DocTable, d: Driver, cap: number): number {
+  if (d.size !== null) return d.size;
+  const stmt = table.statement(`probe ${d.sql}`, () => `SELECT count(*) FROM (${d.sql} LIMIT ?)`).pluck();
+  return Number(stmt.get(...d.params, cap));
+}
+
+function run(table: DocTable, sql: string, params: readonly SqlValue[]): Record<string, unknown>[] {
+  return table.statement(sql, () => sql).all(...params) as Record<string, unknown>[];
+}
+
+/** Rows of the smallest driver that pass the SQL condition, in order (or in no order). */
+function candidateRows(table: DocTable, d: Driver, where: Sql, order: Order | null, place: Place | null, limit: number): RowRef[] {
+  const after = order && place ? afterSql(order, place) : null;
+  const sql =
+    `SELECT t.rowid AS r, t.id AS id${keysSelect(order)} FROM (${d.sql}) AS d CROSS JOIN ${q(table.table)} AS t ON t.rowid = d.r ` +
+    `WHERE t.deleted = 0 AND (${where.sql})${after ? ` AND (${after.sql})` : ''}${order ? ` ORDER BY ${orderSql(order)}` : ''}${limit !== Infinity ? ' LIMIT ?' : ''}`;
+  const params = [...d.params, ...where.params, ...(after?.params ?? []), ...(limit !== Infinity ? [limit] : [])];
+  return rowRefs(run(table, sql, params), order?.keys.length ?? 0);
+}
+
+/** Rows SQLite finds by its own plan, in order; or, without an order, every row in rowid chunks. */
+function* planRows(table: DocTable, where: Sql, order: Order | null, place: Place | null, limit: number): Generator<RowRef[]> {
+  const t = q(table.table);
+  if (order) {
+    const after = place ? afterSql(order, place) : null;
+    const sql = `SELECT t.rowid AS r, t.id AS id${keysSelect(order)} FROM ${t} AS t WHERE t.deleted = 0 AND (${where.sql})${after ? ` AND (${after.sql})` : ''} ORDER BY ${orderSql(order)}${limit !== Infinity ? ' LIMIT ?' : ''}`;
+    yield rowRefs(run(table, sql, [...where.params, ...(after?.params ?? []), ...(limit !== Infinity ? [limit] : [])]), order.keys.length);
+    return;
+  }
+  // One statement, read in batches (a condition read as a set is then read once, not per batch).
+  const sql = `SELECT t.rowid AS r, t.id AS id FROM ${t} AS t WHERE t.deleted = 0 AND (${where.sql})`;
+  let batch: RowRef[] = [];
+  for (const row of table.statement(sql, () => sql).iterate(...where.params) as Iterable<{ r: number; id: string }>) {
+    batch.push({ r: row.r, id: row.id, k: [] });
+    if (batch.length >= STORE_QUERY_TUNING.docBatch) {
+      yield batch;
+      batch = [];
+    }
+  }
+  if (batch.length > 0) yield batch;
+}
+
+/**
+ * Rows in `order` along index `index`, from `place` on, chunk by chunk. Keys and tie in one
+ * direction: one range read forwards or backwards. Keys in one direction and the tie in the other:
+ * groups of equal keys (see the file comment).
+ */
+function* walkRows(table: DocTable, index: string, where: Sql, order: Order, place: Place | null, chunkOf: () => number): Generator<RowRef[]> {
+  const from = `FROM ${q(table.table)} AS t INDEXED BY ${q(index)} WHERE t.deleted = 0 AND (${where.sql})`;
+  const select = `SELECT t.rowid AS r, t.id AS id${keysSelect(order)} ${from}`;
+  const n = order.keys.length;
+  const dir = n > 0 ? (order.keys[0] as Key).dir : order.tie;
+  const tuple = (withId: boolean): string => `(${[...order.keys.map((k) => k.expr), ...(withId ? ['t.id'] : [])].join(', ')})`;
+  const marks = (count: number): string => `(${new Array<string>(count).fill('?').join(', ')})`;
+  const cmp = (d: Dir): string => (d === 'asc' ? '>' : '<');
+  const by = (d: Dir, withKeys: boolean): string => [...(withKeys ? order.keys.map((k) => `${k.expr} ${d.toUpperCase()}`) : []), `t.id ${d.toUpperCase()}`].join(', ');
+
+  if (order.tie === dir) {
+    // One direction: (keys, id) past the place, in index order.
+    const first = `${select} ORDER BY ${by(dir, true)} LIMIT ?`;
+    const next = `${select} AND ${tuple(true)} ${cmp(dir)} ${marks(n + 1)} ORDER BY ${by(dir, true)} LIMIT ?`;
+    let at = place;
+    for (;;) {
+      const m = chunkOf();
+      const rows = rowRefs(at ? run(table, next, [...where.params, ...at.k, at.id, m]) : run(table, first, [...where.params, m]), n);
+      if (rows.length > 0) yield rows;
+      const last = rows[rows.length - 1];
+      if (!last || rows.length < m) return;
+      at = { k: last.k, id: last.id };
+    }
+  }
+
+  // Keys one way, ties the other: whole groups of equal keys.
+  const eqKeys = order.keys.map((k) => `${k.expr} = ?`).join(' AND ');
+  const restOfGroup = `${select} AND ${eqKeys} AND t.id ${cmp(order.tie)} ? ORDER BY t.id ${order.tie.toUpperCase()} LIMIT ?`;
+  const wholeGroup = `${select} AND ${eqKeys} ORDER BY t.id ${order.tie.toUpperCase()} LIMIT ?`;
+  const firstGroups = `${select} ORDER BY ${by(dir, true)} LIMIT ?`;
+  const nextGroups = `${select} AND ${tuple(false)} ${cmp(dir)} ${marks(n)} ORDER BY ${by(dir, true)} LIMIT ?`;
+  const sameKeys = (a: SqlValue[], b: SqlValue[]): boolean => a.every((v, i) => (Buffer.isBuffer(v) ? Buffer.isBuffer(b[i]) && v.equals(b[i] as Buffer) : v === b[i]));
+
+  /** The rest of the group `keys` after id `after` (all of it for null), chunk by chunk. */
+  function* group(keys: SqlValue[], after: string | null): Generator<RowRef[]> {
+    let id = after;
+    for (;;) {
+      const m = chunkOf();
+      const rows = rowRefs(id === null ? run(table, wholeGroup, [...where.params, ...keys, m]) : run(table, restOfGroup, [...where.params, ...keys, id, m]), n);
+      if (rows.length > 0) yield rows;
+      const last = rows[rows.length - 1];
+      if (!last || rows.length < m) return;
+      id = last.id;
+    }
+  }
+
+  let beyond: SqlValue[] | null = null;
+  if (place) {
+    yield* group(place.k, place.id);
+    beyond = place.k;
+  }
+  for (;;) {
+    const m = Math.max(chunkOf(), 2);
+    const rows = rowRefs(beyond ? run(table, nextGroups, [...where.params, ...beyond, m]) : run(table, firstGroups, [...where.params, m]), n);
+    if (rows.length === 0) return;
+    // Split into groups of equal keys; a full chunk may have cut its last group.
+    const groups: RowRef[][] = [];
+    for (const row of rows) {
+      const g = groups[groups.length - 1];
+      if (g && sameKeys((g[0] as RowRef).k, row.k)) g.push(row);
+      else groups.push([row]);
+    }
+    const cut = rows.length === m ? groups.pop() : undefined;
+    for (const g of groups) yield g.reverse();
+    // A chunk shorter than asked for was the end.
+    if (!cut) return;
+    const keys = (cut[0] as RowRef).k;
+    yield* group(keys, null);
+    beyond = keys;
+  }
+}
+
+/** The documents of `rows` that pass `pred`, appended to `out` until it holds `want`. */
+function take(table: DocTable, rows: RowRef[], pred: ((d: unknown) => boolean) | null, want: number, cache: boolean, out: StoreAnswer): void {
+  const batch = STORE_QUERY_TUNING.docBatch;
+  for (let i = 0; i < rows.length && out.docs.length < want; i += batch) {
+    const part = rows.slice(i, i + batch);
+    const { docs, fresh } = table.docsOf(part.map((r) => ({ rowid: r.r, id: r.id })), cache);
+    for (let j = 0; j < docs.length && out.docs.length < want; j++) {
+      const d = docs[j] as Doc;
+      if (pred && !pred(d)) continue;
+      out.docs.push(d);
+      out.fresh.push(fresh[j] === true);
+    }
+  }
+}
+
+export function storeQuery(table: DocTable, read: StoreRead): StoreAnswer {
+  const out: StoreAnswer = { docs: [], fresh: [] };
+  const want = read.limit;
+  if (want <= 0) return out;
+  const rowForm = read.where ? condSql(table, read.where, 'row') : { sql: '1', params: [], exact: true };
+  if (rowForm.sql === '0' && rowForm.exact) return out;
+  const setForm = read.where ? condSql(table, read.where, 'set') : rowForm;
+  const pred = read.where ? compileCond(read.where) : null;
+  let order = sqlOrder(table, read.orderBy);
+  let place: Place | null = null;
+  if (order && read.cursor) {
+    place = placeOf(order, read.cursor);
+    if (!place) order = null;
+  }
+
+  const walk = order && want !== Infinity ? walkIndex(table, order, pinnedKeys(table, read.where)) : null;
+  const rowCount = table.rowEstimate();
+  const t = STORE_QUERY_TUNING;
+  const cap = walk ? Math.min(t.maxCap, Math.max(t.minCap, Math.ceil(Math.sqrt(want * rowCount)))) : t.unorderedCap;
+  const best = smallestDriver(table, read.where, cap);
+  // Rows SQL admits are all matches when the translation is exact: the SQL limit is the page.
+  const sqlLimit = order && rowForm.exact ? want : Infinity;
+
+  if (best) take(table, candidateRows(table, best.d, rowForm, order, place, sqlLimit), pred, order ? want : Infinity, read.cache, out);
+  else if (walk && order) {
+    const chunkOf = (): number => (rowForm.exact ? Math.max(1, Math.min(want - out.docs.length, t.chunk * 8)) : t.chunk);
+    for (const rows of walkRows(table, walk, rowForm, order, place, chunkOf)) {
+      take(table, rows, pred, want, read.cache, out);
+      if (out.docs.length >= want) break;
+    }
+  } else {
+    for (const rows of planRows(table, setForm, order, place, sqlLimit)) {
+      take(table, rows, pred, order ? want : Infinity, read.cache, out);
+      if (order && out.docs.length >= want) break;
+    }
+  }
+  if (order) return out;
+
+  // JavaScript's order: every match was read; sort, then the cursor and the limit.
+  const cmp = sortKeyCompare(read.orderBy);
+  const idx = out.docs.map((_, i) => i).sort((a, b) => cmp(out.docs[a], out.docs[b]));
+  let sorted = idx.map((i) => ({ doc: out.docs[i] as Doc, fresh: out.fresh[i] === true }));
+  if (read.cursor) {
+    const probeDoc = cursorProbe(read.cursor, read.orderBy);
+    sorted = sorted.filter((x) => cmp(x.doc, probeDoc) > 0);
+  }
+  sorted = sorted.slice(0, want);
+  return { docs: sorted.map((x) => x.doc), fresh: sorted.map((x) => x.fresh) };
+}
+
+/** How many live documents match: in SQL when the condition translates exactly, else by reading
+ * the rows SQL admits and testing each. */
+export function storeCount(table: DocTable, where: Cond | undefined): number {
+  const setForm = where ? condSql(table, where, 'set') : { sql: '1', params: [], exact: true };
+  if (setForm.sql === '0' && setForm.exact) return 0;
+  if (setForm.exact) {
+    const sql = `SELECT count(*) FROM ${q(table.table)} AS t WHERE t.deleted = 0 AND (${setForm.sql})`;
+    return Number(table.statement(sql, () => sql).pluck().get(...setForm.params));
+  }
+  const rowForm = where ? condSql(table, where, 'row') : setForm;
+  const pred = where ? compileCond(where) : null;
+  const best = smallestDriver(table, where, STORE_QUERY_TUNING.unorderedCap);
+  const batches = best ? [candidateRows(table, best.d, rowForm, null, null, Infinity)] : planRows(table, setForm, null, null, Infinity);
+  let n = 0;
+  for (const rows of batches) {
+    for (let i = 0; i < rows.length; i += STORE_QUERY_TUNING.docBatch) {
+      const { docs } = table.docsOf(rows.slice(i, i + STORE_QUERY_TUNING.docBatch).map((r) => ({ rowid: r.r, id: r.id })), false);
+      for (const d of docs) if (!pred || pred(d)) n++;
+    }
+  }
+  return n;
+}

@@ -1,0 +1,231 @@
+/**
+ * What the desktop Store on the SQLite storage (electron/backend/sqlite-store.ts) promises beyond
+ * answering like the memory store (rxdb-store.test.ts checks that on everyday data):
+ * - the same answers when stored values defeat the columns' encoding (a number in a text field,
+ *   an object, characters SQLite orders differently from JavaScript, such as emoji and U+FFFD,
+ *   in names and in ids), where conditions and orders fall back to JavaScript;
+ * - a page reads what it shows, not the collection: first rows, deep pages by cursor, a rare
+ *   filter, a rare text; counts of conditions SQL says exactly read no document;
+ * - the layout of store-layout.ts fits the collection schemas as written.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openLocalDatabase } from '../../electron/backend/local-db.ts';
+import type { LocalDatabase } from '../../electron/backend/local-db.ts';
+import type { DocTable } from '../../electron/backend/storage/sqlite/doc-table.ts';
+import { layoutProblems } from '../../electron/backend/storage/sqlite/store-columns.ts';
+import { sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
+import { STORE_LAYOUT } from '../../electron/backend/store-layout.ts';
+import { MemoryDatabase } from '../../shared/memory-store.ts';
+import { newLead } from '../../shared/model/factories.ts';
+import { COLLECTIONS } from '../../shared/model/index.ts';
+import type { CollectionName, Lead } from '../../shared/model/index.ts';
+import { LEAD_QUERY_FIELDS } from '../../shared/ops/lead-search.ts';
+import type { AnyWrite, Cond, Query, Sort, Store } from '../../shared/store.ts';
+import { seededRandom } from '../support/harness.ts';
+
+const WS = 'c0000000-0000-4000-8000-000000000001';
+const actor = { workspaceId: WS, memberId: 'c0000000-0000-4000-8000-0000000000aa', role: 'owner' as const };
+const GROUP = 'c0000000-0000-4000-8000-0000000000b1';
+const OTHER_GROUP = 'c0000000-0000-4000-8000-0000000000b2';
+
+const creates = (leads: readonly Lead[]): AnyWrite[] => leads.map((after) => ({ collection: 'leads', id: after.id, before: null, after }));
+
+let dir: string;
+let db: LocalDatabase;
+let ref: Store;
+
+function leadsTable(): DocTable {
+  const table = sqliteInstanceOf<Lead>(db.rx.collections.leads?.storageInstance)?.internalsForTests.table;
+  if (!table) throw new Error('not on the SQLite storage');
+  return table;
+}
+
+/** Every page of a query, by cursor, from both stores. */
+async function expectSamePages(q: Query, maxPages = 6): Promise<void> {
+  let cursor: string | null = null;
+  for (let page = 0; page < maxPages; page++) {
+    const query: Query = { ...q, cursor };
+    const [a, b] = await Promise.all([db.store.query('leads', query), ref.query('leads', query)]);
+    expect(a, JSON.stringify(query)).toEqual(b);
+    cursor = b.nextCursor;
+    if (!cursor) return;
+  }
+}
+
+async function open(): Promise<void> {
+  db = await openLocalDatabase({ dir, workspaceId: WS, actor, storage: 'sqlite' });
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'sqlite-store-'));
+  await open();
+  ref = new MemoryDatabase().forWorkspace(WS);
+});
+
+afterAll(async () => {
+  await db?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('the layout', () => {
+  it('fits the collection schemas as written (every column typed, members arrays, indexes over columns)', () => {
+    for (const [c, layout] of Object.entries(STORE_LAYOUT)) {
+      expect(layoutProblems(COLLECTIONS[c as CollectionName].schema, layout), c).toEqual([]);
+    }
+  });
+});
+
+describe('values the columns cannot order or compare like JavaScript', () => {
+  const at = (i: number) => `2026-03-${String(1 + (i % 9)).padStart(2, '0')}T10:00:00.000Z`;
+  const lead = (id: string, i: number, fields: Partial<Record<keyof Lead, unknown>>): Lead =>
+    ({ ...newLead({ id, workspaceId: WS, now: at(i) }, GROUP, { firstName: `P${i}`, email: `p${i}@x.test`, company: `Co ${i % 4}` }), ...fields }) as Lead;
+  const NAMES = ['Émile', 'eric', '😀 Smile', '\ufffd odd', '\ue000 private', 'Zed', 'adam', ''];
+
+  let leads: Lead[] = [];
+  beforeAll(async () => {
+    leads = NAMES.map((fullName, i) => lead(`c0000000-0000-4000-8000-1000000000${String(i).padStart(2, '0')}`, i, { fullName, rankingScore: i % 3 }));
+    // Ids SQLite's text order puts elsewhere than JavaScript's (a surrogate pair against U+FFFD).
+    leads.push(lead('id-😀', 20, { fullName: 'Wide id' }), lead('id-\ufffd', 21, { fullName: 'Wide id' }), lead('id-z', 22, { fullName: 'Wide id' }));
+    await db.store.commit(creates(leads));
+    await ref.commit(creates(leads));
+  });
+
+  const queries = (): Query[] => {
+    const sorts: Sort[][] = [
+      [{ field: 'fullName', dir: 'asc', collate: 'text' }],
+      [{ field: 'fullName', dir: 'desc', collate: 'text' }],
+      [{ field: 'company', dir: 'asc', collate: 'text' }],
+      [{ field: 'rankingScore', dir: 'desc' }],
+      [{ field: 'createdAt', dir: 'desc' }],
+      [],
+    ];
+    const wheres: (Cond | undefined)[] = [
+      undefined,
+      { op: 'lt', field: 'rankingScore', value: 2 },
+      { op: 'gte', field: 'company', value: 'Co 2' },
+      { op: 'eq', field: 'company', value: 7 as unknown as string },
+      { op: 'neq', field: 'company', value: 'Co 1' },
+      { op: 'in', field: 'fullName', values: ['Zed', '😀 Smile', 'nobody'] },
+      { op: 'gt', field: 'id', value: 'id-a' },
+      { op: 'contains', fields: LEAD_QUERY_FIELDS, value: 'smi' },
+    ];
+    return wheres.flatMap((where) => sorts.map((orderBy) => ({ where, orderBy, limit: 3 })));
+  };
+
+  it('answers like the memory store while every value is faithful, and after odd values arrive', async () => {
+    for (const q of queries()) await expectSamePages(q);
+    // Now values a column cannot hold faithfully: a number where text belongs, an object, a boolean.
+    const odd = [
+      lead('c0000000-0000-4000-8000-2000000000a1', 30, { company: 7, rankingScore: 'high' }),
+      lead('c0000000-0000-4000-8000-2000000000a2', 31, { company: { name: 'Nested' }, fullName: true }),
+    ];
+    await db.store.commit(creates(odd));
+    await ref.commit(creates(odd));
+    for (const q of queries()) {
+      await expectSamePages(q);
+      expect(await db.store.count('leads', q.where), JSON.stringify(q.where)).toBe(await ref.count('leads', q.where));
+    }
+    // Once the odd documents are gone, the columns serve again (and still answer the same).
+    await db.store.commit(odd.map((d) => ({ collection: 'leads', id: d.id, before: d, after: null })));
+    await ref.commit(odd.map((d) => ({ collection: 'leads', id: d.id, before: d, after: null })));
+    for (const q of queries()) await expectSamePages(q);
+    // The next tests count the documents a read takes: the odd ids would make every read sort in
+    // JavaScript, so they go (a deleted document's values never count).
+    await db.store.commit(leads.map((d) => ({ collection: 'leads', id: d.id, before: d, after: null })));
+    await ref.commit(leads.map((d) => ({ collection: 'leads', id: d.id, before: d, after: null })));
+  });
+});
+
+describe('reading what the page shows', () => {
+  const N = 3000;
+  const rnd = seededRandom(5);
+  const TAGS = ['c0000000-0000-4000-8000-0000000000c1', 'c0000000-0000-4000-8000-0000000000c2'];
+  let rare: Lead;
+
+  beforeAll(async () => {
+    const leads = Array.from({ length: N }, (_, i) =>
+      newLead({ id: `c0000000-0000-4000-8000-3${String(i).padStart(11, '0')}`, workspaceId: WS, now: new Date(Date.UTC(2026, 4, 1) + Math.floor(i / 7) * 60_000).toISOString() }, GROUP, {
+        firstName: ['Ann', 'Bob', 'Chen'][i % 3],
+        lastName: i % 10 === 0 ? 'Smith' : `L${i}`,
+        email: `lead${i}@example.test`,
+        company: `Company ${i % 50}`,
+        rankingScore: Math.floor(rnd() * 100),
+        // One lead in a thousand has the first tag; most have none.
+        tagId: i % 1000 === 5 ? (TAGS[0] as string) : null,
+        groupIds: i % 500 === 1 ? [GROUP, OTHER_GROUP] : [GROUP],
+      }),
+    );
+    rare = leads[2345] as Lead;
+    for (let i = 0; i < leads.length; i += 1000) {
+      await db.store.commit(creates(leads.slice(i, i + 1000)));
+      await ref.commit(creates(leads.slice(i, i + 1000)));
+    }
+    // Reopen: nothing in the document cache.
+    await db.close();
+    await open();
+  }, 60_000);
+
+  /** Documents a read took from SQLite (not the cache). */
+  async function rowsRead(fn: () => Promise<unknown>): Promise<number> {
+    const table = leadsTable();
+    const before = table.rowsScanned;
+    await fn();
+    return table.rowsScanned - before;
+  }
+
+  it('first rows newest first, and a deep page by cursor, read about a page', async () => {
+    const q: Query = { orderBy: [{ field: 'createdAt', dir: 'desc' }], limit: 50 };
+    expect(await rowsRead(() => db.store.query('leads', q))).toBeLessThanOrEqual(51);
+    let cursor: string | null = null;
+    for (let i = 0; i < 20; i++) cursor = (await ref.query('leads', { ...q, cursor })).nextCursor;
+    expect(await rowsRead(() => db.store.query('leads', { ...q, cursor }))).toBeLessThanOrEqual(51);
+    await expectSamePages({ ...q, cursor }, 2);
+    // By name, either way, and by score: also through their indexes.
+    for (const orderBy of [[{ field: 'fullName', dir: 'asc', collate: 'text' }], [{ field: 'company', dir: 'desc', collate: 'text' }], [{ field: 'rankingScore', dir: 'desc' }]] as Sort[][]) {
+      expect(await rowsRead(() => db.store.query('leads', { orderBy, limit: 50 })), JSON.stringify(orderBy)).toBeLessThanOrEqual(51);
+      await expectSamePages({ orderBy, limit: 50 }, 3);
+    }
+  });
+
+  it('a rare filter, a rare list membership and a rare text read their matches, not the collection', async () => {
+    const orderBy: Sort[] = [{ field: 'createdAt', dir: 'desc' }];
+    const cases: Cond[] = [
+      { op: 'eq', field: 'tagId', value: TAGS[0] as string },
+      { op: 'has', field: 'groupIds', value: OTHER_GROUP },
+      { op: 'contains', fields: LEAD_QUERY_FIELDS, value: rare.email },
+      { op: 'or', conds: [{ op: 'eq', field: 'tagId', value: TAGS[1] as string }, { op: 'in', field: 'tagId', values: [TAGS[0] as string] }] },
+    ];
+    for (const where of cases) {
+      const read = await rowsRead(() => db.store.query('leads', { where, orderBy, limit: 50 }));
+      expect(read, JSON.stringify(where)).toBeLessThanOrEqual(10);
+      await expectSamePages({ where, orderBy, limit: 50 });
+    }
+  });
+
+  it('a common text walks the order and stops at the page', async () => {
+    const where: Cond = { op: 'contains', fields: LEAD_QUERY_FIELDS, value: 'smith' };
+    const orderBy: Sort[] = [{ field: 'createdAt', dir: 'desc' }];
+    expect(await rowsRead(() => db.store.query('leads', { where, orderBy, limit: 50 }))).toBeLessThanOrEqual(51);
+    await expectSamePages({ where, orderBy, limit: 50 }, 3);
+  });
+
+  it('counts in SQL, reading no document, when SQL can say the condition exactly', async () => {
+    const exact: (Cond | undefined)[] = [
+      undefined,
+      { op: 'eq', field: 'tagId', value: null },
+      { op: 'has', field: 'groupIds', value: OTHER_GROUP },
+      { op: 'contains', fields: LEAD_QUERY_FIELDS, value: 'smith' },
+      { op: 'contains', fields: ['company'], value: 'y 4' },
+      { op: 'and', conds: [{ op: 'gte', field: 'rankingScore', value: 50 }, { op: 'not', cond: { op: 'eq', field: 'tagId', value: null } }] },
+    ];
+    for (const where of exact) {
+      expect(await rowsRead(async () => expect(await db.store.count('leads', where)).toBe(await ref.count('leads', where))), JSON.stringify(where)).toBe(0);
+    }
+    // A field without a column is tested on the documents, and still counted right.
+    const loose: Cond = { op: 'eq', field: 'firstName', value: 'Ann' };
+    expect(await db.store.count('leads', loose)).toBe(await ref.count('leads', loose));
+  });
+});
