@@ -21,6 +21,8 @@ export const STORE_LAYOUT: Partial<Record<CollectionName, StoreLayout>> = {
       { field: 'createdAt' },
       { field: 'updatedAt' },
       { field: 'lastActivityAt' },
+      // Names and companies: the leads table's order (case and accents folded); the import's
+      // look-up by exact name goes through the same column (folding keeps every exact match).
       { field: 'fullName', fold: true },
       { field: 'company', fold: true },
       { field: 'rankingScore' },
@@ -30,27 +32,27 @@ export const STORE_LAYOUT: Partial<Record<CollectionName, StoreLayout>> = {
       { field: 'pipelineStageId' },
       { field: 'email' },
       { field: 'socialUrl' },
-      { field: 'fullName' },
-      { field: 'company' },
     ],
     members: ['groupIds'],
     indexes: [
-      ['workspaceId'],
+      // Counting the workspace's leads without reading them.
+      { keys: ['workspaceId'], ordered: false },
       // The leads table's orders (LEAD_SORT_FIELDS), each read either way.
-      ['createdAt'],
-      ['lastActivityAt'],
-      ['fold:fullName'],
-      ['fold:company'],
-      ['rankingScore'],
-      ['leadFitScore'],
-      ['followUpAt'],
+      { keys: ['createdAt'] },
+      { keys: ['lastActivityAt'], afterLoad: true },
+      { keys: ['fold:fullName'], afterLoad: true },
+      { keys: ['fold:company'], afterLoad: true },
+      { keys: ['rankingScore'], afterLoad: true },
+      { keys: ['leadFitScore'], afterLoad: true },
+      { keys: ['followUpAt'], afterLoad: true },
       // The runner's look for leads changed since its last tick.
-      ['updatedAt'],
-      ['tagId'],
-      ['pipelineStageId'],
-      ['email'],
-      ['socialUrl'],
-      ['fullName'],
+      { keys: ['updatedAt'], ordered: false },
+      // Lead search's filters.
+      { keys: ['tagId'], ordered: false },
+      { keys: ['pipelineStageId'], ordered: false },
+      // The import's and the edit check's look-ups of a person.
+      { keys: ['email'], ordered: false, afterLoad: true },
+      { keys: ['socialUrl'], ordered: false, afterLoad: true },
     ],
   },
   enrollments: {
@@ -64,7 +66,13 @@ export const STORE_LAYOUT: Partial<Record<CollectionName, StoreLayout>> = {
       { field: 'createdAt' },
       { field: 'sdrProfileId' },
     ],
-    indexes: [['campaignId'], ['leadId'], ['status', 'nextActionAt'], ['updatedAt']],
+    indexes: [
+      { keys: ['campaignId'], ordered: false },
+      { keys: ['leadId'], ordered: false, afterLoad: true },
+      // The runner's due enrollments, in due order.
+      { keys: ['status', 'nextActionAt'] },
+      { keys: ['updatedAt'], ordered: false },
+    ],
   },
   activities: {
     columns: [
@@ -77,7 +85,13 @@ export const STORE_LAYOUT: Partial<Record<CollectionName, StoreLayout>> = {
       { field: 'metadata.taskStatus' },
       { field: 'metadata.campaignId' },
     ],
-    indexes: [['leadId', 'createdAt'], ['metadata.assigneeId', 'dueAt'], ['metadata.campaignId']],
+    indexes: [
+      // A lead's timeline, newest first.
+      { keys: ['leadId', 'createdAt'], afterLoad: true },
+      // A member's tasks, by due date.
+      { keys: ['metadata.assigneeId', 'dueAt'], afterLoad: true },
+      { keys: ['metadata.campaignId'], ordered: false },
+    ],
   },
   messages: {
     columns: [
@@ -93,7 +107,17 @@ export const STORE_LAYOUT: Partial<Record<CollectionName, StoreLayout>> = {
       { field: 'createdAt' },
       { field: 'sentAt' },
     ],
-    indexes: [['campaignId'], ['leadId', 'createdAt'], ['chatId'], ['externalId'], ['sdrProfileId', 'createdAt'], ['status'], ['sentAt']],
+    indexes: [
+      { keys: ['campaignId'], ordered: false },
+      { keys: ['leadId', 'createdAt'], afterLoad: true },
+      { keys: ['chatId'], ordered: false, afterLoad: true },
+      { keys: ['externalId'], ordered: false, afterLoad: true },
+      // A sender's recent messages (daily and weekly limits, spacing).
+      { keys: ['sdrProfileId', 'createdAt'] },
+      { keys: ['status'], ordered: false },
+      // The inbox, newest first.
+      { keys: ['sentAt'] },
+    ],
   },
 };
 

@@ -6,6 +6,8 @@
  *   in names and in ids), where conditions and orders fall back to JavaScript;
  * - a page reads what it shows, not the collection: first rows, deep pages by cursor, a rare
  *   filter, a rare text; counts of conditions SQL says exactly read no document;
+ * - a bulk load into an empty collection builds its random-order indexes at its end, answering the
+ *   same meanwhile, and a load cut short by closing is finished after the next open;
  * - the layout of store-layout.ts fits the collection schemas as written.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -14,6 +16,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openLocalDatabase } from '../../electron/backend/local-db.ts';
 import type { LocalDatabase } from '../../electron/backend/local-db.ts';
+import { BULK_ROWS, LOAD_QUIET_MS } from '../../electron/backend/storage/sqlite/doc-table.ts';
 import type { DocTable } from '../../electron/backend/storage/sqlite/doc-table.ts';
 import { layoutProblems } from '../../electron/backend/storage/sqlite/store-columns.ts';
 import { sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
@@ -163,7 +166,9 @@ describe('reading what the page shows', () => {
       await db.store.commit(creates(leads.slice(i, i + 1000)));
       await ref.commit(creates(leads.slice(i, i + 1000)));
     }
-    // Reopen: nothing in the document cache.
+    // The first thousand started a bulk load (below): its indexes are built now, as a quiet
+    // moment would. Reopen: nothing in the document cache.
+    leadsTable().finishLoading();
     await db.close();
     await open();
   }, 60_000);
@@ -228,4 +233,76 @@ describe('reading what the page shows', () => {
     const loose: Cond = { op: 'eq', field: 'firstName', value: 'Ann' };
     expect(await db.store.count('leads', loose)).toBe(await ref.count('leads', loose));
   });
+});
+
+describe('bulk loads', () => {
+  const WS2 = 'c0000000-0000-4000-8000-000000000002';
+  const actor2 = { ...actor, workspaceId: WS2 };
+  const lead2 = (i: number): Lead =>
+    newLead({ id: `c0000000-0000-4000-8000-4${String(i).padStart(11, '0')}`, workspaceId: WS2, now: new Date(Date.UTC(2026, 5, 1) + i * 1000).toISOString() }, GROUP, {
+      firstName: `F${i % 97}`,
+      lastName: i % 3 ? 'Smith' : 'Jones',
+      email: `b${i}@bulk.test`,
+      rankingScore: i % 13,
+    });
+
+  /** Indexes of a table in its file (through the owner's connection: no other may read). */
+  const indexesInFile = (table: DocTable): string[] =>
+    table.file.db.prepare<[string], string>("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ? ORDER BY name").pluck().all(table.table);
+
+  it('builds the random-order indexes after a load into an empty collection, answering the same meanwhile, also across a reopen', async () => {
+    // RxDB's open edition holds 13 collections per process: one local database at a time.
+    await db.close();
+    const dir2 = mkdtempSync(join(tmpdir(), 'sqlite-store-bulk-'));
+    let db2 = await openLocalDatabase({ dir: dir2, workspaceId: WS2, actor: actor2, storage: 'sqlite' });
+    const ref2 = new MemoryDatabase().forWorkspace(WS2);
+    try {
+      const table = (): DocTable => {
+        const t = sqliteInstanceOf<Lead>(db2.rx.collections.leads?.storageInstance)?.internalsForTests.table;
+        if (!t) throw new Error('not on the SQLite storage');
+        return t;
+      };
+      const all = indexesInFile(table());
+      const deferred = table().layout.indexes.filter((i) => i.afterLoad).map((i) => i.name);
+      expect(deferred.length).toBeGreaterThan(0);
+      expect(all).toEqual(expect.arrayContaining(deferred));
+
+      const leads = Array.from({ length: BULK_ROWS * 2 }, (_, i) => lead2(i));
+      await db2.store.commit(creates(leads.slice(0, BULK_ROWS)));
+      await ref2.commit(creates(leads.slice(0, BULK_ROWS)));
+      expect(table().isLoading).toBe(true);
+      const during = indexesInFile(table());
+      for (const name of deferred) expect(during).not.toContain(name);
+      // The indexes that are cheap to keep (in arrival order) stay.
+      expect(during).toContain(`${table().table}_id`);
+      const queries: Query[] = [
+        { orderBy: [{ field: 'fullName', dir: 'asc', collate: 'text' }], limit: 40 },
+        { where: { op: 'in', field: 'email', values: ['b7@bulk.test', 'b700@bulk.test'] } },
+        { where: { op: 'contains', fields: LEAD_QUERY_FIELDS, value: 'jones' }, orderBy: [{ field: 'rankingScore', dir: 'desc' }], limit: 25 },
+      ];
+      const same = async (): Promise<void> => {
+        for (const q of queries) expect(await db2.store.query('leads', q), JSON.stringify(q)).toEqual(await ref2.query('leads', q));
+      };
+      await same();
+      // A second bulk write goes on loading; closing cuts the load short.
+      await db2.store.commit(creates(leads.slice(BULK_ROWS)));
+      await ref2.commit(creates(leads.slice(BULK_ROWS)));
+      await db2.close();
+      db2 = await openLocalDatabase({ dir: dir2, workspaceId: WS2, actor: actor2, storage: 'sqlite' });
+      expect(table().isLoading).toBe(true);
+      await same();
+      // Once nothing more arrives for a while, the indexes are built, one per turn of the event loop.
+      await new Promise((r) => setTimeout(r, LOAD_QUIET_MS + 500));
+      await expect.poll(() => table().isLoading, { timeout: 10_000 }).toBe(false);
+      expect(indexesInFile(table())).toEqual(all);
+      await same();
+      // A bulk write into a table holding more than it brings keeps its indexes.
+      const more = Array.from({ length: BULK_ROWS }, (_, i) => lead2(BULK_ROWS * 2 + i));
+      await db2.store.commit(creates(more));
+      expect(table().isLoading).toBe(false);
+    } finally {
+      await db2.close();
+      rmSync(dir2, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

@@ -17,6 +17,17 @@
  *
  * Storage instances of one name in one process share this object (refcounted): its cache, its
  * change stream and its sequence counter.
+ *
+ * Loading: an index whose keys arrive in random order (RxDB's `[_deleted, id]`, a name, an email)
+ * costs every written row a page write per such index, which made an initial sync of 100k leads
+ * several times slower than the documents alone, and grows with the table. A bulk write
+ * (BULK_ROWS rows or more) into a table holding fewer rows than it brings starts a load: those
+ * indexes (RxDB's index columns' and the layout's `afterLoad` ones) are dropped, in that write's
+ * transaction, and built again from sorted keys once no bulk write came for LOAD_QUIET_MS, one
+ * index per turn of the event loop (or at once by finishLoading). The documents, their columns,
+ * the text index, member tables and the other indexes are written as always; a query meanwhile
+ * reads without the missing indexes (the same answers, more rows read). The state is in the file,
+ * so a load cut short by a quit is finished after the next open.
  */
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import { Subject } from 'rxjs';
@@ -55,7 +66,13 @@ export type TableSetup = {
 export type RowWrite = { before: Doc | undefined; doc: Doc };
 
 /** What a committed write changes in memory (applied only once SQLite committed it). */
-export type Written = { lastSeq: number; rows: readonly RowWrite[]; oddDelta: number[]; storeOddDelta: number[] };
+export type Written = { lastSeq: number; rows: readonly RowWrite[]; oddDelta: number[]; storeOddDelta: number[]; bulk: boolean; startsLoad: boolean };
+
+/** Rows in one write that make it a bulk write (an initial sync's pull page, an import call). */
+export const BULK_ROWS = 1000;
+
+/** How long after its last bulk write a load counts as over. */
+export const LOAD_QUIET_MS = 1500;
 
 /** Prepared statements of the Store's queries kept per table. */
 const STORE_STATEMENTS = 300;
@@ -90,6 +107,13 @@ export class DocTable {
   private readonly getMany: Statement<[string], { id: string; doc: string }>;
   private readonly statements = new Map<string, Statement>();
   private readonly storeStatements = new Map<string, Statement>();
+  /** Indexes built after a load (see the file comment), by name: their SQL. */
+  private readonly deferrable = new Map<string, string>();
+  /** Those not in the file now. */
+  private readonly missing = new Set<string>();
+  private loading = false;
+  private lastBulkAt = 0;
+  private loadTimer: ReturnType<typeof setTimeout> | null = null;
   /** @internal Rows read by scans since open, for tests and benchmarks. */
   rowsScanned = 0;
 
@@ -128,6 +152,16 @@ export class DocTable {
     for (const odd of db.prepare(`SELECT odd FROM ${t} WHERE odd <> 0`).pluck().iterate() as Iterable<number>) this.countOdd(odd, 1, this.unfaithful);
     this.storeUnfaithful = new Array<number>(this.layout.columns.length + 1).fill(0);
     for (const odd of db.prepare(`SELECT sodd FROM ${t} WHERE sodd <> 0`).pluck().iterate() as Iterable<number>) this.countOdd(odd, 1, this.storeUnfaithful);
+    for (const c of this.columns) this.deferrable.set(`${table}_${c.column}`, `CREATE INDEX IF NOT EXISTS "${table}_${c.column}" ON ${t} ("${c.column}")`);
+    for (const i of this.layout.indexes) if (i.afterLoad) this.deferrable.set(i.name, storeIndexSql(table, i));
+    const present = new Set(db.prepare<[string], string>("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?").pluck().all(table));
+    for (const name of this.deferrable.keys()) if (!present.has(name)) this.missing.add(name);
+    const flagged = db.prepare<[string], number>('SELECT loading FROM instances WHERE name = ?').pluck().get(name) === 1;
+    // A load a quit cut short goes on (or is finished once nothing more arrives).
+    if (flagged || this.missing.size > 0) {
+      this.loading = true;
+      this.armLoadTimer();
+    }
   }
 
   /** The table of `setup.name` in the file, created (or brought to the schema's index set) on
@@ -148,8 +182,66 @@ export class DocTable {
   release(): void {
     this.refs--;
     if (this.refs > 0) return;
+    this.stopLoadTimer();
     if (TABLES.get(this.file)?.get(this.name) === this) TABLES.get(this.file)?.delete(this.name);
     this.changes.complete();
+  }
+
+  /** Whether an index (by name) is in the file now: not one a load is still to build. */
+  indexReady(name: string): boolean {
+    return !this.missing.has(name);
+  }
+
+  /** Whether a bulk load's indexes are still to be built. */
+  get isLoading(): boolean {
+    return this.loading;
+  }
+
+  private armLoadTimer(delay = LOAD_QUIET_MS): void {
+    if (this.loadTimer) return;
+    this.loadTimer = setTimeout(() => {
+      this.loadTimer = null;
+      this.buildStep();
+    }, delay);
+    this.loadTimer.unref();
+  }
+
+  private stopLoadTimer(): void {
+    if (this.loadTimer) clearTimeout(this.loadTimer);
+    this.loadTimer = null;
+  }
+
+  /** Builds the next missing index once the load is quiet, then comes back for the next one (the
+   * event loop turns in between: a build of one index at 1M rows takes about a second). */
+  private buildStep(): void {
+    if (!this.loading || this.refs <= 0 || !this.file.db.open) return;
+    const quietFor = Date.now() - this.lastBulkAt;
+    if (quietFor < LOAD_QUIET_MS) {
+      this.armLoadTimer(LOAD_QUIET_MS - quietFor);
+      return;
+    }
+    const next = this.missing.values().next();
+    if (next.done) {
+      this.finishLoading();
+      return;
+    }
+    const sql = this.deferrable.get(next.value) ?? '';
+    this.file.write(true, () => this.file.db.exec(sql));
+    this.missing.delete(next.value);
+    if (this.missing.size === 0) this.finishLoading();
+    else this.armLoadTimer(0);
+  }
+
+  /** Builds every index a load left out, now (the end of a migration, tests). */
+  finishLoading(): void {
+    if (!this.loading) return;
+    this.stopLoadTimer();
+    this.file.write(true, () => {
+      for (const name of this.missing) this.file.db.exec(this.deferrable.get(name) ?? '');
+      this.file.db.prepare('UPDATE instances SET loading = 0 WHERE name = ?').run(this.name);
+    });
+    this.missing.clear();
+    this.loading = false;
   }
 
   /** The column of an RxDB index (as a query plan names it), or undefined. */
@@ -281,6 +373,13 @@ export class DocTable {
   /** Writes the rows, each with the next sequence number, and their text rows. Must run inside
    * the file's write transaction; nothing in memory changes until `committed`. */
   write(rows: readonly RowWrite[]): Written {
+    const bulk = rows.length >= BULK_ROWS;
+    // A bulk write into a table holding fewer rows than it brings starts a load (file comment).
+    const startsLoad = bulk && !this.loading && this.deferrable.size > 0 && this.rowEstimate() < rows.length;
+    if (startsLoad) {
+      for (const name of this.deferrable.keys()) this.file.db.exec(`DROP INDEX IF EXISTS "${name}"`);
+      this.file.db.prepare('UPDATE instances SET loading = 1 WHERE name = ?').run(this.name);
+    }
     let seq = this.lastSeq;
     const oddDelta = this.columns.map(() => 0);
     const storeOddDelta = this.storeUnfaithful.map(() => 0);
@@ -322,7 +421,7 @@ export class DocTable {
     // twice as expensive (measured: 76 vs 39 µs of CPU per lead).
     const text = this.text;
     if (text) rows.forEach((r, i) => text.put(rowids[i] as number | bigint, r.before, r.doc));
-    return { lastSeq: seq, rows, oddDelta, storeOddDelta };
+    return { lastSeq: seq, rows, oddDelta, storeOddDelta, bulk, startsLoad };
   }
 
   /** Applies a write that SQLite committed. */
@@ -330,6 +429,12 @@ export class DocTable {
     this.lastSeq = w.lastSeq;
     w.oddDelta.forEach((d, i) => (this.unfaithful[i] = (this.unfaithful[i] ?? 0) + d));
     w.storeOddDelta.forEach((d, i) => (this.storeUnfaithful[i] = (this.storeUnfaithful[i] ?? 0) + d));
+    if (w.startsLoad) {
+      this.loading = true;
+      for (const name of this.deferrable.keys()) this.missing.add(name);
+    }
+    if (w.bulk) this.lastBulkAt = Date.now();
+    if (this.loading) this.armLoadTimer();
     for (const { doc } of w.rows) this.cache.set(String((doc as Record<string, unknown>)[this.primaryPath]), doc);
   }
 
@@ -449,6 +554,9 @@ export class DocTable {
     this.lastSeq = 0;
     this.unfaithful.fill(0);
     this.storeUnfaithful.fill(0);
+    this.stopLoadTimer();
+    this.loading = false;
+    this.missing.clear();
   }
 }
 
@@ -456,8 +564,8 @@ export class DocTable {
 export type Purged = { ids: string[]; oddDelta: number[]; storeOddDelta: number[] };
 
 /** The SQL of a Store index over a documents table: live documents only, the id last. */
-const storeIndexSql = (table: string, index: { name: string; columns: readonly string[] }): string =>
-  `CREATE INDEX IF NOT EXISTS "${index.name}" ON "${table}" (${index.columns.map((c) => `"${c}"`).join(', ')}, id) WHERE deleted = 0`;
+const storeIndexSql = (table: string, index: { name: string; columns: readonly string[]; ordered: boolean }): string =>
+  `CREATE INDEX IF NOT EXISTS "${index.name}" ON "${table}" (${index.columns.map((c) => `"${c}"`).join(', ')}${index.ordered ? ', id' : ''}) WHERE deleted = 0`;
 
 const memberTableSql = (table: string): string => `CREATE TABLE IF NOT EXISTS "${table}" (value TEXT NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (value, rid)) WITHOUT ROWID`;
 

@@ -126,10 +126,12 @@ function openLocked(path: string, synchronous: Synchronous): SqliteDatabase {
     // Take the write lock now, so a second opener is refused at open and not at its first write.
     db.exec('BEGIN EXCLUSIVE');
     db.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-      CREATE TABLE IF NOT EXISTS instances (name TEXT PRIMARY KEY, tbl TEXT NOT NULL UNIQUE, columns TEXT NOT NULL, text_fields TEXT NOT NULL, layout TEXT NOT NULL DEFAULT '');`);
-    // Files written before the Store layout existed: the registry gains its column (empty: none).
-    const registry = db.prepare<[], { name: string }>('PRAGMA table_info(instances)').all();
-    if (!registry.some((c) => c.name === 'layout')) db.exec("ALTER TABLE instances ADD COLUMN layout TEXT NOT NULL DEFAULT ''");
+      CREATE TABLE IF NOT EXISTS instances (name TEXT PRIMARY KEY, tbl TEXT NOT NULL UNIQUE, columns TEXT NOT NULL, text_fields TEXT NOT NULL, layout TEXT NOT NULL DEFAULT '', loading INTEGER NOT NULL DEFAULT 0);`);
+    // Files written before the Store layout existed: the registry gains its columns (no layout,
+    // not loading).
+    const registry = new Set(db.prepare<[], { name: string }>('PRAGMA table_info(instances)').all().map((c) => c.name));
+    if (!registry.has('layout')) db.exec("ALTER TABLE instances ADD COLUMN layout TEXT NOT NULL DEFAULT ''");
+    if (!registry.has('loading')) db.exec('ALTER TABLE instances ADD COLUMN loading INTEGER NOT NULL DEFAULT 0');
     const format = db.prepare<[], string>("SELECT value FROM meta WHERE key = 'format'").pluck().get();
     if (format === undefined) db.prepare("INSERT INTO meta (key, value) VALUES ('format', ?)").run(STORAGE_FORMAT);
     else if (format !== STORAGE_FORMAT) {

@@ -32,7 +32,9 @@ export const persistedMemoryFilePath = (directory: string, databaseName: string)
 /** The persisted-memory layout this migration reads. */
 const PERSISTED_MEMORY_FORMAT = '1';
 
-export type MigrationProgress = { instance: string; done: number; total: number };
+/** How far a migration is: `done` of `total` documents copied; then, with `indexing`, the
+ * indexes a bulk load builds at its end (storage/sqlite/doc-table.ts, "loading"). */
+export type MigrationProgress = { instance: string; done: number; total: number; indexing?: boolean };
 
 export type MigrationResult =
   | { migrated: false; reason: 'nothing to migrate' | 'already migrated' }
@@ -157,6 +159,10 @@ export function migrateFromPersistedMemory(opts: MigrationOptions): MigrationRes
             if (batch.length >= BATCH) flush();
           }
           if (batch.length > 0) flush();
+          if (table.isLoading) {
+            opts.onProgress?.({ instance: inst, done, total, indexing: true });
+            table.finishLoading();
+          }
         } finally {
           table.release();
         }

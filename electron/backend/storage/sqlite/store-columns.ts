@@ -34,8 +34,20 @@ export type StoreLayout = {
   columns: readonly { field: string; fold?: boolean }[];
   /** Array fields with a side table of their members. */
   members?: readonly string[];
-  /** SQLite indexes, each a list of column keys (`field`, or `fold:field`); the id is appended. */
-  indexes?: readonly (readonly string[])[];
+  /** SQLite indexes over Store columns, on live documents only. */
+  indexes?: readonly StoreIndexSpec[];
+};
+
+export type StoreIndexSpec = {
+  /** Column keys (`field`, or `fold:field`). */
+  keys: readonly string[];
+  /** Whether pages are read in this index's order: the id is then appended (ties are broken by
+   * id). False: it only finds rows (smaller, cheaper to keep up). Default true. */
+  ordered?: boolean;
+  /** Built once a bulk load (an initial sync, a large import) is over rather than kept up row by
+   * row during it: for keys that arrive in random order, where every row costs a page write in
+   * each such index (see doc-table.ts, "loading"). */
+  afterLoad?: boolean;
 };
 
 export type SqlValue = number | string | Buffer;
@@ -86,7 +98,7 @@ export type StoreColumn = {
 
 export type MemberTable = { field: string; table: string; valuesOf: (doc: Doc) => string[] };
 
-export type StoreIndex = { name: string; keys: readonly string[]; columns: readonly string[] };
+export type StoreIndex = { name: string; keys: readonly string[]; columns: readonly string[]; ordered: boolean; afterLoad: boolean };
 
 export type ResolvedLayout = { columns: StoreColumn[]; members: MemberTable[]; indexes: StoreIndex[] };
 
@@ -175,11 +187,16 @@ export function resolveLayout(table: string, schema: RxJsonSchema<Doc>, layout: 
     };
   });
   const byKey = new Map(columns.map((c) => [c.key, c]));
-  const indexes = (layout.indexes ?? []).filter((keys) => keys.every((k) => byKey.has(k))).map((keys): StoreIndex => ({
-    name: `${table}_i_${hash32(keys.join(','))}`,
-    keys,
-    columns: keys.map((k) => (byKey.get(k) as StoreColumn).column),
-  }));
+  const indexes = (layout.indexes ?? []).filter((spec) => spec.keys.every((k) => byKey.has(k))).map((spec): StoreIndex => {
+    const ordered = spec.ordered !== false;
+    return {
+      name: `${table}_i_${hash32(`${spec.keys.join(',')}${ordered ? '' : '/'}`)}`,
+      keys: spec.keys,
+      columns: spec.keys.map((k) => (byKey.get(k) as StoreColumn).column),
+      ordered,
+      afterLoad: spec.afterLoad === true,
+    };
+  });
   return { columns, members, indexes };
 }
 
@@ -197,7 +214,7 @@ export function layoutProblems(schema: object, layout: StoreLayout): string[] {
     else keys.add(keyOf(spec));
   }
   for (const m of layout.members ?? []) if (!isArrayField(schema, m)) out.push(`${m} is not an array`);
-  for (const i of layout.indexes ?? []) for (const k of i) if (!keys.has(k)) out.push(`index [${i.join(', ')}] names ${k}, not a column`);
+  for (const i of layout.indexes ?? []) for (const k of i.keys) if (!keys.has(k)) out.push(`index [${i.keys.join(', ')}] names ${k}, not a column`);
   return out;
 }
 
@@ -212,5 +229,5 @@ export function storeOddOf(layout: ResolvedLayout, id: string, doc: Doc): number
 
 /** A description of a resolved layout, stored in the file to notice a changed one. */
 export function layoutRecord(layout: ResolvedLayout): string {
-  return JSON.stringify({ c: layout.columns.map((c) => [c.key, c.kind, c.column]), m: layout.members.map((m) => m.table), i: layout.indexes.map((i) => i.name) });
+  return JSON.stringify({ c: layout.columns.map((c) => [c.key, c.kind, c.column]), m: layout.members.map((m) => m.table), i: layout.indexes.map((i) => [i.name, i.afterLoad]) });
 }

@@ -25,7 +25,7 @@ import type { Cond, Sort } from '../../../../shared/store.ts';
 import type { Doc, DocTable } from './doc-table.ts';
 import { encodeKey, kindOf } from './store-columns.ts';
 import type { SqlValue, StoreColumn, StoreIndex } from './store-columns.ts';
-import { condSql, conditionColumn, matchExpression, textCondition, trigramSearchable } from './store-sql.ts';
+import { condSql, conditionColumn, foldedColumn, foldedInList, matchExpression, textCondition, trigramSearchable } from './store-sql.ts';
 import type { Sql } from './store-sql.ts';
 
 /** When the reading strategies switch. Any setting gives the same answers (the Store conformance
@@ -149,6 +149,7 @@ function walkIndex(table: DocTable, order: Order, pinned: Set<string>): string |
   const keys = order.keys.map((k) => (k.column as StoreColumn).key);
   let best: StoreIndex | null = null;
   for (const idx of table.layout.indexes) {
+    if (!idx.ordered || !table.indexReady(idx.name)) continue;
     const lead = idx.keys.length - keys.length;
     if (lead < 0 || !idx.keys.slice(lead).every((k, i) => k === keys[i]) || !idx.keys.slice(0, lead).every((k) => pinned.has(k))) continue;
     if (!best || idx.keys.length > best.keys.length) best = idx;
@@ -165,7 +166,7 @@ type Driver = { sql: string; params: SqlValue[]; size: number | null };
 function drivers(table: DocTable, where: Cond | undefined): Driver[] {
   const out: Driver[] = [];
   const t = q(table.table);
-  const leading = (column: StoreColumn): StoreIndex | undefined => table.layout.indexes.find((i) => i.columns[0] === column.column);
+  const leading = (column: StoreColumn): StoreIndex | undefined => table.layout.indexes.find((i) => i.columns[0] === column.column && table.indexReady(i.name));
   for (const c of flatten(where)) {
     if ((c.op === 'eq' || c.op === 'in') && c.field === 'id') {
       const ids = [...new Set(c.op === 'eq' ? [c.value] : c.values)].filter((v): v is string => typeof v === 'string');
@@ -178,6 +179,14 @@ function drivers(table: DocTable, where: Cond | undefined): Driver[] {
       const idx = leading(column);
       const s = condSql(table, merged(c), 'set');
       if (idx && s.exact && s.sql !== '1') out.push({ sql: `SELECT t.rowid AS r FROM ${t} AS t INDEXED BY ${q(idx.name)} WHERE t.deleted = 0 AND (${s.sql})`, params: s.params, size: null });
+      continue;
+    }
+    // eq/in on a field kept only folded (a name): its folded matches hold every match.
+    const folded = (c.op === 'eq' || c.op === 'in') && c.field !== 'id' && !table.storeColumn(c.field) ? foldedColumn(table, c.field) : null;
+    const foldedIdx = folded ? leading(folded) : undefined;
+    if (folded && foldedIdx && (c.op === 'eq' || c.op === 'in')) {
+      const s = foldedInList(folded, c.op === 'eq' ? [c.value] : c.values);
+      out.push({ sql: `SELECT t.rowid AS r FROM ${t} AS t INDEXED BY ${q(foldedIdx.name)} WHERE t.deleted = 0 AND (${s.sql})`, params: s.params, size: null });
       continue;
     }
     if (c.op === 'has') {

@@ -38,6 +38,23 @@ export function conditionColumn(table: DocTable, field: string): StoreColumn | n
   return c && table.storeFaithful(c) ? c : null;
 }
 
+/** A field's folded column (`collate: 'text'` order), every row faithful: equal strings fold
+ * equal, so `field IN (values)` is within `folded IN (folded values)`. */
+export function foldedColumn(table: DocTable, field: string): StoreColumn | null {
+  const c = table.storeColumn(`fold:${field}`);
+  return c && table.storeFaithful(c) ? c : null;
+}
+
+/** `field IN (values)` through the folded column: every match and perhaps more (not exact). */
+export function foldedInList(column: StoreColumn, values: readonly (string | number | boolean | null)[]): Sql {
+  const keys = values.flatMap((v) => {
+    const k = encodeKey(v, true);
+    return k === undefined ? [] : [k];
+  });
+  const s = inList(`t.${q(column.column)}`, keys);
+  return { ...s, exact: false };
+}
+
 /** `expr IN (values)` for encoded values, deduplicated; NULL_KEY and blobs always as placeholders. */
 function inList(expr: string, values: readonly SqlValue[]): Sql {
   const seen = new Set<string | number>();
@@ -88,7 +105,10 @@ export function condSql(table: DocTable, cond: Cond, form: Form): Sql {
     case 'in': {
       if (cond.field === 'id') return inList('t.id', cond.values.filter((v): v is string => typeof v === 'string'));
       const c = conditionColumn(table, cond.field);
-      if (!c) return ANY;
+      if (!c) {
+        const folded = foldedColumn(table, cond.field);
+        return folded ? foldedInList(folded, cond.values) : ANY;
+      }
       return inList(`t.${q(c.column)}`, cond.values.flatMap((v) => {
         const k = encodeKey(v, false);
         return k === undefined ? [] : [k];
@@ -161,7 +181,10 @@ export function condSql(table: DocTable, cond: Cond, form: Form): Sql {
 function eqSql(table: DocTable, field: string, value: string | number | boolean | null): Sql {
   if (field === 'id') return typeof value === 'string' ? { sql: 't.id = ?', params: [value], exact: true } : NONE;
   const c = conditionColumn(table, field);
-  if (!c) return ANY;
+  if (!c) {
+    const folded = foldedColumn(table, field);
+    return folded ? foldedInList(folded, [value]) : ANY;
+  }
   const key = encodeKey(value, false);
   return key === undefined ? NONE : { sql: `t.${q(c.column)} = ?`, params: [key], exact: true };
 }
