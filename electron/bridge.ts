@@ -25,6 +25,15 @@ export type WorkspaceKind = 'demo' | 'connected';
 /** Which workspace the backend has open, and as whom. */
 export type SessionInfo =
   | { state: 'none'; dataDir: string }
+  /** A workspace is being opened and its data moved, once, into the current storage format. */
+  | {
+      state: 'opening';
+      dataDir: string;
+      workspaceId: string;
+      workspaceName: string;
+      /** Documents moved so far of all; then, with `indexing`, the indexes being built. */
+      migration: { done: number; total: number; indexing: boolean };
+    }
   | {
       state: 'open';
       kind: WorkspaceKind;

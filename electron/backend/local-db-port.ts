@@ -6,6 +6,7 @@
 import type { CollectionName } from '../../shared/model/index.ts';
 import { MemoryDatabase } from '../../shared/memory-store.ts';
 import type { AnyWrite, Store, StoreProvider } from '../../shared/store.ts';
+import type { MigrationProgress } from './storage/sqlite/migrate.ts';
 
 export type LocalDb = StoreProvider & {
   store: Store;
@@ -14,7 +15,13 @@ export type LocalDb = StoreProvider & {
   close(): Promise<void>;
 };
 
-export type OpenLocalDb = (opts: { dir: string; workspaceId: string; actor: { workspaceId: string; memberId: string; role: 'owner' | 'admin' | 'member' } }) => Promise<LocalDb>;
+export type OpenLocalDb = (opts: {
+  dir: string;
+  workspaceId: string;
+  actor: { workspaceId: string; memberId: string; role: 'owner' | 'admin' | 'member' };
+  /** Told how a one-time migration of the folder's data into the current storage advances. */
+  onMigration?: (p: MigrationProgress) => void;
+}) => Promise<LocalDb>;
 
 /** A LocalDb that lives only in memory: nothing survives a restart. */
 export async function openMemoryLocalDb(opts: { workspaceId: string }): Promise<LocalDb> {

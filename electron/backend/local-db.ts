@@ -101,7 +101,7 @@ export async function openLocalDatabase(opts: OpenLocalDatabaseOptions): Promise
   if (kind === 'sqlite') {
     // A folder written by the persisted-memory storage moves into the SQLite storage once; the
     // old file stays where it was (the new file's presence is what makes this happen once).
-    migrateFromPersistedMemory({ directory: opts.dir, databaseName: name, textSearch: TEXT_SEARCH, storeLayout: STORE_LAYOUT, onProgress: opts.onMigration });
+    await migrateFromPersistedMemory({ directory: opts.dir, databaseName: name, textSearch: TEXT_SEARCH, storeLayout: STORE_LAYOUT, onProgress: opts.onMigration });
   }
   const create = <Internals,>(storage: RxStorage<Internals, object>): Promise<RxDatabase> =>
     // One process owns the file; there are no other tabs or processes to broadcast to.

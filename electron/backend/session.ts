@@ -16,6 +16,7 @@ import type { AnyWrite } from '../../shared/store.ts';
 import type { ConnectInput, SessionInfo, SyncStatus, WorkspaceKind } from '../bridge.ts';
 import type { CredentialStore } from './credentials.ts';
 import type { LocalDb, OpenLocalDb } from './local-db-port.ts';
+import type { MigrationProgress } from './storage/sqlite/migrate.ts';
 import { ServerClient } from './server-client.ts';
 
 /** The data folder: DATA_DIR, else ~/.outreach-crm. */
@@ -98,8 +99,15 @@ function isSaved(v: unknown): v is Saved {
 
 const credentialName = (workspaceId: string) => `sync-server:${workspaceId}`;
 
+/** How often (at most) a migration's progress is announced: each one goes to the window. */
+const PROGRESS_EVERY_MS = 100;
+
 export class SessionManager {
   private open: OpenWorkspace | null = null;
+  /** A workspace whose data is being moved into the current storage format while it opens. */
+  private opening: { saved: Saved; progress: MigrationProgress; announcedAt: number } | null = null;
+  /** Called at the first progress of a migration (restore() then answers at once). */
+  private migrationStarted: (() => void) | null = null;
   private readonly listeners = new Set<(info: SessionInfo) => void>();
   /** Session changes run one at a time (a double click on "Open demo" must not open it twice). */
   private queue: Promise<unknown> = Promise.resolve();
@@ -116,6 +124,14 @@ export class SessionManager {
 
   info(): SessionInfo {
     const o = this.open;
+    const opening = this.opening;
+    if (!o && opening) {
+      const { done, total, indexing } = opening.progress;
+      return {
+        state: 'opening', dataDir: this.deps.dataDir, workspaceId: opening.saved.workspaceId,
+        workspaceName: opening.saved.workspaceName, migration: { done, total, indexing: indexing === true },
+      };
+    }
     if (!o) return { state: 'none', dataDir: this.deps.dataDir };
     return {
       state: 'open', kind: o.saved.kind, dataDir: this.deps.dataDir, workspaceId: o.saved.workspaceId,
@@ -156,9 +172,14 @@ export class SessionManager {
     return join(this.deps.dataDir, 'workspaces', workspaceId);
   }
 
-  /** Reopens the workspace that was open when the app last quit, if its data is still there. */
+  /** Reopens the workspace that was open when the app last quit, if its data is still there.
+   * When its data must first move into the current storage format, answers as soon as that
+   * starts (state 'opening', with progress) and opens it in the background. */
   restore(): Promise<SessionInfo> {
-    return this.serial(async () => {
+    const started = new Promise<SessionInfo>((resolve) => {
+      this.migrationStarted = () => resolve(this.info());
+    });
+    const restored = this.serial(async () => {
       const saved = await readJson(this.sessionFile);
       if (!isSaved(saved)) return this.info();
       try {
@@ -171,9 +192,29 @@ export class SessionManager {
         this.emit();
       } catch (e) {
         this.deps.log?.(`Could not reopen workspace ${saved.workspaceId}: ${(e as Error).message}`);
+        // The window may be showing the migration's progress: it learns the outcome.
+        if (this.opening) {
+          this.opening = null;
+          this.emit();
+        }
       }
       return this.info();
     });
+    return Promise.race([restored, started]).finally(() => {
+      this.migrationStarted = null;
+    });
+  }
+
+  /** A migration of `saved`'s data advanced: announced (at most every PROGRESS_EVERY_MS, and its
+   * first and last steps) as state 'opening'. */
+  private migrating(saved: Saved, progress: MigrationProgress): void {
+    const now = performance.now();
+    const first = this.opening === null;
+    const last = progress.done === progress.total;
+    const due = first || last || progress.indexing === true || now - (this.opening?.announcedAt ?? 0) >= PROGRESS_EVERY_MS;
+    this.opening = { saved, progress, announcedAt: due ? now : (this.opening?.announcedAt ?? now) };
+    if (due) this.emit();
+    if (first) this.migrationStarted?.();
   }
 
   openDemo(): Promise<SessionInfo> {
@@ -235,7 +276,12 @@ export class SessionManager {
     const actor: Actor = { workspaceId: saved.workspaceId, memberId: saved.member.id, role: saved.member.role };
     const dir = this.workspaceDir(saved.workspaceId);
     await mkdir(dir, { recursive: true });
-    const db = await this.deps.openDb({ dir, workspaceId: saved.workspaceId, actor });
+    let db: LocalDb;
+    try {
+      db = await this.deps.openDb({ dir, workspaceId: saved.workspaceId, actor, onMigration: (p) => this.migrating(saved, p) });
+    } finally {
+      this.opening = null;
+    }
     try {
       if (seed) {
         // Commits of one collection at a time and a few thousand documents keep each write batch a

@@ -123,7 +123,7 @@ describe('migration from the persisted-memory storage', () => {
     await writeTodaysFile(dir, remote);
     const before = oldRows(dir);
     const progress: MigrationProgress[] = [];
-    const result = migrateFromPersistedMemory({ directory: dir, databaseName: NAME, textSearch: { leads: LEAD_QUERY_FIELDS }, onProgress: (p) => progress.push(p) });
+    const result = await migrateFromPersistedMemory({ directory: dir, databaseName: NAME, textSearch: { leads: LEAD_QUERY_FIELDS }, onProgress: (p) => progress.push(p) });
     if (!result.migrated) throw new Error(`not migrated: ${result.reason}`);
     expect(result.documents).toBe(before.size);
     expect(result.unrecognized).toEqual([]);
@@ -133,7 +133,7 @@ describe('migration from the persisted-memory storage', () => {
     expect(progress.at(-1)).toMatchObject({ done: before.size, total: before.size });
     expect(newRows(dir)).toEqual(before);
     // Once: a second call leaves the new file alone; the old one is untouched; nothing temporary is left.
-    expect(migrateFromPersistedMemory({ directory: dir, databaseName: NAME })).toEqual({ migrated: false, reason: 'already migrated' });
+    expect(await migrateFromPersistedMemory({ directory: dir, databaseName: NAME })).toEqual({ migrated: false, reason: 'already migrated' });
     expect(oldRows(dir)).toEqual(before);
     expect(readdirSync(dir).filter((f) => f.includes('migrating'))).toEqual([]);
 
@@ -170,8 +170,7 @@ describe('migration from the persisted-memory storage', () => {
     // refusal across processes.
     const child = spawn(process.execPath, ['--import', 'tsx', '-e', `
       import { migrateFromPersistedMemory } from ${JSON.stringify(join(import.meta.dirname, '../../electron/backend/storage/sqlite/migrate.ts'))};
-      try { migrateFromPersistedMemory({ directory: ${JSON.stringify(dir)}, databaseName: ${JSON.stringify(NAME)} }); console.log('migrated'); }
-      catch (e) { console.log(e.name); }
+      migrateFromPersistedMemory({ directory: ${JSON.stringify(dir)}, databaseName: ${JSON.stringify(NAME)} }).then(() => console.log('migrated'), (e) => console.log(e.name));
     `], { stdio: ['ignore', 'pipe', 'inherit'] });
     const line = await createInterface({ input: child.stdout })[Symbol.asyncIterator]().next();
     await new Promise((r) => child.once('exit', r));
@@ -182,7 +181,7 @@ describe('migration from the persisted-memory storage', () => {
 
     // A failure half-way (here the progress callback throws) leaves neither a new file nor a temporary one.
     let calls = 0;
-    expect(() =>
+    await expect(
       migrateFromPersistedMemory({
         directory: dir,
         databaseName: NAME,
@@ -190,9 +189,9 @@ describe('migration from the persisted-memory storage', () => {
           if (++calls === 2) throw new Error('stopped half-way');
         },
       }),
-    ).toThrow(/stopped half-way/);
+    ).rejects.toThrow(/stopped half-way/);
     expect(readdirSync(dir).filter((f) => f.includes('rxdb.sqlite'))).toEqual([]);
-    const done = migrateFromPersistedMemory({ directory: dir, databaseName: NAME });
+    const done = await migrateFromPersistedMemory({ directory: dir, databaseName: NAME });
     expect(done.migrated).toBe(true);
     expect(newRows(dir)).toEqual(oldRows(dir));
   });

@@ -3,6 +3,7 @@ import { useEffect } from 'react';
 import { backendConnection, bridge } from '../bridge/index.ts';
 import { useApp } from '../state/app-store.ts';
 import { FirstRun } from '../screens/first-run/FirstRun.tsx';
+import { Opening } from '../screens/first-run/Opening.tsx';
 import { Shell } from './Shell.tsx';
 
 export function App() {
@@ -34,5 +35,6 @@ export function App() {
 
   if (!session) return <div className="first-run"><p className="muted">Opening…</p></div>;
   if (session.state === 'none') return <FirstRun dataDir={session.dataDir} />;
+  if (session.state === 'opening') return <Opening session={session} />;
   return <Shell key={session.workspaceId} />;
 }

@@ -107,10 +107,10 @@ async function writeChild(kind: Kind, dir: string, count: number) {
   return { seconds, docsPerSecond: Math.round(count / seconds), rss: m.rss, heap: m.heapUsed, rssAfterGc: collected.rss, heapAfterGc: collected.heapUsed };
 }
 
-function migrateChild(dir: string) {
+async function migrateChild(dir: string) {
   const t0 = performance.now();
   let calls = 0;
-  const r = migrateFromPersistedMemory({ directory: dir, databaseName: NAME, textSearch: { leads: LEAD_QUERY_FIELDS }, onProgress: () => calls++ });
+  const r = await migrateFromPersistedMemory({ directory: dir, databaseName: NAME, textSearch: { leads: LEAD_QUERY_FIELDS }, onProgress: () => calls++ });
   if (!r.migrated) throw new Error(r.reason);
   return { seconds: (performance.now() - t0) / 1000, documents: r.documents, progressCalls: calls, rss: mem().rss };
 }
@@ -193,7 +193,7 @@ async function main(): Promise<void> {
         const s = await child<Record<string, { p50: number; p99: number; rows: number } | number>>(script, ['search', dir]);
         for (const [text, v] of Object.entries(s)) if (typeof v === 'object') line(`${kind}: text search ${JSON.stringify(text)} newest first, 50 rows: p50 ${ms(v.p50)}, p99 ${ms(v.p99)} (${v.rows} rows)`);
       } else {
-        const m = await child<ReturnType<typeof migrateChild>>(script, ['migrate', dir]);
+        const m = await child<Awaited<ReturnType<typeof migrateChild>>>(script, ['migrate', dir]);
         line(`migration of that persisted-memory file into the SQLite storage: ${m.documents} rows in ${m.seconds.toFixed(1)} s (${m.progressCalls} progress calls), rss ${mb(m.rss)} (${load()})`);
         const again = await child<Awaited<ReturnType<typeof reopenChild>>>(script, ['reopen', 'sqlite', dir]);
         line(`sqlite, migrated file: reopen to the first ${again.rows} leads newest first: ${ms(again.firstRowsMs)}, rss ${mb(again.rss)}; count() ${again.count}`);

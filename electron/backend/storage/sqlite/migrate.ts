@@ -13,7 +13,8 @@
  *   continues correctly (changes.ts);
  * - the new file is written under a temporary name, synced, and renamed into place: a crash
  *   leaves either no new file (the migration runs again) or a complete one. The old file is left
- *   untouched; the new file's existence is what makes the migration happen once.
+ *   untouched; the new file's existence is what makes the migration happen once;
+ * - the event loop turns after every batch, so the desktop can show the progress while it runs.
  */
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -53,6 +54,9 @@ export type MigrationOptions = {
 
 /** Rows per transaction of the new file. */
 const BATCH = 2000;
+
+/** Lets the event loop run (progress reaches the window) between batches. */
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 type Internal = RxDocumentData<InternalStoreCollectionDocType>;
 
@@ -98,7 +102,7 @@ function syncFolder(path: string): void {
  * storage yet. Throws StorageLockedError if another process holds the old file; on any failure
  * the old file is as it was and no new file exists.
  */
-export function migrateFromPersistedMemory(opts: MigrationOptions): MigrationResult {
+export async function migrateFromPersistedMemory(opts: MigrationOptions): Promise<MigrationResult> {
   const from = persistedMemoryFilePath(opts.directory, opts.databaseName);
   const to = sqliteFilePath(opts.directory, opts.databaseName);
   if (existsSync(to)) return { migrated: false, reason: 'already migrated' };
@@ -156,7 +160,10 @@ export function migrateFromPersistedMemory(opts: MigrationOptions): MigrationRes
           };
           for (const r of rows.iterate(inst)) {
             batch.push(JSON.parse(r.data) as Doc);
-            if (batch.length >= BATCH) flush();
+            if (batch.length >= BATCH) {
+              flush();
+              await turn();
+            }
           }
           if (batch.length > 0) flush();
           if (table.isLoading) {
