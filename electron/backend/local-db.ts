@@ -47,7 +47,7 @@ export type OpenLocalDatabaseOptions = {
   /** Conflict handler per collection (default: replication-merge.ts's refusal-aware three-way merge). */
   conflictHandler?: (collection: CollectionName) => RxConflictHandler<Json>;
   synchronous?: PersistedMemorySettings['synchronous'];
-  /** The storage (default: persisted-memory). */
+  /** The storage (default: defaultStorage()). */
   storage?: LocalStorageKind;
   /** Told how a migration into the SQLite storage advances (only when one runs). */
   onMigration?: (p: MigrationProgress) => void;
@@ -55,9 +55,10 @@ export type OpenLocalDatabaseOptions = {
 
 export type LocalStorageKind = 'sqlite' | 'persisted-memory';
 
-/** The storage a desktop opens when none is named: LOCAL_STORAGE=sqlite|persisted-memory, else persisted-memory. */
+/** The storage a desktop opens when none is named: the SQLite storage, unless
+ * LOCAL_STORAGE=persisted-memory (the previous storage, kept until its removal). */
 export function defaultStorage(env: NodeJS.ProcessEnv = process.env): LocalStorageKind {
-  return env.LOCAL_STORAGE === 'sqlite' ? 'sqlite' : 'persisted-memory';
+  return env.LOCAL_STORAGE === 'persisted-memory' ? 'persisted-memory' : 'sqlite';
 }
 
 /**
