@@ -1,6 +1,6 @@
 /**
  * Assembles the desktop backend with its real parts: the persistent local database (RxDB on the
- * persisted-memory storage), the demo workspace builder, replication to a sync server
+ * SQLite storage), the demo workspace builder, replication to a sync server
  * (replication.ts) and the outreach runner. The Electron main process, the web host and the UI benchmark all start here.
  */
 import { join } from 'node:path';

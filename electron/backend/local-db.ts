@@ -1,13 +1,12 @@
 /**
- * Opens one workspace's local database: RxDB with the replicated collections of shared/model on one
- * SQLite file in the data folder, and the Store port over it. Two storages: the SQLite storage
- * (storage/sqlite/: documents on disk, queries through indexes) and the persisted-memory storage
- * (every document in memory); a folder holding the persisted-memory file is migrated into the
- * SQLite storage once when it is opened on the SQLite storage.
+ * Opens one workspace's local database: RxDB with the replicated collections of shared/model on the
+ * SQLite storage (storage/sqlite/: one file in the data folder, documents on disk, queries through
+ * indexes), and the Store port over it (sqlite-store.ts). A folder holding the previous storage's
+ * file (persisted-memory, the app's storage until issue 22) is moved into it once, at its first open.
  */
 import { setFlagsFromString } from 'node:v8';
 import { addRxPlugin, createRxDatabase } from 'rxdb';
-import type { MigrationStrategies, RxCollectionCreator, RxConflictHandler, RxDatabase, RxJsonSchema, RxStorage } from 'rxdb';
+import type { MigrationStrategies, RxCollectionCreator, RxConflictHandler, RxDatabase, RxJsonSchema } from 'rxdb';
 import { RxDBMigrationSchemaPlugin } from 'rxdb/plugins/migration-schema';
 import type { Actor } from '../../shared/context.ts';
 import { COLLECTIONS, REPLICATED_COLLECTIONS } from '../../shared/model/index.ts';
@@ -15,10 +14,8 @@ import type { CollectionName } from '../../shared/model/index.ts';
 import type { Store, StoreProvider } from '../../shared/store.ts';
 import type { OpenLocalDb } from './local-db-port.ts';
 import { mergeConflictHandler } from './replication-merge.ts';
-import { RxdbStoreProvider } from './rxdb-store.ts';
 import { SqliteStoreProvider } from './sqlite-store.ts';
-import { getRxStoragePersistedMemory } from './storage/persisted-memory.ts';
-import type { PersistedMemorySettings } from './storage/persisted-memory.ts';
+import type { Synchronous } from './storage/sqlite/file.ts';
 import { migrateFromPersistedMemory } from './storage/sqlite/migrate.ts';
 import type { MigrationProgress } from './storage/sqlite/migrate.ts';
 import { getRxStorageSqlite } from './storage/sqlite/storage.ts';
@@ -46,20 +43,11 @@ export type OpenLocalDatabaseOptions = {
   actor: Actor;
   /** Conflict handler per collection (default: replication-merge.ts's refusal-aware three-way merge). */
   conflictHandler?: (collection: CollectionName) => RxConflictHandler<Json>;
-  synchronous?: PersistedMemorySettings['synchronous'];
-  /** The storage (default: defaultStorage()). */
-  storage?: LocalStorageKind;
-  /** Told how a migration into the SQLite storage advances (only when one runs). */
+  /** FULL (default): every local write is fsynced before it resolves (storage/sqlite/file.ts). */
+  synchronous?: Synchronous;
+  /** Told how a one-time move of the folder's previous format into this storage advances. */
   onMigration?: (p: MigrationProgress) => void;
 };
-
-export type LocalStorageKind = 'sqlite' | 'persisted-memory';
-
-/** The storage a desktop opens when none is named: the SQLite storage, unless
- * LOCAL_STORAGE=persisted-memory (the previous storage, kept until its removal). */
-export function defaultStorage(env: NodeJS.ProcessEnv = process.env): LocalStorageKind {
-  return env.LOCAL_STORAGE === 'persisted-memory' ? 'persisted-memory' : 'sqlite';
-}
 
 /**
  * Keeps V8's young generation from growing while a workspace loads or syncs. Loading or pulling
@@ -97,20 +85,18 @@ export async function openLocalDatabase(opts: OpenLocalDatabaseOptions): Promise
   if (opts.actor.workspaceId !== opts.workspaceId) {
     throw new Error(`The actor belongs to workspace ${opts.actor.workspaceId}, not ${opts.workspaceId}.`);
   }
-  const kind = opts.storage ?? defaultStorage();
   const name = localDatabaseName(opts.workspaceId);
-  if (kind === 'sqlite') {
-    // A folder written by the persisted-memory storage moves into the SQLite storage once; the
-    // old file stays where it was (the new file's presence is what makes this happen once).
-    await migrateFromPersistedMemory({ directory: opts.dir, databaseName: name, textSearch: TEXT_SEARCH, storeLayout: STORE_LAYOUT, onProgress: opts.onMigration });
-  }
-  const create = <Internals,>(storage: RxStorage<Internals, object>): Promise<RxDatabase> =>
+  // A folder written by the previous storage moves into this one once; the old file stays where
+  // it was (the new file's presence is what makes this happen once).
+  await migrateFromPersistedMemory({ directory: opts.dir, databaseName: name, textSearch: TEXT_SEARCH, storeLayout: STORE_LAYOUT, onProgress: opts.onMigration });
+  const rx = await createRxDatabase({
+    name,
+    storage: getRxStorageSqlite({ directory: opts.dir, synchronous: opts.synchronous, textSearch: TEXT_SEARCH, storeLayout: STORE_LAYOUT }),
     // One process owns the file; there are no other tabs or processes to broadcast to.
-    createRxDatabase({ name, storage, multiInstance: false, eventReduce: true });
-  const rx = kind === 'sqlite'
-    ? await create(getRxStorageSqlite({ directory: opts.dir, synchronous: opts.synchronous, textSearch: TEXT_SEARCH, storeLayout: STORE_LAYOUT }))
-    : await create(getRxStoragePersistedMemory({ directory: opts.dir, synchronous: opts.synchronous }));
-  let provider: RxdbStoreProvider | SqliteStoreProvider;
+    multiInstance: false,
+    eventReduce: true,
+  });
+  let provider: SqliteStoreProvider;
   try {
     const creators: Record<string, RxCollectionCreator> = {};
     for (const c of REPLICATED_COLLECTIONS) {
@@ -125,7 +111,7 @@ export async function openLocalDatabase(opts: OpenLocalDatabaseOptions): Promise
       };
     }
     await rx.addCollections(creators);
-    provider = kind === 'sqlite' ? new SqliteStoreProvider(rx, REPLICATED_COLLECTIONS) : new RxdbStoreProvider(rx, REPLICATED_COLLECTIONS);
+    provider = new SqliteStoreProvider(rx, REPLICATED_COLLECTIONS);
   } catch (e) {
     await rx.close();
     throw e;

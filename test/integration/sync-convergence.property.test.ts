@@ -36,7 +36,7 @@ import { migrationStrategies } from '../../electron/backend/local-db.ts';
 import { mergeConflictHandler } from '../../electron/backend/replication-merge.ts';
 import { startSync } from '../../electron/backend/replication.ts';
 import type { Sync } from '../../electron/backend/replication.ts';
-import { getRxStoragePersistedMemory } from '../../electron/backend/storage/persisted-memory.ts';
+import { getRxStorageSqlite } from '../../electron/backend/storage/sqlite/storage.ts';
 import { sameJson } from '../../shared/json-equal.ts';
 import { newLead } from '../../shared/model/factories.ts';
 import { COLLECTIONS } from '../../shared/model/index.ts';
@@ -107,7 +107,7 @@ let clockTick = 0;
 const nextTime = (): string => new Date(Date.UTC(2026, 10, 16, 10) + ++clockTick * 1000).toISOString();
 
 async function openDesktop(name: DesktopName, apiKey: string): Promise<Desktop> {
-  const rx = await createRxDatabase({ name: `desktop-${name.toLowerCase()}`, storage: getRxStoragePersistedMemory({ directory: join(root, name) }), multiInstance: false });
+  const rx = await createRxDatabase({ name: `desktop-${name.toLowerCase()}`, storage: getRxStorageSqlite({ directory: join(root, name) }), multiInstance: false });
   await rx.addCollections({
     leads: {
       schema: COLLECTIONS.leads.schema as unknown as RxJsonSchema<Json>,

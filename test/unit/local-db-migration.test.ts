@@ -6,24 +6,32 @@
  * and replication state included, is copied is sqlite-storage-migrate.test.ts's). The next open
  * finds the new file and moves nothing.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SessionInfo } from '../../electron/bridge.ts';
+import { addRxPlugin, createRxDatabase } from 'rxdb';
+import type { RxCollectionCreator, RxJsonSchema } from 'rxdb';
+import { RxDBMigrationSchemaPlugin } from 'rxdb/plugins/migration-schema';
 import { fileCredentialStore } from '../../electron/backend/credentials.ts';
-import { localDatabaseName, openLocalDatabase } from '../../electron/backend/local-db.ts';
-import type { LocalStorageKind } from '../../electron/backend/local-db.ts';
+import { localDatabaseName, migrationStrategies, openLocalDatabase } from '../../electron/backend/local-db.ts';
 import { SessionManager } from '../../electron/backend/session.ts';
 import type { DemoWorkspace } from '../../electron/backend/session.ts';
 import { persistedMemoryFilePath } from '../../electron/backend/storage/sqlite/migrate.ts';
+import { stripRxFields } from '../../electron/backend/store-documents.ts';
 import { newActivity, newLead } from '../../shared/model/factories.ts';
-import { REPLICATED_COLLECTIONS } from '../../shared/model/index.ts';
+import { COLLECTIONS, REPLICATED_COLLECTIONS } from '../../shared/model/index.ts';
 import type { Lead } from '../../shared/model/index.ts';
 import { LEAD_QUERY_FIELDS } from '../../shared/ops/lead-search.ts';
 import type { Store } from '../../shared/store.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { sequentialIds } from '../support/harness.ts';
+import { getRxStoragePersistedMemory } from '../support/persisted-memory.ts';
+
+addRxPlugin(RxDBMigrationSchemaPlugin);
+
+type Json = Record<string, unknown>;
 
 const NOW = '2026-11-16T10:00:00.000Z';
 const LEADS = 2600;
@@ -59,15 +67,45 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function sessionOn(dataDir: string, storage: LocalStorageKind): SessionManager {
+function sessionOn(dataDir: string): SessionManager {
   const s = new SessionManager({
     dataDir,
-    openDb: (o) => openLocalDatabase({ ...o, storage }),
+    openDb: (o) => openLocalDatabase(o),
     credentials: fileCredentialStore(join(dataDir, 'credentials.json')),
     buildDemo: workspace,
   });
   sessions.push(s);
   return s;
+}
+
+/**
+ * The previous desktop's data folder, as its code wrote it: the workspace in the persisted-memory
+ * storage, with an edit and a deletion on top, and the session files that reopen it. Returns every
+ * live document by collection (in id order, as the Store answers them) and the two leads touched.
+ */
+async function writePreviousDesktop(dataDir: string, w: DemoWorkspace): Promise<{ snapshot: Record<string, unknown[]>; edited: Lead; deleted: Lead }> {
+  const rx = await createRxDatabase({ name: localDatabaseName(w.workspaceId), storage: getRxStoragePersistedMemory({ directory: join(dataDir, 'workspaces', w.workspaceId) }), multiInstance: false });
+  const creators: Record<string, RxCollectionCreator> = {};
+  for (const c of REPLICATED_COLLECTIONS) creators[c] = { schema: COLLECTIONS[c].schema as unknown as RxJsonSchema<Json>, migrationStrategies: migrationStrategies(COLLECTIONS[c].schema.version) };
+  await rx.addCollections(creators);
+  for (const c of REPLICATED_COLLECTIONS) {
+    const docs = w.writes.filter((x) => x.collection === c && x.after).map((x) => ({ ...(x.after as Json) }));
+    if (docs.length > 0) await rx.collections[c]?.bulkInsert(docs);
+  }
+  const [edited, deleted] = w.writes.filter((x) => x.collection === 'leads').map((x) => x.after as Lead);
+  if (!edited || !deleted) throw new Error('no leads');
+  await (await rx.collections.leads?.findOne(edited.id).exec())?.incrementalPatch({ jobTitle: 'Edited before the upgrade' });
+  await (await rx.collections.leads?.findOne(deleted.id).exec())?.remove();
+  const snapshot: Record<string, unknown[]> = {};
+  for (const c of REPLICATED_COLLECTIONS) {
+    const docs = (await rx.collections[c]?.find().exec()) ?? [];
+    snapshot[c] = docs.map((d) => stripRxFields(d.toMutableJSON(true) as Json)).sort((a, b) => (String(a.id) < String(b.id) ? -1 : 1));
+  }
+  await rx.close();
+  const saved = { kind: 'demo', workspaceId: w.workspaceId, workspaceName: w.workspaceName, member: w.member, serverUrl: null };
+  writeFileSync(join(dataDir, 'session.json'), JSON.stringify(saved));
+  writeFileSync(join(dataDir, 'demo-workspace.json'), JSON.stringify(saved));
+  return { snapshot, edited, deleted };
 }
 
 async function everything(store: Store): Promise<Record<string, unknown[]>> {
@@ -87,23 +125,13 @@ describe('opening a data folder of the previous storage', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'crm-migration-'));
     dirs.push(dataDir);
 
-    // The previous desktop: a workspace with some work done, then quit.
-    const before = sessionOn(dataDir, 'persisted-memory');
-    await before.openDemo();
-    const old = storeOf(before);
-    const { docs } = await old.query('leads', { limit: 3 });
-    const [edited, deleted] = docs as [Lead, Lead];
-    await old.commit([
-      { collection: 'leads', id: edited.id, before: edited, after: { ...edited, jobTitle: 'Edited before the upgrade' } },
-      { collection: 'leads', id: deleted.id, before: deleted, after: null },
-    ]);
-    const snapshot = await everything(old);
-    const workspaceId = before.current()?.saved.workspaceId ?? '';
-    await before.shutdown();
-    sessions.splice(sessions.indexOf(before), 1);
+    // The previous desktop's folder: a workspace with some work done, then quit.
+    const w = workspace();
+    const { snapshot, edited, deleted } = await writePreviousDesktop(dataDir, w);
+    const workspaceId = w.workspaceId;
 
     // This version starts on the same folder.
-    const after = sessionOn(dataDir, 'sqlite');
+    const after = sessionOn(dataDir);
     const seen: SessionInfo[] = [];
     after.onChange((info) => seen.push(info));
     const first = await after.restore();
@@ -131,7 +159,7 @@ describe('opening a data folder of the previous storage', () => {
     sessions.splice(sessions.indexOf(after), 1);
 
     // Once: the next start opens the new file without moving anything.
-    const again = sessionOn(dataDir, 'sqlite');
+    const again = sessionOn(dataDir);
     const states: string[] = [];
     again.onChange((info) => states.push(info.state));
     expect(await again.restore()).toMatchObject({ state: 'open', workspaceId });

@@ -10,7 +10,7 @@ import { createRxDatabase } from 'rxdb';
 import type { RxCollectionCreator, RxJsonSchema } from 'rxdb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { localDatabaseName, openLocalDatabase } from '../../electron/backend/local-db.ts';
-import { getRxStoragePersistedMemory } from '../../electron/backend/storage/persisted-memory.ts';
+import { getRxStoragePersistedMemory } from '../support/persisted-memory.ts';
 import type { Actor } from '../../shared/context.ts';
 import { COLLECTIONS, REPLICATED_COLLECTIONS } from '../../shared/model/index.ts';
 import { newLead } from '../../shared/model/factories.ts';

@@ -1,18 +1,16 @@
 /**
- * The desktop's Store must answer exactly like the reference MemoryDatabase: same documents, same
- * queries (every Cond op, ordering, cursors, counts), same commit semantics, and the same operation
- * results through execute(); on each of the desktop's storages (the SQLite storage's Store through
- * its columns and indexes, the persisted-memory storage's through its in-memory views). One local
- * database is open at a time (RxDB's open edition allows 13 open collections per process; a local
- * database has 12).
+ * The desktop's Store (electron/backend/sqlite-store.ts: the SQLite storage's Store columns and
+ * indexes) must answer exactly like the reference MemoryDatabase: same documents, same queries
+ * (every Cond op, ordering, cursors, counts), same commit semantics, and the same operation results
+ * through execute(). One local database is open at a time (RxDB's open edition allows 13 open
+ * collections per process; a local database has 12).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openLocalDatabase } from '../../electron/backend/local-db.ts';
-import type { LocalDatabase, LocalStorageKind } from '../../electron/backend/local-db.ts';
-import { QUERY_TUNING } from '../../electron/backend/rxdb-store.ts';
+import type { LocalDatabase } from '../../electron/backend/local-db.ts';
 import { STORE_QUERY_TUNING } from '../../electron/backend/storage/sqlite/store-query.ts';
 import { STORE_SQL_TUNING } from '../../electron/backend/storage/sqlite/store-sql.ts';
 import type { Actor } from '../../shared/context.ts';
@@ -137,7 +135,6 @@ const ORDERS: (readonly Sort[] | undefined)[] = [
   [{ field: 'variables.c1', dir: 'desc' }],
 ];
 
-let kind: LocalStorageKind;
 let dir: string;
 let ldb: LocalDatabase;
 let rx: Store;
@@ -145,7 +142,7 @@ let mem: MemoryDatabase;
 let ref: Store;
 
 async function openRx(): Promise<void> {
-  ldb = await openLocalDatabase({ dir, workspaceId: WS, actor: owner, storage: kind });
+  ldb = await openLocalDatabase({ dir, workspaceId: WS, actor: owner });
   rx = ldb.store;
 }
 
@@ -195,251 +192,246 @@ async function commitBoth(writes: AnyWrite[]): Promise<void> {
   await rx.commit(writes);
 }
 
-/** Every threshold of a storage's query strategies at its smallest, so each path is taken. */
+/** Every threshold of the Store's query strategies at its smallest, so each path is taken. */
 async function withSmallestThresholds(fn: () => Promise<void>): Promise<void> {
-  const saved = { rx: { ...QUERY_TUNING }, query: { ...STORE_QUERY_TUNING }, sql: { ...STORE_SQL_TUNING } };
-  Object.assign(QUERY_TUNING, { patchLimit: 3, chunk: 16, minIndexed: 10, smallCandidates: 5, scanBudget: 40, textHitsCap: 10 });
+  const saved = { query: { ...STORE_QUERY_TUNING }, sql: { ...STORE_SQL_TUNING } };
   Object.assign(STORE_QUERY_TUNING, { chunk: 2, minCap: 2, maxCap: 12, unorderedCap: 30, docBatch: 3 });
   Object.assign(STORE_SQL_TUNING, { inlineList: 2 });
   try {
     await fn();
   } finally {
-    Object.assign(QUERY_TUNING, saved.rx);
     Object.assign(STORE_QUERY_TUNING, saved.query);
     Object.assign(STORE_SQL_TUNING, saved.sql);
   }
 }
 
-describe.each(['sqlite', 'persisted-memory'] as const)('on the %s storage', (storage) => {
-  beforeAll(async () => {
-    kind = storage;
-    dir = mkdtempSync(join(tmpdir(), 'rxdb-store-'));
-    await openRx();
-    mem = new MemoryDatabase();
-    ref = mem.forWorkspace(WS);
-    const seed: AnyWrite[] = [
-      ...creation.writes,
-      ...creates('tags', TAGS.map((id, i) => ({ id, workspaceId: WS, createdAt: NOW, updatedAt: NOW, name: `Tag ${i}`, color: '#112233' }))),
-      ...creates('leads', leadsA),
-      ...creates('activities', activities),
-    ];
-    await commitBoth(seed);
-    // Documents of another workspace arrive like replicated ones, straight into RxDB.
-    await ldb.rx.collections.leads?.bulkInsert(leadsForeign.map((l) => ({ ...l })));
-    await mem.forWorkspace(FOREIGN).commit(creates('leads', leadsForeign));
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'rxdb-store-'));
+  await openRx();
+  mem = new MemoryDatabase();
+  ref = mem.forWorkspace(WS);
+  const seed: AnyWrite[] = [
+    ...creation.writes,
+    ...creates('tags', TAGS.map((id, i) => ({ id, workspaceId: WS, createdAt: NOW, updatedAt: NOW, name: `Tag ${i}`, color: '#112233' }))),
+    ...creates('leads', leadsA),
+    ...creates('activities', activities),
+  ];
+  await commitBoth(seed);
+  // Documents of another workspace arrive like replicated ones, straight into RxDB.
+  await ldb.rx.collections.leads?.bulkInsert(leadsForeign.map((l) => ({ ...l })));
+  await mem.forWorkspace(FOREIGN).commit(creates('leads', leadsForeign));
+}, 120_000);
+
+afterAll(async () => {
+  await ldb?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('RxDB store conformance with MemoryDatabase', () => {
+  it('answers every query, page and count the same', async () => {
+    expect(await rx.count('leads')).toBe(2400);
+    await expectSameAnswers();
   }, 120_000);
 
-  afterAll(async () => {
-    await ldb?.close();
-    rmSync(dir, { recursive: true, force: true });
+  it('pages of limit 0 are empty and end the walk', async () => {
+    await expectSamePages('leads', { limit: 0 });
+    expect(await rx.query('leads', { where: { op: 'eq', field: 'company', value: 'Rare Co' }, limit: 0 })).toEqual({ docs: [], nextCursor: null });
   });
 
-  describe('RxDB store conformance with MemoryDatabase', () => {
-    it('answers every query, page and count the same', async () => {
-      expect(await rx.count('leads')).toBe(2400);
-      await expectSameAnswers();
-    }, 120_000);
+  it('refuses a cursor that does not fit the query, like the memory store', async () => {
+    const { nextCursor } = await rx.query('leads', { orderBy: [{ field: 'createdAt', dir: 'desc' }], limit: 5 });
+    expect(nextCursor).not.toBeNull();
+    const q: Query = { orderBy: [{ field: 'createdAt', dir: 'desc' }, { field: 'company', dir: 'asc' }], limit: 5, cursor: nextCursor };
+    expect(await outcome(rx.query('leads', q))).toEqual({ code: 'INVALID_INPUT' });
+    expect(await outcome(ref.query('leads', q))).toEqual({ code: 'INVALID_INPUT' });
+    expect(await outcome(rx.query('leads', { limit: 5, cursor: 'garbage' }))).toEqual({ code: 'INVALID_INPUT' });
+  });
 
-    it('pages of limit 0 are empty and end the walk', async () => {
-      await expectSamePages('leads', { limit: 0 });
-      expect(await rx.query('leads', { where: { op: 'eq', field: 'company', value: 'Rare Co' }, limit: 0 })).toEqual({ docs: [], nextCursor: null });
+  it('get and getMany see only live documents of the workspace, without RxDB fields, as copies', async () => {
+    const foreign = leadsForeign[0]?.id ?? '';
+    const lead = leadsA[0] as Lead;
+    expect(await rx.get('leads', foreign)).toBeNull();
+    expect(await rx.get('leads', 'missing')).toBeNull();
+    const got = await rx.get('leads', lead.id);
+    expect(got).toEqual(await ref.get('leads', lead.id));
+    expect(Object.keys(got ?? {}).filter((k) => k.startsWith('_'))).toEqual([]);
+    expect(await rx.getMany('leads', someIds)).toEqual(await ref.getMany('leads', someIds));
+    // Changing what a read returned changes nothing stored.
+    if (got) {
+      got.firstName = 'Mutated';
+      got.groupIds.push('x');
+    }
+    expect(await rx.get('leads', lead.id)).toEqual(lead);
+    const page = await rx.query('leads', { where: { op: 'eq', field: 'id', value: lead.id } });
+    (page.docs[0] as Lead).company = 'Mutated';
+    expect((await rx.get('leads', lead.id))?.company).toBe(lead.company);
+  });
+
+  it('stays identical after small edits (indexes and sort orders patched) and a large batch (rebuilt)', async () => {
+    const edit = (l: Lead, i: number): Lead => ({
+      ...l,
+      // Moves leads out of the rare company as well as into it, so stale index entries would show.
+      company: l.company === 'Rare Co' ? 'Acme' : i % 4 === 0 ? 'Rare Co' : l.company,
+      rankingScore: (l.rankingScore + i) % 20,
+      tagId: i % 5 === 0 ? null : l.tagId,
+      followUpAt: i % 3 === 0 ? null : '2026-12-20T09:00:00.000Z',
+      firstName: i % 7 === 0 ? 'Annika' : l.firstName,
+      updatedAt: '2026-11-17T00:00:00.000Z',
     });
-
-    it('refuses a cursor that does not fit the query, like the memory store', async () => {
-      const { nextCursor } = await rx.query('leads', { orderBy: [{ field: 'createdAt', dir: 'desc' }], limit: 5 });
-      expect(nextCursor).not.toBeNull();
-      const q: Query = { orderBy: [{ field: 'createdAt', dir: 'desc' }, { field: 'company', dir: 'asc' }], limit: 5, cursor: nextCursor };
-      expect(await outcome(rx.query('leads', q))).toEqual({ code: 'INVALID_INPUT' });
-      expect(await outcome(ref.query('leads', q))).toEqual({ code: 'INVALID_INPUT' });
-      expect(await outcome(rx.query('leads', { limit: 5, cursor: 'garbage' }))).toEqual({ code: 'INVALID_INPUT' });
-    });
-
-    it('get and getMany see only live documents of the workspace, without RxDB fields, as copies', async () => {
-      const foreign = leadsForeign[0]?.id ?? '';
-      const lead = leadsA[0] as Lead;
-      expect(await rx.get('leads', foreign)).toBeNull();
-      expect(await rx.get('leads', 'missing')).toBeNull();
-      const got = await rx.get('leads', lead.id);
-      expect(got).toEqual(await ref.get('leads', lead.id));
-      expect(Object.keys(got ?? {}).filter((k) => k.startsWith('_'))).toEqual([]);
-      expect(await rx.getMany('leads', someIds)).toEqual(await ref.getMany('leads', someIds));
-      // Changing what a read returned changes nothing stored.
-      if (got) {
-        got.firstName = 'Mutated';
-        got.groupIds.push('x');
+    const rareOnes = leadsA.filter((l) => l.company === 'Rare Co');
+    // Build the company index and a sort order before editing, so the edits must patch them.
+    await expectSamePages('leads', { where: { op: 'eq', field: 'company', value: 'Rare Co' }, orderBy: [{ field: 'createdAt', dir: 'desc' }] });
+    await expectSamePages('leads', { orderBy: [{ field: 'rankingScore', dir: 'asc' }, { field: 'fullName', dir: 'desc' }], limit: 400 });
+    for (let round = 0; round < 5; round++) {
+      const writes: AnyWrite[] = [];
+      for (let i = 0; i < 12; i++) {
+        const pool = i % 3 === 0 ? rareOnes : leadsA;
+        const before = (await ref.get('leads', (pool[(round * 97 + i * 31) % pool.length] as Lead).id)) as Lead | null;
+        if (!before) continue;
+        writes.push({ collection: 'leads', id: before.id, before, after: i % 6 === 5 ? null : edit(before, i + round) });
       }
-      expect(await rx.get('leads', lead.id)).toEqual(lead);
-      const page = await rx.query('leads', { where: { op: 'eq', field: 'id', value: lead.id } });
-      (page.docs[0] as Lead).company = 'Mutated';
-      expect((await rx.get('leads', lead.id))?.company).toBe(lead.company);
-    });
-
-    it('stays identical after small edits (indexes and sort orders patched) and a large batch (rebuilt)', async () => {
-      const edit = (l: Lead, i: number): Lead => ({
-        ...l,
-        // Moves leads out of the rare company as well as into it, so stale index entries would show.
-        company: l.company === 'Rare Co' ? 'Acme' : i % 4 === 0 ? 'Rare Co' : l.company,
-        rankingScore: (l.rankingScore + i) % 20,
-        tagId: i % 5 === 0 ? null : l.tagId,
-        followUpAt: i % 3 === 0 ? null : '2026-12-20T09:00:00.000Z',
-        firstName: i % 7 === 0 ? 'Annika' : l.firstName,
-        updatedAt: '2026-11-17T00:00:00.000Z',
-      });
-      const rareOnes = leadsA.filter((l) => l.company === 'Rare Co');
-      // Build the company index and a sort order before editing, so the edits must patch them.
-      await expectSamePages('leads', { where: { op: 'eq', field: 'company', value: 'Rare Co' }, orderBy: [{ field: 'createdAt', dir: 'desc' }] });
+      writes.push(...creates('leads', [makeLead(WS, 5000 + round)]));
+      await commitBoth(writes);
       await expectSamePages('leads', { orderBy: [{ field: 'rankingScore', dir: 'asc' }, { field: 'fullName', dir: 'desc' }], limit: 400 });
-      for (let round = 0; round < 5; round++) {
-        const writes: AnyWrite[] = [];
-        for (let i = 0; i < 12; i++) {
-          const pool = i % 3 === 0 ? rareOnes : leadsA;
-          const before = (await ref.get('leads', (pool[(round * 97 + i * 31) % pool.length] as Lead).id)) as Lead | null;
-          if (!before) continue;
-          writes.push({ collection: 'leads', id: before.id, before, after: i % 6 === 5 ? null : edit(before, i + round) });
-        }
-        writes.push(...creates('leads', [makeLead(WS, 5000 + round)]));
-        await commitBoth(writes);
-        await expectSamePages('leads', { orderBy: [{ field: 'rankingScore', dir: 'asc' }, { field: 'fullName', dir: 'desc' }], limit: 400 });
-        await expectSamePages('leads', { where: { op: 'eq', field: 'company', value: 'Rare Co' }, orderBy: [{ field: 'createdAt', dir: 'desc' }] });
-      }
-      await expectSameAnswers();
+      await expectSamePages('leads', { where: { op: 'eq', field: 'company', value: 'Rare Co' }, orderBy: [{ field: 'createdAt', dir: 'desc' }] });
+    }
+    await expectSameAnswers();
 
-      const { docs } = await ref.query('leads', { limit: 900 });
-      await commitBoth(docs.map((before, i) => ({ collection: 'leads', id: before.id, before, after: edit(before, i) })));
-      await expectSameAnswers();
-    }, 180_000);
+    const { docs } = await ref.query('leads', { limit: 900 });
+    await commitBoth(docs.map((before, i) => ({ collection: 'leads', id: before.id, before, after: edit(before, i) })));
+    await expectSameAnswers();
+  }, 180_000);
 
-    it('refuses a stale before with CONFLICT and writes nothing, across collections', async () => {
-      const lead = (await ref.get('leads', (leadsA[100] as Lead).id)) as Lead;
-      const act = (await ref.get('activities', (activities[0] as Activity).id)) as Activity;
-      const before = await everything(rx);
-      const writes: AnyWrite[] = [
-        { collection: 'activities', id: act.id, before: act, after: { ...act, content: 'changed' } },
-        ...creates('tags', [{ id: 'tag-new', workspaceId: WS, createdAt: NOW, updatedAt: NOW, name: 'New', color: '#000000' }]),
-        { collection: 'leads', id: lead.id, before: { ...lead, firstName: 'Someone else' }, after: { ...lead, company: 'X' } },
-      ];
-      expect(await outcome(rx.commit(writes))).toEqual({ code: 'CONFLICT' });
-      expect(await outcome(ref.commit(writes))).toEqual({ code: 'CONFLICT' });
-      expect(await everything(rx)).toEqual(before);
-      // A creation over an existing document is stale too.
-      expect(await outcome(rx.commit(creates('leads', [lead])))).toEqual({ code: 'CONFLICT' });
-      // Documents of another workspace can be neither overwritten nor created.
-      const foreign = leadsForeign[1] as Lead;
-      expect(await outcome(rx.commit([{ collection: 'leads', id: foreign.id, before: null, after: { ...foreign, workspaceId: WS } }]))).toEqual({ code: 'CONFLICT' });
-      expect(await outcome(rx.commit(creates('leads', [{ ...makeLead(FOREIGN, 1) }])))).toEqual({ code: 'CONFLICT' });
-      expect(await everything(rx)).toEqual(before);
-      expect(await everything(rx)).toEqual(await everything(ref));
-    });
+  it('refuses a stale before with CONFLICT and writes nothing, across collections', async () => {
+    const lead = (await ref.get('leads', (leadsA[100] as Lead).id)) as Lead;
+    const act = (await ref.get('activities', (activities[0] as Activity).id)) as Activity;
+    const before = await everything(rx);
+    const writes: AnyWrite[] = [
+      { collection: 'activities', id: act.id, before: act, after: { ...act, content: 'changed' } },
+      ...creates('tags', [{ id: 'tag-new', workspaceId: WS, createdAt: NOW, updatedAt: NOW, name: 'New', color: '#000000' }]),
+      { collection: 'leads', id: lead.id, before: { ...lead, firstName: 'Someone else' }, after: { ...lead, company: 'X' } },
+    ];
+    expect(await outcome(rx.commit(writes))).toEqual({ code: 'CONFLICT' });
+    expect(await outcome(ref.commit(writes))).toEqual({ code: 'CONFLICT' });
+    expect(await everything(rx)).toEqual(before);
+    // A creation over an existing document is stale too.
+    expect(await outcome(rx.commit(creates('leads', [lead])))).toEqual({ code: 'CONFLICT' });
+    // Documents of another workspace can be neither overwritten nor created.
+    const foreign = leadsForeign[1] as Lead;
+    expect(await outcome(rx.commit([{ collection: 'leads', id: foreign.id, before: null, after: { ...foreign, workspaceId: WS } }]))).toEqual({ code: 'CONFLICT' });
+    expect(await outcome(rx.commit(creates('leads', [{ ...makeLead(FOREIGN, 1) }])))).toEqual({ code: 'CONFLICT' });
+    expect(await everything(rx)).toEqual(before);
+    expect(await everything(rx)).toEqual(await everything(ref));
+  });
 
-    it('soft-deletes: gone from reads, kept as a tombstone, and can be created again', async () => {
-      const lead = (await ref.get('leads', (leadsA[200] as Lead).id)) as Lead;
-      await commitBoth([{ collection: 'leads', id: lead.id, before: lead, after: null }]);
-      expect(await rx.get('leads', lead.id)).toBeNull();
-      expect(await rx.count('leads', { op: 'eq', field: 'id', value: lead.id })).toBe(0);
-      expect((await rx.query('leads', { where: { op: 'in', field: 'id', values: [lead.id] } })).docs).toEqual([]);
-      const raw = await ldb.rx.collections.leads?.storageInstance.findDocumentsById([lead.id], true);
-      expect(raw?.[0]?._deleted).toBe(true);
-      expect(raw?.[0]?.firstName).toBe(lead.firstName);
-      // Deleting what is not there is a no-op on both.
-      await commitBoth([{ collection: 'leads', id: lead.id, before: null, after: null }]);
-      await commitBoth(creates('leads', [{ ...lead, firstName: 'Back' }]));
-      expect((await rx.get('leads', lead.id))?.firstName).toBe('Back');
-      expect(await everything(rx)).toEqual(await everything(ref));
-    });
+  it('soft-deletes: gone from reads, kept as a tombstone, and can be created again', async () => {
+    const lead = (await ref.get('leads', (leadsA[200] as Lead).id)) as Lead;
+    await commitBoth([{ collection: 'leads', id: lead.id, before: lead, after: null }]);
+    expect(await rx.get('leads', lead.id)).toBeNull();
+    expect(await rx.count('leads', { op: 'eq', field: 'id', value: lead.id })).toBe(0);
+    expect((await rx.query('leads', { where: { op: 'in', field: 'id', values: [lead.id] } })).docs).toEqual([]);
+    const raw = await ldb.rx.collections.leads?.storageInstance.findDocumentsById([lead.id], true);
+    expect(raw?.[0]?._deleted).toBe(true);
+    expect(raw?.[0]?.firstName).toBe(lead.firstName);
+    // Deleting what is not there is a no-op on both.
+    await commitBoth([{ collection: 'leads', id: lead.id, before: null, after: null }]);
+    await commitBoth(creates('leads', [{ ...lead, firstName: 'Back' }]));
+    expect((await rx.get('leads', lead.id))?.firstName).toBe('Back');
+    expect(await everything(rx)).toEqual(await everything(ref));
+  });
 
-    it('keeps apiKeys on the server: writes are refused, reads find nothing', async () => {
-      const key = { id: 'k1', workspaceId: WS, createdAt: NOW, updatedAt: NOW, memberId: creation.ownerId, name: 'k', prefix: 'live_', hash: 'h', lastUsedAt: null, revokedAt: null };
-      expect(await outcome(rx.commit(creates('apiKeys', [key])))).toEqual({ code: 'SERVER_ONLY' });
-      expect(await rx.get('apiKeys', 'k1')).toBeNull();
-      expect((await rx.query('apiKeys')).docs).toEqual([]);
-    });
+  it('keeps apiKeys on the server: writes are refused, reads find nothing', async () => {
+    const key = { id: 'k1', workspaceId: WS, createdAt: NOW, updatedAt: NOW, memberId: creation.ownerId, name: 'k', prefix: 'live_', hash: 'h', lastUsedAt: null, revokedAt: null };
+    expect(await outcome(rx.commit(creates('apiKeys', [key])))).toEqual({ code: 'SERVER_ONLY' });
+    expect(await rx.get('apiKeys', 'k1')).toBeNull();
+    expect((await rx.query('apiKeys')).docs).toEqual([]);
+  });
 
-    it('tells listeners which collections changed, for local commits and replicated writes', async () => {
-      const seen: CollectionName[][] = [];
-      const off = ldb.onChange((c) => seen.push([...c].sort()));
-      const lead = (await rx.get('leads', (leadsA[300] as Lead).id)) as Lead;
-      const note = newActivity({ id: ids.uuid(), workspaceId: WS, now: NOW }, lead.id, creation.ownerId, 'NOTE', 'hi');
-      await commitBoth([{ collection: 'leads', id: lead.id, before: lead, after: { ...lead, company: 'Listened' } }, ...creates('activities', [note])]);
-      await Promise.resolve();
-      expect(seen).toEqual([['activities', 'leads']]);
-      await ldb.rx.collections.tags?.insert({ id: ids.uuid(), workspaceId: WS, createdAt: NOW, updatedAt: NOW, name: 'Pulled', color: '#445566' });
-      await Promise.resolve();
-      expect(seen[1]).toEqual(['tags']);
-      // A replicated write is visible to the very next read.
-      expect((await rx.query('tags', { where: { op: 'eq', field: 'name', value: 'Pulled' } })).docs).toHaveLength(1);
-      off();
-      const tags = (await rx.query('tags', { where: { op: 'eq', field: 'name', value: 'Pulled' } })).docs;
-      await ref.commit(creates('tags', tags));
-    });
+  it('tells listeners which collections changed, for local commits and replicated writes', async () => {
+    const seen: CollectionName[][] = [];
+    const off = ldb.onChange((c) => seen.push([...c].sort()));
+    const lead = (await rx.get('leads', (leadsA[300] as Lead).id)) as Lead;
+    const note = newActivity({ id: ids.uuid(), workspaceId: WS, now: NOW }, lead.id, creation.ownerId, 'NOTE', 'hi');
+    await commitBoth([{ collection: 'leads', id: lead.id, before: lead, after: { ...lead, company: 'Listened' } }, ...creates('activities', [note])]);
+    await Promise.resolve();
+    expect(seen).toEqual([['activities', 'leads']]);
+    await ldb.rx.collections.tags?.insert({ id: ids.uuid(), workspaceId: WS, createdAt: NOW, updatedAt: NOW, name: 'Pulled', color: '#445566' });
+    await Promise.resolve();
+    expect(seen[1]).toEqual(['tags']);
+    // A replicated write is visible to the very next read.
+    expect((await rx.query('tags', { where: { op: 'eq', field: 'name', value: 'Pulled' } })).docs).toHaveLength(1);
+    off();
+    const tags = (await rx.query('tags', { where: { op: 'eq', field: 'name', value: 'Pulled' } })).docs;
+    await ref.commit(creates('tags', tags));
+  });
 
-    it('answers the same after close and reopen', async () => {
-      const before = await everything(rx);
+  it('answers the same after close and reopen', async () => {
+    const before = await everything(rx);
+    await ldb.close();
+    await openRx();
+    expect(await everything(rx)).toEqual(before);
+    await expectSameAnswers();
+  }, 120_000);
+
+  it('answers the same with every strategy threshold at its smallest (walks, caps, chunks, list sizes)', async () => {
+    await withSmallestThresholds(async () => {
       await ldb.close();
       await openRx();
-      expect(await everything(rx)).toEqual(before);
       await expectSameAnswers();
-    }, 120_000);
-
-    it('answers the same with every strategy threshold at its smallest (indexes, text chunks, bounded scans, rebuilds)', async () => {
-      await withSmallestThresholds(async () => {
-        await ldb.close();
-        await openRx();
-        await expectSameAnswers();
-        for (let round = 0; round < 3; round++) {
-          const { docs } = await ref.query('leads', { orderBy: [{ field: 'updatedAt', dir: 'asc' }], limit: round === 2 ? 40 : 2 });
-          await commitBoth(docs.map((before, i) => ({ collection: 'leads', id: before.id, before, after: { ...before, company: i % 2 ? 'Rare Co' : 'Acme', firstName: `Annie${round}`, updatedAt: `2026-11-2${round}T00:00:00.000Z` } })));
-          await expectSamePages('leads', { where: { op: 'contains', fields: ['firstName', 'company'], value: `annie${round}` }, orderBy: [{ field: 'createdAt', dir: 'desc' }], limit: 3 });
-        }
-        await expectSameAnswers();
-      });
-    }, 180_000);
-
-    it('runs real operations through execute() exactly like the memory store', async () => {
-      const envFor = (store: Store) => ({
-        actor: owner,
-        store,
-        clock: new FakeClock('2026-11-18T10:00:00.000Z'),
-        ids: sequentialIds(8),
-        random: seededRandom(5),
-        secrets: testSecrets,
-        channels: null,
-      });
-      const envs = [envFor(rx), envFor(ref)] as const;
-      const target = leadsA[400] as Lead;
-      const lost = STAGES[6] as string;
-      const steps: [string, unknown][] = [
-        ['tags.create', { name: 'Hot' }],
-        ['tags.getAll', {}],
-        ['pipelineStages.getAll', {}],
-        ['members.list', {}],
-        ['campaigns.leads.create', { leadGroupId: creation.leadGroupId, leads: [{ firstName: 'Nina', email: 'nina@new.test' }, { email: target.email || 'dup@x.test', firstName: 'Dup' }, { email: 'not-an-email' }] }],
-        ['campaigns.leads.search', { query: 'ann', limit: 20 }],
-        ['campaigns.leads.search', { tagId: 'uncategorized', limit: 10, sortBy: 'rankingScore', sortOrder: 'asc' }],
-        ['campaigns.leads.search', { pipelineStage: 'NEW', limit: 5 }],
-        ['campaigns.leads.updateLeadStage', { leadId: target.id, pipelineStageId: lost }],
-        ['campaigns.leads.updateLeadStage', { leadId: target.id, pipelineStageId: lost, closeReason: 'NOT_INTERESTED' }],
-        ['leadActivities.create', { leadId: target.id, content: 'Called, not now.' }],
-        ['leadActivities.list', { leadId: target.id }],
-        ['campaigns.leads.delete', { leadIds: [target.id], dryRun: true }],
-        ['campaigns.leads.get', { leadId: target.id }],
-      ];
-      const results: unknown[][] = [[], []];
-      for (const [name, input] of steps) {
-        for (const i of [0, 1] as const) {
-          const env = envs[i];
-          const stateBefore = await everything(env.store);
-          const r = await outcome(execute(name, input, env));
-          if ('code' in r) expect(await everything(env.store), `${name} was refused but changed the store`).toEqual(stateBefore);
-          results[i]?.push({ name, r });
-        }
+      for (let round = 0; round < 3; round++) {
+        const { docs } = await ref.query('leads', { orderBy: [{ field: 'updatedAt', dir: 'asc' }], limit: round === 2 ? 40 : 2 });
+        await commitBoth(docs.map((before, i) => ({ collection: 'leads', id: before.id, before, after: { ...before, company: i % 2 ? 'Rare Co' : 'Acme', firstName: `Annie${round}`, updatedAt: `2026-11-2${round}T00:00:00.000Z` } })));
+        await expectSamePages('leads', { where: { op: 'contains', fields: ['firstName', 'company'], value: `annie${round}` }, orderBy: [{ field: 'createdAt', dir: 'desc' }], limit: 3 });
       }
-      expect(results[0]).toEqual(results[1]);
-      const codes = (results[0] as { name: string; r: { code?: string } }[]).filter((x) => x.r.code).map((x) => [x.name, x.r.code]);
-      // The lost-stage move without a reason is refused on both.
-      expect(codes).toEqual([['campaigns.leads.updateLeadStage', 'CLOSE_REASON_REQUIRED']]);
-      expect(await everything(rx)).toEqual(await everything(ref));
-      // Server-only operations are refused locally (the desktop forwards them), storing nothing.
-      expect(await outcome(execute('apiKeys.create', { name: 'script' }, envs[0]))).toEqual({ code: 'SERVER_ONLY' });
-    }, 60_000);
-  });
+      await expectSameAnswers();
+    });
+  }, 180_000);
+
+  it('runs real operations through execute() exactly like the memory store', async () => {
+    const envFor = (store: Store) => ({
+      actor: owner,
+      store,
+      clock: new FakeClock('2026-11-18T10:00:00.000Z'),
+      ids: sequentialIds(8),
+      random: seededRandom(5),
+      secrets: testSecrets,
+      channels: null,
+    });
+    const envs = [envFor(rx), envFor(ref)] as const;
+    const target = leadsA[400] as Lead;
+    const lost = STAGES[6] as string;
+    const steps: [string, unknown][] = [
+      ['tags.create', { name: 'Hot' }],
+      ['tags.getAll', {}],
+      ['pipelineStages.getAll', {}],
+      ['members.list', {}],
+      ['campaigns.leads.create', { leadGroupId: creation.leadGroupId, leads: [{ firstName: 'Nina', email: 'nina@new.test' }, { email: target.email || 'dup@x.test', firstName: 'Dup' }, { email: 'not-an-email' }] }],
+      ['campaigns.leads.search', { query: 'ann', limit: 20 }],
+      ['campaigns.leads.search', { tagId: 'uncategorized', limit: 10, sortBy: 'rankingScore', sortOrder: 'asc' }],
+      ['campaigns.leads.search', { pipelineStage: 'NEW', limit: 5 }],
+      ['campaigns.leads.updateLeadStage', { leadId: target.id, pipelineStageId: lost }],
+      ['campaigns.leads.updateLeadStage', { leadId: target.id, pipelineStageId: lost, closeReason: 'NOT_INTERESTED' }],
+      ['leadActivities.create', { leadId: target.id, content: 'Called, not now.' }],
+      ['leadActivities.list', { leadId: target.id }],
+      ['campaigns.leads.delete', { leadIds: [target.id], dryRun: true }],
+      ['campaigns.leads.get', { leadId: target.id }],
+    ];
+    const results: unknown[][] = [[], []];
+    for (const [name, input] of steps) {
+      for (const i of [0, 1] as const) {
+        const env = envs[i];
+        const stateBefore = await everything(env.store);
+        const r = await outcome(execute(name, input, env));
+        if ('code' in r) expect(await everything(env.store), `${name} was refused but changed the store`).toEqual(stateBefore);
+        results[i]?.push({ name, r });
+      }
+    }
+    expect(results[0]).toEqual(results[1]);
+    const codes = (results[0] as { name: string; r: { code?: string } }[]).filter((x) => x.r.code).map((x) => [x.name, x.r.code]);
+    // The lost-stage move without a reason is refused on both.
+    expect(codes).toEqual([['campaigns.leads.updateLeadStage', 'CLOSE_REASON_REQUIRED']]);
+    expect(await everything(rx)).toEqual(await everything(ref));
+    // Server-only operations are refused locally (the desktop forwards them), storing nothing.
+    expect(await outcome(execute('apiKeys.create', { name: 'script' }, envs[0]))).toEqual({ code: 'SERVER_ONLY' });
+  }, 60_000);
 });

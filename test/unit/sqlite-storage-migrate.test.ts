@@ -1,10 +1,10 @@
 /**
- * Migration from today's desktop storage (persisted-memory, electron/backend/storage/
- * persisted-memory.ts) into the SQLite storage (electron/backend/storage/sqlite/migrate.ts): a file
- * written by today's code, with our real collection schemas and a replication that pulled and
- * pushed, is migrated once with progress, and every stored row of every storage instance comes
- * out the same; replication then resumes from the migrated checkpoints, pulling from where it
- * stopped and pushing only what changed since.
+ * Migration from the previous desktop storage (persisted-memory, kept as
+ * test/support/persisted-memory.ts to write its format) into the SQLite storage
+ * (electron/backend/storage/sqlite/migrate.ts): a file written by that storage's code, with our real
+ * collection schemas and a replication that pulled and pushed, is migrated once with progress, and
+ * every stored row of every storage instance comes out the same; replication then resumes from the
+ * migrated checkpoints, pulling from where it stopped and pushing only what changed since.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
@@ -16,7 +16,7 @@ import { addRxPlugin, createRxDatabase } from 'rxdb';
 import type { RxCollection, RxDatabase, RxJsonSchema, RxStorage } from 'rxdb';
 import { RxDBMigrationSchemaPlugin } from 'rxdb/plugins/migration-schema';
 import { replicateRxCollection } from 'rxdb/plugins/replication';
-import { getRxStoragePersistedMemory } from '../../electron/backend/storage/persisted-memory.ts';
+import { getRxStoragePersistedMemory } from '../support/persisted-memory.ts';
 import { sqliteFilePath, StorageLockedError } from '../../electron/backend/storage/sqlite/file.ts';
 import { migrateFromPersistedMemory, persistedMemoryFilePath } from '../../electron/backend/storage/sqlite/migrate.ts';
 import type { MigrationProgress } from '../../electron/backend/storage/sqlite/migrate.ts';

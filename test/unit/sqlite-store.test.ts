@@ -59,7 +59,7 @@ async function expectSamePages(q: Query, maxPages = 6): Promise<void> {
 }
 
 async function open(): Promise<void> {
-  db = await openLocalDatabase({ dir, workspaceId: WS, actor, storage: 'sqlite' });
+  db = await openLocalDatabase({ dir, workspaceId: WS, actor });
 }
 
 beforeAll(async () => {
@@ -254,7 +254,7 @@ describe('bulk loads', () => {
     // RxDB's open edition holds 13 collections per process: one local database at a time.
     await db.close();
     const dir2 = mkdtempSync(join(tmpdir(), 'sqlite-store-bulk-'));
-    let db2 = await openLocalDatabase({ dir: dir2, workspaceId: WS2, actor: actor2, storage: 'sqlite' });
+    let db2 = await openLocalDatabase({ dir: dir2, workspaceId: WS2, actor: actor2 });
     const ref2 = new MemoryDatabase().forWorkspace(WS2);
     try {
       const table = (): DocTable => {
@@ -288,7 +288,7 @@ describe('bulk loads', () => {
       await db2.store.commit(creates(leads.slice(BULK_ROWS)));
       await ref2.commit(creates(leads.slice(BULK_ROWS)));
       await db2.close();
-      db2 = await openLocalDatabase({ dir: dir2, workspaceId: WS2, actor: actor2, storage: 'sqlite' });
+      db2 = await openLocalDatabase({ dir: dir2, workspaceId: WS2, actor: actor2 });
       expect(table().isLoading).toBe(true);
       await same();
       // Once nothing more arrives for a while, the indexes are built, one per turn of the event loop.

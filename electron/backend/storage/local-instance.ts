@@ -1,11 +1,10 @@
 /**
- * What the sync status needs from a collection's storage instance, whichever storage the desktop
- * runs on: the change stream (with RxDB's write contexts, to tell local writes from pulled ones)
- * and the stored document of an id, synchronously.
+ * What the sync status needs from a collection's storage instance: the change stream (with RxDB's
+ * write contexts, to tell local writes from pulled ones) and the stored document of an id,
+ * synchronously.
  */
 import type { EventBulk, RxDocumentData, RxStorageChangeEvent } from 'rxdb';
 import type { Observable } from 'rxjs';
-import { persistedInstanceOf } from './persisted-memory.ts';
 import { sqliteInstanceOf } from './sqlite/storage.ts';
 
 type Json = Record<string, unknown>;
@@ -19,8 +18,5 @@ export type LocalInstance = {
 /** The local storage instance behind an RxDB collection's (wrapped) storage instance, or null. */
 export function localInstanceOf(storageInstance: unknown): LocalInstance | null {
   const sqlite = sqliteInstanceOf<Json>(storageInstance);
-  if (sqlite) return { changeStream: () => sqlite.changeStream(), current: (id) => sqlite.currentDocuments([id]).get(id) };
-  const persisted = persistedInstanceOf<Json>(storageInstance);
-  if (persisted) return { changeStream: () => persisted.changeStream(), current: (id) => persisted.currentDocuments().get(id) };
-  return null;
+  return sqlite && { changeStream: () => sqlite.changeStream(), current: (id) => sqlite.currentDocuments([id]).get(id) };
 }

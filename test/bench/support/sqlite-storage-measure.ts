@@ -24,7 +24,7 @@ import type { RxCollection, RxDatabase, RxDocumentData, RxJsonSchema, RxStorage 
 import { RxDBMigrationSchemaPlugin } from 'rxdb/plugins/migration-schema';
 import { addRxPlugin } from 'rxdb';
 import { limitYoungGeneration, migrationStrategies } from '../../../electron/backend/local-db.ts';
-import { getRxStoragePersistedMemory } from '../../../electron/backend/storage/persisted-memory.ts';
+import { getRxStoragePersistedMemory } from '../../support/persisted-memory.ts';
 import { sqliteFilePath } from '../../../electron/backend/storage/sqlite/file.ts';
 import { migrateFromPersistedMemory } from '../../../electron/backend/storage/sqlite/migrate.ts';
 import { getRxStorageSqlite, sqliteInstanceOf } from '../../../electron/backend/storage/sqlite/storage.ts';

@@ -1,4 +1,11 @@
 /**
+ * The PREVIOUS desktop storage ("persisted-memory", the app's storage until issue 22), kept here
+ * only so that tests can write data folders exactly as the previous release wrote them: the app
+ * itself no longer opens this format, it moves it into the SQLite storage once
+ * (electron/backend/storage/sqlite/migrate.ts reads the file with SQL, not with this code).
+ * Used by the migration tests (sqlite-storage-migrate, local-db-migration, local-db-upgrade).
+ * What follows is its description as it shipped.
+ *
  * The desktop's RxDB storage, implemented directly over better-sqlite3 (one file per RxDB database,
  * one row per document: the whole RxDB document as JSON with `_rev`, `_meta` and `_deleted`). Every
  * successful write is committed to SQLite before the write resolves.
@@ -69,7 +76,7 @@ import type {
   RxStorageInstanceCreationParams,
   RxStorageQueryResult,
 } from 'rxdb';
-import { isRefetchableWrite } from '../rxdb-internals.ts';
+import { isRefetchableWrite } from '../../electron/backend/rxdb-internals.ts';
 
 export type PersistedMemorySettings = {
   /** Folder holding one SQLite file per RxDB database name. */
