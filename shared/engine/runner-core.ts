@@ -278,8 +278,12 @@ export function createCore(opts: RunnerOptions, judge: RunnerCore['judge']): Run
   };
 }
 
-/** Spacing of a demo-paced sandbox sender's actions (see spacingOf). */
-export const DEMO_SPACING: Spacing = { minSeconds: 8, jitterSeconds: 12 };
+/** Spacing of a demo-paced sandbox sender's actions (see spacingOf): 3-8 s. A sender's sequences
+ * under way go before new ones, and at Start the demo's one Premium sender (the only sender of its
+ * Q4 campaign) may have a dozen follow-ups due from the simulated days; at 8-20 s apart its first new
+ * connection request came after 115 s at some hours of the day, against the demo's promise of sends,
+ * accepts and replies within a minute or two of Start. */
+export const DEMO_SPACING: Spacing = { minSeconds: 3, jitterSeconds: 5 };
 
 export const STOP_WORDS: Record<string, string> = {
   lead_deleted: 'the lead was deleted',
