@@ -7,8 +7,9 @@ import type { Ctx } from '../context.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { newActivity } from '../model/factories.ts';
 import { TASK_STATUSES } from '../model/index.ts';
-import type { Activity, Lead } from '../model/index.ts';
+import type { Activity } from '../model/index.ts';
 import type { Cond } from '../store.ts';
+import { liveLead, stamp } from './campaigns.leads.ts';
 import { mutation, opsByName, query } from './define.ts';
 import { cursor, DEFAULT_PAGE_SIZE, isoDateTime, pageLimit, uuid } from './params.ts';
 
@@ -56,12 +57,6 @@ export const toActivityOut = (a: Activity): ActivityOut => ({
   updatedAt: a.updatedAt,
 });
 
-async function liveLead(ctx: Ctx, leadId: string): Promise<Lead> {
-  const lead = await ctx.db.get('leads', leadId);
-  if (!lead) throw notFound('Lead', leadId);
-  return lead;
-}
-
 /** The activity of the expected kind; another kind's id is a request for the wrong operation. */
 async function activityOfType(ctx: Ctx, id: string, type: 'NOTE' | 'TASK'): Promise<Activity> {
   const a = await ctx.db.get('activities', id);
@@ -78,8 +73,6 @@ async function ensureMember(ctx: Ctx, memberId: string): Promise<void> {
   const m = await ctx.db.get('members', memberId);
   if (!m) throw notFound('Member', memberId);
 }
-
-const stamp = (ctx: Ctx) => ({ id: ctx.ids.uuid(), workspaceId: ctx.actor.workspaceId, now: nowIso(ctx) });
 
 /** Cursor of myTasks: tasks with a due date come first (soonest first), then undated ones (oldest
  * first); the store puts nulls first, so the two parts are paged separately. */

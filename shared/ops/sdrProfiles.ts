@@ -63,7 +63,7 @@ export const summary = (s: Sender): z.input<typeof senderOut> => ({
 
 const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a day like 2026-11-16').refine((d) => DateTime.fromISO(d).isValid, { message: 'must be a real calendar day' });
 
-async function senderOrNotFound(ctx: Ctx, id: string): Promise<Sender> {
+export async function senderOrNotFound(ctx: Ctx, id: string): Promise<Sender> {
   const s = await ctx.db.get('senders', id);
   if (!s) throw notFound('Sender', id);
   return s;

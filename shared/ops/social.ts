@@ -20,6 +20,7 @@ import { newLead } from '../model/factories.ts';
 import type { LimitKey, Sender, Usage } from '../model/index.ts';
 import { mutation, opsByName, query } from './define.ts';
 import { uuid } from './params.ts';
+import { senderOrNotFound } from './sdrProfiles.ts';
 
 const postUrl = z.string().trim().url('must be a URL').regex(/^https:\/\//, 'must be an https:// post address').max(2000);
 const allowance = z.object({ used: z.number().int(), remaining: z.number().int(), limit: z.number().int() });
@@ -70,12 +71,6 @@ function canSend(ctx: Ctx, sender: Sender): boolean {
   if (sender.status === 'limited' && sender.backoffUntil !== null && sender.backoffUntil > nowIso(ctx)) return false;
   const channel = ctx.channels?.channelFor(sender) ?? null;
   return channel ? channel.canSendMessage(sender) : true;
-}
-
-async function senderOrNotFound(ctx: Ctx, id: string): Promise<Sender> {
-  const s = await ctx.db.get('senders', id);
-  if (!s) throw notFound('Sender profile', id);
-  return s;
 }
 
 /** The channel that reads posts for this sender here, or a clear refusal. */
