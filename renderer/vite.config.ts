@@ -17,5 +17,8 @@ export default defineConfig({
     // No inline scripts or data: modules: the CSP allows only files of this origin.
     assetsInlineLimit: 0,
     modulePreload: { polyfill: false },
+    // One bundle read from the local disk (the app's folder or the web host on this machine): its
+    // size is not a download's, so the 500 kB advice for web pages only adds noise to `npm start`.
+    chunkSizeWarningLimit: 2048,
   },
 });
