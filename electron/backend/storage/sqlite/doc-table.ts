@@ -39,7 +39,7 @@ import { TextIndex } from './fts.ts';
 import type { TextOrder } from './fts.ts';
 import { indexColumns, indexName } from './index-columns.ts';
 import type { IndexColumn, KeyRange } from './index-columns.ts';
-import { layoutRecord, resolveLayout, storeOddOf } from './store-columns.ts';
+import { layoutRecord, resolveLayout, storeOddOf, storeValues } from './store-columns.ts';
 import type { MemberTable, ResolvedLayout, StoreColumn, StoreLayout } from './store-columns.ts';
 
 export type Doc = RxDocumentData<unknown>;
@@ -389,7 +389,7 @@ export class DocTable {
     for (const { before, doc } of rows) {
       const odd = this.oddOf(doc);
       const id = String((doc as Record<string, unknown>)[this.primaryPath]);
-      const sodd = storeOddOf(this.layout, id, doc);
+      const sodd = storeValues(this.layout, id, doc, values, 7);
       values[0] = ++seq;
       values[1] = id;
       values[2] = doc._deleted ? 1 : 0;
@@ -397,8 +397,7 @@ export class DocTable {
       values[4] = odd;
       values[5] = sodd;
       values[6] = JSON.stringify(doc);
-      for (let i = 0; i < store.length; i++) values[7 + i] = (store[i] as StoreColumn).valueOf(doc);
-      this.columns.forEach((c, i) => (values[7 + store.length + i] = c.keyOf(doc)));
+      for (let i = 0; i < this.columns.length; i++) values[7 + store.length + i] = (this.columns[i] as IndexColumn).keyOf(doc);
       rowids.push(this.upsert.get(...values) as number | bigint);
       this.countOdd(odd, 1, oddDelta);
       this.countOdd(sodd, 1, storeOddDelta);
@@ -666,7 +665,9 @@ function rebuild(db: SqliteDatabase, table: string, had: Built, setup: TableSetu
       columns.forEach((c, i) => {
         if (!c.faithful(doc)) odd |= 1 << i;
       });
-      update.run(odd, storeOddOf(layout, r.id, doc), ...columns.map((c) => c.keyOf(doc)), ...layout.columns.map((c) => c.valueOf(doc)), r.rowid);
+      const storeCols: unknown[] = [];
+      const sodd = storeValues(layout, r.id, doc, storeCols, 0);
+      update.run(odd, sodd, ...columns.map((c) => c.keyOf(doc)), ...storeCols, r.rowid);
       for (const { m, add } of addMembers) for (const v of m.valuesOf(doc)) add.run(v, r.rowid);
       text?.put(r.rowid, undefined, doc);
     }

@@ -123,6 +123,10 @@ function openLocked(path: string, synchronous: Synchronous): SqliteDatabase {
     const pageSize = Number(db.pragma('page_size', { simple: true }));
     db.pragma(`wal_autocheckpoint = ${Math.max(1000, Math.round((32 * 1024 * 1024) / pageSize))}`);
     db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
+    // 4 MiB of page cache instead of SQLite's 16: the cache stays resident (it counted ~20 MB of
+    // the desktop's memory after a sync of 100k leads), while a page it misses comes from the
+    // operating system's cache for a read call (no slower sync or page reads were measured).
+    db.pragma('cache_size = -4096');
     // Take the write lock now, so a second opener is refused at open and not at its first write.
     db.exec('BEGIN EXCLUSIVE');
     db.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

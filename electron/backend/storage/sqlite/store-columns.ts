@@ -91,9 +91,8 @@ export type StoreColumn = {
   column: string;
   /** Its bit in `sodd` (1..30). */
   bit: number;
-  valueOf: (doc: Doc) => SqlValue;
-  /** Whether the document's value is stored faithfully (see the file comment). */
-  faithful: (doc: Doc) => boolean;
+  /** Reads the column's field of a document. */
+  get: (doc: Doc) => unknown;
 };
 
 export type MemberTable = { field: string; table: string; valuesOf: (doc: Doc) => string[] };
@@ -166,11 +165,7 @@ export function resolveLayout(table: string, schema: RxJsonSchema<Doc>, layout: 
       kind,
       column: `s_${hash32(key)}`,
       bit: 1 << (i + 1),
-      valueOf: (doc) => encodeKey(get(doc), fold) ?? NULL_KEY,
-      faithful: (doc) => {
-        const v = get(doc);
-        return v === null || v === undefined || (kindOf(v) === kind && encodeKey(v, fold) !== undefined);
-      },
+      get,
     };
   });
   const members = (layout.members ?? []).filter((field) => isArrayField(schema, field)).map((field): MemberTable => {
@@ -218,14 +213,27 @@ export function layoutProblems(schema: object, layout: StoreLayout): string[] {
   return out;
 }
 
-/** The Store columns' odd bits of a document (ID_BIT for its id). Tombstones have none: the
- * Store never reads them. */
-export function storeOddOf(layout: ResolvedLayout, id: string, doc: Doc): number {
+/**
+ * Writes a document's Store column values into `out` from `at` on, and returns its odd bits
+ * (ID_BIT for its id): one pass per column, as every written document pays it. Tombstones have no
+ * odd bits: the Store never reads them.
+ */
+export function storeValues(layout: ResolvedLayout, id: string, doc: Doc, out: unknown[], at: number): number {
+  let odd = 0;
+  const columns = layout.columns;
+  for (let i = 0; i < columns.length; i++) {
+    const c = columns[i] as StoreColumn;
+    const v = c.get(doc);
+    const key = encodeKey(v, c.fold);
+    out[at + i] = key ?? NULL_KEY;
+    if (key === undefined || (v !== null && v !== undefined && kindOf(v) !== c.kind)) odd |= c.bit;
+  }
   if (doc._deleted) return 0;
-  let odd = idFaithful(id) ? 0 : ID_BIT;
-  for (const c of layout.columns) if (!c.faithful(doc)) odd |= c.bit;
-  return odd;
+  return idFaithful(id) ? odd : odd | ID_BIT;
 }
+
+/** The odd bits of a document (see storeValues). */
+export const storeOddOf = (layout: ResolvedLayout, id: string, doc: Doc): number => storeValues(layout, id, doc, [], 0);
 
 /** A description of a resolved layout, stored in the file to notice a changed one. */
 export function layoutRecord(layout: ResolvedLayout): string {
