@@ -32,27 +32,30 @@ export const STORE_LAYOUT: Partial<Record<CollectionName, StoreLayout>> = {
       { field: 'pipelineStageId' },
       { field: 'email' },
       { field: 'socialUrl' },
+      // Exact names, without an index: found through the folded ones, then counted in SQL.
+      { field: 'fullName' },
+      { field: 'company' },
     ],
     members: ['groupIds'],
     indexes: [
       // Counting the workspace's leads without reading them.
-      { keys: ['workspaceId'], ordered: false },
+      { keys: ['workspaceId'], ordered: false, narrows: false },
       // The leads table's orders (LEAD_SORT_FIELDS), each read either way.
       { keys: ['createdAt'] },
-      { keys: ['lastActivityAt'], afterLoad: true },
-      { keys: ['fold:fullName'], afterLoad: true },
-      { keys: ['fold:company'], afterLoad: true },
-      { keys: ['rankingScore'], afterLoad: true },
-      { keys: ['leadFitScore'], afterLoad: true },
-      { keys: ['followUpAt'], afterLoad: true },
+      { keys: ['lastActivityAt'], afterLoad: 'any' },
+      { keys: ['fold:fullName'], afterLoad: 'pull' },
+      { keys: ['fold:company'], afterLoad: 'any' },
+      { keys: ['rankingScore'], afterLoad: 'any' },
+      { keys: ['leadFitScore'], afterLoad: 'any' },
+      { keys: ['followUpAt'], afterLoad: 'any' },
       // The runner's look for leads changed since its last tick.
       { keys: ['updatedAt'], ordered: false },
       // Lead search's filters.
       { keys: ['tagId'], ordered: false },
       { keys: ['pipelineStageId'], ordered: false },
-      // The import's and the edit check's look-ups of a person.
-      { keys: ['email'], ordered: false, afterLoad: true },
-      { keys: ['socialUrl'], ordered: false, afterLoad: true },
+      // The import's and the edit check's look-ups of a person (by name: the folded name above).
+      { keys: ['email'], ordered: false, afterLoad: 'pull' },
+      { keys: ['socialUrl'], ordered: false, afterLoad: 'pull' },
     ],
   },
   enrollments: {
@@ -68,7 +71,7 @@ export const STORE_LAYOUT: Partial<Record<CollectionName, StoreLayout>> = {
     ],
     indexes: [
       { keys: ['campaignId'], ordered: false },
-      { keys: ['leadId'], ordered: false, afterLoad: true },
+      { keys: ['leadId'], ordered: false, afterLoad: 'any' },
       // The runner's due enrollments, in due order.
       { keys: ['status', 'nextActionAt'] },
       { keys: ['updatedAt'], ordered: false },
@@ -87,9 +90,9 @@ export const STORE_LAYOUT: Partial<Record<CollectionName, StoreLayout>> = {
     ],
     indexes: [
       // A lead's timeline, newest first.
-      { keys: ['leadId', 'createdAt'], afterLoad: true },
+      { keys: ['leadId', 'createdAt'], afterLoad: 'any' },
       // A member's tasks, by due date.
-      { keys: ['metadata.assigneeId', 'dueAt'], afterLoad: true },
+      { keys: ['metadata.assigneeId', 'dueAt'], afterLoad: 'any' },
       { keys: ['metadata.campaignId'], ordered: false },
     ],
   },
@@ -109,9 +112,9 @@ export const STORE_LAYOUT: Partial<Record<CollectionName, StoreLayout>> = {
     ],
     indexes: [
       { keys: ['campaignId'], ordered: false },
-      { keys: ['leadId', 'createdAt'], afterLoad: true },
-      { keys: ['chatId'], ordered: false, afterLoad: true },
-      { keys: ['externalId'], ordered: false, afterLoad: true },
+      { keys: ['leadId', 'createdAt'], afterLoad: 'any' },
+      { keys: ['chatId'], ordered: false, afterLoad: 'any' },
+      { keys: ['externalId'], ordered: false, afterLoad: 'any' },
       // A sender's recent messages (daily and weekly limits, spacing).
       { keys: ['sdrProfileId', 'createdAt'] },
       { keys: ['status'], ordered: false },

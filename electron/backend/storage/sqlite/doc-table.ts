@@ -22,8 +22,9 @@
  * costs every written row a page write per such index, which made an initial sync of 100k leads
  * several times slower than the documents alone, and grows with the table. A bulk write
  * (BULK_ROWS rows or more) into a table holding fewer rows than it brings starts a load: those
- * indexes (RxDB's index columns' and the layout's `afterLoad` ones) are dropped, in that write's
- * transaction, and built again from sorted keys once no bulk write came for LOAD_QUIET_MS, one
+ * indexes (RxDB's index columns' and the layout's `afterLoad` ones; in a load of local documents,
+ * an import, not the ones it looks people up by) are dropped, in that write's transaction, and
+ * built again from sorted keys once no bulk write came for LOAD_QUIET_MS, one
  * index per turn of the event loop (or at once by finishLoading). The documents, their columns,
  * the text index, member tables and the other indexes are written as always; a query meanwhile
  * reads without the missing indexes (the same answers, more rows read). The state is in the file,
@@ -66,7 +67,7 @@ export type TableSetup = {
 export type RowWrite = { before: Doc | undefined; doc: Doc };
 
 /** What a committed write changes in memory (applied only once SQLite committed it). */
-export type Written = { lastSeq: number; rows: readonly RowWrite[]; oddDelta: number[]; storeOddDelta: number[]; bulk: boolean; startsLoad: boolean };
+export type Written = { lastSeq: number; rows: readonly RowWrite[]; oddDelta: number[]; storeOddDelta: number[]; bulk: boolean; dropped: readonly string[] };
 
 /** Rows in one write that make it a bulk write (an initial sync's pull page, an import call). */
 export const BULK_ROWS = 1000;
@@ -107,8 +108,9 @@ export class DocTable {
   private readonly getMany: Statement<[string], { id: string; doc: string }>;
   private readonly statements = new Map<string, Statement>();
   private readonly storeStatements = new Map<string, Statement>();
-  /** Indexes built after a load (see the file comment), by name: their SQL. */
-  private readonly deferrable = new Map<string, string>();
+  /** Indexes built after a load (see the file comment), by name: their SQL, and whether a load of
+   * local documents keeps them up. */
+  private readonly deferrable = new Map<string, { sql: string; keptLocally: boolean }>();
   /** Those not in the file now. */
   private readonly missing = new Set<string>();
   private loading = false;
@@ -152,8 +154,8 @@ export class DocTable {
     for (const odd of db.prepare(`SELECT odd FROM ${t} WHERE odd <> 0`).pluck().iterate() as Iterable<number>) this.countOdd(odd, 1, this.unfaithful);
     this.storeUnfaithful = new Array<number>(this.layout.columns.length + 1).fill(0);
     for (const odd of db.prepare(`SELECT sodd FROM ${t} WHERE sodd <> 0`).pluck().iterate() as Iterable<number>) this.countOdd(odd, 1, this.storeUnfaithful);
-    for (const c of this.columns) this.deferrable.set(`${table}_${c.column}`, `CREATE INDEX IF NOT EXISTS "${table}_${c.column}" ON ${t} ("${c.column}")`);
-    for (const i of this.layout.indexes) if (i.afterLoad) this.deferrable.set(i.name, storeIndexSql(table, i));
+    for (const c of this.columns) this.deferrable.set(`${table}_${c.column}`, { sql: `CREATE INDEX IF NOT EXISTS "${table}_${c.column}" ON ${t} ("${c.column}")`, keptLocally: false });
+    for (const i of this.layout.indexes) if (i.afterLoad) this.deferrable.set(i.name, { sql: storeIndexSql(table, i), keptLocally: i.afterLoad === 'pull' });
     const present = new Set(db.prepare<[string], string>("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?").pluck().all(table));
     for (const name of this.deferrable.keys()) if (!present.has(name)) this.missing.add(name);
     const flagged = db.prepare<[string], number>('SELECT loading FROM instances WHERE name = ?').pluck().get(name) === 1;
@@ -225,7 +227,7 @@ export class DocTable {
       this.finishLoading();
       return;
     }
-    const sql = this.deferrable.get(next.value) ?? '';
+    const sql = this.deferrable.get(next.value)?.sql ?? '';
     this.file.write(true, () => this.file.db.exec(sql));
     this.missing.delete(next.value);
     if (this.missing.size === 0) this.finishLoading();
@@ -237,7 +239,7 @@ export class DocTable {
     if (!this.loading) return;
     this.stopLoadTimer();
     this.file.write(true, () => {
-      for (const name of this.missing) this.file.db.exec(this.deferrable.get(name) ?? '');
+      for (const name of this.missing) this.file.db.exec(this.deferrable.get(name)?.sql ?? '');
       this.file.db.prepare('UPDATE instances SET loading = 0 WHERE name = ?').run(this.name);
     });
     this.missing.clear();
@@ -371,14 +373,19 @@ export class DocTable {
   }
 
   /** Writes the rows, each with the next sequence number, and their text rows. Must run inside
-   * the file's write transaction; nothing in memory changes until `committed`. */
-  write(rows: readonly RowWrite[]): Written {
+   * the file's write transaction; nothing in memory changes until `committed`. `pulled`: the rows
+   * come from the server (they decide which indexes a load leaves out). */
+  write(rows: readonly RowWrite[], pulled: boolean): Written {
     const bulk = rows.length >= BULK_ROWS;
     // A bulk write into a table holding fewer rows than it brings starts a load (file comment).
-    const startsLoad = bulk && !this.loading && this.deferrable.size > 0 && this.rowEstimate() < rows.length;
-    if (startsLoad) {
-      for (const name of this.deferrable.keys()) this.file.db.exec(`DROP INDEX IF EXISTS "${name}"`);
-      this.file.db.prepare('UPDATE instances SET loading = 1 WHERE name = ?').run(this.name);
+    const dropped: string[] = [];
+    if (bulk && !this.loading && this.deferrable.size > 0 && this.rowEstimate() < rows.length) {
+      for (const [name, index] of this.deferrable) {
+        if (index.keptLocally && !pulled) continue;
+        this.file.db.exec(`DROP INDEX IF EXISTS "${name}"`);
+        dropped.push(name);
+      }
+      if (dropped.length > 0) this.file.db.prepare('UPDATE instances SET loading = 1 WHERE name = ?').run(this.name);
     }
     let seq = this.lastSeq;
     const oddDelta = this.columns.map(() => 0);
@@ -420,7 +427,7 @@ export class DocTable {
     // twice as expensive (measured: 76 vs 39 µs of CPU per lead).
     const text = this.text;
     if (text) rows.forEach((r, i) => text.put(rowids[i] as number | bigint, r.before, r.doc));
-    return { lastSeq: seq, rows, oddDelta, storeOddDelta, bulk, startsLoad };
+    return { lastSeq: seq, rows, oddDelta, storeOddDelta, bulk, dropped };
   }
 
   /** Applies a write that SQLite committed. */
@@ -428,9 +435,9 @@ export class DocTable {
     this.lastSeq = w.lastSeq;
     w.oddDelta.forEach((d, i) => (this.unfaithful[i] = (this.unfaithful[i] ?? 0) + d));
     w.storeOddDelta.forEach((d, i) => (this.storeUnfaithful[i] = (this.storeUnfaithful[i] ?? 0) + d));
-    if (w.startsLoad) {
+    if (w.dropped.length > 0) {
       this.loading = true;
-      for (const name of this.deferrable.keys()) this.missing.add(name);
+      for (const name of w.dropped) this.missing.add(name);
     }
     if (w.bulk) this.lastBulkAt = Date.now();
     if (this.loading) this.armLoadTimer();

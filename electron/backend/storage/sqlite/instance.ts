@@ -24,8 +24,8 @@ import type { Cond } from '../../../../shared/store.ts';
 
 export type SqliteInternals = { file: string; table: string };
 
-/** A write checked against the stored documents, ready to commit. */
-type Planned = { categorized: CategorizeBulkWriteRowsOutput<unknown>; rows: RowWrite[] };
+/** A write checked against the stored documents, ready to commit; `pulled`: from the server. */
+type Planned = { categorized: CategorizeBulkWriteRowsOutput<unknown>; rows: RowWrite[]; pulled: boolean };
 
 const reject = (e: unknown): Promise<never> => Promise.reject(e instanceof Error ? e : new Error(String(e)));
 
@@ -89,12 +89,12 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
       out.push({ before: latest.get(id), doc: r.document });
       latest.set(id, r.document);
     });
-    return { categorized, rows: out };
+    return { categorized, rows: out, pulled: isRefetchableWrite(context) };
   }
 
   /** @internal Writes a planned write to SQLite; runs inside the file's transaction. */
   commit(planned: Planned): Written {
-    return this.table.write(planned.rows);
+    return this.table.write(planned.rows, planned.pulled);
   }
 
   /** @internal After the commit: the cache and the sequence counter, then the change event. */

@@ -153,7 +153,8 @@ export async function migrateFromPersistedMemory(opts: MigrationOptions): Promis
           const flush = () => {
             const docs = batch;
             batch = [];
-            const written = file.write(false, () => table.write(docs.map((doc) => ({ before: undefined, doc }))));
+            // As pulled documents: every index a load leaves out is built once, at the end.
+            const written = file.write(false, () => table.write(docs.map((doc) => ({ before: undefined, doc })), true));
             table.committed(written);
             done += docs.length;
             opts.onProgress?.({ instance: inst, done, total });

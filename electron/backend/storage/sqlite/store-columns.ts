@@ -44,10 +44,14 @@ export type StoreIndexSpec = {
   /** Whether pages are read in this index's order: the id is then appended (ties are broken by
    * id). False: it only finds rows (smaller, cheaper to keep up). Default true. */
   ordered?: boolean;
-  /** Built once a bulk load (an initial sync, a large import) is over rather than kept up row by
-   * row during it: for keys that arrive in random order, where every row costs a page write in
-   * each such index (see doc-table.ts, "loading"). */
-  afterLoad?: boolean;
+  /** Built once a bulk load is over rather than kept up row by row during it: for keys that
+   * arrive in random order, where every row costs a page write in each such index (see
+   * doc-table.ts, "loading"). 'any': in every load; 'pull': only in a load of pulled documents (an
+   * initial sync), kept up during a local one (an import, which looks people up by it). */
+  afterLoad?: 'any' | 'pull';
+  /** False for an index that never narrows a search down (every row of a desktop's file has the
+   * same workspace): counted through, never read rows from. Default true. */
+  narrows?: boolean;
 };
 
 export type SqlValue = number | string | Buffer;
@@ -97,7 +101,7 @@ export type StoreColumn = {
 
 export type MemberTable = { field: string; table: string; valuesOf: (doc: Doc) => string[] };
 
-export type StoreIndex = { name: string; keys: readonly string[]; columns: readonly string[]; ordered: boolean; afterLoad: boolean };
+export type StoreIndex = { name: string; keys: readonly string[]; columns: readonly string[]; ordered: boolean; afterLoad: 'any' | 'pull' | null; narrows: boolean };
 
 export type ResolvedLayout = { columns: StoreColumn[]; members: MemberTable[]; indexes: StoreIndex[] };
 
@@ -189,7 +193,8 @@ export function resolveLayout(table: string, schema: RxJsonSchema<Doc>, layout: 
       keys: spec.keys,
       columns: spec.keys.map((k) => (byKey.get(k) as StoreColumn).column),
       ordered,
-      afterLoad: spec.afterLoad === true,
+      afterLoad: spec.afterLoad ?? null,
+      narrows: spec.narrows !== false,
     };
   });
   return { columns, members, indexes };

@@ -160,49 +160,53 @@ function walkIndex(table: DocTable, order: Order, pinned: Set<string>): string |
 }
 
 /** A condition whose matches can be listed on their own (through an index, a member table or the
- * text index), as SQL selecting their rowids as `r`. */
-type Driver = { sql: string; params: SqlValue[]; size: number | null };
+ * text index), as SQL selecting their rowids as `r`. `exact`: it lists exactly the matches of
+ * `source` (a conjunct of the query's condition), which then needs no second test. */
+type Driver = { sql: string; params: SqlValue[]; size: number | null; source: Cond; exact: boolean };
 
 function drivers(table: DocTable, where: Cond | undefined): Driver[] {
   const out: Driver[] = [];
   const t = q(table.table);
-  const leading = (column: StoreColumn): StoreIndex | undefined => table.layout.indexes.find((i) => i.columns[0] === column.column && table.indexReady(i.name));
+  const leading = (column: StoreColumn): StoreIndex | undefined => table.layout.indexes.find((i) => i.columns[0] === column.column && i.narrows && table.indexReady(i.name));
   for (const c of flatten(where)) {
     if ((c.op === 'eq' || c.op === 'in') && c.field === 'id') {
       const ids = [...new Set(c.op === 'eq' ? [c.value] : c.values)].filter((v): v is string => typeof v === 'string');
       const s = condSql(table, { op: 'in', field: 'id', values: ids }, 'set');
-      out.push({ sql: `SELECT t.rowid AS r FROM ${t} AS t WHERE ${s.sql}`, params: s.params, size: ids.length });
+      out.push({ sql: `SELECT t.rowid AS r FROM ${t} AS t WHERE ${s.sql}`, params: s.params, size: ids.length, source: c, exact: true });
       continue;
     }
     const column = sameColumn(table, c);
-    if (column) {
-      const idx = leading(column);
+    const idx = column ? leading(column) : undefined;
+    if (column && idx) {
       const s = condSql(table, merged(c), 'set');
-      if (idx && s.exact && s.sql !== '1') out.push({ sql: `SELECT t.rowid AS r FROM ${t} AS t INDEXED BY ${q(idx.name)} WHERE t.deleted = 0 AND (${s.sql})`, params: s.params, size: null });
+      // An `in` list is taken as about as many rows as values (counting them would read it twice).
+      const size = c.op === 'in' ? c.values.length : null;
+      if (s.exact && s.sql !== '1') out.push({ sql: `SELECT t.rowid AS r FROM ${t} AS t INDEXED BY ${q(idx.name)} WHERE t.deleted = 0 AND (${s.sql})`, params: s.params, size, source: c, exact: true });
       continue;
     }
-    // eq/in on a field kept only folded (a name): its folded matches hold every match.
-    const folded = (c.op === 'eq' || c.op === 'in') && c.field !== 'id' && !table.storeColumn(c.field) ? foldedColumn(table, c.field) : null;
+    // eq/in on a field found through its folded column (a name): the folded matches hold every match.
+    const folded = (c.op === 'eq' || c.op === 'in') && c.field !== 'id' ? foldedColumn(table, c.field) : null;
     const foldedIdx = folded ? leading(folded) : undefined;
     if (folded && foldedIdx && (c.op === 'eq' || c.op === 'in')) {
       const s = foldedInList(folded, c.op === 'eq' ? [c.value] : c.values);
-      out.push({ sql: `SELECT t.rowid AS r FROM ${t} AS t INDEXED BY ${q(foldedIdx.name)} WHERE t.deleted = 0 AND (${s.sql})`, params: s.params, size: null });
+      out.push({ sql: `SELECT t.rowid AS r FROM ${t} AS t INDEXED BY ${q(foldedIdx.name)} WHERE t.deleted = 0 AND (${s.sql})`, params: s.params, size: c.op === 'in' ? c.values.length : null, source: c, exact: false });
       continue;
     }
     if (c.op === 'has') {
       const m = table.memberTable(c.field);
-      if (m) out.push({ sql: `SELECT rid AS r FROM ${q(m.table)} WHERE value = ?`, params: [c.value], size: null });
+      if (m) out.push({ sql: `SELECT rid AS r FROM ${q(m.table)} WHERE value = ?`, params: [c.value], size: null, source: c, exact: true });
       continue;
     }
     if (c.op === 'contains') {
       const text = textCondition(table, c);
       const index = table.text;
       if (text && index && trigramSearchable(text.needle)) {
-        out.push({ sql: `SELECT rowid AS r FROM ${q(index.table)} WHERE ${q(index.table)} MATCH ?`, params: [matchExpression(text.fields, index.fields, text.needle)], size: null });
+        out.push({ sql: `SELECT rowid AS r FROM ${q(index.table)} WHERE ${q(index.table)} MATCH ?`, params: [matchExpression(text.fields, index.fields, text.needle)], size: null, source: c, exact: true });
       }
     }
   }
-  return out;
+  // Drivers whose size is known first: the others are then counted no further than it.
+  return out.sort((a, b) => Number(a.size === null) - Number(b.size === null));
 }
 
 /** The one faithful Store column a condition is about (eq, in, a range, or an or of those on one
@@ -225,12 +229,14 @@ function merged(c: Cond): Cond {
   return { op: 'in', field, values };
 }
 
-/** The driver listing the fewest rows, if one lists fewer than `cap`. */
+/** The driver listing the fewest rows, if one lists fewer than `cap` and at most a quarter of
+ * the table (reading most of the table through an index costs more than reading it in order). */
 function smallestDriver(table: DocTable, where: Cond | undefined, cap: number): { d: Driver; size: number } | null {
   let best: { d: Driver; size: number } | null = null;
+  const limit = Math.min(cap, Math.floor(table.rowEstimate() / 4) + 1);
   for (const d of drivers(table, where)) {
-    const size = probe(table, d, best ? Math.min(cap, best.size) : cap);
-    if (size < cap && (!best || size < best.size)) best = { d, size };
+    const size = probe(table, d, best ? Math.min(limit, best.size) : limit);
+    if (size < limit && (!best || size < best.size)) best = { d, size };
   }
   return best;
 }
@@ -244,6 +250,14 @@ function probe(table: DocTable, d: Driver, cap: number): number {
 
 function run(table: DocTable, sql: string, params: readonly SqlValue[]): Record<string, unknown>[] {
   return table.statement(sql, () => sql).all(...params) as Record<string, unknown>[];
+}
+
+/** The condition rows listed by a driver must still pass: all of it, or (for a driver that lists
+ * exactly its conjunct's matches) the other conjuncts, so a long `in` list is tested once. */
+function restOf(table: DocTable, where: Cond | undefined, d: Driver): Sql {
+  if (!where) return { sql: '1', params: [], exact: true };
+  if (!d.exact) return condSql(table, where, 'row');
+  return condSql(table, { op: 'and', conds: flatten(where).filter((c) => c !== d.source) }, 'row');
 }
 
 /** Rows of the smallest driver that pass the SQL condition, in order (or in no order). */
@@ -374,9 +388,6 @@ export function storeQuery(table: DocTable, read: StoreRead): StoreAnswer {
   const out: StoreAnswer = { docs: [], fresh: [] };
   const want = read.limit;
   if (want <= 0) return out;
-  const rowForm = read.where ? condSql(table, read.where, 'row') : { sql: '1', params: [], exact: true };
-  if (rowForm.sql === '0' && rowForm.exact) return out;
-  const setForm = read.where ? condSql(table, read.where, 'set') : rowForm;
   const pred = read.where ? compileCond(read.where) : null;
   let order = sqlOrder(table, read.orderBy);
   let place: Place | null = null;
@@ -390,20 +401,28 @@ export function storeQuery(table: DocTable, read: StoreRead): StoreAnswer {
   const t = STORE_QUERY_TUNING;
   const cap = walk ? Math.min(t.maxCap, Math.max(t.minCap, Math.ceil(Math.sqrt(want * rowCount)))) : t.unorderedCap;
   const best = smallestDriver(table, read.where, cap);
-  // Rows SQL admits are all matches when the translation is exact: the SQL limit is the page.
-  const sqlLimit = order && rowForm.exact ? want : Infinity;
-
-  if (best) take(table, candidateRows(table, best.d, rowForm, order, place, sqlLimit), pred, order ? want : Infinity, read.cache, out);
-  else if (walk && order) {
-    const chunkOf = (): number => (rowForm.exact ? Math.max(1, Math.min(want - out.docs.length, t.chunk * 8)) : t.chunk);
-    for (const rows of walkRows(table, walk, rowForm, order, place, chunkOf)) {
-      take(table, rows, pred, want, read.cache, out);
-      if (out.docs.length >= want) break;
-    }
+  if (best) {
+    const rest = restOf(table, read.where, best.d);
+    if (rest.sql === '0' && rest.exact) return out;
+    // Rows SQL admits are all matches when the translation is exact: the SQL limit is the page.
+    const sqlLimit = order && best.d.exact && rest.exact ? want : Infinity;
+    take(table, candidateRows(table, best.d, rest, order, place, sqlLimit), pred, order ? want : Infinity, read.cache, out);
   } else {
-    for (const rows of planRows(table, setForm, order, place, sqlLimit)) {
-      take(table, rows, pred, order ? want : Infinity, read.cache, out);
-      if (order && out.docs.length >= want) break;
+    // The SQL of the whole condition only here: a long `in` list costs to write.
+    const rowForm = read.where ? condSql(table, read.where, 'row') : { sql: '1', params: [], exact: true };
+    if (rowForm.sql === '0' && rowForm.exact) return out;
+    if (walk && order) {
+      const chunkOf = (): number => (rowForm.exact ? Math.max(1, Math.min(want - out.docs.length, t.chunk * 8)) : t.chunk);
+      for (const rows of walkRows(table, walk, rowForm, order, place, chunkOf)) {
+        take(table, rows, pred, want, read.cache, out);
+        if (out.docs.length >= want) break;
+      }
+    } else {
+      const setForm = read.where ? condSql(table, read.where, 'set') : rowForm;
+      for (const rows of planRows(table, setForm, order, place, order && rowForm.exact ? want : Infinity)) {
+        take(table, rows, pred, order ? want : Infinity, read.cache, out);
+        if (order && out.docs.length >= want) break;
+      }
     }
   }
   if (order) return out;
@@ -423,16 +442,19 @@ export function storeQuery(table: DocTable, read: StoreRead): StoreAnswer {
 /** How many live documents match: in SQL when the condition translates exactly, else by reading
  * the rows SQL admits and testing each. */
 export function storeCount(table: DocTable, where: Cond | undefined): number {
-  const setForm = where ? condSql(table, where, 'set') : { sql: '1', params: [], exact: true };
-  if (setForm.sql === '0' && setForm.exact) return 0;
-  if (setForm.exact) {
-    const sql = `SELECT count(*) FROM ${q(table.table)} AS t WHERE t.deleted = 0 AND (${setForm.sql})`;
-    return Number(table.statement(sql, () => sql).pluck().get(...setForm.params));
-  }
-  const rowForm = where ? condSql(table, where, 'row') : setForm;
-  const pred = where ? compileCond(where) : null;
   const best = smallestDriver(table, where, STORE_QUERY_TUNING.unorderedCap);
-  const batches = best ? [candidateRows(table, best.d, rowForm, null, null, Infinity)] : planRows(table, setForm, null, null, Infinity);
+  const rest = best ? restOf(table, where, best.d) : where ? condSql(table, where, 'set') : { sql: '1', params: [], exact: true };
+  if (rest.sql === '0' && rest.exact) return 0;
+  if (rest.exact) {
+    // Counted in SQL: through the driver's rows when there is one (SQLite would not pick a driver
+    // that is another column, such as a folded name for an exact one), else as SQLite plans it.
+    const sql = best
+      ? `SELECT count(*) FROM (${best.d.sql}) AS d CROSS JOIN ${q(table.table)} AS t ON t.rowid = d.r WHERE t.deleted = 0 AND (${rest.sql})`
+      : `SELECT count(*) FROM ${q(table.table)} AS t WHERE t.deleted = 0 AND (${rest.sql})`;
+    return Number(table.statement(sql, () => sql).pluck().get(...(best ? best.d.params : []), ...rest.params));
+  }
+  const pred = where ? compileCond(where) : null;
+  const batches = best ? [candidateRows(table, best.d, rest, null, null, Infinity)] : planRows(table, rest, null, null, Infinity);
   let n = 0;
   for (const rows of batches) {
     for (let i = 0; i < rows.length; i += STORE_QUERY_TUNING.docBatch) {
