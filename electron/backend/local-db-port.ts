@@ -12,6 +12,9 @@ export type LocalDb = StoreProvider & {
   store: Store;
   /** Called after every commit (local or replicated) with the collections it touched. */
   onChange(listener: (collections: CollectionName[]) => void): () => void;
+  /** Resolves once every index a bulk load left out is built (storage/sqlite/doc-table.ts,
+   * "loading"); at once when none is missing. */
+  indexed?(): Promise<void>;
   close(): Promise<void>;
 };
 

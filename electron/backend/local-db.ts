@@ -32,6 +32,9 @@ export type LocalDatabase = StoreProvider & {
   onChange(listener: (collections: CollectionName[]) => void): () => void;
   /** The RxDB database, for replication. */
   rx: RxDatabase;
+  /** Resolves once every index a bulk load left out is built (storage/sqlite/doc-table.ts,
+   * "loading"); at once when none is missing. */
+  indexed(): Promise<void>;
   close(): Promise<void>;
 };
 
@@ -123,6 +126,7 @@ export async function openLocalDatabase(opts: OpenLocalDatabaseOptions): Promise
     store,
     rx,
     onChange: (listener) => provider.onChange(listener),
+    indexed: () => provider.indexed(),
     async withStore<T>(workspaceId: string, fn: (s: Store) => Promise<T>): Promise<T> {
       if (workspaceId !== opts.workspaceId) throw new Error(`This local database holds workspace ${opts.workspaceId}, not ${workspaceId}.`);
       return fn(store);

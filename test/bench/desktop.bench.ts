@@ -7,10 +7,13 @@
  *   in a child process that is only the desktop, bundled and run with plain node as the app's
  *   backend is (test/bench/support/desktop-child.ts; this process also seeds the server's database
  *   in-process, whose memory must not count);
- * - local campaigns.leads.search at 100k leads in the synced desktop (p50/p99; target p50 < 5 ms);
+ * - local campaigns.leads.search in the synced desktop once its indexes are built (p50/p99; target
+ *   p50 <= 5 ms and p99 <= 20 ms; a common last name and a rare email fragment among the variants);
  * - live propagation desktop A -> server -> desktop B (p50; target < 250 ms on loopback), with two
  *   headless desktops in their own processes.
  * Every line prints its target and the machine's load average (other work shares the cores).
+ * 100,000 leads by default; `BENCH_LEADS=1000000 npm run bench -- desktop` runs the 1M targets
+ * (issue 22: reopen <= 300 ms, rss <= 400 MB at 1M; <= 150 ms and <= 250 MB at 100k).
  * `npx tsx test/bench/desktop.bench.ts` runs it alone; test/bench/run.ts calls run().
  */
 import { spawn } from 'node:child_process';
@@ -35,7 +38,11 @@ import { nodeSecrets } from '../../sync-server/secrets.ts';
 // The server's modules (PGlite among them) are imported where used, so the desktop-only child
 // processes below do not load them.
 
-const LEADS = Number(process.env.BENCH_DESKTOP_LEADS ?? 100_000);
+const LEADS = Number(process.env.BENCH_LEADS ?? process.env.BENCH_DESKTOP_LEADS ?? 100_000);
+/** The issue's targets, by scale (the 1M ones apply from 1M leads). */
+const TARGET = LEADS >= 1_000_000 ? { reopenMs: 300, rss: 400e6 } : { reopenMs: 150, rss: 250e6 };
+/** A lead number present at any scale, whose email fragment `-<n>@` matches that lead only. */
+const RARE = Math.floor(LEADS * 0.48213);
 const SEARCH_RUNS = 300;
 const PROPAGATIONS = 40;
 
@@ -193,11 +200,17 @@ async function searchBench(db: LocalDatabase): Promise<void> {
     secrets: nodeSecrets,
     channels: null,
   };
+  // As a user meets it a while after the sync: the indexes a bulk load leaves out are built by then.
+  const t0 = performance.now();
+  await db.indexed();
+  line(`  indexes left out by the sync built ${ms(performance.now() - t0)} after this process opened the desktop`);
   const hot = (await db.store.query('tags', { where: { op: 'eq', field: 'name', value: 'Hot' } })).docs[0]?.id ?? 'all';
   const variants: [string, Record<string, unknown>][] = [
     ['first page (newest first)', {}],
+    ['text "smith" (common last name)', { query: 'smith' }],
+    [`text "-${RARE}@" (rare email fragment)`, { query: `-${RARE}@` }],
     ['text "ann"', { query: 'ann' }],
-    ['text "okafor-9" (rare)', { query: 'okafor-9' }],
+    ['text "okafor-9"', { query: 'okafor-9' }],
     ['tag + stage', { tagId: hot, pipelineStage: 'CONTACTED' }],
     ['text + stage, by ranking', { query: 'acme', pipelineStage: 'NEW', sortBy: 'rankingScore', sortOrder: 'desc' }],
   ];
@@ -226,7 +239,8 @@ async function searchBench(db: LocalDatabase): Promise<void> {
     after.push(performance.now() - t);
   }
   line(`  search right after an edit: p50 ${ms(percentile(after, 0.5))}, p99 ${ms(percentile(after, 0.99))}`);
-  line(`desktop: local campaigns.leads.search at ${LEADS} leads: p50 ${ms(percentile(all, 0.5))}, p99 ${ms(percentile(all, 0.99))} (target p50 < 5 ms)`);
+  const ok = percentile(all, 0.5) <= 5 && percentile(all, 0.99) <= 20;
+  line(`desktop: local campaigns.leads.search at ${LEADS} leads: p50 ${ms(percentile(all, 0.5))}, p99 ${ms(percentile(all, 0.99))} (target p50 <= 5 ms, p99 <= 20 ms: ${ok ? 'target met' : 'target NOT met'})`);
 }
 
 async function propagation(url: string, key: string, root: string): Promise<void> {
@@ -298,16 +312,17 @@ export async function run(): Promise<void> {
     const ok = (b: boolean) => (b ? 'target met' : 'target NOT met');
     line(
       `desktop: initial sync of ${synced.leads} leads into an empty desktop: ${synced.seconds.toFixed(1)} s, ${Math.round(rate)} docs/s = ${Math.round((100 * rate) / rawRate)}% of raw ` +
-        `(target >= 30000 docs/s and >= 50% of raw: ${ok(rate >= 30_000 && rate >= rawRate / 2)}; the desktop process's CPU ${synced.cpuSeconds.toFixed(1)} s; ${load()})`,
+        `(target >= 60% of raw: ${ok(rate >= 0.6 * rawRate)}; the desktop process's CPU ${synced.cpuSeconds.toFixed(1)} s; ` +
+        `the indexes the load left out built ${synced.indexedSeconds.toFixed(1)} s later; ${load()})`,
     );
     line(
       `desktop: memory of the desktop process after that sync: rss ${mb(synced.rss)}, heap ${mb(synced.heap)}; after a forced GC rss ${mb(synced.rssAfterGc)}, heap ${mb(synced.heapAfterGc)} ` +
-        `(target rss <= 350 MB: ${ok(synced.rss <= 350e6)})`,
+        `(target rss <= ${mb(TARGET.rss)}: ${ok(synced.rss <= TARGET.rss)})`,
     );
     const reopened = await child<ReopenResult>(['reopen-child', dir, who.workspaceId, who.actor.memberId]);
     line(
       `desktop: reopening the synced desktop (${reopened.leads} leads) in a fresh process: open ${ms(reopened.openMs)}, first ${reopened.rows} rows of campaigns.leads.search ${ms(reopened.firstRowsMs)} ` +
-        `(target <= 800 ms: ${ok(reopened.firstRowsMs <= 800)}; CPU ${ms(reopened.firstRowsCpuMs)}); rss then ${mb(reopened.rss)}, heap ${mb(reopened.heap)} (${load()})`,
+        `(target <= ${TARGET.reopenMs} ms: ${ok(reopened.firstRowsMs <= TARGET.reopenMs)}; CPU ${ms(reopened.firstRowsCpuMs)}); rss then ${mb(reopened.rss)}, heap ${mb(reopened.heap)} (${load()})`,
     );
     db = await openLocalDatabase({ dir, workspaceId: who.workspaceId, actor: who.actor });
     await searchBench(db);

@@ -1,6 +1,5 @@
 /**
- * Import benchmark on the desktop's local database (RxDB on the persisted-memory storage, SQLite on
- * disk): a 100k-row CSV export (Apollo-like columns) imported as the import dialog does it (read and
+ * Import benchmark on the desktop's local database (RxDB on the SQLite storage): a 100k-row CSV export (Apollo-like columns) imported as the import dialog does it (read and
  * map the file once, then campaigns.leads.import in calls of 5,000 rows, each input passed through
  * JSON as the bridge does), into an empty list, then again into the now full list (every row an
  * existing lead). Baseline in the same run: papaparse alone parsing the same text. Target: the

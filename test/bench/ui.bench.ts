@@ -1,7 +1,8 @@
 /**
- * UI benchmark: the leads table over 100,000 leads in the desktop's local database (RxDB on the
- * persisted-memory storage), served by the web host and drawn by Debian's Chromium.
- * - time to the first rendered rows after opening the app (target under 1 s),
+ * UI benchmark: the leads table over 100,000 leads (`BENCH_LEADS=1000000` for a million) in the
+ * desktop's local database (RxDB on the SQLite storage), served by the web host and drawn by
+ * Debian's Chromium.
+ * - time to the first rendered rows after opening the app (target <= 300 ms),
  * - time to the first rows after changing the sort (a new query over all 100k),
  * - frame times while scrolling fast through the list, pages loading as it goes (target: no frame
  *   over 50 ms).
@@ -12,7 +13,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureRendererBuilt, launchBrowser, startApp } from '../e2e/support/app.ts';
 
-const LEADS = Number(process.env.UI_BENCH_LEADS ?? 100_000);
+const LEADS = Number(process.env.BENCH_LEADS ?? process.env.UI_BENCH_LEADS ?? 100_000);
 
 const pct = (xs: number[], p: number): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -37,7 +38,7 @@ export async function run(): Promise<void> {
     await page.goto(app.url);
     await page.locator('.table [data-lead-id]').first().waitFor({ timeout: 60_000 });
     const firstRows = await page.evaluate(() => performance.now());
-    console.log(`ui: first rows rendered ${ms(firstRows)} after opening the app (target < 1000 ms)`);
+    console.log(`ui: first rows rendered ${ms(firstRows)} after opening the app (target <= 300 ms: ${firstRows <= 300 ? 'met' : 'NOT met'})`);
 
     // A new query over every lead: sort by name.
     const resort = await page.evaluate(async () => {

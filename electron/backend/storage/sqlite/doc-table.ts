@@ -566,6 +566,12 @@ export class DocTable {
   }
 }
 
+/** Whether a table of the file is in a bulk load whose indexes are still to be built. */
+export function fileLoading(file: StorageFile): boolean {
+  for (const table of TABLES.get(file)?.values() ?? []) if (table.isLoading) return true;
+  return false;
+}
+
 /** What a purge changes in memory. */
 export type Purged = { ids: string[]; oddDelta: number[]; storeOddDelta: number[] };
 

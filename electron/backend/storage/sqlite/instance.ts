@@ -14,6 +14,7 @@ import { categorizeBulkWriteRows, getPrimaryFieldOfPrimaryKey, now as rxNow } fr
 import type { BulkWriteRow, CategorizeBulkWriteRowsOutput, EventBulk, PreparedQuery, RxDocumentData, RxJsonSchema, RxStorageBulkWriteResponse, RxStorageChangeEvent, RxStorageCountResult, RxStorageInstance, RxStorageQueryResult } from 'rxdb';
 import type { Observable } from 'rxjs';
 import { changedDocumentsSince, checkpointOf } from './changes.ts';
+import { fileLoading } from './doc-table.ts';
 import type { ChangeBulk, Doc, DocTable, RowWrite, SqliteCheckpoint, Written } from './doc-table.ts';
 import { isRefetchableWrite } from '../../rxdb-internals.ts';
 import type { StorageFile } from './file.ts';
@@ -65,6 +66,12 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
     } catch (e) {
       return reject(e);
     }
+  }
+
+  /** Whether a bulk load of this instance's file (any of its tables) still has indexes to build
+   * (doc-table.ts, "loading"). */
+  get fileLoading(): boolean {
+    return fileLoading(this.file);
   }
 
   /** @internal The file this instance writes to (writeAtomically checks that parts share one). */
