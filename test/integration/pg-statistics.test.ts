@@ -101,6 +101,22 @@ describe.each(BACKENDS)('planner statistics on a fresh database (%s)', (backend)
     expect(rare).not.toMatch(/leads_tag|leads_stage|Seq Scan on documents/);
     const common = await plans((store) => store.query('leads', { where: { op: 'contains', fields: ['firstName', 'lastName', 'fullName', 'email', 'company', 'phone', 'socialUrl', 'personalSocialUrl'], value: COMMON_SURNAME }, orderBy: [{ field: 'createdAt', dir: 'desc' }], limit: 50 }));
     expect(common).toContain('leads_created');
+    // The newest 1,000 it looks in first are read in order from the index, not sorted (below).
+    expect(common).not.toMatch(/Incremental Sort/);
+  });
+
+  it("reads the newest leads straight from the creation index, ties of one import call's creation time included", async () => {
+    // Every lead of an import call has the call's time: ordered by creation time alone, the index
+    // left the whole newest call to be read and sorted by id for a first page.
+    const page = await plans((store) => store.query('leads', { orderBy: [{ field: 'createdAt', dir: 'desc' }], limit: 50 }));
+    expect(page).toContain('leads_created');
+    expect(page).not.toMatch(/Sort/);
+    // The next page, after a lead inside that tie, as well.
+    const { nextCursor } = await s.db.forWorkspace(s.ours.workspaceId).query('leads', { orderBy: [{ field: 'createdAt', dir: 'desc' }], limit: 50 });
+    expect(nextCursor).toBeTruthy();
+    const next = await plans((store) => store.query('leads', { orderBy: [{ field: 'createdAt', dir: 'desc' }], limit: 50, cursor: nextCursor }));
+    expect(next).toContain('leads_created');
+    expect(next).not.toMatch(/Sort/);
   });
 
   it('answered every import call in bounded time', () => {
