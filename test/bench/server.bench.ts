@@ -14,7 +14,8 @@
  * schema for the import rows. Each server runs in its own process (this file started with
  * BENCH_ROLE=bare|crm), so the load generator and the server do not share an event loop.
  * `npx tsx test/bench/server.bench.ts` runs it alone; test/bench/run.ts calls run(). BENCH_TARGETS
- * (e.g. `pglite,off`) picks databases, BENCH_VERBOSE=1 prints every import call.
+ * (e.g. `pglite,off`) picks databases, BENCH_VERBOSE=1 prints every import call, BENCH_KEEP=1 keeps
+ * the PostgreSQL schemas (for EXPLAIN afterwards).
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -242,7 +243,11 @@ function targets(): Target[] {
           const client = new pg.Client({ connectionString: url });
           await client.connect();
           try {
-            for (const s of schemas.splice(0)) await client.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
+            // BENCH_KEEP=1 leaves them for a look with EXPLAIN afterwards (their names are printed).
+            for (const s of schemas.splice(0)) {
+              if (process.env.BENCH_KEEP) process.stdout.write(`kept schema ${s}\n`);
+              else await client.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
+            }
           } finally {
             await client.end();
           }
