@@ -34,6 +34,9 @@ export type IndexColumn = {
 /** Characters whose UTF-16 and UTF-8 orders differ (surrogates and U+E000 to U+FFFF). */
 const WIDE = /[\ud800-\uffff]/;
 
+/** Whether a string holds a character whose UTF-16 and UTF-8 orders differ. */
+export const hasWideCharacter = (s: string): boolean => WIDE.test(s);
+
 /**
  * The string with each UTF-16 code unit mapped, in order, to a code point: below U+D800 itself,
  * surrogates to U+E000-U+E7FF, U+E000-U+FFFF to U+10000-U+11FFF. Comparing the results by UTF-8
@@ -54,8 +57,9 @@ export function sortableKey(s: string): string {
 /** The name RxDB's memory storage gives an index; also our key for it. */
 export const indexName = (fields: readonly string[]): string => fields.join(',');
 
-/** FNV-1a, 32 bits: a short stable column name per index, so a changed index set is detected. */
-function hash32(s: string): string {
+/** FNV-1a, 32 bits: short stable names of columns, tables and indexes (an index's column name
+ * changes with its fields, so a changed index set is detected). */
+export function hash32(s: string): string {
   let h = 0x811c9dc5;
   for (let i = 0; i < s.length; i++) {
     h ^= s.charCodeAt(i);

@@ -26,7 +26,7 @@ import type { RxJsonSchema } from 'rxdb';
 import { fieldGetter } from '../../../../shared/query.ts';
 import { foldForSort } from '../../../../shared/text-sort.ts';
 import type { Doc } from './doc-table.ts';
-import { sortableKey } from './index-columns.ts';
+import { hash32, hasWideCharacter, sortableKey } from './index-columns.ts';
 
 /** The Store columns of one collection, a setting of the storage (per collection name). */
 export type StoreLayout = {
@@ -105,24 +105,11 @@ export type StoreIndex = { name: string; keys: readonly string[]; columns: reado
 
 export type ResolvedLayout = { columns: StoreColumn[]; members: MemberTable[]; indexes: StoreIndex[] };
 
-/** Characters whose UTF-16 and UTF-8 orders differ: an id holding one is not ordered by SQLite as
- * JavaScript orders it. */
-const WIDE = /[\ud800-\uffff]/;
-
 /** Bit 0 of `sodd`: the id. */
 export const ID_BIT = 1;
 
-export const idFaithful = (id: string): boolean => !WIDE.test(id);
-
-/** FNV-1a, 32 bits: short stable names. */
-function hash32(s: string): string {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return (h >>> 0).toString(16).padStart(8, '0');
-}
+/** Whether SQLite orders an id as JavaScript does (no character whose UTF-16 and UTF-8 orders differ). */
+export const idFaithful = (id: string): boolean => !hasWideCharacter(id);
 
 type SchemaPart = { type?: unknown; properties?: Record<string, SchemaPart> };
 
