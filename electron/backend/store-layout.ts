@@ -53,6 +53,10 @@ export const STORE_LAYOUT: Partial<Record<CollectionName, StoreLayout>> = {
       // Lead search's filters.
       { keys: ['tagId'], ordered: false },
       { keys: ['pipelineStageId'], ordered: false },
+      // A tag's leads newest first (the table filtered by a tag, often with a stage as well): two
+      // filters of 1 lead in 10 each leave 1 in 100, which the creation order met only after
+      // reading ~5,000 rows from the table for a page (195 ms at 1M leads); within the tag, ~500.
+      { keys: ['tagId', 'createdAt'], afterLoad: 'any' },
       // The import's and the edit check's look-ups of a person (by name: the folded name above).
       { keys: ['email'], ordered: false, afterLoad: 'pull' },
       { keys: ['socialUrl'], ordered: false, afterLoad: 'pull' },

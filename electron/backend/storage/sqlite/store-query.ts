@@ -40,6 +40,11 @@ export const STORE_QUERY_TUNING = {
   unorderedCap: 50_000,
   /** Documents fetched per statement. */
   docBatch: 512,
+  /** An `in` list longer than this is taken as listing about as many rows as it has values (an
+   * import's look-up of thousands of emails: counting would read it twice); a shorter one is
+   * counted like any condition, since its values may each hold many rows (a stage category's few
+   * stage ids hold a tenth of the leads each). */
+  countedInList: 64,
 };
 
 export type StoreRead = {
@@ -179,8 +184,8 @@ function drivers(table: DocTable, where: Cond | undefined): Driver[] {
     const idx = column ? leading(column) : undefined;
     if (column && idx) {
       const s = condSql(table, merged(c), 'set');
-      // An `in` list is taken as about as many rows as values (counting them would read it twice).
-      const size = c.op === 'in' ? c.values.length : null;
+      // A long `in` list is taken as about as many rows as values (counting it would read it twice).
+      const size = c.op === 'in' && c.values.length > STORE_QUERY_TUNING.countedInList ? c.values.length : null;
       if (s.exact && s.sql !== '1') out.push({ sql: `SELECT t.rowid AS r FROM ${t} AS t INDEXED BY ${q(idx.name)} WHERE t.deleted = 0 AND (${s.sql})`, params: s.params, size, source: c, exact: true });
       continue;
     }
@@ -189,7 +194,7 @@ function drivers(table: DocTable, where: Cond | undefined): Driver[] {
     const foldedIdx = folded ? leading(folded) : undefined;
     if (folded && foldedIdx && (c.op === 'eq' || c.op === 'in')) {
       const s = foldedInList(folded, c.op === 'eq' ? [c.value] : c.values);
-      out.push({ sql: `SELECT t.rowid AS r FROM ${t} AS t INDEXED BY ${q(foldedIdx.name)} WHERE t.deleted = 0 AND (${s.sql})`, params: s.params, size: c.op === 'in' ? c.values.length : null, source: c, exact: false });
+      out.push({ sql: `SELECT t.rowid AS r FROM ${t} AS t INDEXED BY ${q(foldedIdx.name)} WHERE t.deleted = 0 AND (${s.sql})`, params: s.params, size: c.op === 'in' && c.values.length > STORE_QUERY_TUNING.countedInList ? c.values.length : null, source: c, exact: false });
       continue;
     }
     if (c.op === 'has') {
