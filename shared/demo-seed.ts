@@ -8,6 +8,9 @@
  * Pure over its inputs (ids, random source, `now`): it runs in an in-memory store and returns the
  * writes to commit beside the workspace's own documents. The only document not made by an
  * operation is the "Demo prospects" lead group (no operation creates a bare lead group).
+ *
+ * One file of ~500 lines on purpose: the demo is one story told in order (import, tags, senders,
+ * campaigns, simulated days, closing), and its steps share the ids and counts that make it agree.
  */
 import type { Actor, Ids, Secrets } from './context.ts';
 import { createRunner } from './engine/runner.ts';

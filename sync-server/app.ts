@@ -1,5 +1,8 @@
 /** The sync server: one generic route serves every operation of the registry over HTTP
- * (`GET|POST /<operation name>`), authenticated by API key, each call in one database transaction. */
+ * (`GET|POST /<operation name>`), authenticated by API key, each call in one database transaction.
+ * Long (~550 lines) because it is the server's assembly: the route, the error model and the wiring
+ * of every service (replication, streams, webhooks, maintenance, metrics) into one Fastify app with
+ * one start and one ordered shutdown; each service's logic lives in its own file. */
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';

@@ -1,5 +1,7 @@
 /** One SQL surface over two engines: PostgreSQL through `pg` (DATABASE_URL) and embedded PGlite (a data
- * folder). Everything above this file writes the same SQL for both. */
+ * folder). Everything above this file writes the same SQL for both. Long (~500 lines) because the
+ * two engines differ in connection handling, LISTEN/NOTIFY (a shared healing listener on PostgreSQL)
+ * and error shapes, and those differences stay here, in one place. */
 import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';

@@ -29,6 +29,10 @@
  * the text index, member tables and the other indexes are written as always; a query meanwhile
  * reads without the missing indexes (the same answers, more rows read). The state is in the file,
  * so a load cut short by a quit is finished after the next open.
+ *
+ * Long (~700 lines) because every statement that touches the documents table is here, so that the
+ * row layout (columns, odd bits, member tables, text rows, deferred indexes) is written and read in
+ * one place; the Store's query planning is store-query.ts, SQL translation store-sql.ts.
  */
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import { Subject } from 'rxjs';

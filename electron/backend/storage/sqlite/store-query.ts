@@ -18,6 +18,9 @@
  * in descending id order, so a descending order is read in groups of equal keys: a chunk read
  * backwards is reordered group by group, and a group a chunk cuts is read forwards on its own
  * (a large tie, such as one import's creation time, never has to be sorted whole).
+ *
+ * Long (~470 lines) because the strategies above share their cursor, order and driver types and are
+ * chosen between in one place; the SQL of conditions is in store-sql.ts.
  */
 import { compileCond, cursorProbe, sortKeyCompare } from '../../../../shared/query.ts';
 import type { CursorState } from '../../../../shared/query.ts';
