@@ -5,7 +5,7 @@
  * are not replies: they are only activities, never `in` messages. Reply labels count per replying
  * lead (shared/replies/label-counts.ts).
  */
-import type { Message } from './model/index.ts';
+import type { Activity, Message } from './model/index.ts';
 import { labelSummary, leadLabels } from './replies/label-counts.ts';
 import type { LabelSummary } from './replies/label-counts.ts';
 import type { StoreReader } from './store.ts';
@@ -48,22 +48,27 @@ const emptyTally = (): Tally => ({
   messagesSent: 0, connectionRequestsSent: 0, contacted: new Set(), repliedLeads: new Set(), connectionsAccepted: 0, meetingsBooked: 0, bouncedLeads: new Set(), received: [],
 });
 
+/** The EVENT activities of the given kinds raised in the given campaigns (one read). */
+export function campaignEvents(read: StoreReader, campaignIds: readonly string[], kinds: readonly string[]): Promise<{ docs: Activity[] }> {
+  return read.query('activities', {
+    where: {
+      op: 'and',
+      conds: [
+        { op: 'eq', field: 'type', value: 'EVENT' },
+        { op: 'in', field: 'metadata.eventKind', values: [...kinds] },
+        { op: 'in', field: 'metadata.campaignId', values: [...campaignIds] },
+      ],
+    },
+  });
+}
+
 /** Counts messages and events of the campaigns in one pass each. */
 async function tally(read: StoreReader, campaignIds: readonly string[]): Promise<Map<string, Tally>> {
   const out = new Map(campaignIds.map((id) => [id, emptyTally()]));
   if (campaignIds.length === 0) return out;
   const [messages, events] = await Promise.all([
     read.query('messages', { where: { op: 'in', field: 'campaignId', values: campaignIds } }),
-    read.query('activities', {
-      where: {
-        op: 'and',
-        conds: [
-          { op: 'eq', field: 'type', value: 'EVENT' },
-          { op: 'in', field: 'metadata.eventKind', values: ['connection_accepted', 'meeting_booked', 'email_bounced'] },
-          { op: 'in', field: 'metadata.campaignId', values: campaignIds },
-        ],
-      },
-    }),
+    campaignEvents(read, campaignIds, ['connection_accepted', 'meeting_booked', 'email_bounced']),
   ]);
   for (const m of messages.docs) {
     const t = m.campaignId === null ? undefined : out.get(m.campaignId);

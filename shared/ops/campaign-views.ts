@@ -52,6 +52,10 @@ export const settingsOut = z.object({
   preferNewLeads: z.boolean(),
   companyRelay: z.object({ enabled: z.boolean(), maxPersonsPerCompany: z.number(), seniorities: z.array(z.string()) }),
 });
+/** The answer of a campaign setting's change (schedule, lead picking): the setting before and after. */
+export const settingChangeOut = <T extends z.ZodType>(setting: T) =>
+  z.object({ dryRun: z.boolean(), campaignId: z.string(), campaignName: z.string(), running: z.boolean(), changed: z.boolean(), before: setting, after: setting });
+
 export const senderSummaryOut = z.object({ sdrProfileId: z.string(), name: z.string(), status: z.string() });
 export const campaignSenderOut = senderSummaryOut.extend({ paused: z.boolean() });
 

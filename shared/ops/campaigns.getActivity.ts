@@ -18,6 +18,7 @@ import { loadCampaign } from './campaign-views.ts';
 import { opsByName, query } from './define.ts';
 import { leadName } from './lead-views.ts';
 import { qInt, uuid } from './params.ts';
+import { campaignEvents } from '../metrics.ts';
 
 export const WAIT_REASONS = [
   'due',
@@ -222,16 +223,7 @@ const getActivity = query({
 
     const [messages, events, enrollments] = await Promise.all([
       ctx.db.query('messages', { where: { op: 'eq', field: 'campaignId', value: c.id } }),
-      ctx.db.query('activities', {
-        where: {
-          op: 'and',
-          conds: [
-            { op: 'eq', field: 'type', value: 'EVENT' },
-            { op: 'eq', field: 'metadata.campaignId', value: c.id },
-            { op: 'in', field: 'metadata.eventKind', values: [...SHOWN_EVENTS] },
-          ],
-        },
-      }),
+      campaignEvents(ctx.db, [c.id], [...SHOWN_EVENTS]),
       ctx.db.query('enrollments', {
         where: { op: 'and', conds: [{ op: 'eq', field: 'campaignId', value: c.id }, { op: 'eq', field: 'status', value: 'IN_PROGRESS' }] },
         orderBy: [{ field: 'nextActionAt', dir: 'asc' }],

@@ -24,6 +24,7 @@ import { STEP_LABELS, walk } from '../sequence.ts';
 import { loadCampaign } from './campaign-views.ts';
 import { opsByName, query } from './define.ts';
 import { uuid } from './params.ts';
+import { campaignEvents } from '../metrics.ts';
 
 const countsOut = z.object({
   /** Sent actions of the step. */
@@ -76,16 +77,7 @@ function lastBefore(sent: readonly Sent[], at: string, kind?: string): Sent | un
 export async function stepResults(ctx: Ctx, c: Campaign) {
   const [messages, events, enrollments] = await Promise.all([
     ctx.db.query('messages', { where: { op: 'eq', field: 'campaignId', value: c.id } }),
-    ctx.db.query('activities', {
-      where: {
-        op: 'and',
-        conds: [
-          { op: 'eq', field: 'type', value: 'EVENT' },
-          { op: 'eq', field: 'metadata.eventKind', value: 'connection_accepted' },
-          { op: 'eq', field: 'metadata.campaignId', value: c.id },
-        ],
-      },
-    }),
+    campaignEvents(ctx.db, [c.id], ['connection_accepted']),
     ctx.db.query('enrollments', { where: { op: 'eq', field: 'campaignId', value: c.id } }),
   ]);
   const variantOf = new Map<string, Record<string, string>>();

@@ -13,7 +13,7 @@ import type { LeadGroupColumn, LeadPicking } from '../model/index.ts';
 import { labelCountsOut } from '../replies/label-counts.ts';
 import { loadReadiness } from '../rules/readiness.ts';
 import { removeStep } from '../sequence.ts';
-import { basicCampaign, basicCampaignOut, campaignSenderOut, campaignSenders, loadCampaign, loadGroup, scheduleOut, scheduleWithOffset, settingsOut, touched } from './campaign-views.ts';
+import { basicCampaign, basicCampaignOut, campaignSenderOut, campaignSenders, loadCampaign, loadGroup, scheduleOut, scheduleWithOffset, settingChangeOut, settingsOut, touched } from './campaign-views.ts';
 import { mutation, opsByName, query } from './define.ts';
 import { dryRun, qList, uuid } from './params.ts';
 import { assertPaused, findStep, sequenceSummary, stepFields, stepPatch, summaryOut, withSteps } from './sequence-edits.ts';
@@ -265,15 +265,7 @@ const updateSettings = mutation({
       })
       .optional(),
   }),
-  output: z.object({
-    dryRun: z.boolean(),
-    campaignId: z.string(),
-    campaignName: z.string(),
-    running: z.boolean(),
-    changed: z.boolean(),
-    before: settingsOut,
-    after: settingsOut,
-  }),
+  output: settingChangeOut(settingsOut),
   dryRun: true,
   async handler(input, ctx) {
     const c = await loadCampaign(ctx, input.campaignId);

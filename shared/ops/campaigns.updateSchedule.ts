@@ -4,7 +4,7 @@ import { DomainError } from '../errors.ts';
 import { DAYS } from '../model/index.ts';
 import type { Schedule } from '../model/index.ts';
 import { scheduleProblems } from '../rules/readiness.ts';
-import { loadCampaign, scheduleOut, scheduleWithOffset, touched } from './campaign-views.ts';
+import { loadCampaign, scheduleOut, scheduleWithOffset, settingChangeOut, touched } from './campaign-views.ts';
 import { mutation, opsByName } from './define.ts';
 import { dryRun, uuid } from './params.ts';
 
@@ -27,15 +27,7 @@ const updateSchedule = mutation({
     timeZone: z.string().trim().min(1).max(64).optional(),
     days: z.strictObject(Object.fromEntries(DAYS.map((d) => [d, dayPatch.optional()])) as Record<(typeof DAYS)[number], z.ZodOptional<typeof dayPatch>>).optional(),
   }),
-  output: z.object({
-    dryRun: z.boolean(),
-    campaignId: z.string(),
-    campaignName: z.string(),
-    running: z.boolean(),
-    changed: z.boolean(),
-    before: scheduleOut,
-    after: scheduleOut,
-  }),
+  output: settingChangeOut(scheduleOut),
   dryRun: true,
   async handler(input, ctx) {
     const c = await loadCampaign(ctx, input.campaignId);
