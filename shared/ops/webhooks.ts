@@ -246,9 +246,10 @@ const deliveriesList = query({
 
 const deliveriesRedeliver = mutation({
   name: 'webhooks.deliveries.redeliver',
-  summary: 'Sends a delivery again: a new delivery of the same event (same webhook-id, so a receiver that has it already can skip it), after what is waiting for the endpoint.',
+  summary:
+    'Sends a delivery again, with the same webhook-id. One still waiting for a retry is sent now (with whatever waits ahead of it for the endpoint, in order), not queued a second time: `waiting` is true and `deliveryId` is that delivery. A finished one (delivered or given up) is queued as a new delivery of the same event after what waits for the endpoint (a receiver that has it already can skip it by its webhook-id).',
   input: z.object({ deliveryId: uuid }),
-  output: z.object({ deliveryId: z.string(), redeliveryOf: z.string(), eventId: z.string(), endpointId: z.string() }),
+  output: z.object({ deliveryId: z.string(), redeliveryOf: z.string(), eventId: z.string(), endpointId: z.string(), waiting: z.boolean() }),
   permission: 'admin',
   serverOnly: true,
   async handler(input, ctx) {
@@ -257,9 +258,8 @@ const deliveriesRedeliver = mutation({
     if (!d) throw notFound('Webhook delivery', input.deliveryId);
     const endpoint = await endpointOrNotFound(ctx, d.endpointId);
     if (!endpoint.enabled) throw new DomainError('ENDPOINT_DISABLED', 'This endpoint is disabled; enable it to send to it.', { endpointId: endpoint.id, disabledReason: endpoint.disabledReason });
-    const deliveryId = ctx.ids.uuid();
-    await port.redeliver(ctx.actor.workspaceId, d.id, deliveryId, nowIso(ctx));
-    return { deliveryId, redeliveryOf: d.id, eventId: d.eventId, endpointId: d.endpointId };
+    const sent = await port.redeliver(ctx.actor.workspaceId, d.id, ctx.ids.uuid(), nowIso(ctx));
+    return { deliveryId: sent.deliveryId, redeliveryOf: d.id, eventId: d.eventId, endpointId: d.endpointId, waiting: sent.waiting };
   },
 });
 

@@ -109,6 +109,8 @@ export type WebhookPort = {
   enqueue(workspaceId: string, endpointId: string, event: { id: string; type: string; body: string; deliveryId: string; at: string }): Promise<void>;
   deliveries(workspaceId: string, q: { endpointId: string; status?: DeliveryStatus | undefined; cursor?: string | null | undefined; limit: number }): Promise<{ deliveries: DeliveryView[]; nextCursor: string | null }>;
   delivery(workspaceId: string, deliveryId: string): Promise<DeliveryView | null>;
-  /** Queues the delivery's event again for its endpoint, as a new delivery with the same event id. */
-  redeliver(workspaceId: string, deliveryId: string, newDeliveryId: string, at: string): Promise<void>;
+  /** Sends the delivery's event again: a delivery of it still waiting for the endpoint (for a retry)
+   * is made due now, with those ahead of it (`waiting: true`, its id); otherwise a new delivery with
+   * the same event id, `newDeliveryId`, is queued after what waits. */
+  redeliver(workspaceId: string, deliveryId: string, newDeliveryId: string, at: string): Promise<{ deliveryId: string; waiting: boolean }>;
 };

@@ -258,12 +258,40 @@ export function webhookPort(tx: SqlExecutor, deps: WebhookPortDeps): WebhookPort
     },
 
     async redeliver(workspaceId, deliveryId, newDeliveryId, at) {
-      await tx.query(
-        `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event_id, redelivery_of, created_at)
-         SELECT $3, workspace_id, endpoint_id, event_id, id, $4 FROM webhook_deliveries WHERE workspace_id = $1 AND id = $2`,
-        [workspaceId, deliveryId, newDeliveryId, at],
-      );
+      // Still waiting (a retry later): that delivery, and whatever is ahead of it for the endpoint
+      // (they hold it, in order), become due now. No copy is queued behind it: the webhook-id is sent
+      // by one delivery, once it succeeds, and never again by the queue.
+      const dueNow = async (): Promise<string | null> => {
+        const rows = await tx.query<{ id: string }>(
+          `WITH waiting AS (
+             SELECT w.id, w.endpoint_id, w.seq FROM webhook_deliveries d
+               JOIN webhook_deliveries w ON w.endpoint_id = d.endpoint_id AND w.event_id = d.event_id AND w.status = 'pending'
+              WHERE d.workspace_id = $1 AND d.id = $2
+           ), ahead AS (
+             UPDATE webhook_deliveries q SET next_attempt_at = NULL FROM waiting w
+              WHERE q.endpoint_id = w.endpoint_id AND q.status = 'pending' AND q.seq <= w.seq
+             RETURNING q.id
+           )
+           SELECT id FROM waiting WHERE EXISTS (SELECT 1 FROM ahead)`,
+          [workspaceId, deliveryId],
+        );
+        return rows[0]?.id ?? null;
+      };
+      let waiting = await dueNow();
+      if (waiting === null) {
+        // Finished (delivered, or given up): a new delivery of the same event, after what waits.
+        const inserted = await tx.query<{ id: string }>(
+          `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event_id, redelivery_of, created_at)
+           SELECT $3, workspace_id, endpoint_id, event_id, id, $4 FROM webhook_deliveries WHERE workspace_id = $1 AND id = $2
+           ON CONFLICT (endpoint_id, event_id) WHERE status = 'pending' DO NOTHING
+           RETURNING id`,
+          [workspaceId, deliveryId, newDeliveryId, at],
+        );
+        // A concurrent Send again queued one first: that one is made due now.
+        if (inserted.length === 0) waiting = await dueNow();
+      }
       await notify(DELIVER);
+      return waiting === null ? { deliveryId: newDeliveryId, waiting: false } : { deliveryId: waiting, waiting: true };
     },
   };
 }

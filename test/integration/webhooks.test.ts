@@ -21,6 +21,14 @@ class RealClock extends FakeClock {
   }
 }
 
+/** The real time, moved forward on request (to pass a retry's time without waiting for it). */
+class ShiftedClock extends FakeClock {
+  shiftMs = 0;
+  override now(): Date {
+    return new Date(Date.now() + this.shiftMs);
+  }
+}
+
 type Endpoint = { id: string; url: string; secret: string; events: string[]; enabled: boolean; disabledReason: string | null; failingSince: string | null; pendingDeliveries: number };
 type Delivery = { id: string; eventId: string; type: string; status: string; attempts: number; body: string; redeliveryOf: string | null; attemptLog: { attempt: number; responseStatus: number | null; responseExcerpt: string; requestHeaders: Record<string, string>; error: string | null; durationMs: number }[] };
 type Payload = { type: string; timestamp: string; data: Record<string, unknown> & { lead?: { id: string; email: string } } };
@@ -404,7 +412,8 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
 
     const again = await s.call<{ deliveryId: string; redeliveryOf: string; eventId: string }>(s.ours.ownerKey, 'webhooks.deliveries.redeliver', { deliveryId: sent.body.deliveryId });
     expect(again.status, JSON.stringify(again.body)).toBe(200);
-    expect(again.body).toMatchObject({ redeliveryOf: sent.body.deliveryId, eventId: sent.body.eventId });
+    expect(again.body).toMatchObject({ redeliveryOf: sent.body.deliveryId, eventId: sent.body.eventId, waiting: false });
+    expect(again.body.deliveryId).not.toBe(sent.body.deliveryId);
     const second = (await rx.waitFor(ep.path, 2))[1];
     expect(second?.headers['webhook-id']).toBe(sent.body.eventId);
     expect(second?.body).toBe(got.body);
@@ -418,6 +427,87 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
     const delivered = Number(/outreach_webhook_deliveries_total\{outcome="delivered"\} (\d+)/.exec(metrics)?.[1] ?? 0);
     expect(delivered).toBeGreaterThanOrEqual(2);
     expect(metrics).toMatch(/outreach_webhook_deliveries_total\{outcome="retry"\} \d+/);
+  });
+
+  it('Send again on a delivery waiting for its retry sends it at once, once; the queue never sends that webhook-id again', async () => {
+    const clock = new ShiftedClock();
+    const own = await startTestServer(backend, {
+      clock,
+      webhooks: { allowHttp: true, policy: { allowPrivate: true }, delivery: { retryDelaysMs: [150, 3_600_000, 3_600_000], pollMs: 50, timeoutMs: 2_000, disableAfterMs: 24 * 3_600_000 } },
+    });
+    try {
+      const path = '/send-again';
+      const created = await own.call<Endpoint>(own.ours.ownerKey, 'webhooks.create', { url: `${rx.url}${path}`, events: ['campaign.started'] });
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+      rx.secrets.set(path, created.body.secret);
+      rx.scripts.set(path, [500, 503]);
+      const sent = await own.call<{ deliveryId: string; eventId: string }>(own.ours.ownerKey, 'webhooks.sendTest', { endpointId: created.body.id });
+      await rx.waitFor(path, 2);
+      const waiting = await until('the second failure to be recorded with a retry an hour later', async () => {
+        const r = await own.call<{ deliveries: (Delivery & { nextAttemptAt: string | null })[] }>(own.ours.ownerKey, 'webhooks.deliveries.list', { endpointId: created.body.id });
+        const d = r.body.deliveries[0];
+        return d?.attempts === 2 ? d : null;
+      });
+      expect(waiting.status).toBe('pending');
+      expect(Date.parse(waiting.nextAttemptAt ?? '') - Date.now()).toBeGreaterThan(50 * 60_000);
+
+      // The receiver is fixed (it answers 200 from now on); its owner presses Send again.
+      const pressed = Date.now();
+      const again = await own.call<{ deliveryId: string; redeliveryOf: string; eventId: string; waiting: boolean }>(own.ours.ownerKey, 'webhooks.deliveries.redeliver', { deliveryId: sent.body.deliveryId });
+      expect(again.status, JSON.stringify(again.body)).toBe(200);
+      expect(again.body).toEqual({ deliveryId: sent.body.deliveryId, redeliveryOf: sent.body.deliveryId, eventId: sent.body.eventId, endpointId: created.body.id, waiting: true });
+      const got = (await rx.waitFor(path, 3, 1_000))[2];
+      expect(got && got.at - pressed).toBeLessThan(1_000);
+      expect(got?.answered).toBe(200);
+      expect(got?.verifyError).toBeNull();
+      expect(got?.headers['webhook-id']).toBe(sent.body.eventId);
+      const log = await until('the delivery to be recorded as succeeded', async () => {
+        const r = await own.call<{ deliveries: Delivery[] }>(own.ours.ownerKey, 'webhooks.deliveries.list', { endpointId: created.body.id });
+        return r.body.deliveries[0]?.status === 'succeeded' ? r.body.deliveries : null;
+      });
+      expect(log.map((d) => [d.id, d.status, d.attempts])).toEqual([[sent.body.deliveryId, 'succeeded', 3]]);
+      expect(log[0]?.attemptLog.map((a) => a.responseStatus)).toEqual([500, 503, 200]);
+
+      // The hour of the retry passes: nothing is sent again.
+      clock.shiftMs = 2 * 3_600_000;
+      await sleep(600);
+      const received = rx.at(path);
+      expect(received).toHaveLength(3);
+      expect(received.filter((r) => r.headers['webhook-id'] === sent.body.eventId && r.answered >= 200 && r.answered < 300)).toHaveLength(1);
+      const pending = await own.sql.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending'", [created.body.id]);
+      expect(pending[0]?.n).toBe(0);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('the database holds one waiting delivery per event and endpoint: a second one is refused, and Send again on a later delivery sends the ones ahead of it first, in order', async () => {
+    const ep = await endpoint(['campaign.started']);
+    rx.scripts.set(ep.path, [500]);
+    const first = await s.call<{ deliveryId: string; eventId: string }>(s.ours.ownerKey, 'webhooks.sendTest', { endpointId: ep.id });
+    await rx.waitFor(ep.path, 1);
+    // The first one now waits a long time for its retry (as after a few failures); the second waits behind it.
+    await until('the failure to be recorded', async () => (await deliveries(ep.id))[0]?.attempts === 1);
+    await s.sql.query("UPDATE webhook_deliveries SET next_attempt_at = now() + interval '1 hour' WHERE id = $1", [first.body.deliveryId]);
+    const second = await s.call<{ deliveryId: string; eventId: string }>(s.ours.ownerKey, 'webhooks.sendTest', { endpointId: ep.id });
+    await sleep(300);
+    expect(rx.at(ep.path)).toHaveLength(1);
+
+    await expect(
+      s.sql.query("INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event_id) VALUES ($1, $2, $3, $4)", [randomUUID(), s.ours.workspaceId, ep.id, second.body.eventId]),
+    ).rejects.toMatchObject({ code: '23505' });
+
+    const again = await s.call<{ deliveryId: string; waiting: boolean }>(s.ours.ownerKey, 'webhooks.deliveries.redeliver', { deliveryId: second.body.deliveryId });
+    expect(again.body).toMatchObject({ deliveryId: second.body.deliveryId, waiting: true });
+    const got = await rx.waitFor(ep.path, 3, 2_000);
+    expect(got.map((r) => [r.headers['webhook-id'], r.answered])).toEqual([[first.body.eventId, 500], [first.body.eventId, 200], [second.body.eventId, 200]]);
+    const log = await until('both to succeed', async () => {
+      const d = await deliveries(ep.id);
+      return d.length === 2 && d.every((x) => x.status === 'succeeded') ? d : null;
+    });
+    expect(log.map((d) => d.attempts)).toEqual([1, 2]);
+    await sleep(300);
+    expect(rx.at(ep.path)).toHaveLength(3);
   });
 
   it("answers NOT_FOUND for another workspace's endpoint and delivery ids, changing nothing", async () => {
