@@ -41,6 +41,10 @@ export type DeliveryOptions = {
 };
 
 const MINUTE = 60_000;
+/** Deliveries read, and their attempts recorded, at a time. */
+const BATCH = 50;
+/** Batches one claim of an endpoint sends before the lease is given back (other endpoints' turn). */
+const MAX_BATCHES_PER_CLAIM = 20;
 const HOUR = 60 * MINUTE;
 
 /** The Standard Webhooks specification's example schedule up to 14 hours: tried 8 times over ~31.6 h. */
@@ -129,13 +133,21 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     await sql.query('UPDATE webhook_endpoints SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2', [endpointId, workerId]);
   }
 
-  async function head(endpointId: string): Promise<Head | null> {
-    const [row] = await sql.query<Head>(
+  /** The endpoint's waiting deliveries that are due, oldest first, up to `limit`: the oldest one
+   * must be due (one waiting for a retry holds the ones after it), and so on down the queue. */
+  async function due(endpointId: string, limit: number): Promise<Head[]> {
+    const rows = await sql.query<Head>(
       `SELECT d.id, d.attempts, d.next_attempt_at, d.event_id, ev.body FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id
-        WHERE d.endpoint_id = $1 AND d.status = 'pending' ORDER BY d.seq LIMIT 1`,
-      [endpointId],
+        WHERE d.endpoint_id = $1 AND d.status = 'pending' ORDER BY d.seq LIMIT $2`,
+      [endpointId, limit],
     );
-    return row ?? null;
+    const now = clock.now().getTime();
+    const out: Head[] = [];
+    for (const r of rows) {
+      if (r.next_attempt_at !== null && new Date(r.next_attempt_at).getTime() > now) break;
+      out.push(r);
+    }
+    return out;
   }
 
   /** The attempt, or null when the process stopped during it (nothing is recorded: it goes again). */
@@ -163,11 +175,12 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     }
   }
 
-  /** Records the attempt, the delivery's new state and the endpoint's; returns the outcome. */
-  async function record(ep: Claimed, d: Head, s: Sent): Promise<AttemptOutcome> {
+  /** What an attempt did to its delivery and to the endpoint, computed from the endpoint as the
+   * attempt before it left it (`failingSince`). */
+  function outcomeOf(failingBefore: Date | null, d: Head, s: Sent) {
     const ok = s.status !== null && s.status >= 200 && s.status < 300;
     const attempt = d.attempts + 1;
-    const failingSince = ok ? null : (ep.failing_since ? new Date(ep.failing_since) : s.at);
+    const failingSince = ok ? null : (failingBefore ?? s.at);
     const gone = s.status === 410;
     const delay = o.retryDelaysMs[attempt - 1];
     const gaveUp = !ok && delay === undefined;
@@ -184,50 +197,116 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
       : gone
         ? `Disabled on ${s.at.toISOString().slice(0, 10)}: the endpoint answered 410 Gone, which asks for no more webhooks.`
         : `Disabled on ${s.at.toISOString().slice(0, 10)}: every delivery failed since ${failingSince?.toISOString().slice(0, 16).replace('T', ' ')} UTC (last: ${what}).`;
+    const outcome: AttemptOutcome = ok ? 'delivered' : disable ? 'disabled' : gaveUp ? 'gave_up' : 'retry';
+    return { ok, attempt, failingSince, disable, reason, next, gaveUp, outcome };
+  }
+
+  /**
+   * Records attempts of one endpoint (in sending order; only the last may have failed) in one
+   * transaction: each attempt's log row, each delivery's new state, the endpoint's. A delivery is
+   * only changed while still pending, so an attempt that raced a person's change records its log
+   * row and nothing else. Returns each attempt's outcome.
+   */
+  async function record(ep: Claimed, sent: readonly { d: Head; s: Sent }[]): Promise<AttemptOutcome[]> {
+    if (sent.length === 0) return [];
+    let failingSince = ep.failing_since ? new Date(ep.failing_since) : null;
+    let lastSuccess: Date | null = null;
+    let disable: { reason: string | null; at: Date } | null = null;
+    const attempts: unknown[] = [];
+    const deliveries: unknown[] = [];
+    const outcomes: AttemptOutcome[] = [];
+    for (const { d, s } of sent) {
+      const r = outcomeOf(failingSince, d, s);
+      failingSince = r.failingSince;
+      if (r.ok) lastSuccess = s.at;
+      if (r.disable) disable = { reason: r.reason, at: s.at };
+      attempts.push({ delivery_id: d.id, attempt: r.attempt, at: s.at.toISOString(), duration_ms: s.durationMs, request_headers: s.headers, response_status: s.status, response_excerpt: s.excerpt, error: s.error });
+      deliveries.push({ id: d.id, attempts: r.attempt, status: r.ok ? 'succeeded' : r.gaveUp ? 'failed' : 'pending', next_attempt_at: r.next?.toISOString() ?? null, finished_at: r.ok || r.gaveUp ? s.at.toISOString() : null });
+      outcomes.push(r.outcome);
+    }
+    const last = sent[sent.length - 1]?.s.at ?? clock.now();
     await sql.transaction(async (tx) => {
       await tx.query(
         `INSERT INTO webhook_attempts (delivery_id, attempt, at, duration_ms, request_headers, response_status, response_excerpt, error)
-         VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8)`,
-        [d.id, attempt, s.at, s.durationMs, JSON.stringify(s.headers), s.status, s.excerpt, s.error],
+         SELECT a.delivery_id, a.attempt, a.at, a.duration_ms, a.request_headers, a.response_status, a.response_excerpt, a.error
+           FROM jsonb_to_recordset($1::jsonb) AS a(delivery_id text, attempt int, at timestamptz, duration_ms int, request_headers jsonb, response_status int, response_excerpt text, error text)`,
+        [JSON.stringify(attempts)],
       );
       await tx.query(
-        `UPDATE webhook_deliveries SET attempts = $2, status = $3, next_attempt_at = $4, finished_at = $5 WHERE id = $1`,
-        [d.id, attempt, ok ? 'succeeded' : gaveUp ? 'failed' : 'pending', next, ok || gaveUp ? s.at : null],
+        `UPDATE webhook_deliveries d SET attempts = x.attempts, status = x.status, next_attempt_at = x.next_attempt_at, finished_at = x.finished_at
+           FROM jsonb_to_recordset($1::jsonb) AS x(id text, attempts int, status text, next_attempt_at timestamptz, finished_at timestamptz)
+          WHERE d.id = x.id AND d.status = 'pending'`,
+        [JSON.stringify(deliveries)],
       );
       await tx.query(
-        `UPDATE webhook_endpoints SET failing_since = $2, last_success_at = CASE WHEN $3 THEN $4 ELSE last_success_at END,
-                enabled = enabled AND NOT $5, disabled_reason = CASE WHEN $5 THEN $6 ELSE disabled_reason END,
-                updated_at = CASE WHEN $5 THEN $4 ELSE updated_at END
+        `UPDATE webhook_endpoints SET failing_since = $2, last_success_at = coalesce($3, last_success_at),
+                enabled = enabled AND NOT $4, disabled_reason = CASE WHEN $4 THEN $5 ELSE disabled_reason END,
+                updated_at = CASE WHEN $4 THEN $6 ELSE updated_at END
           WHERE id = $1`,
-        [ep.id, failingSince, ok, s.at, disable, reason],
+        [ep.id, failingSince, lastSuccess, disable !== null, disable?.reason ?? null, disable?.at ?? last],
       );
     });
-    if (disable) deps.log.warn({ endpointId: ep.id, workspaceId: ep.workspace_id, reason }, 'webhook endpoint disabled');
-    return ok ? 'delivered' : disable ? 'disabled' : gaveUp ? 'gave_up' : 'retry';
+    if (disable) deps.log.warn({ endpointId: ep.id, workspaceId: ep.workspace_id, reason: disable.reason }, 'webhook endpoint disabled');
+    return outcomes;
   }
 
-  /** Sends an endpoint's due deliveries in order until one fails or none is due (at most 100). */
+  /**
+   * Sends an endpoint's due deliveries in order until one fails or none is due. They are read a
+   * batch at a time and their attempts recorded a batch at a time (one transaction per batch, not
+   * per delivery), so a busy endpoint is not limited by the database round trips of each delivery:
+   * what waits leaves as fast as the receiver answers. A process that dies after sending and before
+   * recording sends those again (at least once, same webhook-id). The lease is renewed (and the
+   * endpoint reread: a person may have changed or disabled it) before each batch, and within one
+   * whenever it could otherwise lapse during the next attempt.
+   */
   async function drain(claimed: Claimed): Promise<number> {
     let sent = 0;
+    let ep: Claimed | null = claimed;
+    let renewedAt = performance.now();
+    const renewEvery = Math.max(0, (o.leaseMs - o.timeoutMs) / 2);
     try {
-      for (let i = 0; i < 100; i++) {
-        const d = await head(claimed.id);
-        if (!d || (d.next_attempt_at !== null && new Date(d.next_attempt_at).getTime() > clock.now().getTime())) break;
-        const ep = await renew(claimed.id);
-        if (!ep) break;
-        const sentNow = await send(ep, d);
-        if (!sentNow) break;
-        let outcome: AttemptOutcome;
+      for (let round = 0; round < MAX_BATCHES_PER_CLAIM && ep && !stopped; round++) {
+        if (round > 0) {
+          ep = await renew(claimed.id);
+          renewedAt = performance.now();
+          if (!ep) break;
+        }
+        const batch = await due(claimed.id, BATCH);
+        if (batch.length === 0) break;
+        const done: { d: Head; s: Sent }[] = [];
+        let halted = false;
+        for (const d of batch) {
+          if (performance.now() - renewedAt > renewEvery) {
+            ep = await renew(claimed.id);
+            renewedAt = performance.now();
+            if (!ep) {
+              halted = true;
+              break;
+            }
+          }
+          const s = await send(ep, d);
+          if (!s) {
+            halted = true;
+            break;
+          }
+          done.push({ d, s });
+          const ok = s.status !== null && s.status >= 200 && s.status < 300;
+          if (!ok || stopped) {
+            halted = true;
+            break;
+          }
+        }
+        let outcomes: AttemptOutcome[];
         try {
-          outcome = await record(ep, d, sentNow);
+          outcomes = await record(ep ?? claimed, done);
         } catch (e) {
-          // The endpoint was deleted while its delivery was on the way: nothing is left to record.
+          // The endpoint was deleted while its deliveries were on the way: nothing is left to record.
           if ((e as { code?: unknown }).code === '23503') break;
           throw e;
         }
-        sent++;
-        deps.onAttempt?.(outcome);
-        if (outcome !== 'delivered' || stopped) break;
+        sent += outcomes.length;
+        for (const outcome of outcomes) deps.onAttempt?.(outcome);
+        if (halted) break;
       }
     } finally {
       await release(claimed.id).catch((e: unknown) => deps.log.warn({ err: e, endpointId: claimed.id }, 'releasing a webhook endpoint lease failed'));
