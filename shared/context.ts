@@ -41,7 +41,13 @@ export type SenderCredentials = {
  * them). The sync server answers it itself (the check resolves names); a desktop connected to one
  * asks it over the network, and throws, saying why, when it cannot (offline).
  */
-export type SenderHostCheck = { refusal(hosts: readonly string[]): Promise<string | null> };
+export type SenderHostCheck = {
+  /** The guard's sentence when this server's runner would refuse one of the hosts, else null. */
+  refusal(hosts: readonly string[]): Promise<string | null>;
+  /** The sentence when one of the hosts is refused whatever the operator allows (link-local and
+   * cloud metadata addresses): such a sender is not created at all. Absent where it cannot be asked. */
+  forbidden?(hosts: readonly string[]): Promise<string | null>;
+};
 
 export type Ctx = {
   actor: Actor;

@@ -126,7 +126,7 @@ export function createServerRunner(opts: ServerRunnerOptions): ServerRunner {
     const hostChannels = createHostChannels({
       store,
       // Checked again when connecting, against names that resolve elsewhere by then (DNS rebinding).
-      network: { fetch: guardedFetch(senderHosts), smtpGetSocket: guardedSmtpSocket(senderHosts), ...(senderHosts.allowPrivate ? {} : { imapLookup: guardedLookup(senderHosts) }) },
+      network: { fetch: guardedFetch(senderHosts), smtpGetSocket: guardedSmtpSocket(senderHosts), imapLookup: guardedLookup(senderHosts) },
       ...(opts.channelTimeoutMs !== undefined ? { timeoutMs: opts.channelTimeoutMs } : {}),
       ...(opts.imap ? { imap: opts.imap } : {}),
       now: () => clock.now().getTime(),

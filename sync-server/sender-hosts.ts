@@ -9,7 +9,11 @@
  * checked before a sender is used, and again when the connection is made (the `lookup` of the
  * sockets), so a name that resolves to a public address first and a private one later (DNS
  * rebinding) is refused too. ALLOW_PRIVATE_SENDER_HOSTS=1 allows them (a mail server on the
- * operator's own network; the test suites' local servers). */
+ * operator's own network; the test suites' local servers), except link-local and cloud metadata
+ * addresses (169.254/16, fe80::/10, fd00:ec2::254, 100.100.100.200, and the IPv4 ones inside IPv6),
+ * which no mail server or webhook receiver has and which hand out the cloud's credentials: they
+ * are refused whatever the setting, however they are spelled (2852039166, 0xa9fea9fe,
+ * 0251.0376.0251.0376, ::ffff:a9fe:a9fe) and whatever name resolves to them. */
 import { lookup as dnsLookup } from 'node:dns';
 import type { LookupAddress, LookupAllOptions, LookupOneOptions } from 'node:dns';
 import { BlockList, connect as netConnect, isIP } from 'node:net';
@@ -48,6 +52,15 @@ const range = (type: 'ipv4' | 'ipv6') => ([net, bits, why]: [string, number, str
   return { list, type, why };
 };
 const ranges: Range[] = [...V4.map(range('ipv4')), ...V6.map(range('ipv6'))];
+/** Refused whatever ALLOW_PRIVATE_SENDER_HOSTS says: link-local, where the cloud metadata services
+ * answer (AWS, GCP, Azure, Oracle at 169.254.169.254; AWS's IPv6 one at fd00:ec2::254; Alibaba's at
+ * 100.100.100.200). */
+const FORBIDDEN: Range[] = [
+  range('ipv4')(['169.254.0.0', 16, 'a link-local address (cloud metadata lives there)']),
+  range('ipv4')(['100.100.100.200', 32, 'a cloud metadata address']),
+  range('ipv6')(['fe80::', 10, 'a link-local address']),
+  range('ipv6')(['fd00:ec2::254', 128, 'a cloud metadata address']),
+];
 
 /** The IPv4 address inside an IPv6 one (mapped ::ffff:a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16). */
 function embeddedV4(ip: string): string | null {
@@ -75,17 +88,45 @@ function expand(ip: string): number[] | null {
   return words.length === 8 && words.every((w) => Number.isInteger(w)) ? words : null;
 }
 
-/** Why the runner must not connect to `ip`, or null when it is a public address. */
-export function blockedReason(ip: string): string | null {
+function reasonIn(list: readonly Range[], ip: string): string | null {
   const family = isIP(ip);
   if (family === 0) return 'not an IP address';
+  const type = family === 4 ? 'ipv4' : 'ipv6';
+  for (const r of list) if (r.type === type && r.list.check(ip, type)) return r.why;
   if (family === 6) {
     const v4 = embeddedV4(ip);
-    if (v4) return blockedReason(v4);
+    if (v4) return reasonIn(list, v4);
   }
-  const type = family === 4 ? 'ipv4' : 'ipv6';
-  for (const r of ranges) if (r.type === type && r.list.check(ip, type)) return r.why;
   return null;
+}
+
+/** Why the runner must not connect to `ip`, or null when it is a public address. */
+export function blockedReason(ip: string): string | null {
+  return reasonIn(ranges, ip);
+}
+
+/** Why nothing may connect to `ip` even with ALLOW_PRIVATE_SENDER_HOSTS=1 (link-local, metadata). */
+export function forbiddenReason(ip: string): string | null {
+  return isIP(ip) === 0 ? null : reasonIn(FORBIDDEN, ip);
+}
+
+/** The reason `policy` refuses `ip`, or null. */
+export function refusedReason(ip: string, policy: Pick<SenderHostPolicy, 'allowPrivate'>): string | null {
+  return policy.allowPrivate ? forbiddenReason(ip) : blockedReason(ip);
+}
+
+/** A host as a connection would read it: an IPv4 address in any spelling the URL standard and
+ * inet_aton accept (2852039166, 0xa9fea9fe, 0251.0376.0251.0376, 169.254.43518) as dotted
+ * decimal, an IPv6 one without brackets, a name lowercased. */
+export function canonicalHost(host: string): string {
+  const bare = host.trim().replace(/^\[|\]$/g, '');
+  if (isIP(bare)) return bare.toLowerCase();
+  try {
+    const parsed = new URL(`http://${bare.includes(':') ? `[${bare}]` : bare}/`).hostname.replace(/^\[|\]$/g, '');
+    return parsed || bare;
+  } catch {
+    return bare;
+  }
 }
 
 export type SenderHostPolicy = {
@@ -103,29 +144,40 @@ const resolveAll = (host: string): Promise<string[]> =>
     dnsLookup(host, { all: true, verbatim: true }, (err, addresses) => (err ? reject(err) : resolve(addresses.map((a) => a.address))));
   });
 
-function refusal(host: string, ip: string, why: string): ChannelFailure {
-  return new ChannelFailure(
-    'unauthorized',
-    `${host} ${ip === host ? 'is' : `resolves to ${ip},`} ${why}: the sync server does not connect its senders into its own network. Use a public host, or have the operator set ALLOW_PRIVATE_SENDER_HOSTS=1.`,
-  );
+/** The guard's sentence for `host` (as given) at `ip`: what it is, and what to do. */
+export function refusalSentence(host: string, ip: string, why: string, what = 'connect its senders into'): string {
+  const at = ip === host ? 'is' : canonicalHost(host) === ip ? `is ${ip},` : `resolves to ${ip},`;
+  return forbiddenReason(ip)
+    ? `${host} ${at} ${why}: the sync server never connects there, whatever ALLOW_PRIVATE_SENDER_HOSTS says (the cloud's metadata service hands out its credentials). Use a public host.`
+    : `${host} ${at} ${why}: the sync server does not ${what} its own network. Use a public host, or have the operator set ALLOW_PRIVATE_SENDER_HOSTS=1.`;
 }
 
-/** Resolves `host` and refuses it when any of its addresses is not public. */
+function refusal(host: string, ip: string, why: string): ChannelFailure {
+  return new ChannelFailure('unauthorized', refusalSentence(host, ip, why));
+}
+
+/** Resolves `host` and refuses it when any of its addresses is not public (with
+ * ALLOW_PRIVATE_SENDER_HOSTS=1: when any is link-local or metadata; a name that does not resolve is
+ * then left to the connection, which checks again). */
 export async function checkHost(host: string, policy: SenderHostPolicy): Promise<void> {
-  if (policy.allowPrivate) return;
   const name = host.replace(/^\[|\]$/g, '');
+  const literal = canonicalHost(name);
   let addresses: string[];
-  if (isIP(name)) addresses = [name];
+  if (isIP(literal)) addresses = [literal];
   else {
     try {
       addresses = await (policy.resolve ?? resolveAll)(name);
     } catch (e) {
+      if (policy.allowPrivate) return;
       throw new ChannelFailure('failed', `${name} could not be resolved (${e instanceof Error ? e.message : String(e)})`);
     }
   }
-  if (addresses.length === 0) throw new ChannelFailure('failed', `${name} has no address`);
+  if (addresses.length === 0) {
+    if (policy.allowPrivate) return;
+    throw new ChannelFailure('failed', `${name} has no address`);
+  }
   for (const ip of addresses) {
-    const why = blockedReason(ip);
+    const why = refusedReason(ip, policy);
     if (why) throw refusal(name, ip, why);
   }
 }
@@ -144,13 +196,11 @@ const CHECK_TIMEOUT_MS = 2_000;
  * that does not resolve (yet) is no refusal: the runner backs off, tries again and says so.
  */
 export function senderHostCheck(policy: SenderHostPolicy, timeoutMs = CHECK_TIMEOUT_MS): SenderHostCheck {
-  return {
-    async refusal(hosts) {
-      if (policy.allowPrivate) return null;
+  const strictest = (p: SenderHostPolicy) => async (hosts: readonly string[]): Promise<string | null> => {
       for (const host of hosts) {
         let timer: NodeJS.Timeout | undefined;
         const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs)));
-        const checked = checkHost(host, policy).then(
+        const checked = checkHost(host, p).then(
           () => null,
           (e: unknown) => (e instanceof ChannelFailure && e.kind === 'unauthorized' ? e.message : null),
         );
@@ -162,7 +212,11 @@ export function senderHostCheck(policy: SenderHostPolicy, timeoutMs = CHECK_TIME
         }
       }
       return null;
-    },
+  };
+  return {
+    refusal: strictest(policy),
+    // Link-local and metadata hosts are refused outright: no setting makes them usable.
+    forbidden: strictest({ ...policy, allowPrivate: true }),
   };
 }
 
@@ -170,14 +224,20 @@ type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | Look
 
 /** A `lookup` for sockets (net.connect, undici) that refuses non-public addresses at connect time. */
 export function guardedLookup(policy: SenderHostPolicy): (hostname: string, options: LookupOneOptions | LookupAllOptions, callback: LookupCallback) => void {
+  // The policy's resolver when it has one (the same answers as the checks before connecting).
+  const all = (hostname: string, options: LookupOneOptions | LookupAllOptions, done: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void): void => {
+    if (!policy.resolve) return dnsLookup(hostname, { ...options, all: true, verbatim: true }, done);
+    policy.resolve(hostname).then(
+      (list) => done(null, list.map((address) => ({ address, family: isIP(address) === 6 ? 6 : 4 }))),
+      (e: unknown) => done(Object.assign(e instanceof Error ? e : new Error(String(e)), { code: (e as { code?: string }).code ?? 'ENOTFOUND' }), []),
+    );
+  };
   return (hostname, options, callback) => {
-    dnsLookup(hostname, { ...options, all: true, verbatim: true }, (err, addresses) => {
+    all(hostname, options, (err, addresses) => {
       if (err) return callback(err, []);
-      if (!policy.allowPrivate) {
-        for (const a of addresses) {
-          const why = blockedReason(a.address);
-          if (why) return callback(Object.assign(refusal(hostname, a.address, why), { code: 'EPRIVATEHOST' }), []);
-        }
+      for (const a of addresses) {
+        const why = refusedReason(a.address, policy);
+        if (why) return callback(Object.assign(refusal(hostname, a.address, why), { code: 'EPRIVATEHOST' }), []);
       }
       if ('all' in options && options.all) return callback(null, addresses);
       const first = addresses[0];
@@ -187,31 +247,36 @@ export function guardedLookup(policy: SenderHostPolicy): (hostname: string, opti
   };
 }
 
-/** fetch whose connections go through guardedLookup (for the HTTP connector). */
+/** fetch whose connections go through guardedLookup (for the HTTP connector and webhooks). */
 export function guardedFetch(policy: SenderHostPolicy): typeof fetch {
-  if (policy.allowPrivate) return fetch;
   const dispatcher = new Agent({ connect: { lookup: guardedLookup(policy) } });
   return ((input: Parameters<typeof fetch>[0], init?: RequestInit) => {
     // An IP literal is not looked up: check it here.
     const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
     const host = url.hostname.replace(/^\[|\]$/g, '');
-    const why = isIP(host) ? blockedReason(host) : null;
+    const why = isIP(host) ? refusedReason(host, policy) : null;
     if (why) return Promise.reject(refusal(host, host, why));
     return undiciFetch(url, { ...(init as object), dispatcher } as Parameters<typeof undiciFetch>[1]);
   }) as unknown as typeof fetch;
 }
 
 /** nodemailer's getSocket: a TCP connection made through guardedLookup (TLS is nodemailer's part). */
-export function guardedSmtpSocket(policy: SenderHostPolicy): (options: { host?: string; port?: number | string }, callback: (err: Error | null, socket?: { connection: Socket } | false) => void) => void {
+export function guardedSmtpSocket(policy: SenderHostPolicy): (options: { host?: string; port?: number | string; connectionTimeout?: number }, callback: (err: Error | null, socket?: { connection: Socket } | false) => void) => void {
   return (options, callback) => {
-    if (policy.allowPrivate) return callback(null, false);
-    const host = (options.host ?? '').replace(/^\[|\]$/g, '');
-    const why = isIP(host) ? blockedReason(host) : null;
-    if (why) return callback(refusal(host, host, why));
+    const host = canonicalHost(options.host ?? '');
+    const why = isIP(host) ? refusedReason(host, policy) : null;
+    if (why) return callback(refusal(options.host ?? host, host, why));
     const socket = netConnect({ host, port: Number(options.port ?? 587), lookup: guardedLookup(policy) });
-    const fail = (e: Error): void => callback(e);
+    // nodemailer's own connection timeout starts once it has the socket: this one covers connecting.
+    const timeoutMs = options.connectionTimeout ?? 120_000;
+    const timer = setTimeout(() => socket.destroy(Object.assign(new Error(`Connection to ${host} timed out after ${timeoutMs / 1000} s`), { code: 'ETIMEDOUT' })), timeoutMs);
+    const fail = (e: Error): void => {
+      clearTimeout(timer);
+      callback(e);
+    };
     socket.once('error', fail);
     socket.once('connect', () => {
+      clearTimeout(timer);
       socket.off('error', fail);
       callback(null, { connection: socket });
     });
@@ -220,7 +285,6 @@ export function guardedSmtpSocket(policy: SenderHostPolicy): (options: { host?: 
 
 /** Wraps a channel host so that every call for a sender first checks the sender's hosts. */
 export function guardChannelHost(host: ChannelHost, policy: SenderHostPolicy): ChannelHost {
-  if (policy.allowPrivate) return host;
   const guarded = new WeakMap<Channel, Channel>();
   const check = async (sender: Sender) => {
     for (const h of senderHosts(sender)) await checkHost(h, policy);

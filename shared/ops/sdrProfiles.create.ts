@@ -5,6 +5,7 @@ import { IANAZone } from 'luxon';
 import { z } from 'zod';
 import { nowIso } from '../context.ts';
 import type { Ctx } from '../context.ts';
+import { DomainError } from '../errors.ts';
 import { newSender } from '../model/factories.ts';
 import type { ChannelKind, Sender, SenderCapability } from '../model/index.ts';
 import { newUnsubscribeKey } from '../replies/unsubscribe-token.ts';
@@ -93,6 +94,10 @@ async function serverHostProblem(ctx: Ctx, sender: Sender): Promise<string | nul
   const unchecked = (why: string) =>
     `Whether the sync server will connect to ${hosts.join(' and ')} could not be checked (${why}): it refuses private, loopback and link-local addresses unless its operator allows them. If it refuses, this sender shows as disconnected with the reason once the server's runner tries it.`;
   if (!check) return unchecked('no sync server answers here');
+  // Link-local and cloud metadata hosts are refused outright (nothing is created): no operator
+  // setting makes them a mail server or connector.
+  const forbidden = check.forbidden ? await check.forbidden(hosts) : null;
+  if (forbidden) throw new DomainError('URL_NOT_ALLOWED', forbidden, { field: 'channelConfig', hosts });
   let refusal: string | null;
   try {
     refusal = await check.refusal(hosts);

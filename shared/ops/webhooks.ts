@@ -92,7 +92,7 @@ async function checkUrl(ctx: Ctx, raw: string): Promise<string> {
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && port.allowHttp)) {
     const why = url.protocol === 'http:'
       ? 'Webhook URLs must use https: events carry your leads\' names, emails and replies, and plain http would send them readable to anyone on the way (the operator can allow http with WEBHOOKS_ALLOW_HTTP=1, for a receiver on a private network).'
-      : `Webhook URLs must use https, not ${url.protocol.replace(/:$/, '')}.`;
+      : `Webhook URLs must use ${port.allowHttp ? 'https or http (this server allows http: WEBHOOKS_ALLOW_HTTP=1)' : 'https'}, not ${url.protocol.replace(/:$/, '')}.`;
     throw new DomainError('URL_NOT_ALLOWED', why, { field: 'url', protocol: url.protocol });
   }
   if (url.username !== '' || url.password !== '') {

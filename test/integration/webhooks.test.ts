@@ -556,11 +556,17 @@ describe.each(BACKENDS)('webhook endpoints refused, and dry runs (%s)', (backend
   let rx: Receiver;
   beforeAll(async () => {
     rx = await startReceiver();
-    // The operator's defaults: https only, no private addresses. Names resolve to a public address
-    // when the endpoint is created, and to what they really are when a delivery connects.
+    // The operator's defaults: https only, no private addresses. The guard's resolver (used when an
+    // endpoint is created and when a delivery connects): rebinding.test is public, localhost is
+    // loopback, other names do not resolve (as offline), which creation lets pass.
+    const resolve = async (host: string): Promise<string[]> => {
+      if (host === 'rebinding.test') return ['93.184.216.34'];
+      if (host === 'localhost') return ['127.0.0.1'];
+      throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+    };
     s = await startTestServer(backend, {
       clock: new FakeClock('2026-11-16T10:00:00.000Z'),
-      webhooks: { policy: { allowPrivate: false, resolve: async (host) => (host === 'rebinding.test' ? ['93.184.216.34'] : ['203.0.113.7']) }, delivery: { pollMs: 50, timeoutMs: 2_000 } },
+      webhooks: { policy: { allowPrivate: false, resolve }, delivery: { pollMs: 50, timeoutMs: 2_000 } },
     });
   });
   afterAll(async () => {
