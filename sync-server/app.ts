@@ -30,7 +30,7 @@ import { migrate } from './migrate.ts';
 import { openApiDocument } from './openapi.ts';
 import { replicationOpenApi } from './openapi-replication.ts';
 import { PgDatabase } from './pg-database.ts';
-import { loggerOptions } from './logging.ts';
+import { RequestLogController, loggerOptions, noteRequest } from './logging.ts';
 import { createMetrics } from './metrics.ts';
 import type { ServerMetrics } from './metrics.ts';
 import { parseCorsOrigins, registerOperatorPlugins } from './operator.ts';
@@ -143,6 +143,7 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
 
   const app = Fastify({
     logger: loggerOptions(opts.logLevel ?? 'info', opts.logStream),
+    logController: new RequestLogController(),
     trustProxy: operator.trustProxy ?? envTrustProxy(),
     bodyLimit,
     genReqId: (req) => {
@@ -233,6 +234,7 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
       }
       throw e;
     }
+    noteRequest(req, { workspaceId: who.actor.workspaceId, keyId: who.keyId });
     const decision = await limiter.take(who.keyId);
     void reply.headers(rateLimitHeaders(decision));
     if (!decision.allowed) {
@@ -318,6 +320,7 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
     handler: async (req, reply) => {
       const { name } = req.params as { name: string };
       const op = lookup(name);
+      if (op) noteRequest(req, { operation: op.name });
       if (!op) throw new DomainError('UNKNOWN_OPERATION', `There is no operation named ${name}. GET /openapi.json lists every operation.`, { name });
       if (req.method !== op.method) {
         void reply.header('Allow', op.method);
@@ -377,6 +380,7 @@ function installErrorBoundary(app: FastifyInstance, bodyLimit: number): void {
 
   app.setErrorHandler((err: FastifyError | DomainError | Error, req, reply) => {
     const domain = toDomainError(err, bodyLimit, String(req.id));
+    noteRequest(req, { code: domain.code });
     if (domain.code === 'INTERNAL') req.log.error({ err }, 'request failed');
     else if (domain.code === 'UNAVAILABLE') {
       req.log.warn({ err: { message: err.message, code: 'code' in err ? err.code : undefined } }, 'request failed: the database is unavailable');
@@ -388,6 +392,7 @@ function installErrorBoundary(app: FastifyInstance, bodyLimit: number): void {
   app.setNotFoundHandler((req, reply) => {
     const name = req.url.split('?')[0]?.replace(/^\//, '') ?? '';
     const e = new DomainError('UNKNOWN_OPERATION', `There is no operation named ${name}. GET /openapi.json lists every operation.`, { name });
+    noteRequest(req, { code: e.code });
     void reply.code(e.status).send(e.toJSON());
   });
 }
@@ -484,11 +489,12 @@ function toDomainError(err: FastifyError | DomainError | Error, bodyLimit: numbe
 
 /** Errors the router raises before any route runs: a path that is not valid percent-encoding
  * (`GET /%ff`) or a path segment longer than any operation name. */
-function frameworkErrorHandler(err: FastifyError, _req: FastifyRequest, reply: FastifyReply): void {
+function frameworkErrorHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
   const e =
     err.code === 'FST_ERR_MAX_PARAM_LENGTH'
       ? new DomainError('UNKNOWN_OPERATION', 'There is no operation at this path: the name is longer than any operation name. GET /openapi.json lists every operation.')
       : new DomainError('INVALID_INPUT', err.code === 'FST_ERR_BAD_URL' ? 'The URL is not valid: its path has a malformed percent-encoding (like %ff).' : err.message, { code: err.code });
+  noteRequest(req, { code: e.code });
   void reply.code(e.status).send(e.toJSON());
 }
 

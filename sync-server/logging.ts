@@ -1,6 +1,7 @@
 /** What the server's log lines may carry: ids, codes, sizes and messages, never documents, request
  * bodies, query strings (lead searches, emails) or headers with keys. Every line is capped. */
-import type { FastifyRequest } from 'fastify';
+import { LogController } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /** Longest log line written (bytes); a longer one is replaced by a short line saying so. */
 export const MAX_LOG_LINE = 16 * 1024;
@@ -96,4 +97,34 @@ export function loggerOptions(level: string, stream: { write(line: string): void
       censor: '[redacted]',
     },
   };
+}
+
+/** Who and what a request was, as far as the server learned it: the workspace and the API key's id
+ * (never the key), the operation, and the error code of a refusal. */
+export type RequestFacts = { workspaceId?: string; keyId?: string; operation?: string; code?: string };
+
+const factsOf = new WeakMap<FastifyRequest, RequestFacts>();
+
+/** Adds to what the request's `request completed` line says. */
+export function noteRequest(req: FastifyRequest, facts: RequestFacts): void {
+  const known = factsOf.get(req);
+  factsOf.set(req, known ? Object.assign(known, facts) : { ...facts });
+}
+
+/**
+ * Fastify's request lines, with the request's facts on the `request completed` line itself, so an
+ * operator who sees 429s or 5xx in /metrics finds which workspace, key and operation they were
+ * with one search (not by joining lines on reqId). A route that is not an operation is named by its
+ * route pattern (`/replication/:collection/pull`), never by the URL as sent: no query string, no
+ * body, no key.
+ */
+export class RequestLogController extends LogController {
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (this.isLogDisabled(request)) return;
+    const facts = factsOf.get(request);
+    const route = facts?.operation === undefined ? request.routeOptions.url : undefined;
+    const line = { res: reply, responseTime: reply.elapsedTime, ...facts, ...(route !== undefined && route !== '/:name' ? { route } : {}) };
+    if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    else reply.log.info(line, 'request completed');
+  }
 }
