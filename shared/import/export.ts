@@ -41,6 +41,9 @@ export type ExportLead = Record<FieldName, string> & {
   followUpAt: string | null;
   lastActivityAt: string | null;
   createdAt: string;
+  /** When and how the lead unsubscribed (one_click, mailto, reply); null when it never did. */
+  unsubscribedAt: string | null;
+  unsubscribeSource: string | null;
 };
 
 const FIXED = ['id', ...EXPORT_FIELD_COLUMNS.map((c) => c.header), 'Do not contact', 'Blocklisted', ...EXPORT_READ_ONLY_HEADERS];
@@ -72,6 +75,8 @@ export function exportRow(lead: ExportLead, customColumns: readonly string[]): s
     lead.followUpAt ?? '',
     lead.lastActivityAt ?? '',
     lead.createdAt,
+    lead.unsubscribedAt ?? '',
+    lead.unsubscribeSource ?? '',
   ];
 }
 

@@ -102,7 +102,7 @@ export function fieldForHeader(header: string): { field: ImportField; rank: numb
 }
 
 /** Columns of our own export that the app sets (stage, tag, scores...): ignored on re-import. */
-export const EXPORT_READ_ONLY_HEADERS = ['Stage', 'Tag', 'Sequence status', 'Campaigns', 'Ranking score', 'Lead fit score', 'Catch-up date', 'Last activity', 'Created'] as const;
+export const EXPORT_READ_ONLY_HEADERS = ['Stage', 'Tag', 'Sequence status', 'Campaigns', 'Ranking score', 'Lead fit score', 'Catch-up date', 'Last activity', 'Created', 'Unsubscribed at', 'Unsubscribe source'] as const;
 const READ_ONLY_KEYS = new Set(EXPORT_READ_ONLY_HEADERS.map(headerKey));
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -16,7 +16,7 @@ export const MAX_EXPORT_PAGE = 5000;
 const exportOp = query({
   name: 'campaigns.leads.export',
   summary:
-    `One page of the leads of a search (same filters and order as campaigns.leads.search) as CSV: the lead id first, every field, the custom columns, then stage, tag, sequence, scores and dates. Cells starting with =, +, -, @, a tab or a carriage return are prefixed with ' against formula injection. The header is on the first page only (no cursor); pages hold up to ${MAX_EXPORT_PAGE} leads (limit, default 1000). Importing the file with onExisting update updates those leads and creates none.`,
+    `One page of the leads of a search (same filters and order as campaigns.leads.search) as CSV: the lead id first, every field, the custom columns, then stage, tag, sequence, scores, dates and when and how the lead unsubscribed (Unsubscribed at, Unsubscribe source; read-only on re-import). Cells starting with =, +, -, @, a tab or a carriage return are prefixed with ' against formula injection. The header is on the first page only (no cursor); pages hold up to ${MAX_EXPORT_PAGE} leads (limit, default 1000). Importing the file with onExisting update updates those leads and creates none.`,
   input: z.object({
     campaignId: uuid.optional(),
     tagId: z.string().trim().min(1).max(100).optional(),
@@ -62,6 +62,7 @@ const exportOp = query({
         sequenceStatus: current?.status ?? '',
         campaigns: [...new Set(enrollments.map((e) => rel.campaigns.get(e.campaignId)?.name ?? ''))].filter(Boolean),
         rankingScore: l.rankingScore, leadFitScore: l.leadFitScore, followUpAt: l.followUpAt, lastActivityAt: l.lastActivityAt, createdAt: l.createdAt,
+        unsubscribedAt: l.unsubscribedAt ?? null, unsubscribeSource: l.unsubscribeSource ?? null,
       };
     });
     return {

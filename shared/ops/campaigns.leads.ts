@@ -81,7 +81,6 @@ const enrollmentOut = z.object({
 const leadDetailSchema = leadRowSchema.extend({
   builtInValues: z.record(z.string(), z.string()),
   variables: leadRowSchema.shape.variables.unwrap(),
-  doNotContact: z.boolean(),
   blocklisted: z.boolean(),
   closedFromCategory: z.enum(STAGE_CATEGORIES).nullable(),
   stageSetManuallyAt: z.string().nullable(),
@@ -154,7 +153,7 @@ const count = query({
 
 const get = query({
   name: 'campaigns.leads.get',
-  summary: 'One lead with its variables, flags and every enrollment, for the lead detail screen.',
+  summary: 'One lead with its variables, flags (doNotContact, blocklisted, and unsubscribedAt/unsubscribeSource when the lead unsubscribed) and every enrollment, for the lead detail screen.',
   input: z.object({ leadId: uuid }),
   output: leadDetailSchema,
   async handler(input, ctx) {

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { chunk } from '../chunk.ts';
 import { BUILT_IN_FIELDS } from '../model/factories.ts';
-import { CLOSE_REASONS, ENROLLMENT_STATUSES, STAGE_CATEGORIES } from '../model/index.ts';
+import { CLOSE_REASONS, ENROLLMENT_STATUSES, STAGE_CATEGORIES, UNSUBSCRIBE_SOURCES } from '../model/index.ts';
 import type { Campaign, Enrollment, Lead, LeadGroup, LeadGroupColumn, Sender, Stage } from '../model/index.ts';
 import type { StoreReader } from '../store.ts';
 
@@ -67,6 +67,12 @@ export const leadRowSchema = z.object({
   /** When an email to the lead bounced hard (email steps stop), and the mail server's reason. */
   emailBouncedAt: nullableTs,
   emailBounceReason: z.string().nullable(),
+  /** Do Not Contact: no sequence or message reaches the lead (set by a person, an import or an unsubscribe). */
+  doNotContact: z.boolean(),
+  /** When and how the lead unsubscribed (the one-click link, a mail to the mailto: address, a reply
+   * labelled unsubscribe); null when it never did. Kept when doNotContact is cleared later. */
+  unsubscribedAt: nullableTs,
+  unsubscribeSource: z.enum(UNSUBSCRIBE_SOURCES).nullable(),
   followUpAt: nullableTs,
   closeReason: z.enum(CLOSE_REASONS).nullable(),
   pipelineStageId: z.string().nullable(),
@@ -273,6 +279,9 @@ export function toLeadRow(lead: Lead, rel: LeadRelations, opts: LeadRowOptions):
     meetingBookedAt: lead.meetingBookedAt,
     emailBouncedAt: lead.emailBouncedAt ?? null,
     emailBounceReason: lead.emailBounceReason ?? null,
+    doNotContact: lead.doNotContact,
+    unsubscribedAt: lead.unsubscribedAt ?? null,
+    unsubscribeSource: lead.unsubscribeSource ?? null,
     followUpAt: lead.followUpAt,
     closeReason: lead.closeReason,
     pipelineStageId: lead.pipelineStageId,
