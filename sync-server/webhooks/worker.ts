@@ -16,7 +16,7 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../shared/context.ts';
 import type { CredentialsKey } from '../credentials.ts';
-import type { SqlDatabase } from '../db.ts';
+import type { SqlDatabase, SqlExecutor } from '../db.ts';
 import { webhookHeaders } from './sign.ts';
 import { signingSecrets } from './store.ts';
 import type { EndpointRow } from './store.ts';
@@ -135,8 +135,8 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
 
   /** The endpoint's waiting deliveries that are due, oldest first, up to `limit`: the oldest one
    * must be due (one waiting for a retry holds the ones after it), and so on down the queue. */
-  async function due(endpointId: string, limit: number): Promise<Head[]> {
-    const rows = await sql.query<Head>(
+  async function due(endpointId: string, limit: number, ex: SqlExecutor = sql): Promise<Head[]> {
+    const rows = await ex.query<Head>(
       `SELECT d.id, d.attempts, d.next_attempt_at, d.event_id, ev.body FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id
         WHERE d.endpoint_id = $1 AND d.status = 'pending' ORDER BY d.seq LIMIT $2`,
       [endpointId, limit],
@@ -203,12 +203,14 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
 
   /**
    * Records attempts of one endpoint (in sending order; only the last may have failed) in one
-   * transaction: each attempt's log row, each delivery's new state, the endpoint's. A delivery is
-   * only changed while still pending, so an attempt that raced a person's change records its log
-   * row and nothing else. Returns each attempt's outcome.
+   * transaction: each attempt's log row, each delivery's new state, the endpoint's, and the lease
+   * renewed; then, in the same transaction, the next `nextLimit` due deliveries are read. So a busy
+   * endpoint costs one database turn per batch (on PGlite, one turn of its single connection among
+   * every request's). A delivery is only changed while still pending, so an attempt that raced a
+   * person's change records its log row and nothing else. `ep` is the endpoint as reread, null when
+   * this process no longer holds it or it was disabled.
    */
-  async function record(ep: Claimed, sent: readonly { d: Head; s: Sent }[]): Promise<AttemptOutcome[]> {
-    if (sent.length === 0) return [];
+  async function record(ep: Claimed, sent: readonly { d: Head; s: Sent }[], nextLimit: number): Promise<{ outcomes: AttemptOutcome[]; ep: Claimed | null; next: Head[] }> {
     let failingSince = ep.failing_since ? new Date(ep.failing_since) : null;
     let lastSuccess: Date | null = null;
     let disable: { reason: string | null; at: Date } | null = null;
@@ -225,39 +227,45 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
       outcomes.push(r.outcome);
     }
     const last = sent[sent.length - 1]?.s.at ?? clock.now();
-    await sql.transaction(async (tx) => {
-      await tx.query(
-        `INSERT INTO webhook_attempts (delivery_id, attempt, at, duration_ms, request_headers, response_status, response_excerpt, error)
-         SELECT a.delivery_id, a.attempt, a.at, a.duration_ms, a.request_headers, a.response_status, a.response_excerpt, a.error
-           FROM jsonb_to_recordset($1::jsonb) AS a(delivery_id text, attempt int, at timestamptz, duration_ms int, request_headers jsonb, response_status int, response_excerpt text, error text)`,
-        [JSON.stringify(attempts)],
-      );
-      await tx.query(
-        `UPDATE webhook_deliveries d SET attempts = x.attempts, status = x.status, next_attempt_at = x.next_attempt_at, finished_at = x.finished_at
-           FROM jsonb_to_recordset($1::jsonb) AS x(id text, attempts int, status text, next_attempt_at timestamptz, finished_at timestamptz)
-          WHERE d.id = x.id AND d.status = 'pending'`,
-        [JSON.stringify(deliveries)],
-      );
-      await tx.query(
+    const out = await sql.transaction(async (tx) => {
+      if (sent.length > 0) {
+        await tx.query(
+          `INSERT INTO webhook_attempts (delivery_id, attempt, at, duration_ms, request_headers, response_status, response_excerpt, error)
+           SELECT a.delivery_id, a.attempt, a.at, a.duration_ms, a.request_headers, a.response_status, a.response_excerpt, a.error
+             FROM jsonb_to_recordset($1::jsonb) AS a(delivery_id text, attempt int, at timestamptz, duration_ms int, request_headers jsonb, response_status int, response_excerpt text, error text)`,
+          [JSON.stringify(attempts)],
+        );
+        await tx.query(
+          `UPDATE webhook_deliveries d SET attempts = x.attempts, status = x.status, next_attempt_at = x.next_attempt_at, finished_at = x.finished_at
+             FROM jsonb_to_recordset($1::jsonb) AS x(id text, attempts int, status text, next_attempt_at timestamptz, finished_at timestamptz)
+            WHERE d.id = x.id AND d.status = 'pending'`,
+          [JSON.stringify(deliveries)],
+        );
+      }
+      const [row] = await tx.query<Claimed>(
         `UPDATE webhook_endpoints SET failing_since = $2, last_success_at = coalesce($3, last_success_at),
                 enabled = enabled AND NOT $4, disabled_reason = CASE WHEN $4 THEN $5 ELSE disabled_reason END,
-                updated_at = CASE WHEN $4 THEN $6 ELSE updated_at END
-          WHERE id = $1`,
-        [ep.id, failingSince, lastSuccess, disable !== null, disable?.reason ?? null, disable?.at ?? last],
+                updated_at = CASE WHEN $4 THEN $6 ELSE updated_at END,
+                lease_until = CASE WHEN lease_owner = $7 THEN $8 ELSE lease_until END
+          WHERE id = $1
+          RETURNING *`,
+        [ep.id, failingSince, lastSuccess, disable !== null, disable?.reason ?? null, disable?.at ?? last, workerId, later(o.leaseMs)],
       );
+      const held = row && row.lease_owner === workerId && row.enabled ? row : null;
+      return { ep: held, next: held && nextLimit > 0 ? await due(ep.id, nextLimit, tx) : [] };
     });
     if (disable) deps.log.warn({ endpointId: ep.id, workspaceId: ep.workspace_id, reason: disable.reason }, 'webhook endpoint disabled');
-    return outcomes;
+    return { outcomes, ...out };
   }
 
   /**
    * Sends an endpoint's due deliveries in order until one fails or none is due. They are read a
-   * batch at a time and their attempts recorded a batch at a time (one transaction per batch, not
-   * per delivery), so a busy endpoint is not limited by the database round trips of each delivery:
-   * what waits leaves as fast as the receiver answers. A process that dies after sending and before
-   * recording sends those again (at least once, same webhook-id). The lease is renewed (and the
-   * endpoint reread: a person may have changed or disabled it) before each batch, and within one
-   * whenever it could otherwise lapse during the next attempt.
+   * batch at a time and their attempts recorded a batch at a time, with the lease renewed and the
+   * next batch read in that same transaction (record), so a busy endpoint is not limited by the
+   * database round trips of each delivery: what waits leaves as fast as the receiver answers. A
+   * process that dies after sending and before recording sends those again (at least once, same
+   * webhook-id). Within a batch the lease is renewed (and the endpoint reread: a person may have
+   * changed or disabled it) whenever it could otherwise lapse during the next attempt.
    */
   async function drain(claimed: Claimed): Promise<number> {
     let sent = 0;
@@ -265,14 +273,8 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     let renewedAt = performance.now();
     const renewEvery = Math.max(0, (o.leaseMs - o.timeoutMs) / 2);
     try {
-      for (let round = 0; round < MAX_BATCHES_PER_CLAIM && ep && !stopped; round++) {
-        if (round > 0) {
-          ep = await renew(claimed.id);
-          renewedAt = performance.now();
-          if (!ep) break;
-        }
-        const batch = await due(claimed.id, BATCH);
-        if (batch.length === 0) break;
+      let batch = await due(claimed.id, BATCH);
+      for (let round = 0; batch.length > 0 && ep && !stopped; round++) {
         const done: { d: Head; s: Sent }[] = [];
         let halted = false;
         for (const d of batch) {
@@ -296,17 +298,21 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
             break;
           }
         }
-        let outcomes: AttemptOutcome[];
+        if (done.length === 0) break;
+        let r: Awaited<ReturnType<typeof record>>;
         try {
-          outcomes = await record(ep ?? claimed, done);
+          r = await record(ep ?? claimed, done, halted || stopped || round + 1 >= MAX_BATCHES_PER_CLAIM ? 0 : BATCH);
         } catch (e) {
           // The endpoint was deleted while its deliveries were on the way: nothing is left to record.
           if ((e as { code?: unknown }).code === '23503') break;
           throw e;
         }
-        sent += outcomes.length;
-        for (const outcome of outcomes) deps.onAttempt?.(outcome);
+        sent += r.outcomes.length;
+        for (const outcome of r.outcomes) deps.onAttempt?.(outcome);
         if (halted) break;
+        ep = r.ep;
+        renewedAt = performance.now();
+        batch = r.next;
       }
     } finally {
       await release(claimed.id).catch((e: unknown) => deps.log.warn({ err: e, endpointId: claimed.id }, 'releasing a webhook endpoint lease failed'));
