@@ -39,6 +39,7 @@ import { PgDatabase } from '../../sync-server/pg-database.ts';
 import { nodeSecrets } from '../../sync-server/secrets.ts';
 import { seededRandom } from '../support/deterministic.ts';
 import { COMMON_SURNAME, emailLocalPart, exportRow, generatedExport } from './support/generated-export.ts';
+import { run as webhookLatency } from './webhook-latency.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const LEADS = Number(process.env.BENCH_LEADS ?? 100_000);
@@ -376,6 +377,7 @@ export async function run(): Promise<void> {
     process.stdout.write(
       `(${CONNECTIONS} connections, ${SECONDS} s per HTTP scenario, rate limit lifted for the run, no VACUUM or ANALYZE by the benchmark; failed counts non-2xx answers and socket errors${process.env.DATABASE_URL ? '' : '; set DATABASE_URL to measure PostgreSQL too'})\n`,
     );
+    await webhookLatency();
   } finally {
     if (bareProc) await stopChild(bareProc);
     for (const t of all) await t.cleanup().catch(() => undefined);
