@@ -1,8 +1,9 @@
 /**
  * Webhook delivery, in every sync-server process. An endpoint is delivered to by one process at a
  * time: a process takes an endpoint's lease (lease_owner/lease_until, claimed with FOR UPDATE SKIP
- * LOCKED, renewed before each attempt) and sends its waiting deliveries oldest first, one at a time,
- * so they arrive in order; a failed delivery holds the ones after it until it succeeds or is given up.
+ * LOCKED, renewed with each batch and whenever it could lapse during the next attempt) and sends its
+ * waiting deliveries oldest first, one at a time, so they arrive in order; a failed delivery holds
+ * the ones after it until it succeeds or is given up (or a person presses Send again: store.ts).
  *
  * At least once: a delivery counts as delivered only when an answer 2xx is recorded, so a process
  * that dies mid-attempt leaves it waiting, and whoever takes the lease next (the same server
