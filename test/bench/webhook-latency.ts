@@ -47,6 +47,8 @@ export type WebhookLatency = {
   verifyFailures: number;
   /** How fast the changes were answered. */
   changesPerSecond: number;
+  /** The baseline of the same run: p50 of the change's own round trip (request sent -> answer). */
+  answerP50: number;
   /** From the last change answered to the last event received. */
   drainedMs: number;
 };
@@ -161,12 +163,16 @@ export async function measureWebhookLatency(store: string, open: OpenOptions, ch
       if (!stageId) throw new Error(`no ${rounds[round % rounds.length]} stage`);
       rx.arrivals.clear();
       const answered = new Map<string, number>();
+      const roundTrips: number[] = [];
       let next = 0;
       const client = async (): Promise<void> => {
         for (let i = next++; i < leadIds.length; i = next++) {
           const leadId = leadIds[i] ?? '';
+          const sentAt = performance.now();
           await call(url, key, 'campaigns.leads.updateLeadStage', { leadId, pipelineStageId: stageId });
-          answered.set(leadId, performance.now());
+          const at = performance.now();
+          answered.set(leadId, at);
+          roundTrips.push(at - sentAt);
         }
       };
       const started = performance.now();
@@ -191,6 +197,7 @@ export async function measureWebhookLatency(store: string, open: OpenOptions, ch
         max: latencies[latencies.length - 1] ?? Number.NaN,
         verifyFailures: rx.failures(),
         changesPerSecond: (leadIds.length / changesMs) * 1000,
+        answerP50: pct(roundTrips.sort((a, b) => a - b), 50),
         drainedMs: lastArrival - started - changesMs,
       });
       // The queue is empty before the next round (the last event arrived).
@@ -253,7 +260,7 @@ export async function run(): Promise<WebhookLatency[]> {
         results.push(r);
         const met = r.received === r.changes && r.p50 <= 250 && r.p99 <= 1000;
         process.stdout.write(
-          `${t.store.padEnd(11)} ${String(r.clients).padStart(2)} client${r.clients === 1 ? ' ' : 's'}  p50 ${f(r.p50).padStart(5)} ms  p99 ${f(r.p99).padStart(5)} ms  max ${f(r.max).padStart(5)} ms  received ${r.received}/${r.changes}  changes answered at ${f(r.changesPerSecond)}/s, last event ${f(r.drainedMs)} ms after the last answer${r.verifyFailures ? `  (${r.verifyFailures} did not verify)` : ''}  ${met ? 'met' : 'NOT met'}  (load average ${loadavg()[0]?.toFixed(1)})\n`,
+          `${t.store.padEnd(11)} ${String(r.clients).padStart(2)} client${r.clients === 1 ? ' ' : 's'}  p50 ${f(r.p50).padStart(5)} ms  p99 ${f(r.p99).padStart(5)} ms  max ${f(r.max).padStart(5)} ms  received ${r.received}/${r.changes}  (the change itself: p50 ${f(r.answerP50)} ms, ${f(r.changesPerSecond)}/s; webhook p50 = ${f(r.p50 / r.answerP50)}x it), last event ${f(r.drainedMs)} ms after the last answer${r.verifyFailures ? `  (${r.verifyFailures} did not verify)` : ''}  ${met ? 'met' : 'NOT met'}  (load average ${loadavg()[0]?.toFixed(1)})\n`,
         );
       }
     } finally {
