@@ -113,7 +113,8 @@ async function serverHostProblem(ctx: Ctx, sender: Sender): Promise<string | nul
 
 const create = mutation({
   name: 'sdrProfiles.create',
-  summary: 'Connects a sender: the sandbox network, an SMTP mailbox or an HTTP connector.',
+  summary:
+    "Connects a sender: the sandbox network, an SMTP mailbox or an HTTP connector. A server-hosted sender whose host the server's runner refuses is created disconnected with the reason as a warning; one at a link-local or cloud metadata address (whatever ALLOW_PRIVATE_SENDER_HOSTS says) is refused with 422 URL_NOT_ALLOWED and nothing is created.",
   input: createInput,
   output: senderOut.extend({ warnings: z.array(z.string()) }),
   async handler(input, ctx) {
