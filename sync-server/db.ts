@@ -123,13 +123,14 @@ async function openPglite(dataDir: string): Promise<SqlDatabase> {
     },
   });
   const direct = wrap(db);
-  const inTransaction = <T>(fn: (tx: SqlExecutor, first: FirstRows) => Promise<T>, first: string | undefined): Promise<T> =>
+  const inTransaction = <T>(fn: (tx: SqlExecutor, first: FirstRows) => Promise<T>, first: string | undefined, yieldFirst = false): Promise<T> =>
     db.transaction(async (t) => {
       // PGlite runs on this thread, and its lock hands over to the next transaction in a microtask:
-      // with transactions queued, sockets (a webhook's HTTP exchange, requests arriving) would wait
-      // until the queue is empty. One turn of the event loop per transaction lets them through
-      // (10 writers at once: webhook p50 5.0 -> 1.2 s, in one measurement on a loaded machine).
-      await new Promise<void>((r) => setImmediate(r));
+      // with writers queued, sockets (a webhook's HTTP exchange, requests arriving) would wait until
+      // the queue is empty. One turn of the event loop per write transaction lets them through (10
+      // writers at once: webhook p50 5.0 -> 1.2 s, in one measurement on a loaded machine). Reads,
+      // short and many, do not pay it.
+      if (yieldFirst) await new Promise<void>((r) => setImmediate(r));
       const tx = wrap(t);
       return fn(tx, first ? await tx.query<FirstRows[number]>(first) : []);
     });
@@ -137,7 +138,7 @@ async function openPglite(dataDir: string): Promise<SqlDatabase> {
   return {
     kind: 'pglite',
     query: direct.query,
-    transaction: (fn, opts) => inTransaction(fn, opts?.first),
+    transaction: (fn, opts) => inTransaction(fn, opts?.first, true),
     // One connection: a transaction is already exclusive, so reads need nothing stronger.
     readOnly: (fn, opts) => inTransaction(fn, opts?.first),
     async exec(sql) {
