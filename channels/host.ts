@@ -12,8 +12,9 @@ import { createHttpConnector } from './http-connector.ts';
 import type { HttpConnectorChannel } from './http-connector.ts';
 import { createImapChannel, imapConfig } from './imap.ts';
 import type { ImapChannel, ImapChannelOptions, InboundMatch, InboundMatcher } from './imap.ts';
+import { createOAuthTokens, isOAuthSender } from './oauth-tokens.ts';
 import { createSmtpChannel, smtpMessageId } from './smtp.ts';
-import type { SmtpChannel, SmtpChannelOptions } from './smtp.ts';
+import type { MailLogin, SmtpChannel, SmtpChannelOptions } from './smtp.ts';
 
 type SecretOf = (sender: Sender) => string | null | Promise<string | null>;
 
@@ -26,6 +27,8 @@ export type HostChannelsOptions = {
   imapPasswordFor?: SecretOf;
   /** The bearer token of an HTTP-connector sender. */
   tokenFor: SecretOf;
+  /** Writes a mailbox's renewed OAuth grant back where its secret is kept (channels/oauth-tokens.ts). */
+  saveSecret?: (sender: Sender, secret: string) => Promise<void>;
   /** Timeout of each network call (the channels' defaults otherwise). */
   timeoutMs?: number;
   /** IMAP polling intervals (channels/imap.ts); tests shorten them. */
@@ -101,6 +104,15 @@ export function storeMatcher(store: StoreReader): InboundMatcher {
 
 export function createHostChannels(opts: HostChannelsOptions): HostChannels {
   const timeout = opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {};
+  // A mailbox signed in with OAuth logs in to SMTP and IMAP with the same access token (XOAUTH2).
+  const tokens = createOAuthTokens({
+    read: async (sender) => opts.smtpPasswordFor(sender),
+    ...(opts.saveSecret ? { save: opts.saveSecret } : {}),
+    ...(opts.network?.fetch ? { fetch: opts.network.fetch } : {}),
+    ...(opts.now ? { now: opts.now } : {}),
+    ...(opts.log ? { log: opts.log } : {}),
+  });
+  const smtpLogin = async (sender: Sender): Promise<MailLogin> => (isOAuthSender(sender) ? tokens.auth(sender) : opts.smtpPasswordFor(sender));
   const imap = createImapChannel({
     ...timeout,
     ...(opts.imap ?? {}),
@@ -109,13 +121,14 @@ export function createHostChannels(opts: HostChannelsOptions): HostChannels {
     ...(opts.network?.imapLookup ? { lookup: opts.network.imapLookup } : {}),
     matcher: storeMatcher(opts.store),
     async passwordFor(sender) {
+      if (isOAuthSender(sender)) return tokens.auth(sender);
       const own = opts.imapPasswordFor ? await opts.imapPasswordFor(sender) : null;
       return own ?? (await opts.smtpPasswordFor(sender));
     },
   });
   const smtp = createSmtpChannel({
     ...timeout,
-    passwordFor: opts.smtpPasswordFor,
+    passwordFor: smtpLogin,
     ...(opts.log ? { log: opts.log } : {}),
     ...(opts.now ? { now: opts.now } : {}),
     ...(opts.network?.smtpGetSocket ? { getSocket: opts.network.smtpGetSocket } : {}),

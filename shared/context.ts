@@ -43,6 +43,44 @@ export type SenderCredentials = {
  */
 export type SenderHostCheck = { refusal(hosts: readonly string[]): Promise<string | null> };
 
+/** A mail server of a mailbox connected with OAuth (sdrProfiles.oauth.*). */
+export type MailEndpoint = { host: string; port: number; secure: boolean };
+
+/** Which provider signs a mailbox in: a preset, or any OpenID provider by its issuer. */
+export type OAuthProviderInput =
+  | 'google'
+  | 'microsoft'
+  | { issuer: string; clientId: string; clientSecret?: string | undefined; scopes?: string[] | undefined; smtp: MailEndpoint; imap: MailEndpoint };
+
+/** What a completed authorization gives the operation: the mailbox and its grant (`secret`, kept
+ * like a password through the credentials port, never in a document or an answer). */
+export type OAuthConnected = {
+  email: string;
+  provider: 'google' | 'microsoft' | 'oidc';
+  providerLabel: string;
+  issuer: string | null;
+  smtp: MailEndpoint;
+  imap: MailEndpoint;
+  hostedBy: 'desktop' | 'server';
+  secret: string;
+};
+
+/**
+ * The authorization flows of this host (channels/oauth.ts does the protocol): begin keeps the state
+ * and PKCE verifier on this host (the sync server in PostgreSQL, a desktop in its own memory) for
+ * 10 minutes; complete takes them back once (an unknown, expired or replayed state is refused and
+ * nothing is stored) and exchanges the code. `hostedBy` says whose senders this host connects.
+ */
+export type OAuthConnectPort = {
+  readonly hostedBy: 'server' | 'desktop';
+  begin(req: { workspaceId: string; memberId: string; provider: OAuthProviderInput; email: string | null; redirectUri: string | null }): Promise<{ authorizationUrl: string; state: string; redirectUri: string; expiresAt: string }>;
+  complete(req: { workspaceId: string; memberId: string; state: string; code: string }): Promise<OAuthConnected>;
+  /** Where a sign-in begun here stands (the desktop's loopback flow completes by itself). */
+  status?(req: { workspaceId: string; state: string }): Promise<OAuthFlowStatus>;
+};
+
+export type OAuthFlowStatus = { status: 'waiting' | 'connected' | 'failed' | 'unknown'; sdrProfileId: string | null; message: string | null };
+
 export type Ctx = {
   actor: Actor;
   clock: Clock;
@@ -58,6 +96,8 @@ export type Ctx = {
   credentials?: SenderCredentials | null;
   /** The sync server's check of server-hosted senders' hosts; absent where there is no sync server. */
   senderHosts?: SenderHostCheck | null;
+  /** Mailbox sign-in with OAuth 2.0 on this host (sdrProfiles.oauth.*); absent where not offered. */
+  oauth?: OAuthConnectPort | null;
   /** The sync server's webhook endpoints and delivery log; absent elsewhere (desktops forward). */
   webhooks?: WebhookPort | null;
   /** True when the call is a preview: the handler computes the same answer and nothing is committed. */

@@ -1,7 +1,7 @@
 /** Runs one operation: parse input, check permission, run the handler over a Tx, validate the staged
  * writes with the rules, commit (unless dryRun), check the output. Every transport calls this. */
 import type { z } from 'zod';
-import type { Actor, Clock, Ctx, Ids, Secrets, SenderCredentials, SenderHostCheck } from '../context.ts';
+import type { Actor, Clock, Ctx, Ids, OAuthConnectPort, Secrets, SenderCredentials, SenderHostCheck } from '../context.ts';
 import type { ChannelHost } from '../engine/channel.ts';
 import { DomainError } from '../errors.ts';
 import { validateWrites } from '../rules/index.ts';
@@ -29,6 +29,8 @@ export type ExecEnv = {
   senderHosts?: SenderHostCheck | null;
   /** The sync server's webhook endpoints (webhooks.*). */
   webhooks?: WebhookPort | null;
+  /** Mailbox sign-in with OAuth on this host (sdrProfiles.oauth.*). */
+  oauth?: OAuthConnectPort | null;
   /** Called with the committed writes (live updates, audit); not called for dry runs or refusals. */
   onCommit?: (writes: readonly AnyWrite[]) => void;
 };
@@ -80,6 +82,7 @@ export async function execute(name: string, rawInput: unknown, env: ExecEnv): Pr
     credentials: env.credentials ?? null,
     senderHosts: env.senderHosts ?? null,
     webhooks: env.webhooks ?? null,
+    oauth: env.oauth ?? null,
     dryRun,
   };
   const raw = await op.handler(input, ctx);

@@ -1,0 +1,149 @@
+/**
+ * Mailboxes connected with OAuth 2.0 (Google, Microsoft, any OpenID provider): begin answers the
+ * address to send the user to, complete creates the email sender, or reconnects the one with that
+ * address. The protocol (PKCE, discovery, the code exchange) is the host's ctx.oauth port
+ * (channels/oauth.ts): the state and verifier stay on the host that began. The grant is a secret:
+ * it goes to the credentials port like a password, never into the sender document nor an answer.
+ */
+import { z } from 'zod';
+import { nowIso } from '../context.ts';
+import type { Ctx, OAuthConnectPort, OAuthConnected } from '../context.ts';
+import { DomainError } from '../errors.ts';
+import { newSender } from '../model/factories.ts';
+import type { Sender } from '../model/index.ts';
+import { newUnsubscribeKey } from '../replies/unsubscribe-token.ts';
+import { hostedByOf, storeSenderSecret } from './credentials.ts';
+import { mutation, opsByName, query } from './define.ts';
+import { capabilitiesFor } from './sdrProfiles.create.ts';
+import { senderOut, summary } from './sdrProfiles.ts';
+
+const endpoint = z.object({ host: z.string().trim().min(1).max(253), port: z.number().int().min(1).max(65535), secure: z.boolean() }).strict();
+
+const issuerProvider = z.object({
+  issuer: z.string().trim().url().max(2000),
+  clientId: z.string().trim().min(1).max(500),
+  clientSecret: z.string().min(1).max(2000).optional(),
+  scopes: z.array(z.string().trim().min(1).max(500)).max(20).optional(),
+  smtp: endpoint,
+  imap: endpoint,
+}).strict();
+
+const redirectUri = z.string().trim().url().max(2000).refine((u) => /^https:\/\//i.test(u) || /^http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?\//i.test(u), {
+  message: 'must be an https address, or http on the loopback address (127.0.0.1, [::1] or localhost) for a desktop app',
+});
+
+/** The port of this host, refusing where no sign-in is offered or the sender would run elsewhere. */
+function portFor(ctx: Ctx, hostedBy: 'desktop' | 'server'): OAuthConnectPort {
+  const port = ctx.oauth ?? null;
+  if (!port) throw new DomainError('SERVER_ONLY', 'Signing a mailbox in with OAuth is done in the desktop app or on the sync server, where the sender runs; this host offers neither.');
+  if (port.hostedBy !== hostedBy) {
+    throw new DomainError(
+      'SERVER_ONLY',
+      hostedBy === 'server'
+        ? 'A mailbox the sync server runs is signed in through the sync server (POST /sdrProfiles.oauth.begin with an API key), which keeps its tokens.'
+        : 'A mailbox run by its owner\'s desktop is signed in from that desktop app, which keeps its tokens.',
+      { hostedBy },
+    );
+  }
+  return port;
+}
+
+/** The provider's refusal, or a bad state, as the error model says it. */
+function refusal(e: unknown): never {
+  if (e instanceof DomainError) throw e;
+  const code = e !== null && typeof e === 'object' && 'code' in e && typeof e.code === 'string' ? e.code : 'oauth_failed';
+  const message = e instanceof Error ? e.message : String(e);
+  throw new DomainError(code === 'unreachable' ? 'CHANNEL_ERROR' : 'INVALID_INPUT', message, { oauthError: code });
+}
+
+const begin = mutation({
+  name: 'sdrProfiles.oauth.begin',
+  summary:
+    'Starts connecting a mailbox with OAuth 2.0 (authorization code with PKCE): answers the address to open in a browser and the state. provider: google, microsoft, or {issuer, clientId, clientSecret?, scopes?, smtp, imap} for any OpenID provider. email: the mailbox to reconnect. redirectUri: where the provider sends the browser back (a desktop passes its loopback address; the sync server defaults to PUBLIC_URL/oauth/callback). The state and verifier stay on this host for 10 minutes.',
+  input: z.object({
+    provider: z.union([z.enum(['google', 'microsoft']), issuerProvider]),
+    email: z.string().trim().toLowerCase().email().max(320).optional(),
+    redirectUri: redirectUri.optional(),
+    hostedBy: z.enum(['desktop', 'server']).optional(),
+  }).strict(),
+  output: z.object({ authorizationUrl: z.string(), state: z.string(), redirectUri: z.string(), expiresAt: z.string() }),
+  async handler(input, ctx) {
+    const port = portFor(ctx, input.hostedBy ?? 'desktop');
+    try {
+      return await port.begin({ workspaceId: ctx.actor.workspaceId, memberId: ctx.actor.memberId, provider: input.provider, email: input.email ?? null, redirectUri: input.redirectUri ?? null });
+    } catch (e) {
+      return refusal(e);
+    }
+  },
+});
+
+/** The email sender settings of a mailbox signed in with OAuth (no password: channelConfig.auth). */
+function oauthConfig(c: OAuthConnected): Sender['channelConfig'] {
+  return {
+    host: c.smtp.host, port: c.smtp.port, secure: c.smtp.secure, user: c.email, from: c.email,
+    imapHost: c.imap.host, imapPort: c.imap.port, imapSecure: c.imap.secure,
+    auth: 'oauth2', oauthProvider: c.provider, ...(c.issuer ? { oauthIssuer: c.issuer } : {}),
+    ...(c.hostedBy === 'server' ? { hostedBy: 'server' } : {}),
+  };
+}
+
+const complete = mutation({
+  name: 'sdrProfiles.oauth.complete',
+  summary:
+    'Finishes connecting a mailbox with OAuth 2.0: exchanges the code of the state begun on this host, then creates the email sender (SMTP and IMAP with XOAUTH2), or reconnects the sender with that address. An unknown, expired or already used state is refused and nothing is stored.',
+  input: z.object({ state: z.string().trim().min(16).max(512), code: z.string().min(1).max(4096) }).strict(),
+  output: senderOut.extend({ reconnected: z.boolean(), warnings: z.array(z.string()) }),
+  async handler(input, ctx) {
+    const port = ctx.oauth ?? null;
+    if (!port) portFor(ctx, 'desktop');
+    let connected: OAuthConnected;
+    try {
+      connected = await (port as OAuthConnectPort).complete({ workspaceId: ctx.actor.workspaceId, memberId: ctx.actor.memberId, state: input.state, code: input.code });
+    } catch (e) {
+      return refusal(e);
+    }
+    const now = nowIso(ctx);
+    const { docs } = await ctx.db.query('senders', { where: { op: 'eq', field: 'channel', value: 'email' } });
+    const existing = docs.find((s) => typeof s.channelConfig.from === 'string' && s.channelConfig.from.trim().toLowerCase() === connected.email) ?? null;
+    let sender: Sender;
+    if (existing) {
+      if (hostedByOf(existing) !== connected.hostedBy) {
+        throw new DomainError('CONFLICT', `${existing.name} (${connected.email}) runs on ${hostedByOf(existing) === 'server' ? 'the sync server' : "its owner's desktop"}: reconnect it there.`, { sdrProfileId: existing.id });
+      }
+      // Same mailbox: the same sender goes on (its campaigns, history and limits stay).
+      // The mailbox's own login replaces a password-era IMAP user name.
+      const kept = Object.fromEntries(Object.entries(existing.channelConfig).filter(([k]) => k !== 'imapUser'));
+      sender = {
+        ...existing,
+        channelConfig: { ...kept, ...oauthConfig(connected) },
+        status: existing.outreachPaused ? 'paused' : 'available', statusReason: null, backoffUntil: null, updatedAt: now,
+      };
+    } else {
+      sender = newSender(
+        { id: ctx.ids.uuid(), workspaceId: ctx.actor.workspaceId, now },
+        { name: connected.email, ownerMemberId: ctx.actor.memberId, channel: 'email', channelConfig: oauthConfig(connected), premium: false, capabilities: capabilitiesFor('email', false), timeZone: 'UTC' },
+      );
+      sender.warmedUp = false;
+      sender.rampUpStartedAt = sender.createdAt;
+      sender.unsubscribeKey = newUnsubscribeKey(ctx.ids);
+    }
+    await ctx.db.put('senders', sender);
+    await storeSenderSecret(ctx, sender, connected.secret);
+    return { ...summary(sender), reconnected: existing !== null, warnings: [] };
+  },
+});
+
+const status = query({
+  name: 'sdrProfiles.oauth.status',
+  summary:
+    "Where a sign-in begun on this host stands: waiting (for the browser), connected (with the sender's id), failed (with why), or unknown (never begun here, or over 10 minutes ago). The desktop app shows its progress from it.",
+  input: z.object({ state: z.string().trim().min(16).max(512) }).strict(),
+  output: z.object({ status: z.enum(['waiting', 'connected', 'failed', 'unknown']), sdrProfileId: z.string().nullable(), message: z.string().nullable() }),
+  async handler(input, ctx) {
+    const port = ctx.oauth ?? null;
+    if (!port?.status) return { status: 'unknown' as const, sdrProfileId: null, message: null };
+    return port.status({ workspaceId: ctx.actor.workspaceId, state: input.state });
+  },
+});
+
+export const ops = opsByName(begin, complete, status);
