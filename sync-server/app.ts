@@ -37,7 +37,11 @@ import { parseCorsOrigins, registerOperatorPlugins } from './operator.ts';
 import { SharedRateLimiter, rateLimitHeaders } from './rate-limit.ts';
 import { registerReplication } from './replication.ts';
 import { nodeSecrets } from './secrets.ts';
-import { privateHostsAllowed, senderHostCheck } from './sender-hosts.ts';
+import { registerOAuthCallback, serverOAuthPort } from './oauth.ts';
+import type { ServerOAuthOptions } from './oauth.ts';
+import { oauthClientSettingsFromEnv } from '../channels/oauth.ts';
+import type { OAuthClientSettings } from '../channels/oauth.ts';
+import { guardedFetch, privateHostsAllowed, senderHostCheck } from './sender-hosts.ts';
 import { publicUrlSetting, registerUnsubscribe } from './unsubscribe.ts';
 import { createWebhookService, webhookSettingsFromEnv } from './webhooks/service.ts';
 import type { WebhookSettings } from './webhooks/service.ts';
@@ -74,6 +78,8 @@ export type ServerOptions = {
   operator?: OperatorSettings;
   /** Webhook settings (default: WEBHOOKS_ALLOW_HTTP, ALLOW_PRIVATE_SENDER_HOSTS, WEBHOOKS_DELIVER, WEBHOOK_LOG_RETENTION_DAYS). */
   webhooks?: WebhookSettings;
+  /** The registered apps for "Sign in with Google / Microsoft" (default: GOOGLE_OAUTH_CLIENT_ID, ...). */
+  oauthClients?: OAuthClientSettings;
 };
 
 /** The operator settings of README "Production"; every one also comes from its environment variable. */
@@ -132,6 +138,10 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   // sdrProfiles.create warns at once about a server-hosted sender whose host the runner will refuse
   // (the runner's own rule, sender-hosts.ts; ALLOW_PRIVATE_SENDER_HOSTS lifts both).
   const senderHosts = senderHostCheck({ allowPrivate: privateHostsAllowed() });
+  // One key for sealed sender secrets and pending OAuth sign-ins, loaded on first use.
+  let credentialsKey: CredentialsKey | null = null;
+  const sealingKey = (): CredentialsKey => (credentialsKey ??= loadCredentialsKey({ envKey: process.env.CREDENTIALS_KEY, dataDir: keyDirOf(opts.open) }));
+  let oauth: ServerOAuthOptions | null = null;
   const bodyLimit = opts.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const operator = opts.operator ?? {};
   const metrics = operator.metrics ?? createMetrics();
@@ -251,7 +261,10 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
         const replay: StoredResponse | null = await claim(tx, who.keyId, idem.key, idem.hash, clock.now());
         if (replay) return { ...replay, replayed: true };
       }
-      const body = await execute(op.name, input, { actor: who.actor, store, clock, ids, random, secrets, channels, credentials: credentials?.port(tx) ?? null, senderHosts, webhooks: webhooks.port(tx) });
+      const body = await execute(op.name, input, {
+        actor: who.actor, store, clock, ids, random, secrets, channels, credentials: credentials?.port(tx) ?? null, senderHosts, webhooks: webhooks.port(tx),
+        oauth: oauth && credentials ? serverOAuthPort(sql, oauth) : null,
+      });
       if (idem) await record(tx, who.keyId, idem.key, { status: 200, body });
       return { status: 200, body };
     };
@@ -311,6 +324,11 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   const publicUrl = publicUrlSetting(operator.publicUrl !== undefined ? operator.publicUrl : process.env.PUBLIC_URL);
   if (publicUrl.problem) app.log.warn(publicUrl.problem);
   await registerUnsubscribe(app, { db, sql, clock, ids, publicUrl: publicUrl.url, log: app.log });
+
+  // Mailboxes signed in with OAuth for the senders this server's runner hosts (sdrProfiles.oauth.*).
+  // Discovery and token calls go out like a sender's connections: not into the server's own network.
+  oauth = { key: sealingKey, settings: opts.oauthClients ?? oauthClientSettingsFromEnv(), clock, publicUrl: publicUrl.url, fetch: guardedFetch({ allowPrivate: privateHostsAllowed() }) };
+  registerOAuthCallback(app, { db, sql, clock, ids, random, secrets, credentials, oauth });
 
   app.route({
     method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
