@@ -13,6 +13,10 @@ import { execute, getOperation } from '../../shared/ops/execute.ts';
 import type { Store } from '../../shared/store.ts';
 import { nodeSecrets } from '../../channels/secret-codec.ts';
 import type { BridgeError, BridgeOnlyCode, Result, SessionInfo, SyncStatus } from '../bridge.ts';
+import { oauthClientSettingsFromEnv } from '../../channels/oauth.ts';
+import type { OAuthClientSettings } from '../../channels/oauth.ts';
+import { createDesktopOAuth } from './oauth-loopback.ts';
+import type { DesktopOAuth } from './oauth-loopback.ts';
 import { ServerClient, ServerError } from './server-client.ts';
 import type { SessionManager } from './session.ts';
 
@@ -30,6 +34,10 @@ export type BackendOptions = {
   coalesceMs?: number;
   fetch?: typeof fetch;
   log?: (line: string) => void;
+  /** The registered apps for "Sign in with Google / Microsoft" (default: GOOGLE_OAUTH_CLIENT_ID, ...). */
+  oauthClients?: OAuthClientSettings;
+  /** How long a loopback sign-in waits for the browser (default 10 minutes). */
+  oauthTimeoutMs?: number;
 };
 
 type Listener = (result: Result<unknown>) => void;
@@ -94,6 +102,8 @@ export class Backend {
   private readonly secrets: Secrets;
   private readonly coalesceMs: number;
   private readonly log: (line: string) => void;
+  /** Mailbox sign-ins with OAuth begun on this desktop (loopback redirect, RFC 8252). */
+  readonly oauth: DesktopOAuth;
 
   constructor(private readonly opts: BackendOptions) {
     this.session = opts.session;
@@ -104,6 +114,16 @@ export class Backend {
     this.secrets = opts.secrets ?? nodeSecrets;
     this.coalesceMs = opts.coalesceMs ?? 50;
     this.log = opts.log ?? (() => undefined);
+    this.oauth = createDesktopOAuth({
+      settings: opts.oauthClients ?? oauthClientSettingsFromEnv(),
+      ...(opts.fetch ? { fetch: opts.fetch } : {}),
+      ...(opts.oauthTimeoutMs !== undefined ? { timeoutMs: opts.oauthTimeoutMs } : {}),
+      log: this.log,
+      complete: async (state, code) => {
+        const out = await this.call('sdrProfiles.oauth.complete', { state, code });
+        return out.ok ? { ok: true, value: out.value as { id: string; name: string; reconnected: boolean } } : out;
+      },
+    });
     this.session.onChange((info) => this.sessionChanged(info));
     this.bind();
   }
@@ -154,6 +174,7 @@ export class Backend {
     this.subs.clear();
     this.unbindDb?.();
     this.unbindSync?.();
+    await this.oauth.close();
     await this.session.shutdown();
   }
 
@@ -173,6 +194,7 @@ export class Backend {
       actor: open.actor, store, clock: this.clock, ids: this.ids, random: this.random, secrets: this.secrets,
       channels: open.runner?.channels ?? this.opts.channels?.() ?? null,
       credentials: this.opts.senderCredentials ?? null,
+      oauth: this.oauth,
       senderHosts: open.saved.kind === 'connected' && open.saved.serverUrl && open.apiKey ? this.serverHostCheck(open.saved.serverUrl, open.apiKey) : null,
     });
   }
