@@ -53,7 +53,8 @@ export async function startOidc(opts: { accessTokenTtl: number; clientSecret?: s
     findAccount: async (_ctx, id) => ({ accountId: id, claims: async () => ({ sub: id, email: id }) }),
     features: {
       devInteractions: { enabled: true },
-      introspection: { enabled: true },
+      // Only the mail servers may ask what a token is.
+      introspection: { enabled: true, allowedPolicy: async (_ctx, client) => client.clientId === MAIL_SERVER_CLIENT.id },
       revocation: { enabled: true },
       resourceIndicators: {
         enabled: true,
@@ -62,7 +63,7 @@ export async function startOidc(opts: { accessTokenTtl: number; clientSecret?: s
         getResourceServerInfo: () => ({ scope: 'mail', accessTokenFormat: 'opaque', accessTokenTTL: opts.accessTokenTtl }),
       },
     },
-    ttl: { AccessToken: opts.accessTokenTtl, AuthorizationCode: 60, RefreshToken: 3600, Interaction: 600, Session: 600, Grant: 3600 },
+    ttl: { AccessToken: opts.accessTokenTtl, IdToken: 600, AuthorizationCode: 60, RefreshToken: 3600, Interaction: 600, Session: 600, Grant: 3600 },
     // Rotation would make every refresh write a new secret: keep one refresh token, as Google does.
     rotateRefreshToken: false,
   });
