@@ -263,7 +263,7 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
       }
       const body = await execute(op.name, input, {
         actor: who.actor, store, clock, ids, random, secrets, channels, credentials: credentials?.port(tx) ?? null, senderHosts, webhooks: webhooks.port(tx),
-        oauth: oauth && credentials ? serverOAuthPort(sql, oauth) : null,
+        oauth: oauth && credentials ? serverOAuthPort(tx, oauth) : null,
       });
       if (idem) await record(tx, who.keyId, idem.key, { status: 200, body });
       return { status: 200, body };

@@ -66,8 +66,10 @@ export type ServerOAuthOptions = {
 
 export const CALLBACK_PATH = '/oauth/callback';
 
-/** The connect port. `sql` is the database itself, not an operation's transaction: a pending
- * authorization taken by a completion that then fails stays taken (the code is spent anyway). */
+/** The connect port of one operation's transaction (PGlite has one connection: a query beside the
+ * transaction would wait for it). A completion that fails rolls back with its transaction, taking
+ * of the pending row included: the state may be presented again until it expires, but its code is
+ * spent at the provider, which refuses it, so nothing is stored either way. */
 export function serverOAuthPort(sql: SqlExecutor, opts: ServerOAuthOptions): OAuthConnectPort {
   const now = () => opts.clock.now().getTime();
   return createOAuthConnect({
@@ -114,7 +116,7 @@ export function registerOAuthCallback(
           actor: { workspaceId: row.workspace_id, memberId: member.id, role: member.role },
           store, clock: deps.clock, ids: deps.ids, random: deps.random, secrets: deps.secrets,
           credentials: deps.credentials?.port(tx) ?? null,
-          oauth: serverOAuthPort(deps.sql, deps.oauth),
+          oauth: serverOAuthPort(tx, deps.oauth),
         });
       });
       return reply.send(page('Mailbox connected', `${out.name} is ${out.reconnected ? 'reconnected' : 'connected'}; its emails go out from the sync server. You can close this tab.`));

@@ -1,0 +1,341 @@
+/**
+ * A mailbox connected with OAuth 2.0 and kept connected, on the sync server's runner, against real
+ * servers on loopback: an OpenID provider (oidc-provider: PKCE, refresh tokens, introspection,
+ * revocation, access tokens living 3 seconds), an SMTP server (smtp-server) that accepts only
+ * XOAUTH2 and asks the provider's introspection endpoint about each token, and Dovecot with its
+ * oauth2 passdb doing the same for IMAP. Chromium (Playwright) signs in at the provider and is sent
+ * back to the server's GET /oauth/callback. Connect, send (with a copy in Sent over IMAP), read a
+ * reply, see the expired access token renewed, revoke the grant and see the sender disconnected
+ * with its reason and its lead waiting, reconnect (same sender) and see the lead go on. Then every
+ * log line, document, error body and webhook payload of the run is searched for the refresh
+ * token, the access tokens and the client secret.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { SMTPServer } from 'smtp-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseGrant } from '../../channels/oauth.ts';
+import { newCampaign, newEnrollment, newLead, newStep } from '../../shared/model/factories.ts';
+import type { Campaign, Lead, LeadGroup, Message } from '../../shared/model/index.ts';
+import type { AnyWrite, Store } from '../../shared/store.ts';
+import { WEBHOOK_EVENT_TYPES } from '../../shared/webhooks/events.ts';
+import { parseCredentialsKey, serverCredentials } from '../../sync-server/credentials.ts';
+import { createServerRunner } from '../../sync-server/runner-host.ts';
+import type { ServerRunner } from '../../sync-server/runner-host.ts';
+import { BACKENDS } from './support/db.ts';
+import { startDovecot } from './support/dovecot.ts';
+import type { Dovecot, DovecotUser } from './support/dovecot.ts';
+import { CHROMIUM_ARGS, MAIL_SERVER_CLIENT, authorize, loopbackContext, startOidc } from './support/oidc.ts';
+import type { TestOidc } from './support/oidc.ts';
+import { startTestServer } from './support/server.ts';
+import type { TestServer } from './support/server.ts';
+import { startReceiver } from './support/webhook-receiver.ts';
+import type { Receiver } from './support/webhook-receiver.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const MAILBOX = 'sam@acme.test';
+/** The mailbox's password for the test's own deliveries (PLAIN); the sender never uses it. */
+const DELIVERY: DovecotUser = { user: MAILBOX, password: 'delivery-only-password' };
+const AT_TTL_SECONDS = 3;
+
+let oidc: TestOidc;
+let dovecot: Dovecot;
+let smtp: SMTPServer;
+let smtpPort = 0;
+let browser: Browser;
+/** What the SMTP server accepted, with the access token the session logged in with. */
+const accepted: { to: string; raw: string; token: string }[] = [];
+/** Every XOAUTH2 login the SMTP server saw: the token and whether the provider said it is active. */
+const smtpLogins: { token: string; active: boolean }[] = [];
+const privateHostsBefore = process.env.ALLOW_PRIVATE_SENDER_HOSTS;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium.`);
+  process.env.ALLOW_PRIVATE_SENDER_HOSTS = '1';
+  oidc = await startOidc({ accessTokenTtl: AT_TTL_SECONDS });
+  const introspection = new URL(`${oidc.issuer}/token/introspection`);
+  introspection.username = MAIL_SERVER_CLIENT.id;
+  introspection.password = MAIL_SERVER_CLIENT.secret;
+  dovecot = await startDovecot([DELIVERY], { oauth2: { introspectionUrl: introspection.toString() } });
+  smtp = new SMTPServer({
+    disabledCommands: ['STARTTLS'],
+    allowInsecureAuth: true,
+    authMethods: ['XOAUTH2'],
+    logger: false,
+    onAuth(auth, _session, cb) {
+      const token = auth.accessToken ?? '';
+      // The mail server's own question to the provider, as Gmail's and Exchange's are.
+      void oidc.introspect(token).then(
+        (info) => {
+          smtpLogins.push({ token, active: info.active });
+          if (auth.method === 'XOAUTH2' && info.active && info.sub === auth.username) cb(null, { user: { name: auth.username, token } });
+          else cb(null, { data: { status: '401', schemes: 'bearer', scope: 'mail' } });
+        },
+        (e: unknown) => cb(e instanceof Error ? e : new Error(String(e))),
+      );
+    },
+    onData(stream, session, cb) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => {
+        const raw = Buffer.concat(chunks).toString('utf8');
+        const user = session.user as unknown as { token: string };
+        for (const r of session.envelope.rcptTo) accepted.push({ to: r.address, raw, token: user.token });
+        cb();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
+  smtpPort = (smtp.server.address() as AddressInfo).port;
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await new Promise<void>((resolve) => smtp?.close(() => resolve()));
+  await dovecot?.stop();
+  await oidc?.stop();
+  if (privateHostsBefore === undefined) delete process.env.ALLOW_PRIVATE_SENDER_HOSTS;
+  else process.env.ALLOW_PRIVATE_SENDER_HOSTS = privateHostsBefore;
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(what: string, check: () => Promise<boolean>, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await sleep(50);
+  }
+  throw new Error(`timed out waiting for ${what}\n${dovecot.log().split('\n').slice(-15).join('\n')}`);
+}
+
+const outEmails = async (store: Store, leadId: string): Promise<Message[]> =>
+  (await store.query('messages', { where: { op: 'and', conds: [{ op: 'eq', field: 'leadId', value: leadId }, { op: 'eq', field: 'direction', value: 'out' }] }, orderBy: [{ field: 'createdAt', dir: 'asc' }] })).docs;
+
+/** A running campaign of this sender: email, wait a day, email (same thread). */
+function campaignWrites(workspaceId: string, groupId: string, senderId: string, emails: string[], now: string) {
+  const stamp = () => ({ id: randomUUID(), workspaceId, now });
+  const first = newStep(randomUUID(), 'EMAIL', { subject: 'Idea for {{Company|your team}}', content: 'Hi {{First name|there}}, one idea.' });
+  const wait = newStep(randomUUID(), 'WAIT', { waitTimeSeconds: 86_400 });
+  const second = newStep(randomUUID(), 'EMAIL', { subject: 'unused', content: 'Following up, {{First name|there}}.', emailThreading: 'same_thread' });
+  const campaign: Campaign = {
+    ...newCampaign(stamp(), `OAuth run ${randomUUID().slice(0, 6)}`, groupId, randomUUID()),
+    running: true, startedAt: now, senders: [{ sdrProfileId: senderId, paused: false }], steps: [first, wait, second],
+  };
+  for (const d of Object.values(campaign.schedule.days)) Object.assign(d, { enabled: true, start: '00:00', end: '24:00' });
+  const leads: Lead[] = emails.map((email) => newLead(stamp(), groupId, { firstName: email.split('@')[0] ?? '', fullName: email.split('@')[0] ?? '', company: 'Analytical', email }));
+  const enrollments = leads.map((l) => newEnrollment(stamp(), l.id, campaign.id, { sdrProfileId: senderId, currentStepId: first.id, nextActionAt: now }));
+  const writes: AnyWrite[] = [
+    { collection: 'campaigns', id: campaign.id, before: null, after: campaign },
+    ...leads.map((l) => ({ collection: 'leads' as const, id: l.id, before: null, after: l })),
+    ...enrollments.map((e) => ({ collection: 'enrollments' as const, id: e.id, before: null, after: e })),
+  ];
+  return { campaign, leads, enrollments, writes };
+}
+
+function reply(from: string, inReplyTo: string): string {
+  return `From: ${from}\nTo: ${MAILBOX}\nSubject: Re: Idea for Analytical\nMessage-ID: <${randomUUID()}@mail.example.test>\nDate: ${new Date().toUTCString()}\nIn-Reply-To: ${inReplyTo}\nReferences: ${inReplyTo}\nMIME-Version: 1.0\nContent-Type: text/plain; charset=utf-8\n\nYes, let us talk on Tuesday.\n`;
+}
+
+describe.each(BACKENDS)('a mailbox signed in with OAuth on the sync server runner (%s)', (backend) => {
+  const credentials = serverCredentials(parseCredentialsKey(randomBytes(32).toString('base64')));
+  let s: TestServer;
+  let rx: Receiver;
+  let runner: ServerRunner | null = null;
+  const runnerLog: string[] = [];
+  /** Every error body an API call or callback page answered during the run. */
+  const errorBodies: string[] = [];
+
+  beforeAll(async () => {
+    rx = await startReceiver();
+    s = await startTestServer(backend, {
+      credentials,
+      webhooks: { allowHttp: true, policy: { allowPrivate: true }, delivery: { retryDelaysMs: [150], pollMs: 50, timeoutMs: 2_000, disableAfterMs: 60_000 } },
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await runner?.stop();
+    await s?.close();
+    await rx?.close();
+  });
+
+  const providerInput = () => ({
+    issuer: oidc.issuer, clientId: oidc.clientId, clientSecret: oidc.clientSecret, scopes: ['mail'],
+    smtp: { host: '127.0.0.1', port: smtpPort, secure: false }, imap: { host: '127.0.0.1', port: dovecot.port, secure: false },
+  });
+
+  /** Begins on the server, signs in with Chromium, lands on the server's callback page. */
+  async function signIn(extra: Record<string, unknown> = {}): Promise<{ state: string; page: string }> {
+    const begun = await s.call<{ authorizationUrl: string; state: string; redirectUri: string }>(s.ours.ownerKey, 'sdrProfiles.oauth.begin', {
+      provider: providerInput(), hostedBy: 'server', redirectUri: `${s.url}/oauth/callback`, ...extra,
+    });
+    expect(begun.status, JSON.stringify(begun.body)).toBe(200);
+    const context = await loopbackContext(browser);
+    try {
+      const page = await context.newPage();
+      const landed = await authorize(page, begun.body.authorizationUrl, MAILBOX);
+      expect(landed.startsWith(`${s.url}/oauth/callback?`)).toBe(true);
+      const text = (await page.textContent('body')) ?? '';
+      if (!/Mailbox connected/.test(text)) errorBodies.push(text);
+      return { state: begun.body.state, page: text };
+    } finally {
+      await context.close();
+    }
+  }
+
+  const storedGrant = async (senderId: string) => {
+    const g = parseGrant(await credentials.secretFor(s.sql, s.ours.workspaceId, senderId));
+    if (!g) throw new Error('no grant stored');
+    return g;
+  };
+
+  it('connects, sends over XOAUTH2, reads a reply, renews the expired token, disconnects on a revoked grant, reconnects the same sender, and leaks no secret', async () => {
+    const store = s.db.forWorkspace(s.ours.workspaceId);
+    // The mail servers are shared by the backends' runs: start from what this run adds.
+    accepted.length = 0;
+    smtpLogins.length = 0;
+    const sentBefore = (await dovecot.messages(DELIVERY, 'Sent')).length;
+    const hook = await s.call<{ id: string; secret: string }>(s.ours.ownerKey, 'webhooks.create', { url: `${rx.url}/all`, events: [...WEBHOOK_EVENT_TYPES] });
+    expect(hook.status, JSON.stringify(hook.body)).toBe(200);
+
+    // Connect: the sender is created from the signed-in mailbox.
+    const first = await signIn();
+    expect(first.page).toMatch(/Mailbox connected.*sam@acme\.test is connected/s);
+    const senders = (await store.query('senders')).docs.filter((x) => x.channelConfig.from === MAILBOX);
+    expect(senders).toHaveLength(1);
+    const created = senders[0];
+    if (!created) throw new Error('sender');
+    expect(created.channelConfig).toMatchObject({ auth: 'oauth2', oauthProvider: 'oidc', hostedBy: 'server', host: '127.0.0.1', port: smtpPort, user: MAILBOX, imapHost: '127.0.0.1', imapPort: dovecot.port });
+    // The state is taken once: the same callback again connects nothing.
+    const pendingLeft = await s.sql.query('SELECT 1 FROM oauth_pending');
+    expect(pendingLeft).toEqual([]);
+    const grant1 = await storedGrant(created.id);
+    // STARTTLS is off on the test SMTP server (a private network setting, not in the API).
+    await store.commit([{ collection: 'senders', id: created.id, before: created, after: { ...created, channelConfig: { ...created.channelConfig, ignoreTLS: true } } }]);
+
+    runner = createServerRunner({
+      sql: s.sql, credentials, clock: s.clock, loops: false, spacing: { minSeconds: 0, jitterSeconds: 0 }, imap: { recheckMs: 3_600_000, pollMs: 3_600_000 },
+      log: { info: (o, m) => runnerLog.push(`${m} ${JSON.stringify(o)}`), warn: (o, m) => runnerLog.push(`${m} ${JSON.stringify(o, (_k, v: unknown) => (v instanceof Error ? { message: v.message, stack: v.stack } : v))}`) },
+    });
+    await runner.scan();
+    const r = runner;
+    const tick = async () => {
+      const reports = await r.tickAll();
+      for (const rep of reports.values()) for (const e of rep?.errors ?? []) runnerLog.push(`tick error: ${e.message}`);
+    };
+
+    // Send: two leads get the first email, over SMTP with the access token; copies filed in Sent over IMAP.
+    const group = (await store.query('leadGroups', { limit: 1 })).docs[0] as LeadGroup;
+    const [adaEmail, boEmail] = [`ada-${randomUUID().slice(0, 6)}@example.test`, `bo-${randomUUID().slice(0, 6)}@example.test`];
+    const w = campaignWrites(s.ours.workspaceId, group.id, created.id, [adaEmail, boEmail], s.clock.now().toISOString());
+    await store.commit(w.writes);
+    const [ada, bo] = w.leads;
+    if (!ada || !bo) throw new Error('leads');
+    await until('two first emails', async () => {
+      await tick();
+      return (await outEmails(store, ada.id)).length === 1 && (await outEmails(store, bo.id)).length === 1;
+    });
+    expect(accepted.map((a) => a.to).sort()).toEqual([adaEmail, boEmail].sort());
+    expect(accepted.every((a) => a.token === grant1.accessToken)).toBe(true);
+    await until('the copies in Sent', async () => (await dovecot.messages(DELIVERY, 'Sent')).length === sentBefore + 2);
+    // Dovecot let the sender in with its access token, checked through the provider's introspection.
+    expect(dovecot.log(), dovecot.log().split('\n').slice(-20).join('\n')).toMatch(/Login: user=<sam@acme\.test>, method=XOAUTH2/);
+
+    // Read a reply: Ada answers; the runner reads the INBOX over IMAP with XOAUTH2.
+    const adaFirst = (await outEmails(store, ada.id))[0];
+    await dovecot.deliver(DELIVERY, reply(adaEmail, adaFirst?.externalId ?? ''));
+    await until('the reply recorded', async () => {
+      await tick();
+      return (await store.get('enrollments', w.enrollments[0]?.id ?? ''))?.status === 'REPLIED';
+    });
+
+    // The access token expires (3 s): the provider says so, and the runner renews it before it sends.
+    await until('the first access token expired', async () => !(await oidc.introspect(grant1.accessToken)).active, 10_000);
+    s.clock.advance(86_400_000 + 60_000);
+    await until('the follow-up to Bo', async () => {
+      await tick();
+      return (await outEmails(store, bo.id)).length === 2;
+    });
+    const grant2 = await storedGrant(created.id);
+    expect(grant2.accessToken).not.toBe(grant1.accessToken);
+    expect(grant2.refreshToken).toBe(grant1.refreshToken);
+    const followUp = accepted.find((a) => a.to === boEmail && /Following up/.test(a.raw));
+    expect(followUp).toBeDefined();
+    expect(followUp?.token).not.toBe(grant1.accessToken);
+    expect(smtpLogins.some((l) => l.token === followUp?.token && l.active)).toBe(true);
+    expect(smtpLogins.some((l) => l.token === grant1.accessToken && !l.active)).toBe(false);
+
+    // Revoke the grant at the provider: the next renewal is refused (invalid_grant), the sender is
+    // disconnected with the reason, and a new lead waits (not failed).
+    await oidc.revoke(grant2.refreshToken);
+    const ceeEmail = `cee-${randomUUID().slice(0, 6)}@example.test`;
+    const w2 = campaignWrites(s.ours.workspaceId, group.id, created.id, [ceeEmail], s.clock.now().toISOString());
+    await store.commit(w2.writes);
+    s.clock.advance(3_600_000);
+    await until('the sender disconnected', async () => {
+      await tick();
+      return (await store.get('senders', created.id))?.status === 'disconnected';
+    });
+    const disconnected = await store.get('senders', created.id);
+    expect(disconnected?.statusReason).toMatch(/127\.0\.0\.1:\d+ no longer accepts sam@acme\.test's sign-in \(invalid_grant: the access was revoked.*Reconnect the mailbox/);
+    for (let i = 0; i < 3; i++) {
+      s.clock.advance(600_000);
+      await tick();
+    }
+    const cee = w2.leads[0];
+    if (!cee) throw new Error('lead');
+    expect(await outEmails(store, cee.id)).toEqual([]);
+    expect((await store.get('enrollments', w2.enrollments[0]?.id ?? ''))?.status).toBe('IN_PROGRESS');
+    const activity = await s.call<{ items?: unknown[] }>(s.ours.ownerKey, 'campaigns.getActivity', { campaignId: w2.campaign.id });
+    expect(JSON.stringify(activity.body)).toMatch(/sender_disconnected/);
+
+    // A replayed callback (a state already used) is refused and changes nothing.
+    const before = JSON.stringify(await s.snapshot(s.ours.workspaceId));
+    const replay = await fetch(`${s.url}/oauth/callback?state=${encodeURIComponent(first.state)}&code=replayed`);
+    expect(replay.status).toBe(400);
+    errorBodies.push(await replay.text());
+    const apiReplay = await s.call(s.ours.ownerKey, 'sdrProfiles.oauth.complete', { state: first.state, code: 'replayed' });
+    expect(apiReplay.status).toBe(400);
+    errorBodies.push(JSON.stringify(apiReplay.body));
+    expect(JSON.stringify(await s.snapshot(s.ours.workspaceId))).toBe(before);
+
+    // Reconnect: signing in again as the same mailbox reconnects the same sender, and Cee's email goes out.
+    const again = await signIn({ email: MAILBOX });
+    expect(again.page).toMatch(/sam@acme\.test is reconnected/);
+    const reconnected = await store.get('senders', created.id);
+    expect(reconnected).toMatchObject({ status: 'available', statusReason: null });
+    expect((await store.query('senders')).docs.filter((x) => x.channelConfig.from === MAILBOX)).toHaveLength(1);
+    const grant3 = await storedGrant(created.id);
+    expect(grant3.refreshToken).not.toBe(grant1.refreshToken);
+    await until('Cee\'s email', async () => {
+      s.clock.advance(60_000);
+      await tick();
+      return (await outEmails(store, cee.id)).length === 1;
+    });
+    expect(accepted.find((a) => a.to === ceeEmail)?.token).toBe((await storedGrant(created.id)).accessToken);
+    await rx.waitFor('/all', 1, 10_000);
+
+    // No secret anywhere people or other systems see: log lines (server and runner), the workspace's
+    // documents, error bodies, webhook payloads.
+    const secrets = [grant1.refreshToken, grant3.refreshToken, oidc.clientSecret, ...new Set([grant1.accessToken, grant2.accessToken, grant3.accessToken, ...accepted.map((a) => a.token)])];
+    const seen = {
+      serverLogs: s.logs.join('\n'),
+      runnerLogs: runnerLog.join('\n'),
+      documents: JSON.stringify(await s.snapshot(s.ours.workspaceId)),
+      errorBodies: errorBodies.join('\n'),
+      webhooks: rx.received.map((x) => x.body).join('\n'),
+    };
+    expect(seen.documents.length).toBeGreaterThan(1000);
+    // The refused replay was logged, the runner said what it did: there are lines to search.
+    expect(s.logs.some((l) => l.includes('an OAuth sign-in was refused'))).toBe(true);
+    expect(runnerLog.some((l) => l.includes('outreach runner acted'))).toBe(true);
+    expect(rx.received.length).toBeGreaterThan(0);
+    for (const [where, text] of Object.entries(seen)) {
+      for (const secret of secrets) expect(text.includes(secret), `a secret in ${where}`).toBe(false);
+    }
+  }, 120_000);
+});
