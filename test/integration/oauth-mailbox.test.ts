@@ -266,8 +266,8 @@ describe.each(BACKENDS)('a mailbox signed in with OAuth on the sync server runne
     const followUp = accepted.find((a) => a.to === boEmail && /Following up/.test(a.raw));
     expect(followUp).toBeDefined();
     expect(followUp?.token).not.toBe(grant1.accessToken);
-    expect(smtpLogins.some((l) => l.token === followUp?.token && l.active)).toBe(true);
-    expect(smtpLogins.some((l) => l.token === grant1.accessToken && !l.active)).toBe(false);
+    expect(smtpLogins.some((l) => l.token === followUp?.token && l.active), 'the renewed token logged in').toBe(true);
+    expect(smtpLogins.some((l) => l.token === grant1.accessToken && !l.active), 'an expired token was never presented').toBe(false);
 
     // Revoke the grant at the provider: the next renewal is refused (invalid_grant), the sender is
     // disconnected with the reason, and a new lead waits (not failed).
@@ -331,8 +331,8 @@ describe.each(BACKENDS)('a mailbox signed in with OAuth on the sync server runne
     };
     expect(seen.documents.length).toBeGreaterThan(1000);
     // The refused replay was logged, the runner said what it did: there are lines to search.
-    expect(s.logs.some((l) => l.includes('an OAuth sign-in was refused'))).toBe(true);
-    expect(runnerLog.some((l) => l.includes('outreach runner acted'))).toBe(true);
+    await until('the refusal logged', async () => s.logs.some((l) => l.includes('an OAuth sign-in was refused')), 5_000);
+    expect(runnerLog.some((l) => l.includes('outreach runner acted')), 'runner log').toBe(true);
     expect(rx.received.length).toBeGreaterThan(0);
     for (const [where, text] of Object.entries(seen)) {
       for (const secret of secrets) expect(text.includes(secret), `a secret in ${where}`).toBe(false);
