@@ -40,7 +40,17 @@ export const senderOut = z.object({
   hostedBy: z.enum(['desktop', 'server']),
   /** The user said the account is already warmed up: full limits from the start, no ramp-up. */
   warmedUp: z.boolean(),
+  /** A mailbox signed in with OAuth (sdrProfiles.oauth.*): its provider and address, so the app
+   * can offer Reconnect; null for a password login or another channel. */
+  signIn: z.object({ provider: z.enum(['google', 'microsoft', 'oidc']), issuer: z.string().nullable(), email: z.string() }).nullable(),
 });
+
+function signInOf(s: Sender): z.input<typeof senderOut>['signIn'] {
+  const c = s.channelConfig;
+  if (s.channel !== 'email' || c.auth !== 'oauth2' || typeof c.from !== 'string') return null;
+  const provider = c.oauthProvider === 'google' || c.oauthProvider === 'microsoft' ? c.oauthProvider : 'oidc';
+  return { provider, issuer: typeof c.oauthIssuer === 'string' ? c.oauthIssuer : null, email: c.from };
+}
 
 export const summary = (s: Sender): z.input<typeof senderOut> => ({
   id: s.id,
@@ -59,6 +69,7 @@ export const summary = (s: Sender): z.input<typeof senderOut> => ({
   backoffUntil: s.backoffUntil,
   hostedBy: hostedByOf(s),
   warmedUp: s.warmedUp === true,
+  signIn: signInOf(s),
 });
 
 const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a day like 2026-11-16').refine((d) => DateTime.fromISO(d).isValid, { message: 'must be a real calendar day' });

@@ -10,6 +10,7 @@ import { Dialog } from '../../components/Dialog.tsx';
 import { ErrorText } from '../../components/ErrorText.tsx';
 import { run, useAction } from '../../lib/ops.ts';
 import { useApp } from '../../state/app-store.ts';
+import { OAuthSignIn } from './OAuthSignIn.tsx';
 import { NEW_ACCOUNT, WARMED_UP_ACCOUNT, WARMED_UP_RISK } from './warm-up.ts';
 
 type Channel = 'sandbox' | 'email' | 'http';
@@ -109,6 +110,11 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
               {server ? 'Its passwords are kept by the sync server (set them there), never in the shared workspace.' : 'Passwords are kept on this computer only, never in the shared workspace.'}
             </p>
           )}
+          {channel === 'email' && !server && (
+            // Google Workspace and Microsoft 365 mailboxes: sign in instead of a password (OAuth 2.0).
+            <OAuthSignIn onConnected={() => { toast('The mailbox is connected.'); onClose(); }} />
+          )}
+          {channel === 'email' && !server && <p className="muted">Or enter the mailbox's SMTP and IMAP settings with its password:</p>}
           {channel !== 'sandbox' && connected && (
             <label className="field">
               <span>Runs on</span>

@@ -9,6 +9,7 @@ import { ErrorText } from '../../components/ErrorText.tsx';
 import { dateTime } from '../../lib/format.ts';
 import { OpError, run, useAction, useOp } from '../../lib/ops.ts';
 import { useApp } from '../../state/app-store.ts';
+import { OAuthSignIn } from './OAuthSignIn.tsx';
 import { WARMED_UP_RISK } from './warm-up.ts';
 
 type Sender = OpOutput<'sdrProfiles.list'>['sdrProfiles'][number];
@@ -35,6 +36,7 @@ const STATUS_WORDS: Record<string, string> = {
 
 export function SenderCard({ sender }: { sender: Sender }) {
   const role = useApp((s) => (s.session?.state === 'open' ? s.session.member.role : 'member'));
+  const toast = useApp((s) => s.toast);
   const usage = useOp('sdrProfiles.getUsage', { sdrProfileId: sender.id });
   const safety = useOp('social.getAccountLimits', { senderProfileId: sender.id });
   const account = safety.data?.accounts[0];
@@ -107,6 +109,13 @@ export function SenderCard({ sender }: { sender: Sender }) {
               : `The account is disconnected${sender.statusReason ? `: ${sender.statusReason}` : ''}. Reconnect it on the computer that hosts it.`
           }
         />
+      )}
+      {sender.status === 'disconnected' && sender.signIn && sender.hostedBy === 'desktop' && (
+        // Signing in again as the same mailbox reconnects this sender (same address, same campaigns).
+        <details className="stack" data-testid="reconnect">
+          <summary className="btn">Reconnect {sender.signIn.email}</summary>
+          <OAuthSignIn target={{ email: sender.signIn.email, provider: sender.signIn.provider, issuer: sender.signIn.issuer }} onConnected={() => toast(`${sender.signIn?.email ?? sender.name} is reconnected.`)} />
+        </details>
       )}
       <ErrorText error={pause.error} />
       {account?.rampUp.active && (
