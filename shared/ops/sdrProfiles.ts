@@ -25,6 +25,8 @@ export const senderOut = z.object({
   id: z.string(),
   sdrProfileId: z.string(),
   name: z.string(),
+  /** The member whose sender it is (told when it is disconnected). */
+  ownerMemberId: z.string(),
   status: z.string(),
   channel: z.enum(CHANNEL_KINDS),
   limits: limitSetOut,
@@ -56,6 +58,7 @@ export const summary = (s: Sender): z.input<typeof senderOut> => ({
   id: s.id,
   sdrProfileId: s.id,
   name: s.name,
+  ownerMemberId: s.ownerMemberId,
   status: s.status,
   channel: s.channel,
   limits: { ...s.limits },
