@@ -48,12 +48,13 @@ function portFor(ctx: Ctx, hostedBy: 'desktop' | 'server'): OAuthConnectPort {
   return port;
 }
 
-/** The provider's refusal, or a bad state, as the error model says it. */
-function refusal(e: unknown): never {
+/** The provider's refusal, or a bad state, as the error model says it. An issuer that cannot be
+ * reached when beginning is the caller's input (400); a provider failing mid-exchange is 502. */
+function refusal(e: unknown, during: 'begin' | 'complete'): never {
   if (e instanceof DomainError) throw e;
   const code = e !== null && typeof e === 'object' && 'code' in e && typeof e.code === 'string' ? e.code : 'oauth_failed';
   const message = e instanceof Error ? e.message : String(e);
-  throw new DomainError(code === 'unreachable' ? 'CHANNEL_ERROR' : 'INVALID_INPUT', message, { oauthError: code });
+  throw new DomainError(code === 'unreachable' && during === 'complete' ? 'CHANNEL_ERROR' : 'INVALID_INPUT', message, { oauthError: code });
 }
 
 const begin = mutation({
@@ -72,7 +73,7 @@ const begin = mutation({
     try {
       return await port.begin({ workspaceId: ctx.actor.workspaceId, memberId: ctx.actor.memberId, provider: input.provider, email: input.email ?? null, redirectUri: input.redirectUri ?? null });
     } catch (e) {
-      return refusal(e);
+      return refusal(e, 'begin');
     }
   },
 });
@@ -100,7 +101,7 @@ const complete = mutation({
     try {
       connected = await (port as OAuthConnectPort).complete({ workspaceId: ctx.actor.workspaceId, memberId: ctx.actor.memberId, state: input.state, code: input.code });
     } catch (e) {
-      return refusal(e);
+      return refusal(e, 'complete');
     }
     const now = nowIso(ctx);
     const { docs } = await ctx.db.query('senders', { where: { op: 'eq', field: 'channel', value: 'email' } });
