@@ -5,6 +5,7 @@
  * gives its store (to match inbound mail to our sends), the secrets (from its own credential store)
  * and decides which senders it runs; everything else is here.
  */
+import { ChannelFailure } from '../shared/engine/channel.ts';
 import type { AccountInfo, Channel, FindSentResult } from '../shared/engine/channel.ts';
 import type { Sender } from '../shared/model/index.ts';
 import type { StoreReader } from '../shared/store.ts';
@@ -136,10 +137,25 @@ export function createHostChannels(opts: HostChannelsOptions): HostChannels {
     // The one-click unsubscribe address: the sync server stamps its PUBLIC_URL on the workspace.
     publicUrlFor: async (sender) => (await opts.store.get('workspaces', sender.workspaceId))?.publicUrl ?? null,
   });
+  /**
+   * A mailbox signed in with OAuth whose token the mail server refuses although it has not expired
+   * (the grant was revoked, the password changed): renew it and try once more. A refused login
+   * happens before any message data is sent, so the retry cannot send twice; a renewal the provider
+   * refuses (invalid_grant) is the failure then, with its own sentence.
+   */
+  async function withFreshToken<T>(sender: Sender, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      if (!isOAuthSender(sender) || !(e instanceof ChannelFailure) || e.kind !== 'unauthorized') throw e;
+      tokens.refusedToken(sender);
+      return fn();
+    }
+  }
   const email: Channel = {
-    send: (sender, lead, action, ref) => smtp.send(sender, lead, action, ref),
+    send: (sender, lead, action, ref) => withFreshToken(sender, () => smtp.send(sender, lead, action, ref)),
     // Without IMAP settings nothing reads the mailbox (replies are entered by hand).
-    poll: (sender, cursor) => (imapConfig(sender) ? imap.poll(sender, cursor) : smtp.poll(sender, cursor)),
+    poll: (sender, cursor) => (imapConfig(sender) ? withFreshToken(sender, () => imap.poll(sender, cursor)) : smtp.poll(sender, cursor)),
     readPost: (sender, url, part, budget) => smtp.readPost(sender, url, part, budget),
     canSendMessage: (sender) => smtp.canSendMessage(sender),
     async accountInfo(sender): Promise<AccountInfo> {

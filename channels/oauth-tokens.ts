@@ -33,6 +33,8 @@ export function createOAuthTokens(opts: OAuthTokensOptions) {
   const inflight = new Map<string, Promise<TokenAuth>>();
   /** The last grant seen per sender: a refreshed grant whose write-back failed is still used. */
   const latest = new Map<string, OAuthGrant>();
+  /** Senders whose access token a mail server refused before its expiry (revoked): renew first. */
+  const refused = new Set<string>();
 
   async function fresh(sender: Sender): Promise<TokenAuth> {
     const stored = parseGrant(await opts.read(sender));
@@ -40,7 +42,8 @@ export function createOAuthTokens(opts: OAuthTokensOptions) {
     const cached = latest.get(sender.id);
     // The stored grant wins unless it is the one we refreshed from (same refresh token, older).
     let grant = cached && cached.refreshToken === stored.refreshToken && cached.issuedAt > stored.issuedAt ? cached : stored;
-    if (grant.accessToken && grant.expiresAt - marginOf(grant) > now()) return { accessToken: grant.accessToken };
+    if (!refused.has(sender.id) && grant.accessToken && grant.expiresAt - marginOf(grant) > now()) return { accessToken: grant.accessToken };
+    refused.delete(sender.id);
     try {
       grant = await refreshGrant(grant, { ...(opts.fetch ? { fetch: opts.fetch } : {}), now: now() });
     } catch (e) {
@@ -59,6 +62,11 @@ export function createOAuthTokens(opts: OAuthTokensOptions) {
   }
 
   return {
+    /** A mail server refused the sender's current access token: the next `auth` renews it (and a
+     * revoked grant then says so instead of the server's bare "login refused"). */
+    refusedToken(sender: Sender): void {
+      refused.add(sender.id);
+    },
     /** A usable access token for the sender, refreshed first when it is about to expire. */
     auth(sender: Sender): Promise<TokenAuth> {
       const running = inflight.get(sender.id);

@@ -17,7 +17,18 @@ import { chromium } from 'playwright-core';
 import type { Browser } from 'playwright-core';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseGrant } from '../../channels/oauth.ts';
+import { Backend } from '../../electron/backend/backend.ts';
+import { desktopSenderCredentials, fileCredentialStore } from '../../electron/backend/credentials.ts';
+import type { CredentialStore } from '../../electron/backend/credentials.ts';
+import { openMemoryLocalDb } from '../../electron/backend/local-db-port.ts';
+import { startWorkspaceRunner } from '../../electron/backend/runner-host.ts';
+import { SessionManager } from '../../electron/backend/session.ts';
+import { workspaceCreation } from '../../shared/workspace-setup.ts';
+import { sequentialIds } from '../support/harness.ts';
 import { newCampaign, newEnrollment, newLead, newStep } from '../../shared/model/factories.ts';
 import type { Campaign, Lead, LeadGroup, Message } from '../../shared/model/index.ts';
 import type { AnyWrite, Store } from '../../shared/store.ts';
@@ -154,6 +165,8 @@ describe.each(BACKENDS)('a mailbox signed in with OAuth on the sync server runne
     rx = await startReceiver();
     s = await startTestServer(backend, {
       credentials,
+      // Every line the server writes, requests included, goes into the search for secrets.
+      logLevel: 'info',
       webhooks: { allowHttp: true, policy: { allowPrivate: true }, delivery: { retryDelaysMs: [150], pollMs: 50, timeoutMs: 2_000, disableAfterMs: 60_000 } },
     });
   }, 60_000);
@@ -331,11 +344,106 @@ describe.each(BACKENDS)('a mailbox signed in with OAuth on the sync server runne
     };
     expect(seen.documents.length).toBeGreaterThan(1000);
     // The refused replay was logged, the runner said what it did: there are lines to search.
-    await until('the refusal logged', async () => s.logs.some((l) => l.includes('an OAuth sign-in was refused')), 5_000);
+    await until('the callback requests logged', async () => s.logs.some((l) => l.includes('/oauth/callback')), 5_000);
     expect(runnerLog.some((l) => l.includes('outreach runner acted')), 'runner log').toBe(true);
     expect(rx.received.length).toBeGreaterThan(0);
     for (const [where, text] of Object.entries(seen)) {
       for (const secret of secrets) expect(text.includes(secret), `a secret in ${where}`).toBe(false);
     }
   }, 120_000);
+});
+
+describe('a mailbox signed in with OAuth on the desktop runner', () => {
+  it('the desktop keeps the grant in its credential store, renews it there, and disconnects on a revoked grant', async () => {
+    accepted.length = 0;
+    smtpLogins.length = 0;
+    const entries = new Map<string, string>();
+    const store: CredentialStore = { protection: 'memory (test)', get: async (n) => entries.get(n) ?? null, set: async (n, v) => void entries.set(n, v), delete: async (n) => void entries.delete(n) };
+    const senderCredentials = desktopSenderCredentials(store);
+    const lines: string[] = [];
+    const dataDir = mkdtempSync(join(tmpdir(), 'crm-oauth-desk-'));
+    const session = new SessionManager({
+      dataDir,
+      openDb: ({ workspaceId }) => openMemoryLocalDb({ workspaceId }),
+      credentials: fileCredentialStore(join(dataDir, 'credentials.json')),
+      buildDemo: () => {
+        const ws = workspaceCreation(sequentialIds(3), new Date().toISOString(), { name: 'Desk', owner: { name: 'Sam Sender', email: MAILBOX }, subscriptionStatus: 'active' });
+        return { workspaceId: ws.workspaceId, workspaceName: 'Desk', member: { id: ws.ownerId, name: 'Sam Sender', role: 'owner' }, writes: ws.writes };
+      },
+      startRunner: (args) => startWorkspaceRunner(args, { senderCredentials, intervalMs: 100, log: (l) => lines.push(l), spacing: { minSeconds: 0, jitterSeconds: 0 }, imap: { recheckMs: 3_600_000, pollMs: 3_600_000 } }),
+    });
+    const backend = new Backend({ session, senderCredentials, log: (l) => lines.push(l) });
+    try {
+      await session.openDemo();
+      const begun = await backend.call('sdrProfiles.oauth.begin', {
+        provider: { issuer: oidc.issuer, clientId: oidc.clientId, clientSecret: oidc.clientSecret, scopes: ['mail'], smtp: { host: '127.0.0.1', port: smtpPort, secure: false }, imap: { host: '127.0.0.1', port: dovecot.port, secure: false } },
+      });
+      if (!begun.ok) throw new Error(begun.error.message);
+      const { authorizationUrl, state } = begun.value as { authorizationUrl: string; state: string };
+      const context = await loopbackContext(browser);
+      try {
+        await authorize(await context.newPage(), authorizationUrl, MAILBOX);
+      } finally {
+        await context.close();
+      }
+      let senderId = '';
+      await until('connected', async () => {
+        const st = await backend.call('sdrProfiles.oauth.status', { state });
+        const v = st.ok ? (st.value as { status: string; sdrProfileId: string | null }) : null;
+        senderId = v?.sdrProfileId ?? '';
+        return v?.status === 'connected';
+      });
+      const open = session.current();
+      if (!open) throw new Error('no workspace');
+      const local = open.db.store;
+      const sender = await local.get('senders', senderId);
+      if (!sender) throw new Error('sender');
+      await local.commit([{ collection: 'senders', id: sender.id, before: sender, after: { ...sender, channelConfig: { ...sender.channelConfig, ignoreTLS: true } } }]);
+      const grantOf = async () => {
+        const g = parseGrant(await senderCredentials.secretFor(open.actor.workspaceId, sender.id));
+        if (!g) throw new Error('no grant');
+        return g;
+      };
+      const grant1 = await grantOf();
+      const group = (await local.query('leadGroups', { limit: 1 })).docs[0] as LeadGroup;
+      const send = async (who: string) => {
+        const w = campaignWrites(open.actor.workspaceId, group.id, sender.id, [`${who}-${randomUUID().slice(0, 6)}@example.test`], new Date().toISOString());
+        await local.commit(w.writes);
+        return w;
+      };
+
+      const a = await send('ada');
+      await until('Ada emailed', async () => accepted.some((x) => x.to === a.leads[0]?.email));
+      expect(accepted.find((x) => x.to === a.leads[0]?.email)?.token).toBe(grant1.accessToken);
+
+      // The access token expires; the desktop renews it, writes the new grant to its store, and sends.
+      await until('the first access token expired', async () => !(await oidc.introspect(grant1.accessToken)).active, 10_000);
+      const b = await send('bo');
+      await until('Bo emailed', async () => accepted.some((x) => x.to === b.leads[0]?.email));
+      const grant2 = await grantOf();
+      expect(grant2.accessToken).not.toBe(grant1.accessToken);
+      expect(grant2.refreshToken).toBe(grant1.refreshToken);
+      expect(accepted.find((x) => x.to === b.leads[0]?.email)?.token).toBe(grant2.accessToken);
+
+      // Revoked: the next renewal is refused, the sender is disconnected, Cee waits.
+      await oidc.revoke(grant2.refreshToken);
+      // Revoking the grant ends its access token at once, before its expiry: the mail server refuses it,
+      // the desktop renews, and the provider's invalid_grant is the reason shown.
+      await until('the access token revoked with the grant', async () => !(await oidc.introspect(grant2.accessToken)).active, 10_000);
+      const c = await send('cee');
+      await until('the sender disconnected', async () => (await local.get('senders', sender.id))?.status === 'disconnected');
+      expect((await local.get('senders', sender.id))?.statusReason).toMatch(/no longer accepts sam@acme\.test's sign-in \(invalid_grant/);
+      await sleep(500);
+      expect(accepted.some((x) => x.to === c.leads[0]?.email)).toBe(false);
+      expect((await local.get('enrollments', c.enrollments[0]?.id ?? ''))?.status).toBe('IN_PROGRESS');
+
+      // Nothing the desktop logged, answered or keeps in its documents holds a secret.
+      const list = await backend.call('sdrProfiles.list', {});
+      const docs = JSON.stringify(await local.query('senders'));
+      const said = JSON.stringify([lines, list, docs]);
+      for (const secret of [grant1.refreshToken, grant1.accessToken, grant2.accessToken, oidc.clientSecret]) expect(said.includes(secret)).toBe(false);
+    } finally {
+      await backend.close();
+    }
+  }, 90_000);
 });
