@@ -37,7 +37,7 @@ import { parseCorsOrigins, registerOperatorPlugins } from './operator.ts';
 import { SharedRateLimiter, rateLimitHeaders } from './rate-limit.ts';
 import { registerReplication } from './replication.ts';
 import { nodeSecrets } from './secrets.ts';
-import { registerOAuthCallback, serverOAuthPort } from './oauth.ts';
+import { forgetPending, registerOAuthCallback, serverOAuthPort } from './oauth.ts';
 import type { ServerOAuthOptions } from './oauth.ts';
 import { oauthClientSettingsFromEnv } from '../channels/oauth.ts';
 import type { OAuthClientSettings } from '../channels/oauth.ts';
@@ -358,7 +358,11 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
           idem = { key, hash: requestHash(op.name, body) };
         }
       }
-      const out = await run(op, input, who, idem);
+      const out = await run(op, input, who, idem).catch(async (e: unknown) => {
+        // A failed completion's spent state must not be presented again (sync-server/oauth.ts).
+        if (op.name === 'sdrProfiles.oauth.complete') await forgetPending(sql, who.actor.workspaceId, (input as { state?: unknown }).state).catch(() => undefined);
+        throw e;
+      });
       if (out.replayed) void reply.header('Idempotent-Replayed', 'true');
       return reply.code(out.status).send(out.body);
     },

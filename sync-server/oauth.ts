@@ -55,6 +55,16 @@ export function sqlPendingStore(sql: SqlExecutor, key: () => CredentialsKey, now
   };
 }
 
+/**
+ * Forgets a pending sign-in whose completion failed. The completion took it inside its transaction,
+ * which the failure rolled back; its code is spent at the provider either way, so the state must
+ * not be presentable again. Runs after the transaction, on the database itself.
+ */
+export async function forgetPending(sql: SqlExecutor, workspaceId: string, state: unknown): Promise<void> {
+  if (typeof state !== 'string' || state === '') return;
+  await sql.query('DELETE FROM oauth_pending WHERE state_hash = $1 AND workspace_id = $2', [stateHash(state), workspaceId]);
+}
+
 export type ServerOAuthOptions = {
   key: () => CredentialsKey;
   settings: OAuthClientSettings;
@@ -68,8 +78,7 @@ export const CALLBACK_PATH = '/oauth/callback';
 
 /** The connect port of one operation's transaction (PGlite has one connection: a query beside the
  * transaction would wait for it). A completion that fails rolls back with its transaction, taking
- * of the pending row included: the state may be presented again until it expires, but its code is
- * spent at the provider, which refuses it, so nothing is stored either way. */
+ * of the pending row included: the callers then forget it (forgetPending). */
 export function serverOAuthPort(sql: SqlExecutor, opts: ServerOAuthOptions): OAuthConnectPort {
   const now = () => opts.clock.now().getTime();
   return createOAuthConnect({
@@ -121,6 +130,7 @@ export function registerOAuthCallback(
       });
       return reply.send(page('Mailbox connected', `${out.name} is ${out.reconnected ? 'reconnected' : 'connected'}; its emails go out from the sync server. You can close this tab.`));
     } catch (e) {
+      await forgetPending(deps.sql, row.workspace_id, state).catch(() => undefined);
       // The message is ours or the provider's error code and description: never a token.
       const message = isDomainError(e) || e instanceof Error ? e.message : String(e);
       req.log.warn({ oauthError: isDomainError(e) ? e.details.oauthError : undefined }, 'an OAuth sign-in was refused');

@@ -206,6 +206,78 @@ describe.each(BACKENDS)('a mailbox signed in with OAuth on the sync server runne
     return g;
   };
 
+  it('refuses an unknown, cancelled, expired, foreign or other member\'s sign-in, and another mailbox than the one reconnected, storing nothing', async () => {
+    const ws = s.ours.workspaceId;
+    const state = async () => JSON.stringify([await s.snapshot(ws), await s.sql.query('SELECT workspace_id, sender_id FROM sender_credentials ORDER BY sender_id')]);
+    const pendingCount = async () => (await s.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM oauth_pending'))[0]?.n ?? 0;
+    const begin = async (key: string, extra: Record<string, unknown> = {}) => {
+      const r = await s.call<{ authorizationUrl: string; state: string }>(key, 'sdrProfiles.oauth.begin', { provider: providerInput(), hostedBy: 'server', redirectUri: `${s.url}/oauth/callback`, ...extra });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return r.body;
+    };
+    const before = await state();
+
+    // Unknown state at the callback.
+    const unknown = await fetch(`${s.url}/oauth/callback?state=${'u'.repeat(43)}&code=c`);
+    expect(unknown.status).toBe(400);
+    expect(await unknown.text()).toMatch(/Sign-in not recognised/);
+
+    // The user cancels at the provider: the pending sign-in is forgotten.
+    const cancelled = await begin(s.ours.ownerKey);
+    const context = await loopbackContext(browser);
+    try {
+      await authorize(await context.newPage(), cancelled.authorizationUrl, MAILBOX, 'cancel');
+    } finally {
+      await context.close();
+    }
+    expect(await pendingCount()).toBe(0);
+
+    // Over 10 minutes old (the server's clock), another member's, or another workspace's: refused.
+    const old = await begin(s.ours.ownerKey);
+    s.clock.advance(10 * 60_000 + 1_000);
+    const expired = await s.call<{ error: { code: string; message: string } }>(s.ours.ownerKey, 'sdrProfiles.oauth.complete', { state: old.state, code: 'c' });
+    expect(expired.status).toBe(400);
+    expect(expired.body.error.message).toMatch(/more than 10 minutes ago|unknown here/);
+    const mine = await begin(s.ours.ownerKey);
+    const byMember = await s.call<{ error: { message: string } }>(s.ours.memberKey, 'sdrProfiles.oauth.complete', { state: mine.state, code: 'c' });
+    expect(byMember.status).toBe(400);
+    expect(byMember.body.error.message).toMatch(/another member/);
+    const ours = await begin(s.ours.ownerKey);
+    const foreign = await s.call<{ error: { message: string } }>(s.theirs.ownerKey, 'sdrProfiles.oauth.complete', { state: ours.state, code: 'c' });
+    expect(foreign.status).toBe(400);
+    expect(foreign.body.error.message).toMatch(/unknown here/);
+
+    // Reconnecting another mailbox than the one signed in to.
+    const wrong = await begin(s.ours.ownerKey, { email: 'someone-else@acme.test' });
+    const ctx2 = await loopbackContext(browser);
+    try {
+      const page = await ctx2.newPage();
+      await authorize(page, wrong.authorizationUrl, MAILBOX);
+      expect(await page.textContent('body')).toMatch(/You signed in as sam@acme\.test, but this sender is someone-else@acme\.test/);
+    } finally {
+      await ctx2.close();
+    }
+    // A desktop-only sender cannot be begun on the server; a server without the app set up says which setting.
+    const desktopOnly = await s.call<{ error: { code: string } }>(s.ours.ownerKey, 'sdrProfiles.oauth.begin', { provider: providerInput() });
+    expect(desktopOnly.body.error.code).toBe('SERVER_ONLY');
+    const google = await s.call<{ error: { message: string } }>(s.ours.ownerKey, 'sdrProfiles.oauth.begin', { provider: 'google', hostedBy: 'server' });
+    expect(google.status).toBe(400);
+    expect(google.body.error.message).toMatch(/GOOGLE_OAUTH_CLIENT_ID/);
+    // No PUBLIC_URL here: without a redirectUri there is nowhere to come back to.
+    const noRedirect = await s.call<{ error: { message: string } }>(s.ours.ownerKey, 'sdrProfiles.oauth.begin', { provider: providerInput(), hostedBy: 'server' });
+    expect(noRedirect.body.error.message).toMatch(/PUBLIC_URL/);
+
+    expect(await state()).toBe(before);
+    // Each refused completion forgot its sign-in, so none can be presented again; another
+    // workspace's key could not touch ours, which still waits for its owner.
+    expect(await pendingCount()).toBe(1);
+    const waiting = await s.call<{ status: string }>(s.ours.ownerKey, 'sdrProfiles.oauth.status', { state: ours.state });
+    expect(waiting.body.status).toBe('waiting');
+    const again = await s.call(s.ours.ownerKey, 'sdrProfiles.oauth.complete', { state: mine.state, code: 'c' });
+    expect(again.status).toBe(400);
+    await s.sql.query('DELETE FROM oauth_pending');
+  }, 60_000);
+
   it('connects, sends over XOAUTH2, reads a reply, renews the expired token, disconnects on a revoked grant, reconnects the same sender, and leaks no secret', async () => {
     const store = s.db.forWorkspace(s.ours.workspaceId);
     // The mail servers are shared by the backends' runs: start from what this run adds.
