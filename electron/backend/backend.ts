@@ -55,6 +55,7 @@ type Sub = {
 };
 
 const systemClock: Clock = { now: () => new Date() };
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 const randomIds: Ids = { uuid: () => randomUUID() };
 
 /** A refusal about the desktop itself rather than about an operation (no workspace open, ...). */
@@ -183,6 +184,22 @@ export class Backend {
     const open = this.session.current();
     if (!open) throw new BackendError('NO_WORKSPACE', 'No workspace is open: open the demo workspace or connect to a sync server first.');
     if (reads && def.mutates) throw new DomainError('INVALID_INPUT', `${op} changes data; only read operations can be subscribed to.`);
+    // A mailbox the sync server will run is signed in there; this desktop receives the browser's
+    // redirect on its loopback address and hands the code to the server.
+    if (op === 'sdrProfiles.oauth.begin' && !reads && isObject(input) && input.hostedBy === 'server' && open.saved.kind === 'connected' && open.saved.serverUrl && open.apiKey) {
+      const { serverUrl, apiKey } = { serverUrl: open.saved.serverUrl, apiKey: open.apiKey };
+      return this.oauth.beginElsewhere(
+        open.actor.workspaceId,
+        async (redirectUri) => (await this.forward(serverUrl, apiKey, 'POST', op, { ...input, redirectUri })) as { authorizationUrl: string; state: string; redirectUri: string; expiresAt: string },
+        async (state, code) => {
+          try {
+            return { ok: true, value: (await this.forward(serverUrl, apiKey, 'POST', 'sdrProfiles.oauth.complete', { state, code })) as { id: string; name: string; reconnected: boolean } };
+          } catch (e) {
+            return { ok: false, error: toBridgeError(e, this.log) };
+          }
+        },
+      );
+    }
     if (def.serverOnly) {
       if (open.saved.kind !== 'connected' || !open.saved.serverUrl || !open.apiKey) {
         throw new DomainError('SERVER_ONLY', `${def.summary.replace(/\.$/, '')}: this is managed by the sync server, and this workspace is a local demo without one. Connect to a sync server in Settings to use it.`, { op });

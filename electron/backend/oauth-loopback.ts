@@ -22,7 +22,19 @@ export const LOOPBACK_PATH = '/oauth/callback';
 
 type Flow = { workspaceId: string; status: OAuthFlowStatus; server: Server | null; timer: ReturnType<typeof setTimeout> | null };
 
+type Completion = Result<{ id: string; name: string; reconnected: boolean }>;
+
 export type DesktopOAuth = OAuthConnectPort & {
+  /**
+   * A sign-in another host keeps (the sync server, for the senders its runner hosts): this desktop
+   * only receives the redirect on its loopback address and hands the code on. `begin` is given the
+   * redirect address; `complete` is the other host's completion.
+   */
+  beginElsewhere(
+    workspaceId: string,
+    begin: (redirectUri: string) => Promise<{ authorizationUrl: string; state: string; redirectUri: string; expiresAt: string }>,
+    complete: (state: string, code: string) => Promise<Completion>,
+  ): Promise<{ authorizationUrl: string; state: string; redirectUri: string; expiresAt: string }>;
   /** Stops every listener (the backend is closing). */
   close(): Promise<void>;
 };
@@ -60,7 +72,7 @@ export function createDesktopOAuth(opts: {
     setTimeout(() => flows.delete(state), PENDING_TTL_MS).unref();
   }
 
-  async function listen(): Promise<{ server: Server; redirectUri: string; arm: (state: string, workspaceId: string) => void }> {
+  async function listen(complete: (state: string, code: string) => Promise<Completion>, forget: (workspaceId: string, state: string) => Promise<unknown>): Promise<{ server: Server; redirectUri: string; arm: (state: string, workspaceId: string) => void }> {
     let expected: { state: string; workspaceId: string } | null = null;
     const server = createServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://127.0.0.1');
@@ -75,7 +87,7 @@ export function createDesktopOAuth(opts: {
       const error = url.searchParams.get('error');
       const code = url.searchParams.get('code');
       if (error || !code) {
-        void pending.take(workspaceId, state);
+        void forget(workspaceId, state);
         const message =
           error === 'access_denied'
             ? 'The sign-in was cancelled (access not granted): nothing was connected.'
@@ -84,7 +96,7 @@ export function createDesktopOAuth(opts: {
         return send(400, 'Mailbox not connected', `${message} You can close this tab.`);
       }
       expected = null;
-      void opts.complete(state, code).then(
+      void complete(state, code).then(
         (out) => {
           if (out.ok) {
             finish(state, { status: 'connected', sdrProfileId: out.value.id, message: null });
@@ -110,6 +122,30 @@ export function createDesktopOAuth(opts: {
     return { server, redirectUri: `http://127.0.0.1:${port}${LOOPBACK_PATH}`, arm: (state, workspaceId) => (expected = { state, workspaceId }) };
   }
 
+  /** Listens on loopback, begins with that redirect address, and waits for the browser. */
+  async function viaLoopback(
+    workspaceId: string,
+    begin: (redirectUri: string) => Promise<{ authorizationUrl: string; state: string; redirectUri: string; expiresAt: string }>,
+    complete: (state: string, code: string) => Promise<Completion>,
+    forget: (workspaceId: string, state: string) => Promise<unknown>,
+  ) {
+    const l = await listen(complete, forget);
+    try {
+      const out = await begin(l.redirectUri);
+      l.arm(out.state, workspaceId);
+      const timer = setTimeout(() => {
+        void forget(workspaceId, out.state);
+        finish(out.state, { status: 'failed', sdrProfileId: null, message: 'The sign-in was not finished within 10 minutes: nothing was connected. Start again.' });
+      }, opts.timeoutMs ?? PENDING_TTL_MS);
+      timer.unref();
+      flows.set(out.state, { workspaceId, status: { status: 'waiting', sdrProfileId: null, message: null }, server: l.server, timer });
+      return out;
+    } catch (e) {
+      l.server.close();
+      throw e;
+    }
+  }
+
   const core = createOAuthConnect({ hostedBy: 'desktop', pending, settings: opts.settings, now, ...(opts.fetch ? { fetch: opts.fetch } : {}) });
 
   return {
@@ -121,22 +157,9 @@ export function createDesktopOAuth(opts: {
         flows.set(out.state, { workspaceId: req.workspaceId, status: { status: 'waiting', sdrProfileId: null, message: null }, server: null, timer: null });
         return out;
       }
-      const l = await listen();
-      try {
-        const out = await core.begin({ ...req, redirectUri: l.redirectUri });
-        l.arm(out.state, req.workspaceId);
-        const timer = setTimeout(() => {
-          void pending.take(req.workspaceId, out.state);
-          finish(out.state, { status: 'failed', sdrProfileId: null, message: 'The sign-in was not finished within 10 minutes: nothing was connected. Start again.' });
-        }, opts.timeoutMs ?? PENDING_TTL_MS);
-        timer.unref();
-        flows.set(out.state, { workspaceId: req.workspaceId, status: { status: 'waiting', sdrProfileId: null, message: null }, server: l.server, timer });
-        return out;
-      } catch (e) {
-        l.server.close();
-        throw e;
-      }
+      return viaLoopback(req.workspaceId, (redirectUri) => core.begin({ ...req, redirectUri }), opts.complete, (ws, state) => pending.take(ws, state));
     },
+    beginElsewhere: (workspaceId, begin, complete) => viaLoopback(workspaceId, begin, complete, async () => undefined),
     async complete(req) {
       const out = await core.complete(req);
       return out;

@@ -40,7 +40,7 @@ function portFor(ctx: Ctx, hostedBy: 'desktop' | 'server'): OAuthConnectPort {
     throw new DomainError(
       'SERVER_ONLY',
       hostedBy === 'server'
-        ? 'A mailbox the sync server runs is signed in through the sync server (POST /sdrProfiles.oauth.begin with an API key), which keeps its tokens.'
+        ? 'A mailbox the sync server runs is signed in through the sync server, which keeps its tokens: from the desktop app connected to it, or with POST /sdrProfiles.oauth.begin and an API key.'
         : 'A mailbox run by its owner\'s desktop is signed in from that desktop app, which keeps its tokens.',
       { hostedBy },
     );

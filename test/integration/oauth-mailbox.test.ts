@@ -278,6 +278,49 @@ describe.each(BACKENDS)('a mailbox signed in with OAuth on the sync server runne
     await s.sql.query('DELETE FROM oauth_pending');
   }, 60_000);
 
+  it('a desktop connected to the server signs a server-run mailbox in: the server keeps the sign-in and the grant, the desktop only receives the redirect', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'crm-oauth-fwd-'));
+    const session = new SessionManager({
+      dataDir,
+      openDb: ({ workspaceId }) => openMemoryLocalDb({ workspaceId }),
+      credentials: fileCredentialStore(join(dataDir, 'credentials.json')),
+      buildDemo: () => {
+        throw new Error('not used');
+      },
+    });
+    const entries = new Map<string, string>();
+    const local: CredentialStore = { protection: 'memory (test)', get: async (n) => entries.get(n) ?? null, set: async (n, v) => void entries.set(n, v), delete: async (n) => void entries.delete(n) };
+    const backend = new Backend({ session, senderCredentials: desktopSenderCredentials(local) });
+    try {
+      await session.connect({ url: s.url, apiKey: s.ours.adminKey });
+      const begun = await backend.call('sdrProfiles.oauth.begin', { provider: providerInput(), hostedBy: 'server', email: 'fwd@acme.test' });
+      if (!begun.ok) throw new Error(begun.error.message);
+      const b = begun.value as { authorizationUrl: string; state: string; redirectUri: string };
+      // The redirect comes to this desktop's loopback address; the pending sign-in is the server's.
+      expect(b.redirectUri).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/oauth\/callback$/);
+      expect(b.redirectUri.startsWith(s.url)).toBe(false);
+      expect((await s.sql.query('SELECT 1 FROM oauth_pending')).length).toBe(1);
+      const context = await loopbackContext(browser);
+      try {
+        const page = await context.newPage();
+        await authorize(page, b.authorizationUrl, 'fwd@acme.test');
+        expect(await page.textContent('h1')).toBe('Mailbox connected');
+      } finally {
+        await context.close();
+      }
+      const status = await backend.call('sdrProfiles.oauth.status', { state: b.state });
+      const st = status.ok ? (status.value as { status: string; sdrProfileId: string }) : null;
+      expect(st?.status).toBe('connected');
+      const sender = await s.db.forWorkspace(s.ours.workspaceId).get('senders', st?.sdrProfileId ?? '');
+      expect(sender).toMatchObject({ name: 'fwd@acme.test', channelConfig: { hostedBy: 'server', auth: 'oauth2' } });
+      expect(parseGrant(await credentials.secretFor(s.sql, s.ours.workspaceId, sender?.id ?? ''))?.refreshToken).toBeTruthy();
+      // Nothing of it on the desktop.
+      expect(entries.size).toBe(0);
+    } finally {
+      await backend.close();
+    }
+  }, 60_000);
+
   it('connects, sends over XOAUTH2, reads a reply, renews the expired token, disconnects on a revoked grant, reconnects the same sender, and leaks no secret', async () => {
     const store = s.db.forWorkspace(s.ours.workspaceId);
     // The mail servers are shared by the backends' runs: start from what this run adds.

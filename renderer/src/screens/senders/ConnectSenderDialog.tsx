@@ -110,11 +110,11 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
               {server ? 'Its passwords are kept by the sync server (set them there), never in the shared workspace.' : 'Passwords are kept on this computer only, never in the shared workspace.'}
             </p>
           )}
-          {channel === 'email' && !server && (
+          {channel === 'email' && (
             // Google Workspace and Microsoft 365 mailboxes: sign in instead of a password (OAuth 2.0).
-            <OAuthSignIn onConnected={() => { toast('The mailbox is connected.'); onClose(); }} />
+            <OAuthSignIn hostedBy={server ? 'server' : 'desktop'} onConnected={() => { toast('The mailbox is connected.'); onClose(); }} />
           )}
-          {channel === 'email' && !server && <p className="muted">Or enter the mailbox's SMTP and IMAP settings with its password:</p>}
+          {channel === 'email' && <p className="muted">Or enter the mailbox's SMTP and IMAP settings with its password:</p>}
           {channel !== 'sandbox' && connected && (
             <label className="field">
               <span>Runs on</span>

@@ -15,7 +15,9 @@ export type SignInTarget = { email?: string; provider?: 'google' | 'microsoft' |
 
 const POLL_MS = 1000;
 
-export function OAuthSignIn({ target, onConnected }: { target?: SignInTarget; onConnected: (sdrProfileId: string) => void }) {
+/** `hostedBy: 'server'`: the sync server runs the mailbox and keeps its sign-in (this desktop only
+ * receives the browser's redirect and hands it on). */
+export function OAuthSignIn({ target, hostedBy, onConnected }: { target?: SignInTarget; hostedBy?: 'desktop' | 'server'; onConnected: (sdrProfileId: string) => void }) {
   const [phase, setPhase] = useState<'idle' | 'starting' | 'waiting'>('idle');
   const [error, setError] = useState<string | null>(null);
   const [other, setOther] = useState(target?.provider === 'oidc');
@@ -44,7 +46,7 @@ export function OAuthSignIn({ target, onConnected }: { target?: SignInTarget; on
     cancelled.current = false;
     setPhase('starting');
     try {
-      const begun = await run('sdrProfiles.oauth.begin', { provider, ...(target?.email ? { email: target.email } : {}) });
+      const begun = await run('sdrProfiles.oauth.begin', { provider, ...(target?.email ? { email: target.email } : {}), ...(hostedBy === 'server' ? { hostedBy } : {}) });
       bridge.openExternal(begun.authorizationUrl);
       setPhase('waiting');
       await follow(begun.state);

@@ -110,11 +110,11 @@ export function SenderCard({ sender }: { sender: Sender }) {
           }
         />
       )}
-      {sender.status === 'disconnected' && sender.signIn && sender.hostedBy === 'desktop' && (
+      {sender.status === 'disconnected' && sender.signIn && (
         // Signing in again as the same mailbox reconnects this sender (same address, same campaigns).
         <details className="stack" data-testid="reconnect">
           <summary className="btn">Reconnect {sender.signIn.email}</summary>
-          <OAuthSignIn target={{ email: sender.signIn.email, provider: sender.signIn.provider, issuer: sender.signIn.issuer }} onConnected={() => toast(`${sender.signIn?.email ?? sender.name} is reconnected.`)} />
+          <OAuthSignIn target={{ email: sender.signIn.email, provider: sender.signIn.provider, issuer: sender.signIn.issuer }} hostedBy={sender.hostedBy} onConnected={() => toast(`${sender.signIn?.email ?? sender.name} is reconnected.`)} />
         </details>
       )}
       <ErrorText error={pause.error} />
