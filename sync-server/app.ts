@@ -272,7 +272,9 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
       try {
         // Without an idempotency key (whose record is written beside the store) a call may share a
         // transaction with other writers of its workspace (group commit, PgDatabase.withStore).
-        return op.mutates || idem ? await db.withStore(who.actor.workspaceId, call, { batch: !idem }) : await db.withReadStore(who.actor.workspaceId, call);
+        // OAuth sign-ins call the provider and take their pending row through `tx`: not safe to run
+        // twice, so never batched (group commit may run a call again).
+        return op.mutates || idem ? await db.withStore(who.actor.workspaceId, call, { batch: !idem && !op.name.startsWith('sdrProfiles.oauth.') }) : await db.withReadStore(who.actor.workspaceId, call);
       } catch (e) {
         // A concurrent writer changed what this call read: run it again on the new state.
         if (isDomainError(e) && e.code === 'CONFLICT' && attempt < retries) continue;
