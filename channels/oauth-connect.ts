@@ -29,12 +29,11 @@ export type OAuthConnectOptions = {
   onBegin?: (p: PendingAuthorization) => void;
 };
 
-export function createOAuthConnect(opts: OAuthConnectOptions): OAuthConnectPort & { take: PendingStore['take'] } {
+export function createOAuthConnect(opts: OAuthConnectOptions): OAuthConnectPort {
   const now = opts.now ?? Date.now;
   const f = opts.fetch ?? fetch;
   return {
     hostedBy: opts.hostedBy,
-    take: (ws, state) => opts.pending.take(ws, state),
     async begin(req: { workspaceId: string; memberId: string; provider: OAuthProviderInput; email: string | null; redirectUri: string | null }) {
       const provider = await resolveProvider(req.provider, opts.settings, f);
       const redirectUri = req.redirectUri ?? (opts.defaultRedirectUri ? await opts.defaultRedirectUri(req) : null);
