@@ -9,6 +9,9 @@
  * with its reason and its lead waiting, reconnect (same sender) and see the lead go on. Then every
  * log line, document, error body and webhook payload of the run is searched for the refresh
  * token, the access tokens and the client secret.
+ *
+ * Long (~580 lines) because its cases share one set of real servers (provider, SMTP, Dovecot,
+ * Chromium) that take seconds each to start; splitting the file would start them again.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
