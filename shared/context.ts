@@ -1,6 +1,6 @@
 /** What a handler may use besides its input: the actor, time, ids, randomness, the store and the
  * injected ports. Handlers never read Date.now(), Math.random() or globals. */
-import type { Role } from './model/index.ts';
+import type { Role, Sender, SenderCheckName } from './model/index.ts';
 import type { Tx } from './tx.ts';
 import type { ChannelHost } from './engine/channel.ts';
 import type { WebhookPort } from './webhooks/port.ts';
@@ -43,6 +43,22 @@ export type SenderCredentials = {
  */
 export type SenderHostCheck = { refusal(hosts: readonly string[]): Promise<string | null> };
 
+/** One line of a sender check: what was looked at, how it went, and what to do about it. */
+export type SenderCheckLine = { check: SenderCheckName; status: 'pass' | 'warn' | 'fail'; message: string; fix: string | null };
+
+/**
+ * Checks an email sender from the host that will run it (channels/verify-sender.ts): the SMTP login,
+ * the IMAP login and its Sent folder, and the From domain's SPF, DKIM and DMARC records. `hostedBy`
+ * says which senders' network this host is (like SenderCredentials): a desktop checks the senders it
+ * runs, the sync server its server-hosted ones. `secrets` are the ones just given (a new sender);
+ * without them the host's credential store (or, for OAuth senders, its tokens) is used. Never throws
+ * for a failed check: that is a 'fail' line.
+ */
+export type SenderVerifier = {
+  readonly hostedBy: 'server' | 'desktop';
+  verify(sender: Sender, opts: { secrets?: { smtp?: string | null; imap?: string | null }; dkimSelector?: string | null }): Promise<SenderCheckLine[]>;
+};
+
 export type Ctx = {
   actor: Actor;
   clock: Clock;
@@ -58,6 +74,8 @@ export type Ctx = {
   credentials?: SenderCredentials | null;
   /** The sync server's check of server-hosted senders' hosts; absent where there is no sync server. */
   senderHosts?: SenderHostCheck | null;
+  /** Checks email senders from this host's network (sdrProfiles.create, sdrProfiles.verify); absent where none can be. */
+  senderVerifier?: SenderVerifier | null;
   /** The sync server's webhook endpoints and delivery log; absent elsewhere (desktops forward). */
   webhooks?: WebhookPort | null;
   /** True when the call is a preview: the handler computes the same answer and nothing is committed. */

@@ -37,7 +37,11 @@ import { parseCorsOrigins, registerOperatorPlugins } from './operator.ts';
 import { SharedRateLimiter, rateLimitHeaders } from './rate-limit.ts';
 import { registerReplication } from './replication.ts';
 import { nodeSecrets } from './secrets.ts';
-import { privateHostsAllowed, senderHostCheck } from './sender-hosts.ts';
+import { guardedLookup, guardedSmtpSocket, privateHostsAllowed, senderHostCheck } from './sender-hosts.ts';
+import { dnsResolver } from '../channels/dns-check.ts';
+import type { DnsResolve } from '../channels/dns-check.ts';
+import { createSenderVerifier } from '../channels/verify-sender.ts';
+import { imapCredentialId } from '../shared/ops/credentials.ts';
 import { publicUrlSetting, registerUnsubscribe } from './unsubscribe.ts';
 import { createWebhookService, webhookSettingsFromEnv } from './webhooks/service.ts';
 import type { WebhookSettings } from './webhooks/service.ts';
@@ -70,6 +74,9 @@ export type ServerOptions = {
   /** Where sender secrets are kept (default: sender_credentials under CREDENTIALS_KEY or the key
    * file of the data folder, read on first use); null: this server keeps none. */
   credentials?: ServerCredentials | null;
+  /** The check of server-hosted email senders (sdrProfiles.create, sdrProfiles.verify): the DNS it
+   * asks (default DNS_SERVERS, else the system's) and its timeout; tests point it at loopback. */
+  senderCheck?: { resolve?: DnsResolve; timeoutMs?: number };
   /** Operator settings (see README "Settings"); each defaults to its environment variable. */
   operator?: OperatorSettings;
   /** Webhook settings (default: WEBHOOKS_ALLOW_HTTP, ALLOW_PRIVATE_SENDER_HOSTS, WEBHOOKS_DELIVER, WEBHOOK_LOG_RETENTION_DAYS). */
@@ -131,7 +138,19 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   const credentials = opts.credentials !== undefined ? opts.credentials : serverCredentials(() => loadCredentialsKey({ envKey: process.env.CREDENTIALS_KEY, dataDir: keyDirOf(opts.open) }));
   // sdrProfiles.create warns at once about a server-hosted sender whose host the runner will refuse
   // (the runner's own rule, sender-hosts.ts; ALLOW_PRIVATE_SENDER_HOSTS lifts both).
-  const senderHosts = senderHostCheck({ allowPrivate: privateHostsAllowed() });
+  const hostPolicy = { allowPrivate: privateHostsAllowed() };
+  const senderHosts = senderHostCheck(hostPolicy);
+  // Server-hosted mailboxes are checked (login, Sent folder, DNS) through the runner's own rules:
+  // the same secrets and the same address guard (channels/verify-sender.ts).
+  const checkResolve = opts.senderCheck?.resolve ?? dnsResolver();
+  const verifierFor = (tx: SqlExecutor) => createSenderVerifier({
+    hostedBy: 'server',
+    resolve: checkResolve,
+    ...(opts.senderCheck?.timeoutMs !== undefined ? { timeoutMs: opts.senderCheck.timeoutMs } : {}),
+    smtpPasswordFor: (s) => credentials?.secretFor(tx, s.workspaceId, s.id) ?? null,
+    imapPasswordFor: (s) => credentials?.secretFor(tx, s.workspaceId, imapCredentialId(s.id)) ?? null,
+    network: { smtpGetSocket: guardedSmtpSocket(hostPolicy), ...(hostPolicy.allowPrivate ? {} : { imapLookup: guardedLookup(hostPolicy) }) },
+  });
   const bodyLimit = opts.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const operator = opts.operator ?? {};
   const metrics = operator.metrics ?? createMetrics();
@@ -251,7 +270,7 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
         const replay: StoredResponse | null = await claim(tx, who.keyId, idem.key, idem.hash, clock.now());
         if (replay) return { ...replay, replayed: true };
       }
-      const body = await execute(op.name, input, { actor: who.actor, store, clock, ids, random, secrets, channels, credentials: credentials?.port(tx) ?? null, senderHosts, webhooks: webhooks.port(tx) });
+      const body = await execute(op.name, input, { actor: who.actor, store, clock, ids, random, secrets, channels, credentials: credentials?.port(tx) ?? null, senderHosts, senderVerifier: verifierFor(tx), webhooks: webhooks.port(tx) });
       if (idem) await record(tx, who.keyId, idem.key, { status: 200, body });
       return { status: 200, body };
     };

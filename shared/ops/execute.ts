@@ -1,7 +1,7 @@
 /** Runs one operation: parse input, check permission, run the handler over a Tx, validate the staged
  * writes with the rules, commit (unless dryRun), check the output. Every transport calls this. */
 import type { z } from 'zod';
-import type { Actor, Clock, Ctx, Ids, Secrets, SenderCredentials, SenderHostCheck } from '../context.ts';
+import type { Actor, Clock, Ctx, Ids, Secrets, SenderCredentials, SenderHostCheck, SenderVerifier } from '../context.ts';
 import type { ChannelHost } from '../engine/channel.ts';
 import { DomainError } from '../errors.ts';
 import { validateWrites } from '../rules/index.ts';
@@ -27,6 +27,8 @@ export type ExecEnv = {
   credentials?: SenderCredentials | null;
   /** The sync server's check of server-hosted senders' hosts (sdrProfiles.create). */
   senderHosts?: SenderHostCheck | null;
+  /** Checks email senders from this host (sdrProfiles.create, sdrProfiles.verify). */
+  senderVerifier?: SenderVerifier | null;
   /** The sync server's webhook endpoints (webhooks.*). */
   webhooks?: WebhookPort | null;
   /** Called with the committed writes (live updates, audit); not called for dry runs or refusals. */
@@ -79,6 +81,7 @@ export async function execute(name: string, rawInput: unknown, env: ExecEnv): Pr
     channels: env.channels ?? null,
     credentials: env.credentials ?? null,
     senderHosts: env.senderHosts ?? null,
+    senderVerifier: env.senderVerifier ?? null,
     webhooks: env.webhooks ?? null,
     dryRun,
   };

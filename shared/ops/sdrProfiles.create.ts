@@ -1,6 +1,7 @@
 /** sdrProfiles.create: connects a sender (the sandbox network, an SMTP mailbox with its IMAP
- * mailbox, or an HTTP connector), keeping its secrets out of the document, and checks with the sync
- * server the hosts a server-hosted sender will connect to. */
+ * mailbox, or an HTTP connector), keeping its secrets out of the document, checks with the sync
+ * server the hosts a server-hosted sender will connect to, and checks a mailbox before its first
+ * send (logins, Sent folder, SPF, DKIM, DMARC: a mailbox that cannot log in is not created). */
 import { IANAZone } from 'luxon';
 import { z } from 'zod';
 import { nowIso } from '../context.ts';
@@ -11,7 +12,8 @@ import { newUnsubscribeKey } from '../replies/unsubscribe-token.ts';
 import { hostedByOf, storeSenderSecret } from './credentials.ts';
 import { mutation, opsByName } from './define.ts';
 import { senderHostsOf } from './sender-hosts.ts';
-import { senderOut, summary } from './sdrProfiles.ts';
+import { checkSender, dkimSelectorInput, lineSentence, loginFailed, senderOut, summary } from './sdrProfiles.ts';
+import { DomainError } from '../errors.ts';
 
 const timeZone = z.string().min(1).max(64).refine((tz) => IANAZone.isValidZone(tz), { message: 'must be an IANA time zone such as Europe/Paris' });
 
@@ -48,6 +50,8 @@ const emailConfig = z.object({
   /** Where the channel runs: its owner's desktop (default) or the sync server's runner (`--runner`). */
   hostedBy: z.enum(['desktop', 'server']).optional(),
   imap: imapInput.optional(),
+  /** The DKIM selector the mailbox signs with (kept for later checks); default: the provider's usual ones. */
+  dkimSelector: dkimSelectorInput.optional(),
 }).strict();
 const httpConfig = z.object({
   baseUrl: z.string().url().refine((u) => /^https?:\/\//.test(u), { message: 'must be an http(s) URL' }),
@@ -86,12 +90,14 @@ export function capabilitiesFor(channel: ChannelKind, premium: boolean): SenderC
  * or offline), the warning says so. A desktop-hosted sender connects from its owner's computer: no
  * such rule applies to it.
  */
-async function serverHostProblem(ctx: Ctx, sender: Sender): Promise<string | null> {
+async function serverHostProblem(ctx: Ctx, sender: Sender): Promise<{ warning: string; refusal: string | null } | null> {
   if (sender.channel === 'sandbox' || hostedByOf(sender) !== 'server') return null;
   const hosts = senderHostsOf(sender);
   const check = ctx.senderHosts ?? null;
-  const unchecked = (why: string) =>
-    `Whether the sync server will connect to ${hosts.join(' and ')} could not be checked (${why}): it refuses private, loopback and link-local addresses unless its operator allows them. If it refuses, this sender shows as disconnected with the reason once the server's runner tries it.`;
+  const unchecked = (why: string) => ({
+    warning: `Whether the sync server will connect to ${hosts.join(' and ')} could not be checked (${why}): it refuses private, loopback and link-local addresses unless its operator allows them. If it refuses, this sender shows as disconnected with the reason once the server's runner tries it.`,
+    refusal: null,
+  });
   if (!check) return unchecked('no sync server answers here');
   let refusal: string | null;
   try {
@@ -103,7 +109,7 @@ async function serverHostProblem(ctx: Ctx, sender: Sender): Promise<string | nul
   // The guard's sentence names the host, why it is refused and what to do.
   sender.status = 'disconnected';
   sender.statusReason = refusal;
-  return `${refusal} The sender is disconnected until then.`;
+  return { warning: `${refusal} The sender is disconnected until then.`, refusal };
 }
 
 const create = mutation({
@@ -148,8 +154,21 @@ const create = mutation({
     sender.rampUpStartedAt = sender.warmedUp ? null : sender.createdAt;
     // Signs the List-Unsubscribe tokens of this sender's emails (shared/replies/unsubscribe-token.ts).
     if (sender.channel === 'email') sender.unsubscribeKey = newUnsubscribeKey(ctx.ids);
-    const hostWarning = await serverHostProblem(ctx, sender);
-    if (hostWarning) warnings.push(hostWarning);
+    const hostProblem = await serverHostProblem(ctx, sender);
+    if (hostProblem) warnings.push(hostProblem.warning);
+    if (sender.channel === 'email') {
+      // Checked before it exists: a mailbox that cannot log in is not created (nothing is stored);
+      // the other findings (Sent folder, SPF, DKIM, DMARC) are warnings and its last check.
+      const dkimSelector = input.channel === 'email' ? (input.channelConfig.dkimSelector ?? null) : null;
+      const check = await checkSender(ctx, sender, { secrets: { smtp: password ?? null, imap: imapPassword ?? null }, dkimSelector, hostRefusal: hostProblem?.refusal ?? null });
+      const refused = check.lines.filter(loginFailed);
+      if (refused.length > 0) {
+        throw new DomainError('SENDER_CHECK_FAILED', `${sender.name} was not connected: ${refused.map(lineSentence).join(' ')}`, { lines: check.lines });
+      }
+      sender.lastCheck = check;
+      // The refusal of the host is already said above.
+      for (const l of check.lines) if (l.status !== 'pass' && l.check !== 'hosts') warnings.push(lineSentence(l));
+    }
     await ctx.db.put('senders', sender);
     if (password !== undefined) {
       const port = ctx.credentials ?? null;
