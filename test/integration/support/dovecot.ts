@@ -74,7 +74,7 @@ function greeting(port: number, timeoutMs: number): Promise<boolean> {
   });
 }
 
-function config(dir: string, port: number, owner: { uid: number; gid: number }): string {
+function config(dir: string, port: number, owner: { uid: number; gid: number }, opts: DovecotOptions): string {
   return `# Written by test/integration/support/dovecot.ts for one test run.
 protocols = imap
 listen = 127.0.0.1
@@ -114,11 +114,11 @@ service anvil {
 namespace inbox {
   inbox = yes
   separator = /
-  mailbox Sent {
+${opts.sentFolder === false ? '' : `  mailbox Sent {
     special_use = \\Sent
     auto = subscribe
   }
-  mailbox Drafts {
+`}  mailbox Drafts {
     special_use = \\Drafts
     auto = subscribe
   }
@@ -126,7 +126,10 @@ namespace inbox {
 `;
 }
 
-export async function startDovecot(users: DovecotUser[] = []): Promise<Dovecot> {
+/** sentFolder false: the mailboxes have no Sent folder (a mailbox the sender check must flag). */
+export type DovecotOptions = { sentFolder?: boolean };
+
+export async function startDovecot(users: DovecotUser[] = [], opts: DovecotOptions = {}): Promise<Dovecot> {
   if (!existsSync(DOVECOT_BINARY)) throw new Error(`Dovecot is not installed (${DOVECOT_BINARY}): apt-get install -y dovecot-imapd (.ci/run does it).`);
   const dir = mkdtempSync(join(tmpdir(), 'dovecot-test-'));
   // The mail processes run as `nobody` and must reach the maildirs under this folder.
@@ -148,7 +151,7 @@ export async function startDovecot(users: DovecotUser[] = []): Promise<Dovecot> 
 
   /** Starts Dovecot on `port`; the process, or null when it did not come up. */
   async function launch(port: number): Promise<ChildProcess | null> {
-    writeFileSync(join(dir, 'dovecot.conf'), config(dir, port, owner));
+    writeFileSync(join(dir, 'dovecot.conf'), config(dir, port, owner, opts));
     const proc = spawn(DOVECOT_BINARY, ['-F', '-c', join(dir, 'dovecot.conf')], { stdio: ['ignore', 'pipe', 'pipe'] });
     let exited = false;
     proc.once('exit', () => {
