@@ -145,7 +145,9 @@ async function checkImap(input: MailboxCheckInput, secrets: readonly string[]): 
   const client = new ImapFlow({
     host: cfg.host, port: cfg.port, secure: cfg.secure, auth: cfg.auth, logger: false,
     ...(input.network?.imapLookup ? { tls: { lookup: input.network.imapLookup } } : {}),
-    connectionTimeout: timeout, greetingTimeout: timeout, socketTimeout: timeout,
+    // An idle socket is given longer than a connection (as the channel does): a busy server may
+    // take a while to list many folders.
+    connectionTimeout: timeout, greetingTimeout: timeout, socketTimeout: Math.max(timeout, 30_000),
   });
   // Errors after connect also arrive as events: without a listener they would end the process.
   client.on('error', () => undefined);
