@@ -42,9 +42,9 @@ export async function startDns(initial: Zone): Promise<TestDns> {
       if (!entry) {
         response.header.rcode = Packet.RCODE.NXDOMAIN;
       } else if (q.type === Packet.TYPE.A) {
-        for (const address of entry.A ?? []) response.answers.push({ name: q.name, type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: 60, address });
+        for (const address of entry.A ?? []) response.answers.push(new Packet.Resource({ name: q.name, type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: 60, address }));
       } else if (q.type === Packet.TYPE.TXT) {
-        for (const text of entry.TXT ?? []) response.answers.push({ name: q.name, type: Packet.TYPE.TXT, class: Packet.CLASS.IN, ttl: 60, data: chunks(text) });
+        for (const text of entry.TXT ?? []) response.answers.push(new Packet.Resource({ name: q.name, type: Packet.TYPE.TXT, class: Packet.CLASS.IN, ttl: 60, data: chunks(text) }));
       }
       void send(response);
     },

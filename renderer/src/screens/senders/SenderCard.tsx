@@ -9,6 +9,7 @@ import { ErrorText } from '../../components/ErrorText.tsx';
 import { dateTime } from '../../lib/format.ts';
 import { OpError, run, useAction, useOp } from '../../lib/ops.ts';
 import { useApp } from '../../state/app-store.ts';
+import { SenderCheckView } from './SenderCheckView.tsx';
 import { WARMED_UP_RISK } from './warm-up.ts';
 
 type Sender = OpOutput<'sdrProfiles.list'>['sdrProfiles'][number];
@@ -197,6 +198,7 @@ export function SenderCard({ sender }: { sender: Sender }) {
         <span className="faint">Reading a post's commenters and reactors spends searches; when none are left, reads stop early until tomorrow ({sender.timeZone} midnight).</span>
       </div>
       <ErrorText error={usage.error?.message} />
+      {sender.channel === 'email' && <SenderCheckView sender={sender} />}
     </section>
   );
 }
