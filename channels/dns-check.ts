@@ -12,6 +12,7 @@
 import { isIP } from 'node:net';
 import { Resolver } from 'node:dns/promises';
 import type { DNSResolver } from 'mailauth';
+import addressparser from 'nodemailer/lib/addressparser';
 import { spf } from 'mailauth/lib/spf/index.js';
 import getDmarcRecord from 'mailauth/lib/dmarc/get-dmarc-record.js';
 import { getPublicKey } from 'mailauth/lib/tools.js';
@@ -82,7 +83,10 @@ const NO_RECORD = new Set(['ENOTFOUND', 'ENODATA', 'EBADNAME']);
 const isNoRecord = (e: unknown): boolean => NO_RECORD.has((e as DnsError)?.code ?? '');
 const reason = (e: unknown): string => (e instanceof Error ? ((e as DnsError).code ?? e.message) : String(e));
 
-export const domainOfAddress = (address: string): string => (address.split('@').pop() ?? '').replace(/>.*$/, '').trim().toLowerCase();
+/** The bare address of a From setting ("Sam <sam@acme.test>" -> sam@acme.test). */
+export const bareAddress = (from: string): string => addressparser(from, { flatten: true })[0]?.address?.trim() || from.trim();
+
+export const domainOfAddress = (address: string): string => (bareAddress(address).split('@').pop() ?? '').trim().toLowerCase();
 
 /** The addresses the SMTP host has in this resolver's DNS (an IP literal is its own address). */
 async function addressesOf(host: string, resolve: DnsResolve): Promise<string[]> {
@@ -202,11 +206,11 @@ async function checkDmarc(domain: string, resolve: DnsResolve): Promise<SenderCh
 export async function checkSendingDomain(input: { from: string; smtpHost: string; dkimSelector: string | null; resolve: DnsResolve }): Promise<SenderCheckLine[]> {
   const domain = domainOfAddress(input.from);
   if (!domain || isIP(domain.replace(/^\[|\]$/g, '')) !== 0) {
-    return [{ check: 'spf', status: 'warn', message: `The From address ${input.from} has no domain name, so its SPF, DKIM and DMARC cannot be checked.`, fix: 'Send from an address at your own domain.' }];
+    return [{ check: 'spf', status: 'warn', message: `The From address ${bareAddress(input.from)} has no domain name, so its SPF, DKIM and DMARC cannot be checked.`, fix: 'Send from an address at your own domain.' }];
   }
   const guard = (check: SenderCheckLine['check']) => (e: unknown): SenderCheckLine => ({ check, status: 'warn', message: `${check.toUpperCase()} of ${domain} could not be checked (${reason(e)}).`, fix: 'Check again in a few minutes.' });
   return Promise.all([
-    checkSpf(input.from, domain, input.smtpHost, input.resolve).catch(guard('spf')),
+    checkSpf(bareAddress(input.from), domain, input.smtpHost, input.resolve).catch(guard('spf')),
     checkDkim(domain, input.smtpHost, input.dkimSelector, input.resolve).catch(guard('dkim')),
     checkDmarc(domain, input.resolve).catch(guard('dmarc')),
   ]);

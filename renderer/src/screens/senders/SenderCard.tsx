@@ -110,6 +110,8 @@ export function SenderCard({ sender }: { sender: Sender }) {
         />
       )}
       <ErrorText error={pause.error} />
+      {/* What to fix before (and since) the first send comes first on a mailbox's card. */}
+      {sender.channel === 'email' && <SenderCheckView sender={sender} />}
       {account?.rampUp.active && (
         <div className="notice" data-testid="ramp-up">
           New account ramping up: day {account.rampUp.day} of {account.rampUp.of}, sending at {account.rampUp.percent}% of its limits{account.rampUp.endsAt ? ` until ${dateTime(account.rampUp.endsAt)}` : ''}.{' '}
@@ -198,7 +200,6 @@ export function SenderCard({ sender }: { sender: Sender }) {
         <span className="faint">Reading a post's commenters and reactors spends searches; when none are left, reads stop early until tomorrow ({sender.timeZone} midnight).</span>
       </div>
       <ErrorText error={usage.error?.message} />
-      {sender.channel === 'email' && <SenderCheckView sender={sender} />}
     </section>
   );
 }

@@ -57,7 +57,8 @@ export function SenderCheckView({ sender }: { sender: Sender }) {
             <li key={`${l.check}-${i}`} className={`check-line ${l.status}`} data-check={l.check} data-status={l.status}>
               <span className="check-mark" role="img" aria-label={STATUS_WORDS[l.status]}>{STATUS_MARKS[l.status]}</span>
               <div className="grow">
-                <div><strong>{CHECK_LABELS[l.check]}</strong> {l.message}</div>
+                {/* The label says what was checked; the sentence's own prefix (for lists elsewhere) would repeat it. */}
+                <div><strong>{CHECK_LABELS[l.check]}</strong> {l.message.replace(/^(SMTP|IMAP|SPF|DKIM|DMARC|Sent folder): /, '')}</div>
                 {l.fix && <div className="check-fix">Fix: {l.fix}</div>}
               </div>
             </li>
