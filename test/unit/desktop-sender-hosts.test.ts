@@ -39,6 +39,12 @@ function fakeServer() {
       checks.push({ url, body });
       return Response.json({ refusal: body.hosts.includes('10.1.2.3') ? REFUSAL : null });
     }
+    if (url.endsWith('/sdrProfiles.verify')) {
+      // The sync server checks the mailbox it runs and stores the result (replication brings it back).
+      const body = JSON.parse(String(init?.body)) as { sdrProfileId: string };
+      checks.push({ url, body });
+      return Response.json({ sdrProfileId: body.sdrProfileId, name: 'Relay Sam', checkedAt: NOW, dkimSelector: null, ok: true, lines: [{ check: 'smtp', status: 'pass', message: 'SMTP: logged in to smtp.acme.test:587 as sam@acme.test.', fix: null }] });
+    }
     return Response.json({ error: { code: 'UNKNOWN_OPERATION', message: 'nope' } }, { status: 404 });
   };
   return { fetch: fake as typeof fetch, checks, state };
@@ -98,6 +104,15 @@ describe('a server-hosted sender created on a connected desktop', () => {
     // has no sender check of its own, so it says it did not check the mailbox.)
     expect(await create(backend, '10.1.2.3', 'desktop')).toMatchObject({ status: 'available', warnings: [notChecked("its owner's desktop")] });
     expect(server.checks).toHaveLength(2);
+  });
+
+  it('Check again on a server-hosted mailbox asks the sync server, which runs it and keeps its password', async () => {
+    const server = fakeServer();
+    const backend = await connectedBackend(server.fetch);
+    const created = await create(backend, 'smtp.acme.test');
+    const r = await backend.call('sdrProfiles.verify', { sdrProfileId: created.id });
+    expect(r).toMatchObject({ ok: true, value: { sdrProfileId: created.id, ok: true, lines: [{ check: 'smtp', status: 'pass' }] } });
+    expect(server.checks.at(-1)).toEqual({ url: 'http://127.0.0.1:4000/sdrProfiles.verify', body: { sdrProfileId: created.id } });
   });
 
   it('offline: created available, with a warning that the server could not be asked', async () => {
