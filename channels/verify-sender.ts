@@ -221,10 +221,21 @@ export function createSenderVerifier(opts: SenderVerifierOptions): SenderVerifie
       }
       const imap = imapConfig(sender);
       const given = (s: string | null | undefined): s is string => typeof s === 'string' && s !== '';
-      const smtpPassword = given(secrets?.smtp) ? secrets.smtp : await opts.smtpPasswordFor(sender);
-      const imapPassword = given(secrets?.imap) ? secrets.imap : given(secrets?.smtp) ? secrets.smtp : ((await opts.imapPasswordFor?.(sender)) ?? smtpPassword);
-      const smtpToken = opts.authFor ? await opts.authFor(sender, 'smtp') : null;
-      const imapToken = opts.authFor && imap ? await opts.authFor(sender, 'imap') : null;
+      let smtpPassword: string | null;
+      let imapPassword: string | null;
+      let smtpToken: SmtpAuth | ImapAuth | null;
+      let imapToken: SmtpAuth | ImapAuth | null;
+      try {
+        smtpPassword = given(secrets?.smtp) ? secrets.smtp : await opts.smtpPasswordFor(sender);
+        imapPassword = given(secrets?.imap) ? secrets.imap : given(secrets?.smtp) ? secrets.smtp : ((await opts.imapPasswordFor?.(sender)) ?? smtpPassword);
+        smtpToken = opts.authFor ? await opts.authFor(sender, 'smtp') : null;
+        imapToken = opts.authFor && imap ? await opts.authFor(sender, 'imap') : null;
+      } catch (e) {
+        // A secret that cannot be read (another CREDENTIALS_KEY) or a sign-in that cannot be
+        // refreshed is a finding about the login, said like one.
+        const why = e instanceof Error ? e.message.replace(/\.$/, '') : String(e);
+        return [{ check: 'smtp', status: 'fail', message: `SMTP: the login kept on this ${opts.hostedBy === 'server' ? 'sync server' : 'computer'} could not be used (${why}).`, fix: 'Enter the mailbox password again, or reconnect the mailbox.' }];
+      }
       const smtpAuth: SmtpAuth | null = smtpToken && 'accessToken' in smtpToken ? { type: 'OAuth2', user: smtpToken.user, accessToken: smtpToken.accessToken } : smtp.user && smtpPassword !== null ? { user: smtp.user, pass: smtpPassword } : null;
       if (smtp.user && !smtpAuth) {
         return [{ check: 'smtp', status: 'fail', message: `SMTP: no password is kept for ${smtp.user} on this ${opts.hostedBy === 'server' ? 'sync server' : 'computer'}, so the login cannot be checked.`, fix: 'Enter the mailbox password.' }];

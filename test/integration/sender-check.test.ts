@@ -179,6 +179,8 @@ describe('the logins (smtp-server and Dovecot on loopback)', () => {
     });
     const kept = createSenderVerifier({ hostedBy: 'desktop', resolve, timeoutMs: 5_000, smtpPasswordFor: () => USER.password });
     expect((await kept.verify(sender, { dkimSelector: 's1' })).filter((l) => l.status !== 'pass')).toEqual([]);
+    const unreadable = createSenderVerifier({ hostedBy: 'server', resolve, smtpPasswordFor: () => Promise.reject(new Error('the stored secret was sealed with another CREDENTIALS_KEY.')) });
+    expect(await unreadable.verify(sender, { dkimSelector: null })).toEqual([{ check: 'smtp', status: 'fail', message: 'SMTP: the login kept on this sync server could not be used (the stored secret was sealed with another CREDENTIALS_KEY).', fix: 'Enter the mailbox password again, or reconnect the mailbox.' }]);
     const none = createSenderVerifier({ hostedBy: 'desktop', resolve, smtpPasswordFor: () => null });
     expect(await none.verify(sender, { dkimSelector: null })).toEqual([expect.objectContaining({ check: 'smtp', status: 'fail', message: expect.stringContaining('no password is kept for sam@acme.test') })]);
     // An OAuth sender's token goes to the servers as XOAUTH2 (these servers take passwords only, so they refuse it).
