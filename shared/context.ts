@@ -1,6 +1,7 @@
 /** What a handler may use besides its input: the actor, time, ids, randomness, the store and the
  * injected ports. Handlers never read Date.now(), Math.random() or globals. */
 import type { Role, Sender, SenderCheckName } from './model/index.ts';
+import type { StoreReader } from './store.ts';
 import type { Tx } from './tx.ts';
 import type { ChannelHost } from './engine/channel.ts';
 import type { WebhookPort } from './webhooks/port.ts';
@@ -80,7 +81,12 @@ export type Ctx = {
   webhooks?: WebhookPort | null;
   /** True when the call is a preview: the handler computes the same answer and nothing is committed. */
   dryRun: boolean;
+  /** What the operation's `prepare` found before its transaction (shared/ops/define.ts), if it has one. */
+  prepared?: unknown;
 };
+
+/** What an operation's `prepare` may use: the ports and a reader of the workspace, no writes. */
+export type PrepareCtx = Omit<Ctx, 'db' | 'prepared' | 'dryRun'> & { db: StoreReader };
 
 /** ISO 8601 timestamp of the ctx clock. */
 export const nowIso = (ctx: { clock: Clock }): string => ctx.clock.now().toISOString();

@@ -14,7 +14,7 @@ import { createSandboxNetwork } from '../shared/engine/sandbox.ts';
 import { DomainError, isDomainError } from '../shared/errors.ts';
 import type { ErrorBody } from '../shared/errors.ts';
 import type { OpDef } from '../shared/ops/define.ts';
-import { execute } from '../shared/ops/execute.ts';
+import { execute, prepareOperation } from '../shared/ops/execute.ts';
 import { operations } from '../shared/ops/index.ts';
 import type { Store } from '../shared/store.ts';
 import { Authenticator } from './auth.ts';
@@ -265,12 +265,19 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   }
 
   async function run(op: OpDef, input: unknown, who: Authenticated, idem: { key: string; hash: string } | null): Promise<Reply> {
+    // Network work (a mailbox's logins) happens before the transaction: it must not hold the
+    // workspace's writer lock while a remote server answers, nor run again on a CONFLICT retry.
+    // With an idempotency key it runs inside, after the key's claim, so a replay answers what the
+    // first call answered rather than checking again.
+    const pre = op.prepare && !idem
+      ? await prepareOperation(op.name, input, { actor: who.actor, reader: db.forWorkspace(who.actor.workspaceId), clock, ids, random, secrets, channels, senderHosts, senderVerifier: verifierFor(sql) })
+      : null;
     const call = async (store: Store, tx: SqlExecutor): Promise<Reply> => {
       if (idem) {
         const replay: StoredResponse | null = await claim(tx, who.keyId, idem.key, idem.hash, clock.now());
         if (replay) return { ...replay, replayed: true };
       }
-      const body = await execute(op.name, input, { actor: who.actor, store, clock, ids, random, secrets, channels, credentials: credentials?.port(tx) ?? null, senderHosts, senderVerifier: verifierFor(tx), webhooks: webhooks.port(tx) });
+      const body = await execute(op.name, input, { actor: who.actor, store, clock, ids, random, secrets, channels, credentials: credentials?.port(tx) ?? null, senderHosts, senderVerifier: verifierFor(tx), webhooks: webhooks.port(tx), ...(pre ? { prepared: pre.prepared } : {}) });
       if (idem) await record(tx, who.keyId, idem.key, { status: 200, body });
       return { status: 200, body };
     };

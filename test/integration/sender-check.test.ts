@@ -259,6 +259,42 @@ describe.each(BACKENDS)('connecting and checking a mailbox through the sync serv
     expect(JSON.stringify([res.body, again.body, named.body])).not.toContain(USER.password);
   });
 
+  it("the check runs before the operation's transaction: the workspace's other writes go on while a mail server is slow", async () => {
+    // A mail server that takes 3 s to greet (a slow provider); `reached` says the check is under way,
+    // `greeted` that the server has answered it.
+    let reached: () => void = () => undefined;
+    let greeted = false;
+    const underWay = new Promise<void>((r) => (reached = r));
+    const slow = new SMTPServer({
+      disabledCommands: ['STARTTLS'],
+      allowInsecureAuth: true,
+      logger: false,
+      onConnect(_session, cb) {
+        reached();
+        setTimeout(() => {
+          greeted = true;
+          cb();
+        }, 3_000);
+      },
+      onAuth(auth, _session, cb) {
+        if (auth.username === USER.user && auth.password === USER.password) cb(null, { user: auth.username });
+        else cb(Object.assign(new Error('Invalid username or password'), { responseCode: 535 }));
+      },
+    });
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    try {
+      const mailbox = s.call<{ id: string }>(s.ours.ownerKey, 'sdrProfiles.create', { name: 'Slow Mail', channel: 'email', channelConfig: { ...config(USER.password), port: (slow.server.address() as AddressInfo).port } });
+      await underWay;
+      const other = await s.call(s.ours.ownerKey, 'sdrProfiles.create', { name: 'Sandy Fast', channel: 'sandbox' });
+      // Done while the mail server has not even greeted the check: no lock waited for it.
+      expect(greeted).toBe(false);
+      expect(other.status).toBe(200);
+      expect((await mailbox).status).toBe(200);
+    } finally {
+      await new Promise<void>((r) => slow.close(() => r()));
+    }
+  });
+
   it('verify refuses what it cannot check, and a foreign sender is not found', async () => {
     const sandbox = await s.call<{ id: string }>(s.ours.ownerKey, 'sdrProfiles.create', { name: 'Sandy', channel: 'sandbox' });
     const notEmail = await s.call<{ error: { code: string } }>(s.ours.ownerKey, 'sdrProfiles.verify', { sdrProfileId: sandbox.body.id });
