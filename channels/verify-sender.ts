@@ -55,10 +55,17 @@ const secretsOf = (input: MailboxCheckInput): string[] => {
   return out;
 };
 
-/** A server's answer as a line may quote it: one line, short, and without any secret in it. */
-function quote(text: string, secrets: readonly string[]): string {
-  let t = text.replace(/\s+/g, ' ').trim();
+/** Any secret cut out of a text. */
+function scrub(text: string, secrets: readonly string[]): string {
+  let t = text;
   for (const s of secrets) if (s.length >= 3) t = t.split(s).join('[secret]');
+  return t;
+}
+
+/** A server's answer as a line quotes it, inside parentheses: one line, short, without any secret
+ * and without a closing full stop of its own (which would double the sentence's). */
+function answer(text: string, secrets: readonly string[]): string {
+  const t = scrub(text.replace(/\s+/g, ' ').trim(), secrets).replace(/\.$/, '');
   return t.length > 300 ? `${t.slice(0, 297)}...` : t;
 }
 
@@ -91,7 +98,7 @@ async function checkSmtp(input: MailboxCheckInput, secrets: readonly string[]): 
     return { check: 'smtp', status: 'pass', message: auth ? `SMTP: logged in to ${host}:${port} as ${auth.user}.` : `SMTP: ${host}:${port} accepts connections (no login configured).`, fix: null };
   } catch (e) {
     const err = e as SmtpError;
-    const detail = quote(err?.response || err?.message || String(e), secrets);
+    const detail = answer(err?.response || err?.message || String(e), secrets);
     const code = err?.responseCode;
     if (err?.code === 'EAUTH' || code === 530 || code === 534 || code === 535) {
       return { check: 'smtp', status: 'fail', message: `SMTP: ${host} refused the login${auth ? ` of ${auth.user}` : ''} (${detail}).`, fix: loginHelp(host, 'SMTP', oauth) };
@@ -157,7 +164,7 @@ async function checkImap(input: MailboxCheckInput, secrets: readonly string[]): 
   } catch (e) {
     client.close();
     const err = e as ImapError;
-    const detail = quote(err?.responseText || err?.message || String(e), secrets);
+    const detail = answer(err?.responseText || err?.message || String(e), secrets);
     if (err?.authenticationFailed) {
       return [{ check: 'imap', status: 'fail', message: `IMAP: ${cfg.host} refused the login of ${cfg.auth.user} (${detail}).`, fix: loginHelp(cfg.host, 'IMAP', oauth) }];
     }
@@ -171,7 +178,7 @@ async function checkImap(input: MailboxCheckInput, secrets: readonly string[]): 
     try {
       return [login, sentLine(await client.list(), cfg.sentCopy)];
     } catch (e) {
-      return [login, { check: 'sent_folder', status: 'warn', message: `Sent folder: the folders could not be listed (${quote(e instanceof Error ? e.message : String(e), secrets)}).`, fix: 'Check again in a few minutes.' }];
+      return [login, { check: 'sent_folder', status: 'warn', message: `Sent folder: the folders could not be listed (${answer(e instanceof Error ? e.message : String(e), secrets)}).`, fix: 'Check again in a few minutes.' }];
     }
   } finally {
     await client.logout().catch(() => client.close());
@@ -186,7 +193,7 @@ export async function checkMailbox(input: MailboxCheckInput): Promise<SenderChec
     checkImap(input, secrets),
     checkSendingDomain({ from: input.from, smtpHost: input.smtp.host, dkimSelector: input.dkimSelector, resolve: input.resolve }),
   ]);
-  return [smtp, ...imap, ...dns].map((l) => ({ ...l, message: quote(l.message, secrets), fix: l.fix === null ? null : quote(l.fix, secrets) }));
+  return [smtp, ...imap, ...dns].map((l) => ({ ...l, message: scrub(l.message, secrets), fix: l.fix === null ? null : scrub(l.fix, secrets) }));
 }
 
 type SecretOf = (sender: Sender) => string | null | Promise<string | null>;

@@ -135,6 +135,7 @@ describe('senders', () => {
     const count = await cards().count();
     await dialog().getByRole('button', { name: 'Connect' }).click();
     await has(dialog().getByRole('alert'), /E2E Mailbox was not connected: SMTP: 127\.0\.0\.1 refused the login of sdr@acme\.test/);
+    await dialog().getByRole('alert').scrollIntoViewIfNeeded();
     await screenshot(page, 'senders-connect-refused');
     expect(await cards().count()).toBe(count);
     // The right one: added (the password goes to this desktop's credential store, never into the

@@ -50,6 +50,8 @@ beforeAll(async () => {
     'smtp.gmail.com': { A: ['127.0.0.2'] },
     'gsuite.test': { TXT: ['v=spf1 ip4:192.0.2.10 -all'] },
     'mail.acme.test': { A: ['127.0.0.1'] },
+    // A long record that does not allow 127.0.0.1 (the fix quotes it whole).
+    'longspf.test': { TXT: [`v=spf1 ${Array.from({ length: 24 }, (_, i) => `ip4:192.0.2.${i + 1}`).join(' ')} -all`] },
   });
   resolve = dnsResolver(dns.servers);
   smtp = new SMTPServer({
@@ -161,6 +163,14 @@ describe('the logins (smtp-server and Dovecot on loopback)', () => {
     for (const secret of ['wrong-secret-smtp', 'wrong-secret-imap', USER.password]) expect(text).not.toContain(secret);
   });
 
+  it('lines are whole sentences, however long what they quote', async () => {
+    const lines = await checkMailbox({ ...input({}), from: 'sam@longspf.test' });
+    const spf = line(lines, 'spf');
+    expect(spf.status).toBe('fail');
+    expect(spf.fix?.length).toBeGreaterThan(300);
+    expect(spf.fix).toMatch(/ip4:192\.0\.2\.24 -all"\)\.$/);
+  });
+
   it('a mailbox without a Sent folder gets a failing Sent line (copies could not be filed), not a login failure', async () => {
     const lines = await checkMailbox(input({ imapPort: bare.port }));
     expect(line(lines, 'imap').status).toBe('pass');
@@ -257,6 +267,7 @@ describe.each(BACKENDS)('connecting and checking a mailbox through the sync serv
     // The password is kept only in sender_credentials, never in a document or an answer.
     expect(JSON.stringify(await s.snapshot(s.ours.workspaceId))).not.toContain(USER.password);
     expect(JSON.stringify([res.body, again.body, named.body])).not.toContain(USER.password);
+    expect(s.logs.join('\n')).not.toContain(USER.password);
   });
 
   it("the check runs before the operation's transaction: the workspace's other writes go on while a mail server is slow", async () => {
