@@ -168,6 +168,13 @@ async function checkImap(input: MailboxCheckInput, secrets: readonly string[]): 
     if (err?.authenticationFailed) {
       return [{ check: 'imap', status: 'fail', message: `IMAP: ${cfg.host} refused the login of ${cfg.auth.user} (${detail}).`, fix: loginHelp(cfg.host, 'IMAP', oauth) }];
     }
+    // imapflow says so, without a code, when the server offers no mechanism for this login (XOAUTH2).
+    if (/authentication mechanism/i.test(err?.message ?? '')) {
+      return [{
+        check: 'imap', status: 'fail', message: `IMAP: ${cfg.host} does not offer the ${oauth ? 'OAuth 2.0 sign-in (XOAUTH2)' : 'password login'} this mailbox uses (${detail}).`,
+        fix: oauth ? 'Reconnect the mailbox (sign in again with your provider), or connect it with its password if this server takes no OAuth sign-in.' : 'Check the IMAP host and port with your mail provider.',
+      }];
+    }
     return [{
       check: 'imap', status: 'fail', message: `IMAP: ${cfg.host}:${cfg.port} could not be reached (${detail}).`,
       fix: 'Check the host name and port (993 with TLS, or 143 with STARTTLS) and that this ' + (input.network?.imapLookup ? 'server may connect to it.' : 'computer is online.'),
@@ -235,8 +242,10 @@ export function createSenderVerifier(opts: SenderVerifierOptions): SenderVerifie
       try {
         smtpPassword = given(secrets?.smtp) ? secrets.smtp : await opts.smtpPasswordFor(sender);
         imapPassword = given(secrets?.imap) ? secrets.imap : given(secrets?.smtp) ? secrets.smtp : ((await opts.imapPasswordFor?.(sender)) ?? smtpPassword);
-        smtpToken = opts.authFor ? await opts.authFor(sender, 'smtp') : null;
-        imapToken = opts.authFor && imap ? await opts.authFor(sender, 'imap') : null;
+        // A token just given (a mailbox being connected with OAuth) logs both in; else the host's.
+        const fresh = given(secrets?.accessToken) ? secrets.accessToken : null;
+        smtpToken = fresh ? { user: smtp.user, accessToken: fresh } : opts.authFor ? await opts.authFor(sender, 'smtp') : null;
+        imapToken = fresh && imap ? { user: imap.user, accessToken: fresh } : opts.authFor && imap ? await opts.authFor(sender, 'imap') : null;
       } catch (e) {
         // A secret that cannot be read (another CREDENTIALS_KEY) or a sign-in that cannot be
         // refreshed is a finding about the login, said like one.

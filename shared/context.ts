@@ -47,6 +47,10 @@ export type SenderHostCheck = { refusal(hosts: readonly string[]): Promise<strin
 /** One line of a sender check: what was looked at, how it went, and what to do about it. */
 export type SenderCheckLine = { check: SenderCheckName; status: 'pass' | 'warn' | 'fail'; message: string; fix: string | null };
 
+/** Secrets just given for a check (a sender being connected): passwords, or an OAuth 2.0 access
+ * token (both logins then use XOAUTH2 with it). Never stored by the check. */
+export type SenderCheckSecrets = { smtp?: string | null; imap?: string | null; accessToken?: string | null };
+
 /**
  * Checks an email sender from the host that will run it (channels/verify-sender.ts): the SMTP login,
  * the IMAP login and its Sent folder, and the From domain's SPF, DKIM and DMARC records. `hostedBy`
@@ -57,7 +61,7 @@ export type SenderCheckLine = { check: SenderCheckName; status: 'pass' | 'warn' 
  */
 export type SenderVerifier = {
   readonly hostedBy: 'server' | 'desktop';
-  verify(sender: Sender, opts: { secrets?: { smtp?: string | null; imap?: string | null }; dkimSelector?: string | null }): Promise<SenderCheckLine[]>;
+  verify(sender: Sender, opts: { secrets?: SenderCheckSecrets; dkimSelector?: string | null }): Promise<SenderCheckLine[]>;
 };
 
 export type Ctx = {

@@ -4,7 +4,7 @@
 import { DateTime } from 'luxon';
 import { z } from 'zod';
 import { nowIso } from '../context.ts';
-import type { Ctx, PrepareCtx, SenderCheckLine } from '../context.ts';
+import type { Ctx, PrepareCtx, SenderCheckLine, SenderCheckSecrets } from '../context.ts';
 import type { StoreReader } from '../store.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { emptyUsage } from '../model/factories.ts';
@@ -41,7 +41,7 @@ export const lineSentence = (l: SenderCheckLine): string => (l.fix ? `${l.messag
  * runs it: its owner's desktop, or the sync server), else says where it can run. A server-hosted
  * sender whose host the sync server refuses is not logged in to: that refusal is the finding.
  */
-export async function checkSender(ctx: Pick<Ctx, 'clock' | 'senderVerifier'>, sender: Sender, opts: { secrets?: { smtp?: string | null; imap?: string | null }; dkimSelector: string | null; hostRefusal: string | null }): Promise<SenderCheck> {
+export async function checkSender(ctx: Pick<Ctx, 'clock' | 'senderVerifier'>, sender: Sender, opts: { secrets?: SenderCheckSecrets; dkimSelector: string | null; hostRefusal: string | null }): Promise<SenderCheck> {
   const at = nowIso(ctx);
   const out = (lines: SenderCheckLine[]): SenderCheck => ({ at, dkimSelector: opts.dkimSelector, lines });
   if (opts.hostRefusal) {

@@ -199,6 +199,12 @@ describe('the logins (smtp-server and Dovecot on loopback)', () => {
     expect(line(lines, 'smtp')).toMatchObject({ status: 'fail', fix: 'Reconnect the mailbox (sign in again with your provider).' });
     expect(line(lines, 'imap').status).toBe('fail');
     expect(JSON.stringify(lines)).not.toContain('token-');
+    // A token just given (oauth.complete connecting a mailbox) is used for both logins the same way.
+    const given = await kept.verify(sender, { secrets: { accessToken: 'token-given-xyz' }, dkimSelector: 's1' });
+    expect(line(given, 'smtp')).toMatchObject({ status: 'fail', fix: 'Reconnect the mailbox (sign in again with your provider).' });
+    // (This Dovecot offers no XOAUTH2 at all, and the line says so.)
+    expect(line(given, 'imap')).toMatchObject({ status: 'fail', message: expect.stringContaining('does not offer the OAuth 2.0 sign-in (XOAUTH2)'), fix: expect.stringContaining('Reconnect the mailbox') });
+    expect(JSON.stringify(given)).not.toContain('token-given');
   });
 });
 
