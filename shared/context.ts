@@ -1,6 +1,7 @@
 /** What a handler may use besides its input: the actor, time, ids, randomness, the store and the
  * injected ports. Handlers never read Date.now(), Math.random() or globals. */
-import type { Role } from './model/index.ts';
+import type { Role, Sender, SenderCheckName } from './model/index.ts';
+import type { StoreReader } from './store.ts';
 import type { Tx } from './tx.ts';
 import type { ChannelHost } from './engine/channel.ts';
 import type { WebhookPort } from './webhooks/port.ts';
@@ -81,6 +82,26 @@ export type OAuthConnectPort = {
 
 export type OAuthFlowStatus = { status: 'waiting' | 'connected' | 'failed' | 'unknown'; sdrProfileId: string | null; message: string | null };
 
+/** One line of a sender check: what was looked at, how it went, and what to do about it. */
+export type SenderCheckLine = { check: SenderCheckName; status: 'pass' | 'warn' | 'fail'; message: string; fix: string | null };
+
+/** Secrets just given for a check (a sender being connected): passwords, or an OAuth 2.0 access
+ * token (both logins then use XOAUTH2 with it). Never stored by the check. */
+export type SenderCheckSecrets = { smtp?: string | null; imap?: string | null; accessToken?: string | null };
+
+/**
+ * Checks an email sender from the host that will run it (channels/verify-sender.ts): the SMTP login,
+ * the IMAP login and its Sent folder, and the From domain's SPF, DKIM and DMARC records. `hostedBy`
+ * says which senders' network this host is (like SenderCredentials): a desktop checks the senders it
+ * runs, the sync server its server-hosted ones. `secrets` are the ones just given (a new sender);
+ * without them the host's credential store (or, for OAuth senders, its tokens) is used. Never throws
+ * for a failed check: that is a 'fail' line.
+ */
+export type SenderVerifier = {
+  readonly hostedBy: 'server' | 'desktop';
+  verify(sender: Sender, opts: { secrets?: SenderCheckSecrets; dkimSelector?: string | null }): Promise<SenderCheckLine[]>;
+};
+
 export type Ctx = {
   actor: Actor;
   clock: Clock;
@@ -98,11 +119,18 @@ export type Ctx = {
   senderHosts?: SenderHostCheck | null;
   /** Mailbox sign-in with OAuth 2.0 on this host (sdrProfiles.oauth.*); absent where not offered. */
   oauth?: OAuthConnectPort | null;
+  /** Checks email senders from this host's network (sdrProfiles.create, sdrProfiles.verify); absent where none can be. */
+  senderVerifier?: SenderVerifier | null;
   /** The sync server's webhook endpoints and delivery log; absent elsewhere (desktops forward). */
   webhooks?: WebhookPort | null;
   /** True when the call is a preview: the handler computes the same answer and nothing is committed. */
   dryRun: boolean;
+  /** What the operation's `prepare` found before its transaction (shared/ops/define.ts), if it has one. */
+  prepared?: unknown;
 };
+
+/** What an operation's `prepare` may use: the ports and a reader of the workspace, no writes. */
+export type PrepareCtx = Omit<Ctx, 'db' | 'prepared' | 'dryRun'> & { db: StoreReader };
 
 /** ISO 8601 timestamp of the ctx clock. */
 export const nowIso = (ctx: { clock: Clock }): string => ctx.clock.now().toISOString();

@@ -14,7 +14,7 @@ import { createSandboxNetwork } from '../shared/engine/sandbox.ts';
 import { DomainError, isDomainError } from '../shared/errors.ts';
 import type { ErrorBody } from '../shared/errors.ts';
 import type { OpDef } from '../shared/ops/define.ts';
-import { execute } from '../shared/ops/execute.ts';
+import { execute, prepareOperation } from '../shared/ops/execute.ts';
 import { operations } from '../shared/ops/index.ts';
 import type { Store } from '../shared/store.ts';
 import { Authenticator } from './auth.ts';
@@ -41,7 +41,11 @@ import { forgetPending, registerOAuthCallback, serverOAuthPort } from './oauth.t
 import type { ServerOAuthOptions } from './oauth.ts';
 import { oauthClientSettingsFromEnv } from '../channels/oauth.ts';
 import type { OAuthClientSettings } from '../channels/oauth.ts';
-import { guardedFetch, privateHostsAllowed, senderHostCheck } from './sender-hosts.ts';
+import { guardedFetch, guardedLookup, guardedSmtpSocket, privateHostsAllowed, senderHostCheck } from './sender-hosts.ts';
+import { dnsResolver } from '../channels/dns-check.ts';
+import type { DnsResolve } from '../channels/dns-check.ts';
+import { createSenderVerifier } from '../channels/verify-sender.ts';
+import { imapCredentialId } from '../shared/ops/credentials.ts';
 import { publicUrlSetting, registerUnsubscribe } from './unsubscribe.ts';
 import { createWebhookService, webhookSettingsFromEnv } from './webhooks/service.ts';
 import type { WebhookSettings } from './webhooks/service.ts';
@@ -74,6 +78,9 @@ export type ServerOptions = {
   /** Where sender secrets are kept (default: sender_credentials under CREDENTIALS_KEY or the key
    * file of the data folder, read on first use); null: this server keeps none. */
   credentials?: ServerCredentials | null;
+  /** The check of server-hosted email senders (sdrProfiles.create, sdrProfiles.verify): the DNS it
+   * asks (default DNS_SERVERS, else the system's) and its timeout; tests point it at loopback. */
+  senderCheck?: { resolve?: DnsResolve; timeoutMs?: number };
   /** Operator settings (see README "Settings"); each defaults to its environment variable. */
   operator?: OperatorSettings;
   /** Webhook settings (default: WEBHOOKS_ALLOW_HTTP, ALLOW_PRIVATE_SENDER_HOSTS, WEBHOOKS_DELIVER, WEBHOOK_LOG_RETENTION_DAYS). */
@@ -137,7 +144,19 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   const credentials = opts.credentials !== undefined ? opts.credentials : serverCredentials(() => loadCredentialsKey({ envKey: process.env.CREDENTIALS_KEY, dataDir: keyDirOf(opts.open) }));
   // sdrProfiles.create warns at once about a server-hosted sender whose host the runner will refuse
   // (the runner's own rule, sender-hosts.ts; ALLOW_PRIVATE_SENDER_HOSTS lifts both).
-  const senderHosts = senderHostCheck({ allowPrivate: privateHostsAllowed() });
+  const hostPolicy = { allowPrivate: privateHostsAllowed() };
+  const senderHosts = senderHostCheck(hostPolicy);
+  // Server-hosted mailboxes are checked (login, Sent folder, DNS) through the runner's own rules:
+  // the same secrets and the same address guard (channels/verify-sender.ts).
+  const checkResolve = opts.senderCheck?.resolve ?? dnsResolver();
+  const verifierFor = (tx: SqlExecutor) => createSenderVerifier({
+    hostedBy: 'server',
+    resolve: checkResolve,
+    ...(opts.senderCheck?.timeoutMs !== undefined ? { timeoutMs: opts.senderCheck.timeoutMs } : {}),
+    smtpPasswordFor: (s) => credentials?.secretFor(tx, s.workspaceId, s.id) ?? null,
+    imapPasswordFor: (s) => credentials?.secretFor(tx, s.workspaceId, imapCredentialId(s.id)) ?? null,
+    network: { smtpGetSocket: guardedSmtpSocket(hostPolicy), ...(hostPolicy.allowPrivate ? {} : { imapLookup: guardedLookup(hostPolicy) }) },
+  });
   // One key for sealed sender secrets and pending OAuth sign-ins, loaded on first use.
   let credentialsKey: CredentialsKey | null = null;
   const sealingKey = (): CredentialsKey => (credentialsKey ??= loadCredentialsKey({ envKey: process.env.CREDENTIALS_KEY, dataDir: keyDirOf(opts.open) }));
@@ -256,14 +275,22 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   }
 
   async function run(op: OpDef, input: unknown, who: Authenticated, idem: { key: string; hash: string } | null): Promise<Reply> {
+    // Network work (a mailbox's logins) happens before the transaction: it must not hold the
+    // workspace's writer lock while a remote server answers, nor run again on a CONFLICT retry.
+    // With an idempotency key it runs inside, after the key's claim, so a replay answers what the
+    // first call answered rather than checking again.
+    const pre = op.prepare && !idem
+      ? await prepareOperation(op.name, input, { actor: who.actor, reader: db.forWorkspace(who.actor.workspaceId), clock, ids, random, secrets, channels, senderHosts, senderVerifier: verifierFor(sql) })
+      : null;
     const call = async (store: Store, tx: SqlExecutor): Promise<Reply> => {
       if (idem) {
         const replay: StoredResponse | null = await claim(tx, who.keyId, idem.key, idem.hash, clock.now());
         if (replay) return { ...replay, replayed: true };
       }
       const body = await execute(op.name, input, {
-        actor: who.actor, store, clock, ids, random, secrets, channels, credentials: credentials?.port(tx) ?? null, senderHosts, webhooks: webhooks.port(tx),
+        actor: who.actor, store, clock, ids, random, secrets, channels, credentials: credentials?.port(tx) ?? null, senderHosts, senderVerifier: verifierFor(tx), webhooks: webhooks.port(tx),
         oauth: oauth && credentials ? serverOAuthPort(tx, oauth) : null,
+        ...(pre ? { prepared: pre.prepared } : {}),
       });
       if (idem) await record(tx, who.keyId, idem.key, { status: 200, body });
       return { status: 200, body };

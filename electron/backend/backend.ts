@@ -5,10 +5,11 @@
  * no Electron import: the main process hosts it over IPC, the web host over WebSocket, tests directly.
  */
 import { randomUUID } from 'node:crypto';
-import type { Clock, Ids, Secrets, SenderCredentials, SenderHostCheck } from '../../shared/context.ts';
+import type { Clock, Ids, Secrets, SenderCredentials, SenderHostCheck, SenderVerifier } from '../../shared/context.ts';
 import type { ChannelHost } from '../../shared/engine/channel.ts';
 import { DomainError, isDomainError } from '../../shared/errors.ts';
 import type { CollectionName } from '../../shared/model/index.ts';
+import { hostedByOf } from '../../shared/ops/credentials.ts';
 import { execute, getOperation } from '../../shared/ops/execute.ts';
 import type { Store } from '../../shared/store.ts';
 import { nodeSecrets } from '../../channels/secret-codec.ts';
@@ -30,6 +31,8 @@ export type BackendOptions = {
   channels?: () => ChannelHost | null;
   /** Where this desktop keeps the secrets of the senders it runs (sdrProfiles.setCredentials). */
   senderCredentials?: SenderCredentials | null;
+  /** Checks the mailboxes this desktop runs, from this computer (channels/verify-sender.ts). */
+  senderVerifier?: SenderVerifier | null;
   /** How long changes are gathered before subscriptions re-run (about one animation frame or three). */
   coalesceMs?: number;
   fetch?: typeof fetch;
@@ -206,12 +209,20 @@ export class Backend {
       }
       return this.forward(open.saved.serverUrl, open.apiKey, def.method, op, input);
     }
+    // A server-hosted mailbox is checked by the sync server, which runs it and keeps its secrets;
+    // the result comes back here through replication.
+    if (op === 'sdrProfiles.verify' && open.saved.kind === 'connected' && open.saved.serverUrl && open.apiKey && !reads) {
+      const id = typeof input === 'object' && input !== null && 'sdrProfileId' in input ? input.sdrProfileId : null;
+      const sender = typeof id === 'string' ? await open.db.store.get('senders', id) : null;
+      if (sender && hostedByOf(sender) === 'server') return this.forward(open.saved.serverUrl, open.apiKey, 'POST', op, input);
+    }
     const store = reads ? trackingStore(open.db.store, reads) : open.db.store;
     return execute(op, input, {
       actor: open.actor, store, clock: this.clock, ids: this.ids, random: this.random, secrets: this.secrets,
       channels: open.runner?.channels ?? this.opts.channels?.() ?? null,
       credentials: this.opts.senderCredentials ?? null,
       oauth: this.oauth,
+      senderVerifier: this.opts.senderVerifier ?? null,
       senderHosts: open.saved.kind === 'connected' && open.saved.serverUrl && open.apiKey ? this.serverHostCheck(open.saved.serverUrl, open.apiKey) : null,
     });
   }

@@ -12,6 +12,8 @@ import { buildDemoWorkspace } from './demo-workspace.ts';
 import { openLocalDatabase } from './local-db.ts';
 import { startSync } from './replication.ts';
 import { startWorkspaceRunner } from './runner-host.ts';
+import { createSenderVerifier } from '../../channels/verify-sender.ts';
+import { imapCredentialId } from '../../shared/ops/credentials.ts';
 import type { OpenLocalDb } from './local-db-port.ts';
 import { SessionManager } from './session.ts';
 import type { SessionDeps } from './session.ts';
@@ -42,7 +44,14 @@ export async function createDesktopBackend(opts: DesktopOptions): Promise<Backen
     log,
     ...opts.session,
   });
-  const backend = new Backend({ session, log, senderCredentials, ...opts.backend });
+  // Mailboxes this desktop runs are checked from this computer with the secrets it keeps
+  // (sdrProfiles.create, sdrProfiles.verify; DNS_SERVERS picks the DNS the domain checks ask).
+  const senderVerifier = createSenderVerifier({
+    hostedBy: 'desktop',
+    smtpPasswordFor: (s) => senderCredentials.secretFor(s.workspaceId, s.id),
+    imapPasswordFor: (s) => senderCredentials.secretFor(s.workspaceId, imapCredentialId(s.id)),
+  });
+  const backend = new Backend({ session, log, senderCredentials, senderVerifier, ...opts.backend });
   await session.restore();
   return backend;
 }

@@ -95,7 +95,8 @@ active_value = true
 `;
 }
 
-function config(dir: string, port: number, owner: { uid: number; gid: number }, oauth2?: DovecotOAuth2): string {
+function config(dir: string, port: number, owner: { uid: number; gid: number }, opts: DovecotOptions): string {
+  const { oauth2 } = opts;
   return `# Written by test/integration/support/dovecot.ts for one test run.
 protocols = imap
 listen = 127.0.0.1
@@ -135,11 +136,11 @@ service anvil {
 namespace inbox {
   inbox = yes
   separator = /
-  mailbox Sent {
+${opts.sentFolder === false ? '' : `  mailbox Sent {
     special_use = \\Sent
     auto = subscribe
   }
-  mailbox Drafts {
+`}  mailbox Drafts {
     special_use = \\Drafts
     auto = subscribe
   }
@@ -147,7 +148,11 @@ namespace inbox {
 `;
 }
 
-export async function startDovecot(users: DovecotUser[] = [], opts: { oauth2?: DovecotOAuth2 } = {}): Promise<Dovecot> {
+/** sentFolder false: the mailboxes have no Sent folder (a mailbox the sender check must flag); oauth2:
+ * XOAUTH2 logins checked by the provider's introspection endpoint. */
+export type DovecotOptions = { sentFolder?: boolean; oauth2?: DovecotOAuth2 };
+
+export async function startDovecot(users: DovecotUser[] = [], opts: DovecotOptions = {}): Promise<Dovecot> {
   if (!existsSync(DOVECOT_BINARY)) throw new Error(`Dovecot is not installed (${DOVECOT_BINARY}): apt-get install -y dovecot-imapd (.ci/run does it).`);
   const dir = mkdtempSync(join(tmpdir(), 'dovecot-test-'));
   // The mail processes run as `nobody` and must reach the maildirs under this folder.
@@ -169,7 +174,7 @@ export async function startDovecot(users: DovecotUser[] = [], opts: { oauth2?: D
 
   /** Starts Dovecot on `port`; the process, or null when it did not come up. */
   async function launch(port: number): Promise<ChildProcess | null> {
-    writeFileSync(join(dir, 'dovecot.conf'), config(dir, port, owner, opts.oauth2));
+    writeFileSync(join(dir, 'dovecot.conf'), config(dir, port, owner, opts));
     const proc = spawn(DOVECOT_BINARY, ['-F', '-c', join(dir, 'dovecot.conf')], { stdio: ['ignore', 'pipe', 'pipe'] });
     let exited = false;
     proc.once('exit', () => {

@@ -10,6 +10,7 @@ import { dateTime } from '../../lib/format.ts';
 import { OpError, run, useAction, useOp } from '../../lib/ops.ts';
 import { useApp } from '../../state/app-store.ts';
 import { OAuthSignIn } from './OAuthSignIn.tsx';
+import { SenderCheckView } from './SenderCheckView.tsx';
 import { WARMED_UP_RISK } from './warm-up.ts';
 
 type Sender = OpOutput<'sdrProfiles.list'>['sdrProfiles'][number];
@@ -118,6 +119,8 @@ export function SenderCard({ sender }: { sender: Sender }) {
         </details>
       )}
       <ErrorText error={pause.error} />
+      {/* What to fix before (and since) the first send comes first on a mailbox's card. */}
+      {sender.channel === 'email' && <SenderCheckView sender={sender} />}
       {account?.rampUp.active && (
         <div className="notice" data-testid="ramp-up">
           New account ramping up: day {account.rampUp.day} of {account.rampUp.of}, sending at {account.rampUp.percent}% of its limits{account.rampUp.endsAt ? ` until ${dateTime(account.rampUp.endsAt)}` : ''}.{' '}
