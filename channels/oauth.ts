@@ -298,7 +298,7 @@ export async function exchangeCode(pending: PendingAuthorization, code: string, 
     v: 1, kind: 'oauth2', provider: p.kind, label: p.label, tokenEndpoint: p.tokenEndpoint, clientId: p.clientId, clientSecret: p.clientSecret,
     refreshToken, accessToken, expiresAt: expiresAtOf(answer, opts.now), issuedAt: opts.now,
   };
-  return { email, provider: p.kind, providerLabel: p.label, issuer: p.issuer, smtp: p.smtp, imap: p.imap, hostedBy: pending.hostedBy, secret: encodeGrant(grant) };
+  return { email, provider: p.kind, providerLabel: p.label, issuer: p.issuer, smtp: p.smtp, imap: p.imap, hostedBy: pending.hostedBy, secret: encodeGrant(grant), accessToken };
 }
 
 /** A new access token for a grant (RFC 6749 6); the refresh token is kept unless the provider rotated it. */

@@ -21,6 +21,8 @@ import type { Sender } from '../shared/model/index.ts';
 import { checkSendingDomain, dnsResolver, providerOf } from './dns-check.ts';
 import type { DnsResolve } from './dns-check.ts';
 import { imapConfig } from './imap.ts';
+import { isOAuthSender } from './oauth-tokens.ts';
+import type { TokenAuth } from './oauth-tokens.ts';
 import type { ImapChannelOptions, SentCopy } from './imap.ts';
 import { smtpConfig } from './smtp.ts';
 import type { SmtpChannelOptions } from './smtp.ts';
@@ -239,18 +241,26 @@ export function createSenderVerifier(opts: SenderVerifierOptions): SenderVerifie
       let imapPassword: string | null;
       let smtpToken: SmtpAuth | ImapAuth | null;
       let imapToken: SmtpAuth | ImapAuth | null;
+      const oauth = isOAuthSender(sender);
       try {
-        smtpPassword = given(secrets?.smtp) ? secrets.smtp : await opts.smtpPasswordFor(sender);
-        imapPassword = given(secrets?.imap) ? secrets.imap : given(secrets?.smtp) ? secrets.smtp : ((await opts.imapPasswordFor?.(sender)) ?? smtpPassword);
+        // A mailbox signed in with OAuth keeps a grant, not a password: it is never sent as one.
+        smtpPassword = given(secrets?.smtp) ? secrets.smtp : oauth ? null : await opts.smtpPasswordFor(sender);
+        imapPassword = given(secrets?.imap) ? secrets.imap : given(secrets?.smtp) ? secrets.smtp : oauth ? null : ((await opts.imapPasswordFor?.(sender)) ?? smtpPassword);
         // A token just given (a mailbox being connected with OAuth) logs both in; else the host's.
         const fresh = given(secrets?.accessToken) ? secrets.accessToken : null;
+        if (oauth && !fresh && !opts.authFor) {
+          return [{ check: 'smtp', status: 'fail', message: `SMTP: ${sender.name} is signed in with OAuth, and this ${opts.hostedBy === 'server' ? 'sync server' : 'computer'} cannot renew its sign-in to check it.`, fix: 'Check it where it runs.' }];
+        }
         smtpToken = fresh ? { user: smtp.user, accessToken: fresh } : opts.authFor ? await opts.authFor(sender, 'smtp') : null;
         imapToken = fresh && imap ? { user: imap.user, accessToken: fresh } : opts.authFor && imap ? await opts.authFor(sender, 'imap') : null;
       } catch (e) {
         // A secret that cannot be read (another CREDENTIALS_KEY) or a sign-in that cannot be
         // refreshed is a finding about the login, said like one.
         const why = e instanceof Error ? e.message.replace(/\.$/, '') : String(e);
-        return [{ check: 'smtp', status: 'fail', message: `SMTP: the login kept on this ${opts.hostedBy === 'server' ? 'sync server' : 'computer'} could not be used (${why}).`, fix: 'Enter the mailbox password again, or reconnect the mailbox.' }];
+        return [{
+          check: 'smtp', status: 'fail', message: `SMTP: the login kept on this ${opts.hostedBy === 'server' ? 'sync server' : 'computer'} could not be used (${why}).`,
+          fix: oauth ? 'Reconnect the mailbox (sign in again with your provider).' : 'Enter the mailbox password again, or reconnect the mailbox.',
+        }];
       }
       const smtpAuth: SmtpAuth | null = smtpToken && 'accessToken' in smtpToken ? { type: 'OAuth2', user: smtpToken.user, accessToken: smtpToken.accessToken } : smtp.user && smtpPassword !== null ? { user: smtp.user, pass: smtpPassword } : null;
       if (smtp.user && !smtpAuth) {
@@ -267,5 +277,20 @@ export function createSenderVerifier(opts: SenderVerifierOptions): SenderVerifie
         ...(opts.network ? { network: opts.network } : {}),
       });
     },
+  };
+}
+
+/**
+ * The verifier's `authFor` over a host's renewal of OAuth access tokens (channels/oauth-tokens.ts):
+ * a mailbox signed in with OAuth logs in with XOAUTH2 and a fresh token, renewed first when it is
+ * about to expire (and written back where the grant is kept); other mailboxes use their passwords.
+ * A renewal the provider refuses (invalid_grant) throws, which the check says as its failing SMTP line.
+ */
+export function oauthAuthFor(tokens: { auth(sender: Sender): Promise<TokenAuth> }): NonNullable<SenderVerifierOptions['authFor']> {
+  return async (sender, kind) => {
+    if (!isOAuthSender(sender)) return null;
+    const user = kind === 'smtp' ? smtpConfig(sender)?.user : imapConfig(sender)?.user;
+    if (!user) return null;
+    return { user, accessToken: (await tokens.auth(sender)).accessToken };
   };
 }

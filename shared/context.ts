@@ -54,7 +54,8 @@ export type OAuthProviderInput =
   | { issuer: string; clientId: string; clientSecret?: string | undefined; scopes?: string[] | undefined; smtp: MailEndpoint; imap: MailEndpoint };
 
 /** What a completed authorization gives the operation: the mailbox and its grant (`secret`, kept
- * like a password through the credentials port, never in a document or an answer). */
+ * like a password through the credentials port, never in a document or an answer), and the access
+ * token in it, with which the mailbox is checked before it is connected (never stored apart). */
 export type OAuthConnected = {
   email: string;
   provider: 'google' | 'microsoft' | 'oidc';
@@ -64,6 +65,7 @@ export type OAuthConnected = {
   imap: MailEndpoint;
   hostedBy: 'desktop' | 'server';
   secret: string;
+  accessToken: string;
 };
 
 /**

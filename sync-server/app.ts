@@ -44,7 +44,9 @@ import type { OAuthClientSettings } from '../channels/oauth.ts';
 import { guardedFetch, guardedLookup, guardedSmtpSocket, privateHostsAllowed, senderHostCheck } from './sender-hosts.ts';
 import { dnsResolver } from '../channels/dns-check.ts';
 import type { DnsResolve } from '../channels/dns-check.ts';
-import { createSenderVerifier } from '../channels/verify-sender.ts';
+import { createSenderVerifier, oauthAuthFor } from '../channels/verify-sender.ts';
+import { createOAuthTokens } from '../channels/oauth-tokens.ts';
+import type { Sender } from '../shared/model/index.ts';
 import { imapCredentialId } from '../shared/ops/credentials.ts';
 import { publicUrlSetting, registerUnsubscribe } from './unsubscribe.ts';
 import { createWebhookService, webhookSettingsFromEnv } from './webhooks/service.ts';
@@ -149,12 +151,20 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   // Server-hosted mailboxes are checked (login, Sent folder, DNS) through the runner's own rules:
   // the same secrets and the same address guard (channels/verify-sender.ts).
   const checkResolve = opts.senderCheck?.resolve ?? dnsResolver();
+  // A mailbox signed in with OAuth is checked with a fresh access token (XOAUTH2): renewed as the
+  // runner renews it (token calls through the same guard), the new grant sealed back through `tx`.
   const verifierFor = (tx: SqlExecutor) => createSenderVerifier({
     hostedBy: 'server',
     resolve: checkResolve,
     ...(opts.senderCheck?.timeoutMs !== undefined ? { timeoutMs: opts.senderCheck.timeoutMs } : {}),
     smtpPasswordFor: (s) => credentials?.secretFor(tx, s.workspaceId, s.id) ?? null,
     imapPasswordFor: (s) => credentials?.secretFor(tx, s.workspaceId, imapCredentialId(s.id)) ?? null,
+    authFor: oauthAuthFor(createOAuthTokens({
+      read: (s) => credentials?.secretFor(tx, s.workspaceId, s.id) ?? null,
+      ...(credentials ? { save: (s: Sender, secret: string) => credentials.port(tx).set(s.workspaceId, s.id, secret, { at: clock.now().toISOString(), by: 'system' }) } : {}),
+      fetch: guardedFetch(hostPolicy),
+      now: () => clock.now().getTime(),
+    })),
     network: { smtpGetSocket: guardedSmtpSocket(hostPolicy), ...(hostPolicy.allowPrivate ? {} : { imapLookup: guardedLookup(hostPolicy) }) },
   });
   // One key for sealed sender secrets and pending OAuth sign-ins, loaded on first use.
@@ -280,7 +290,11 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
     // With an idempotency key it runs inside, after the key's claim, so a replay answers what the
     // first call answered rather than checking again.
     const pre = op.prepare && !idem
-      ? await prepareOperation(op.name, input, { actor: who.actor, reader: db.forWorkspace(who.actor.workspaceId), clock, ids, random, secrets, channels, senderHosts, senderVerifier: verifierFor(sql) })
+      ? await prepareOperation(op.name, input, {
+        actor: who.actor, reader: db.forWorkspace(who.actor.workspaceId), clock, ids, random, secrets, channels, senderHosts, senderVerifier: verifierFor(sql),
+        // An OAuth completion exchanges its code here and takes its pending sign-in at once (spent either way).
+        oauth: oauth && credentials ? serverOAuthPort(sql, oauth) : null,
+      })
       : null;
     const call = async (store: Store, tx: SqlExecutor): Promise<Reply> => {
       if (idem) {
@@ -357,7 +371,7 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   // Mailboxes signed in with OAuth for the senders this server's runner hosts (sdrProfiles.oauth.*).
   // Discovery and token calls go out like a sender's connections: not into the server's own network.
   oauth = { key: sealingKey, settings: opts.oauthClients ?? oauthClientSettingsFromEnv(), clock, publicUrl: publicUrl.url, fetch: guardedFetch({ allowPrivate: privateHostsAllowed() }) };
-  registerOAuthCallback(app, { db, sql, clock, ids, random, secrets, credentials, oauth });
+  registerOAuthCallback(app, { db, sql, clock, ids, random, secrets, credentials, oauth, senderHosts, senderVerifierFor: verifierFor });
 
   app.route({
     method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],

@@ -8,9 +8,9 @@
  */
 import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import type { Clock, Ids, OAuthConnectPort, Secrets } from '../shared/context.ts';
+import type { Clock, Ids, OAuthConnectPort, Secrets, SenderHostCheck, SenderVerifier } from '../shared/context.ts';
 import { isDomainError } from '../shared/errors.ts';
-import { execute } from '../shared/ops/execute.ts';
+import { execute, prepareOperation } from '../shared/ops/execute.ts';
 import { createOAuthConnect } from '../channels/oauth-connect.ts';
 import type { PendingStore } from '../channels/oauth-connect.ts';
 import type { OAuthClientSettings, PendingAuthorization } from '../channels/oauth.ts';
@@ -100,7 +100,11 @@ function page(title: string, body: string): string {
 /** GET /oauth/callback: completes the sign-in as the member who began it. */
 export function registerOAuthCallback(
   app: FastifyInstance,
-  deps: { db: PgDatabase; sql: SqlDatabase; clock: Clock; ids: Ids; random: () => number; secrets: Secrets; credentials: ServerCredentials | null; oauth: ServerOAuthOptions },
+  deps: {
+    db: PgDatabase; sql: SqlDatabase; clock: Clock; ids: Ids; random: () => number; secrets: Secrets; credentials: ServerCredentials | null; oauth: ServerOAuthOptions;
+    /** The mailbox check the completion runs before it connects anything (as the operation's route does). */
+    senderHosts: SenderHostCheck; senderVerifierFor: (sql: SqlExecutor) => SenderVerifier;
+  },
 ): void {
   app.get(CALLBACK_PATH, async (req, reply) => {
     const q = req.query as Record<string, unknown>;
@@ -118,16 +122,22 @@ export function registerOAuthCallback(
       return reply.code(400).send(page('Mailbox not connected', `The sign-in ended without connecting the mailbox (${why}). Nothing was stored; you can close this tab.`));
     }
     try {
-      const out = await deps.db.withStore(row.workspace_id, async (store, tx) => {
-        const member = await store.get('members', row.member_id);
-        if (!member) throw new Error('The member who began this sign-in is no longer in the workspace.');
-        return execute('sdrProfiles.oauth.complete', { state, code }, {
-          actor: { workspaceId: row.workspace_id, memberId: member.id, role: member.role },
-          store, clock: deps.clock, ids: deps.ids, random: deps.random, secrets: deps.secrets,
-          credentials: deps.credentials?.port(tx) ?? null,
-          oauth: serverOAuthPort(tx, deps.oauth),
-        });
+      const member = await deps.db.forWorkspace(row.workspace_id).get('members', row.member_id);
+      if (!member) throw new Error('The member who began this sign-in is no longer in the workspace.');
+      const actor = { workspaceId: row.workspace_id, memberId: member.id, role: member.role };
+      const base = { actor, clock: deps.clock, ids: deps.ids, random: deps.random, secrets: deps.secrets, senderHosts: deps.senderHosts };
+      // The code exchange and the mailbox check (network work) run before the transaction, as on the
+      // operation's route: the pending sign-in is taken there, once.
+      const pre = await prepareOperation('sdrProfiles.oauth.complete', { state, code }, {
+        ...base, reader: deps.db.forWorkspace(row.workspace_id), senderVerifier: deps.senderVerifierFor(deps.sql), oauth: serverOAuthPort(deps.sql, deps.oauth),
       });
+      const out = await deps.db.withStore(row.workspace_id, async (store, tx) => execute('sdrProfiles.oauth.complete', { state, code }, {
+        ...base, store,
+        credentials: deps.credentials?.port(tx) ?? null,
+        senderVerifier: deps.senderVerifierFor(tx),
+        oauth: serverOAuthPort(tx, deps.oauth),
+        ...(pre ? { prepared: pre.prepared } : {}),
+      }));
       return reply.send(page('Mailbox connected', `${out.name} is ${out.reconnected ? 'reconnected' : 'connected'}; its emails go out from the sync server. You can close this tab.`));
     } catch (e) {
       await forgetPending(deps.sql, row.workspace_id, state).catch(() => undefined);

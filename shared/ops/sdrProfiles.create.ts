@@ -91,7 +91,7 @@ export function capabilitiesFor(channel: ChannelKind, premium: boolean): SenderC
  * or offline), the warning says so. A desktop-hosted sender connects from its owner's computer: no
  * such rule applies to it.
  */
-async function serverHostProblem(ctx: Pick<Ctx, 'senderHosts'>, sender: Sender): Promise<{ warning: string; refusal: string | null } | null> {
+export async function serverHostProblem(ctx: Pick<Ctx, 'senderHosts'>, sender: Sender): Promise<{ warning: string; refusal: string | null } | null> {
   if (sender.channel === 'sandbox' || hostedByOf(sender) !== 'server') return null;
   const hosts = senderHostsOf(sender);
   const check = ctx.senderHosts ?? null;

@@ -7,15 +7,16 @@
  */
 import { z } from 'zod';
 import { nowIso } from '../context.ts';
-import type { Ctx, OAuthConnectPort, OAuthConnected } from '../context.ts';
+import type { Ctx, OAuthConnectPort, OAuthConnected, PrepareCtx } from '../context.ts';
 import { DomainError } from '../errors.ts';
 import { newSender } from '../model/factories.ts';
 import type { Sender } from '../model/index.ts';
 import { newUnsubscribeKey } from '../replies/unsubscribe-token.ts';
 import { hostedByOf, storeSenderSecret } from './credentials.ts';
 import { mutation, opsByName, query } from './define.ts';
-import { capabilitiesFor } from './sdrProfiles.create.ts';
-import { senderOut, summary } from './sdrProfiles.ts';
+import { capabilitiesFor, serverHostProblem } from './sdrProfiles.create.ts';
+import { checkSender, lineSentence, loginFailed, senderOut, summary } from './sdrProfiles.ts';
+import type { SenderCheck } from './sdrProfiles.ts';
 
 const endpoint = z.object({ host: z.string().trim().min(1).max(253), port: z.number().int().min(1).max(65535), secure: z.boolean() }).strict();
 
@@ -33,7 +34,7 @@ const redirectUri = z.string().trim().url().max(2000).refine((u) => /^https:\/\/
 });
 
 /** The port of this host, refusing where no sign-in is offered or the sender would run elsewhere. */
-function portFor(ctx: Ctx, hostedBy: 'desktop' | 'server'): OAuthConnectPort {
+function portFor(ctx: Pick<Ctx, 'oauth'>, hostedBy: 'desktop' | 'server'): OAuthConnectPort {
   const port = ctx.oauth ?? null;
   if (!port) throw new DomainError('SERVER_ONLY', 'Signing a mailbox in with OAuth is done in the desktop app or on the sync server, where the sender runs; this host offers neither.');
   if (port.hostedBy !== hostedBy) {
@@ -88,24 +89,70 @@ function oauthConfig(c: OAuthConnected): Sender['channelConfig'] {
   };
 }
 
+/** The mailbox with this address among the workspace's email senders (reconnected rather than added). */
+async function senderOfMailbox(ctx: Pick<PrepareCtx, 'db'>, email: string): Promise<Sender | null> {
+  const { docs } = await ctx.db.query('senders', { where: { op: 'eq', field: 'channel', value: 'email' } });
+  return docs.find((s) => typeof s.channelConfig.from === 'string' && s.channelConfig.from.trim().toLowerCase() === email) ?? null;
+}
+
+/** What the completion's prepare step found: the signed-in mailbox and its check. */
+class Completion {
+  constructor(
+    readonly connected: OAuthConnected,
+    readonly host: { warning: string; refusal: string | null } | null,
+    readonly check: SenderCheck,
+  ) {}
+}
+
+/**
+ * The network work of a completion, before anything is written (on the sync server outside its
+ * transaction): the code exchanged for the grant, then the mailbox checked with the new access token
+ * like a mailbox connected with a password (SMTP and IMAP logins with XOAUTH2, Sent folder, SPF,
+ * DKIM, DMARC). A login that fails refuses the sign-in: nothing is stored. The pending sign-in is
+ * spent either way (its code is spent at the provider): the user signs in again once it is fixed.
+ */
+async function completeAndCheck(input: { state: string; code: string }, ctx: PrepareCtx): Promise<Completion> {
+  const port = ctx.oauth ?? null;
+  if (!port) portFor(ctx, 'desktop');
+  let connected: OAuthConnected;
+  try {
+    connected = await (port as OAuthConnectPort).complete({ workspaceId: ctx.actor.workspaceId, memberId: ctx.actor.memberId, state: input.state, code: input.code });
+  } catch (e) {
+    return refusal(e, 'complete');
+  }
+  const existing = await senderOfMailbox(ctx, connected.email);
+  // The sender as it will run (its id is not needed: the check keeps nothing).
+  const draft = newSender(
+    { id: existing?.id ?? PENDING_ID, workspaceId: ctx.actor.workspaceId, now: nowIso(ctx) },
+    { name: existing?.name ?? connected.email, ownerMemberId: ctx.actor.memberId, channel: 'email', channelConfig: oauthConfig(connected), premium: false, capabilities: capabilitiesFor('email', false), timeZone: 'UTC' },
+  );
+  const host = await serverHostProblem(ctx, draft);
+  // A reconnected mailbox keeps the DKIM selector its user named (as sdrProfiles.verify uses it).
+  const kept = existing?.channelConfig.dkimSelector;
+  const dkimSelector = typeof kept === 'string' && kept !== '' ? kept : null;
+  const check = await checkSender(ctx, draft, { secrets: { accessToken: connected.accessToken }, dkimSelector, hostRefusal: host?.refusal ?? null });
+  const refused = check.lines.filter(loginFailed);
+  if (refused.length > 0) {
+    throw new DomainError('SENDER_CHECK_FAILED', `${connected.email} was not ${existing ? 'reconnected' : 'connected'}: ${refused.map(lineSentence).join(' ')} Sign in again once it is fixed.`, { lines: check.lines });
+  }
+  return new Completion(connected, host, check);
+}
+
+const PENDING_ID = '00000000-0000-4000-8000-000000000000';
+
 const complete = mutation({
   name: 'sdrProfiles.oauth.complete',
   summary:
-    'Finishes connecting a mailbox with OAuth 2.0: exchanges the code of the state begun on this host, then creates the email sender (SMTP and IMAP with XOAUTH2), or reconnects the sender with that address. An unknown, expired or already used state is refused and nothing is stored.',
+    'Finishes connecting a mailbox with OAuth 2.0: exchanges the code of the state begun on this host, checks the mailbox with the new access token (SMTP and IMAP logins with XOAUTH2, Sent folder, SPF, DKIM, DMARC: a failing login is 422 SENDER_CHECK_FAILED and nothing is stored), then creates the email sender, or reconnects the sender with that address. An unknown, expired or already used state is refused and nothing is stored; the state is spent by a completion that fails after the exchange.',
   input: z.object({ state: z.string().trim().min(16).max(512), code: z.string().min(1).max(4096) }).strict(),
   output: senderOut.extend({ reconnected: z.boolean(), warnings: z.array(z.string()) }),
+  prepare: (input, ctx) => completeAndCheck(input, ctx),
   async handler(input, ctx) {
-    const port = ctx.oauth ?? null;
-    if (!port) portFor(ctx, 'desktop');
-    let connected: OAuthConnected;
-    try {
-      connected = await (port as OAuthConnectPort).complete({ workspaceId: ctx.actor.workspaceId, memberId: ctx.actor.memberId, state: input.state, code: input.code });
-    } catch (e) {
-      return refusal(e, 'complete');
-    }
+    // Found by prepare (before the transaction); a caller that skipped it gets it done now.
+    const found = ctx.prepared instanceof Completion ? ctx.prepared : await completeAndCheck(input, ctx);
+    const { connected } = found;
     const now = nowIso(ctx);
-    const { docs } = await ctx.db.query('senders', { where: { op: 'eq', field: 'channel', value: 'email' } });
-    const existing = docs.find((s) => typeof s.channelConfig.from === 'string' && s.channelConfig.from.trim().toLowerCase() === connected.email) ?? null;
+    const existing = await senderOfMailbox(ctx, connected.email);
     let sender: Sender;
     if (existing) {
       if (hostedByOf(existing) !== connected.hostedBy) {
@@ -128,9 +175,21 @@ const complete = mutation({
       sender.rampUpStartedAt = sender.createdAt;
       sender.unsubscribeKey = newUnsubscribeKey(ctx.ids);
     }
+    const warnings: string[] = [];
+    if (found.host) {
+      warnings.push(found.host.warning);
+      // The sync server would refuse its hosts: connected, but disconnected with the reason (as sdrProfiles.create).
+      if (found.host.refusal) {
+        sender.status = 'disconnected';
+        sender.statusReason = found.host.refusal;
+      }
+    }
+    // The findings that do not block (Sent folder, SPF, DKIM, DMARC) are warnings and its last check.
+    sender.lastCheck = found.check;
+    for (const l of found.check.lines) if (l.status !== 'pass' && l.check !== 'hosts') warnings.push(lineSentence(l));
     await ctx.db.put('senders', sender);
     await storeSenderSecret(ctx, sender, connected.secret);
-    return { ...summary(sender), reconnected: existing !== null, warnings: [] };
+    return { ...summary(sender), reconnected: existing !== null, warnings };
   },
 });
 

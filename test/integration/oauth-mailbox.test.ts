@@ -15,6 +15,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium } from 'playwright-core';
 import type { Browser } from 'playwright-core';
@@ -29,6 +30,9 @@ import { desktopSenderCredentials, fileCredentialStore } from '../../electron/ba
 import type { CredentialStore } from '../../electron/backend/credentials.ts';
 import { openMemoryLocalDb } from '../../electron/backend/local-db-port.ts';
 import { startWorkspaceRunner } from '../../electron/backend/runner-host.ts';
+import { desktopSenderVerifier } from '../../electron/backend/desktop.ts';
+import { dnsResolver } from '../../channels/dns-check.ts';
+import { passingZone, startDns } from './support/dns-server.ts';
 import { SessionManager } from '../../electron/backend/session.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { sequentialIds } from '../support/harness.ts';
@@ -283,6 +287,79 @@ describe.each(BACKENDS)('a mailbox signed in with OAuth on the sync server runne
     await s.sql.query('DELETE FROM oauth_pending');
   }, 60_000);
 
+  it('a sign-in whose mailbox refuses the login connects nothing: the callback page and the API say why (422 SENDER_CHECK_FAILED), nothing is stored, and the spent sign-in cannot be presented again', async () => {
+    const ws = s.ours.workspaceId;
+    const state = async () => JSON.stringify([await s.snapshot(ws), await s.sql.query('SELECT workspace_id, sender_id FROM sender_credentials ORDER BY sender_id')]);
+    const pendingCount = async () => (await s.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM oauth_pending'))[0]?.n ?? 0;
+    const before = await state();
+    // What Exchange Online answers when SMTP AUTH is off for the mailbox: the token is good (Dovecot
+    // takes it), the SMTP login is refused.
+    const refusing = new SMTPServer({
+      disabledCommands: ['STARTTLS'], allowInsecureAuth: true, authMethods: ['XOAUTH2'], logger: false,
+      onAuth(_auth, _session, cb) {
+        cb(new Error('5.7.139 Authentication unsuccessful, SmtpClientAuthentication is disabled for the Mailbox'));
+      },
+    });
+    await new Promise<void>((resolve) => refusing.listen(0, '127.0.0.1', resolve));
+    // A caller that receives the redirect itself (then calls sdrProfiles.oauth.complete over the API).
+    const receiver = createServer((_req, res) => res.end('received'));
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const provider = { ...providerInput(), smtp: { host: '127.0.0.1', port: (refusing.server.address() as AddressInfo).port, secure: false } };
+    const begin = async (redirectUri: string) => {
+      const r = await s.call<{ authorizationUrl: string; state: string }>(s.ours.ownerKey, 'sdrProfiles.oauth.begin', { provider, hostedBy: 'server', redirectUri });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return r.body;
+    };
+    try {
+      // Through the server's callback page.
+      const viaPage = await begin(`${s.url}/oauth/callback`);
+      const context = await loopbackContext(browser);
+      let text = '';
+      try {
+        const page = await context.newPage();
+        await authorize(page, viaPage.authorizationUrl, MAILBOX);
+        text = (await page.textContent('body')) ?? '';
+      } finally {
+        await context.close();
+      }
+      errorBodies.push(text);
+      expect(text).toMatch(/Mailbox not connected/);
+      expect(text).toMatch(/sam@acme\.test was not connected: SMTP: 127\.0\.0\.1 refused the login of sam@acme\.test \(.*SmtpClientAuthentication is disabled.*\)\. Reconnect the mailbox/);
+      expect(await pendingCount()).toBe(0);
+      const replay = await fetch(`${s.url}/oauth/callback?state=${encodeURIComponent(viaPage.state)}&code=again`);
+      expect(replay.status).toBe(400);
+      expect(await replay.text()).toMatch(/Sign-in not recognised/);
+
+      // Through the API: the check runs before the transaction; the answer has every line.
+      const viaApi = await begin(`http://127.0.0.1:${(receiver.address() as AddressInfo).port}/oauth/callback`);
+      const ctx2 = await loopbackContext(browser);
+      let code = '';
+      try {
+        code = new URL(await authorize(await ctx2.newPage(), viaApi.authorizationUrl, MAILBOX)).searchParams.get('code') ?? '';
+      } finally {
+        await ctx2.close();
+      }
+      expect(code).not.toBe('');
+      const refused = await s.call<{ error: { code: string; message: string; details: { lines: { check: string; status: string }[] } } }>(s.ours.ownerKey, 'sdrProfiles.oauth.complete', { state: viaApi.state, code });
+      errorBodies.push(JSON.stringify(refused.body));
+      expect(refused.status).toBe(422);
+      expect(refused.body.error.code).toBe('SENDER_CHECK_FAILED');
+      const statusOf = (check: string) => refused.body.error.details.lines.find((l) => l.check === check)?.status;
+      // The SMTP login failed; the IMAP login with the same token (Dovecot asks the provider) passed.
+      expect([statusOf('smtp'), statusOf('imap')]).toEqual(['fail', 'pass']);
+      // The sign-in was spent by the exchange: presenting it again is refused as unknown.
+      const again = await s.call<{ error: { message: string } }>(s.ours.ownerKey, 'sdrProfiles.oauth.complete', { state: viaApi.state, code });
+      expect(again.status).toBe(400);
+      expect(again.body.error.message).toMatch(/unknown here/);
+      errorBodies.push(JSON.stringify(again.body));
+      expect(await pendingCount()).toBe(0);
+      expect(await state()).toBe(before);
+    } finally {
+      await new Promise<void>((resolve) => refusing.close(() => resolve()));
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    }
+  }, 60_000);
+
   it('a desktop connected to the server signs a server-run mailbox in: the server keeps the sign-in and the grant, the desktop only receives the redirect', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'crm-oauth-fwd-'));
     const session = new SessionManager({
@@ -348,9 +425,26 @@ describe.each(BACKENDS)('a mailbox signed in with OAuth on the sync server runne
     // The state is taken once: the same callback again connects nothing.
     const pendingLeft = await s.sql.query('SELECT 1 FROM oauth_pending');
     expect(pendingLeft).toEqual([]);
+    // The connect checked the mailbox with the new access token (XOAUTH2) and kept the check.
+    const grant0 = await storedGrant(created.id);
+    expect(created.lastCheck?.lines.filter((l) => l.check === 'smtp' || l.check === 'imap').map((l) => `${l.check} ${l.status}`)).toEqual(['smtp pass', 'imap pass']);
+    expect(smtpLogins.some((l) => l.token === grant0.accessToken && l.active)).toBe(true);
+    // Check again once the token is about to expire (the server's clock): the check renews it like
+    // the runner does, keeps the new grant, and logs in to SMTP and IMAP with XOAUTH2.
+    s.clock.advance(AT_TTL_SECONDS * 1000);
+    const loginsBefore = smtpLogins.length;
+    const checked = await s.call<{ ok: boolean; lines: { check: string; status: string; message: string }[] }>(s.ours.ownerKey, 'sdrProfiles.verify', { sdrProfileId: created.id });
+    expect(checked.status, JSON.stringify(checked.body)).toBe(200);
+    expect(checked.body.lines.filter((l) => l.check === 'smtp' || l.check === 'imap').map((l) => `${l.check} ${l.status}`)).toEqual(['smtp pass', 'imap pass']);
     const grant1 = await storedGrant(created.id);
+    expect(grant1.accessToken).not.toBe(grant0.accessToken);
+    expect(grant1.refreshToken).toBe(grant0.refreshToken);
+    expect(smtpLogins.slice(loginsBefore).map((l) => [l.token === grant1.accessToken, l.active])).toEqual([[true, true]]);
+    const checkedSender = await store.get('senders', created.id);
+    if (!checkedSender) throw new Error('sender');
+    expect(checkedSender.lastCheck?.at).toBe(s.clock.now().toISOString());
     // STARTTLS is off on the test SMTP server (a private network setting, not in the API).
-    await store.commit([{ collection: 'senders', id: created.id, before: created, after: { ...created, channelConfig: { ...created.channelConfig, ignoreTLS: true } } }]);
+    await store.commit([{ collection: 'senders', id: created.id, before: checkedSender, after: { ...checkedSender, channelConfig: { ...checkedSender.channelConfig, ignoreTLS: true } } }]);
 
     runner = createServerRunner({
       sql: s.sql, credentials, clock: s.clock, loops: false, spacing: { minSeconds: 0, jitterSeconds: 0 }, imap: { recheckMs: 3_600_000, pollMs: 3_600_000 },
@@ -444,11 +538,21 @@ describe.each(BACKENDS)('a mailbox signed in with OAuth on the sync server runne
     errorBodies.push(JSON.stringify(apiReplay.body));
     expect(JSON.stringify(await s.snapshot(s.ours.workspaceId))).toBe(before);
 
+    // Check again on the revoked sign-in: the renewal's invalid_grant is the failing SMTP line, not an error.
+    const revokedCheck = await s.call<{ ok: boolean; lines: { check: string; status: string; message: string; fix: string | null }[] }>(s.ours.ownerKey, 'sdrProfiles.verify', { sdrProfileId: created.id });
+    expect(revokedCheck.status, JSON.stringify(revokedCheck.body)).toBe(200);
+    expect(revokedCheck.body.ok).toBe(false);
+    const smtpLine = revokedCheck.body.lines.find((l) => l.check === 'smtp');
+    expect(smtpLine).toMatchObject({ status: 'fail', fix: 'Reconnect the mailbox (sign in again with your provider).' });
+    expect(smtpLine?.message).toMatch(/no longer accepts sam@acme\.test's sign-in \(invalid_grant/);
+
     // Reconnect: signing in again as the same mailbox reconnects the same sender, and Cee's email goes out.
     const again = await signIn({ email: MAILBOX });
     expect(again.page).toMatch(/sam@acme\.test is reconnected/);
     const reconnected = await store.get('senders', created.id);
     expect(reconnected).toMatchObject({ status: 'available', statusReason: null });
+    // Reconnecting checked the mailbox again with the new sign-in.
+    expect(reconnected?.lastCheck?.lines.filter((l) => l.check === 'smtp' || l.check === 'imap').map((l) => `${l.check} ${l.status}`)).toEqual(['smtp pass', 'imap pass']);
     expect((await store.query('senders')).docs.filter((x) => x.channelConfig.from === MAILBOX)).toHaveLength(1);
     const grant3 = await storedGrant(created.id);
     expect(grant3.refreshToken).not.toBe(grant1.refreshToken);
@@ -462,7 +566,7 @@ describe.each(BACKENDS)('a mailbox signed in with OAuth on the sync server runne
 
     // No secret anywhere people or other systems see: log lines (server and runner), the workspace's
     // documents, error bodies, webhook payloads.
-    const secrets = [grant1.refreshToken, grant3.refreshToken, oidc.clientSecret, ...new Set([grant1.accessToken, grant2.accessToken, grant3.accessToken, ...accepted.map((a) => a.token)])];
+    const secrets = [grant1.refreshToken, grant3.refreshToken, oidc.clientSecret, ...new Set([grant0.accessToken, grant1.accessToken, grant2.accessToken, grant3.accessToken, ...accepted.map((a) => a.token)])];
     const seen = {
       serverLogs: s.logs.join('\n'),
       runnerLogs: runnerLog.join('\n'),
@@ -500,7 +604,10 @@ describe('a mailbox signed in with OAuth on the desktop runner', () => {
       },
       startRunner: (args) => startWorkspaceRunner(args, { senderCredentials, intervalMs: 100, log: (l) => lines.push(l), spacing: { minSeconds: 0, jitterSeconds: 0 }, imap: { recheckMs: 3_600_000, pollMs: 3_600_000 } }),
     });
-    const backend = new Backend({ session, senderCredentials, log: (l) => lines.push(l) });
+    // The desktop's own check of the mailboxes it runs, its DNS a dns2 server on loopback.
+    const dns = await startDns(passingZone('acme.test'));
+    const senderVerifier = desktopSenderVerifier(senderCredentials, (l) => lines.push(l), { resolve: dnsResolver(dns.servers), timeoutMs: 5_000 });
+    const backend = new Backend({ session, senderCredentials, senderVerifier, log: (l) => lines.push(l) });
     try {
       await session.openDemo();
       const begun = await backend.call('sdrProfiles.oauth.begin', {
@@ -524,6 +631,17 @@ describe('a mailbox signed in with OAuth on the desktop runner', () => {
       const open = session.current();
       if (!open) throw new Error('no workspace');
       const local = open.db.store;
+      const connected = await local.get('senders', senderId);
+      // The sign-in checked the mailbox from this computer with its new access token (XOAUTH2).
+      expect(connected?.lastCheck?.lines.filter((l) => l.check === 'smtp' || l.check === 'imap').map((l) => `${l.check} ${l.status}`)).toEqual(['smtp pass', 'imap pass']);
+      // Check again logs in with XOAUTH2 too, with the kept grant's (renewed if due) access token.
+      const loginsBefore = smtpLogins.length;
+      const checked = await backend.call('sdrProfiles.verify', { sdrProfileId: senderId });
+      if (!checked.ok) throw new Error(checked.error.message);
+      const checkedLines = (checked.value as { lines: { check: string; status: string }[] }).lines;
+      expect(checkedLines.filter((l) => l.check === 'smtp' || l.check === 'imap').map((l) => `${l.check} ${l.status}`)).toEqual(['smtp pass', 'imap pass']);
+      const kept = parseGrant(await senderCredentials.secretFor(session.current()?.actor.workspaceId ?? '', senderId));
+      expect(smtpLogins.slice(loginsBefore).some((l) => l.token === kept?.accessToken && l.active)).toBe(true);
       const sender = await local.get('senders', senderId);
       if (!sender) throw new Error('sender');
       await local.commit([{ collection: 'senders', id: sender.id, before: sender, after: { ...sender, channelConfig: { ...sender.channelConfig, ignoreTLS: true } } }]);
@@ -574,6 +692,7 @@ describe('a mailbox signed in with OAuth on the desktop runner', () => {
       for (const secret of [grant1.refreshToken, grant1.accessToken, grant2.accessToken, oidc.clientSecret]) expect(said.includes(secret)).toBe(false);
     } finally {
       await backend.close();
+      await dns.close();
     }
   }, 90_000);
 });
