@@ -8,6 +8,8 @@
  * no secret.
  */
 import { existsSync, mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -18,11 +20,15 @@ import { desktopSenderCredentials, fileCredentialStore } from '../../electron/ba
 import type { CredentialStore } from '../../electron/backend/credentials.ts';
 import { openMemoryLocalDb } from '../../electron/backend/local-db-port.ts';
 import { SessionManager } from '../../electron/backend/session.ts';
+import { desktopSenderVerifier } from '../../electron/backend/desktop.ts';
+import { dnsResolver } from '../../channels/dns-check.ts';
+import type { SenderVerifier } from '../../shared/context.ts';
 import type { Sender } from '../../shared/model/index.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { sequentialIds } from '../support/harness.ts';
 import { CHROMIUM_ARGS, authorize, loopbackContext, startOidc } from './support/oidc.ts';
 import type { TestOidc } from './support/oidc.ts';
+import { passingZone, startDns } from './support/dns-server.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const NOW = '2026-11-16T10:00:00.000Z';
@@ -58,7 +64,7 @@ function memoryStore(): CredentialStore & { entries: Map<string, string> } {
   };
 }
 
-async function desktop(opts: { oauthTimeoutMs?: number } = {}) {
+async function desktop(opts: { oauthTimeoutMs?: number; verifier?: (creds: ReturnType<typeof desktopSenderCredentials>) => SenderVerifier } = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'crm-oauth-'));
   const session = new SessionManager({
     dataDir,
@@ -71,7 +77,12 @@ async function desktop(opts: { oauthTimeoutMs?: number } = {}) {
   });
   const secrets = memoryStore();
   const lines: string[] = [];
-  const backend = new Backend({ session, senderCredentials: desktopSenderCredentials(secrets), log: (l) => lines.push(l), ...(opts.oauthTimeoutMs !== undefined ? { oauthTimeoutMs: opts.oauthTimeoutMs } : {}) });
+  const senderCredentials = desktopSenderCredentials(secrets);
+  const backend = new Backend({
+    session, senderCredentials, log: (l) => lines.push(l), ...(opts.oauthTimeoutMs !== undefined ? { oauthTimeoutMs: opts.oauthTimeoutMs } : {}),
+    // Without one the mailbox is not checked here (its check says so): the flow is what these tests are about.
+    ...(opts.verifier ? { senderVerifier: opts.verifier(senderCredentials) } : {}),
+  });
   opened.push(backend);
   await session.openDemo();
   const senders = async (): Promise<Sender[]> => {
@@ -188,6 +199,41 @@ describe('the desktop signs a mailbox in through the system browser and a loopba
       await until('the listener closed', async () => (await fetch(`${b.redirectUri}?state=${b.state}&code=late`).then(() => null, () => true)));
     } finally {
       await context.close();
+    }
+  }, 60_000);
+
+  it('a mailbox whose servers cannot be logged in to is not connected: the check runs before anything is stored', async () => {
+    // Ports where nothing listens: taken from the system, then let go.
+    const freePort = () => new Promise<number>((resolve) => {
+      const srv = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = srv.address() as AddressInfo;
+        srv.close(() => resolve(port));
+      });
+    });
+    const dns = await startDns(passingZone('acme.test'));
+    try {
+      const d = await desktop({ verifier: (creds) => desktopSenderVerifier(creds, () => undefined, { resolve: dnsResolver(dns.servers), timeoutMs: 5_000 }) });
+      const r = await d.backend.call('sdrProfiles.oauth.begin', { provider: { ...provider(), smtp: { host: '127.0.0.1', port: await freePort(), secure: false }, imap: { host: '127.0.0.1', port: await freePort(), secure: false } } });
+      if (!r.ok) throw new Error(r.error.message);
+      const b = r.value as Begun;
+      const context = await loopbackContext(browser);
+      try {
+        const page = await context.newPage();
+        await authorize(page, b.authorizationUrl, 'sam@acme.test');
+        expect(await page.textContent('h1')).toBe('Mailbox not connected');
+      } finally {
+        await context.close();
+      }
+      const s = await until('failed', async () => {
+        const x = await status(d.backend, b.state);
+        return x.status === 'waiting' ? null : x;
+      });
+      expect(s.status).toBe('failed');
+      expect(s.message).toMatch(/sam@acme\.test was not connected: SMTP: 127\.0\.0\.1:\d+ could not be reached .* IMAP: 127\.0\.0\.1:\d+ could not be reached/);
+      expect(await d.senders()).toEqual([]);
+      expect(d.secrets.entries.size).toBe(0);
+    } finally {
+      await dns.close();
     }
   }, 60_000);
 
