@@ -313,8 +313,10 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
       try {
         // Without an idempotency key (whose record is written beside the store) a call may share a
         // transaction with other writers of its workspace (group commit, PgDatabase.withStore).
-        // OAuth sign-ins call the provider and take their pending row through `tx`: not safe to run
-        // twice, so never batched (group commit may run a call again).
+        // OAuth sign-ins are never batched (group commit may run a call again): begin calls the
+        // provider and writes its pending row through `tx`. complete exchanges its code in its
+        // prepare step, before the transaction, and its handler only writes what that found; it stays
+        // out of group commit anyway, since with an idempotency key its prepare runs inside.
         return op.mutates || idem ? await db.withStore(who.actor.workspaceId, call, { batch: !idem && !op.name.startsWith('sdrProfiles.oauth.') }) : await db.withReadStore(who.actor.workspaceId, call);
       } catch (e) {
         // A concurrent writer changed what this call read: run it again on the new state.
