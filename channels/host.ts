@@ -5,6 +5,7 @@
  * gives its store (to match inbound mail to our sends), the secrets (from its own credential store)
  * and decides which senders it runs; everything else is here.
  */
+import { ChannelFailure } from '../shared/engine/channel.ts';
 import type { AccountInfo, Channel, FindSentResult } from '../shared/engine/channel.ts';
 import type { Sender } from '../shared/model/index.ts';
 import type { StoreReader } from '../shared/store.ts';
@@ -12,8 +13,9 @@ import { createHttpConnector } from './http-connector.ts';
 import type { HttpConnectorChannel } from './http-connector.ts';
 import { createImapChannel, imapConfig } from './imap.ts';
 import type { ImapChannel, ImapChannelOptions, InboundMatch, InboundMatcher } from './imap.ts';
+import { createOAuthTokens, isOAuthSender } from './oauth-tokens.ts';
 import { createSmtpChannel, smtpMessageId } from './smtp.ts';
-import type { SmtpChannel, SmtpChannelOptions } from './smtp.ts';
+import type { MailLogin, SmtpChannel, SmtpChannelOptions } from './smtp.ts';
 
 type SecretOf = (sender: Sender) => string | null | Promise<string | null>;
 
@@ -26,6 +28,8 @@ export type HostChannelsOptions = {
   imapPasswordFor?: SecretOf;
   /** The bearer token of an HTTP-connector sender. */
   tokenFor: SecretOf;
+  /** Writes a mailbox's renewed OAuth grant back where its secret is kept (channels/oauth-tokens.ts). */
+  saveSecret?: (sender: Sender, secret: string) => Promise<void>;
   /** Timeout of each network call (the channels' defaults otherwise). */
   timeoutMs?: number;
   /** IMAP polling intervals (channels/imap.ts); tests shorten them. */
@@ -101,6 +105,15 @@ export function storeMatcher(store: StoreReader): InboundMatcher {
 
 export function createHostChannels(opts: HostChannelsOptions): HostChannels {
   const timeout = opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {};
+  // A mailbox signed in with OAuth logs in to SMTP and IMAP with the same access token (XOAUTH2).
+  const tokens = createOAuthTokens({
+    read: async (sender) => opts.smtpPasswordFor(sender),
+    ...(opts.saveSecret ? { save: opts.saveSecret } : {}),
+    ...(opts.network?.fetch ? { fetch: opts.network.fetch } : {}),
+    ...(opts.now ? { now: opts.now } : {}),
+    ...(opts.log ? { log: opts.log } : {}),
+  });
+  const smtpLogin = async (sender: Sender): Promise<MailLogin> => (isOAuthSender(sender) ? tokens.auth(sender) : opts.smtpPasswordFor(sender));
   const imap = createImapChannel({
     ...timeout,
     ...(opts.imap ?? {}),
@@ -109,13 +122,14 @@ export function createHostChannels(opts: HostChannelsOptions): HostChannels {
     ...(opts.network?.imapLookup ? { lookup: opts.network.imapLookup } : {}),
     matcher: storeMatcher(opts.store),
     async passwordFor(sender) {
+      if (isOAuthSender(sender)) return tokens.auth(sender);
       const own = opts.imapPasswordFor ? await opts.imapPasswordFor(sender) : null;
       return own ?? (await opts.smtpPasswordFor(sender));
     },
   });
   const smtp = createSmtpChannel({
     ...timeout,
-    passwordFor: opts.smtpPasswordFor,
+    passwordFor: smtpLogin,
     ...(opts.log ? { log: opts.log } : {}),
     ...(opts.now ? { now: opts.now } : {}),
     ...(opts.network?.smtpGetSocket ? { getSocket: opts.network.smtpGetSocket } : {}),
@@ -123,10 +137,25 @@ export function createHostChannels(opts: HostChannelsOptions): HostChannels {
     // The one-click unsubscribe address: the sync server stamps its PUBLIC_URL on the workspace.
     publicUrlFor: async (sender) => (await opts.store.get('workspaces', sender.workspaceId))?.publicUrl ?? null,
   });
+  /**
+   * A mailbox signed in with OAuth whose token the mail server refuses although it has not expired
+   * (the grant was revoked, the password changed): renew it and try once more. A refused login
+   * happens before any message data is sent, so the retry cannot send twice; a renewal the provider
+   * refuses (invalid_grant) is the failure then, with its own sentence.
+   */
+  async function withFreshToken<T>(sender: Sender, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      if (!isOAuthSender(sender) || !(e instanceof ChannelFailure) || e.kind !== 'unauthorized') throw e;
+      tokens.refusedToken(sender);
+      return fn();
+    }
+  }
   const email: Channel = {
-    send: (sender, lead, action, ref) => smtp.send(sender, lead, action, ref),
+    send: (sender, lead, action, ref) => withFreshToken(sender, () => smtp.send(sender, lead, action, ref)),
     // Without IMAP settings nothing reads the mailbox (replies are entered by hand).
-    poll: (sender, cursor) => (imapConfig(sender) ? imap.poll(sender, cursor) : smtp.poll(sender, cursor)),
+    poll: (sender, cursor) => (imapConfig(sender) ? withFreshToken(sender, () => imap.poll(sender, cursor)) : smtp.poll(sender, cursor)),
     readPost: (sender, url, part, budget) => smtp.readPost(sender, url, part, budget),
     canSendMessage: (sender) => smtp.canSendMessage(sender),
     async accountInfo(sender): Promise<AccountInfo> {

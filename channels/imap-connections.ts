@@ -9,10 +9,12 @@ import { ImapFlow } from 'imapflow';
 import { ChannelFailure } from '../shared/engine/channel.ts';
 import type { Sender } from '../shared/model/index.ts';
 import type { ImapConfig, InboundMatcher } from './imap.ts';
+import type { MailLogin } from './smtp.ts';
 
 /** The channel's options with their defaults filled in (channels/imap.ts ImapChannelOptions). */
 export type ImapSettings = {
-  passwordFor(sender: Sender): string | null | Promise<string | null>;
+  /** A password, or an OAuth access token (XOAUTH2) for a mailbox signed in with OAuth. */
+  passwordFor(sender: Sender): MailLogin | Promise<MailLogin>;
   matcher: InboundMatcher;
   timeoutMs: number;
   recheckMs: number;
@@ -55,7 +57,7 @@ export function classifyImapError(e: unknown, what = 'the mail server (IMAP)'): 
 }
 
 /** What makes a connection reusable: the same server, login and password. */
-const connectionKey = (cfg: ImapConfig, password: string | null): string => JSON.stringify([cfg.host, cfg.port, cfg.secure, cfg.user, password]);
+const connectionKey = (cfg: ImapConfig, password: MailLogin): string => JSON.stringify([cfg.host, cfg.port, cfg.secure, cfg.user, password]);
 
 const logoutOrClose = (client: ImapFlow): Promise<void> => client.logout().catch(() => client.close());
 
@@ -69,11 +71,11 @@ export class ImapConnections {
 
   constructor(private readonly settings: ImapSettings) {}
 
-  private newClient(cfg: ImapConfig, password: string): ImapFlow {
+  private newClient(cfg: ImapConfig, password: Exclude<MailLogin, null>): ImapFlow {
     const timeout = this.settings.timeoutMs;
     return new ImapFlow({
       host: cfg.host, port: cfg.port, secure: cfg.secure,
-      auth: { user: cfg.user, pass: password },
+      auth: typeof password === 'string' ? { user: cfg.user, pass: password } : { user: cfg.user, accessToken: password.accessToken },
       // ImapFlow passes its `tls` options to net.connect / tls.connect, which resolve with `lookup`.
       ...(this.settings.lookup ? { tls: { lookup: this.settings.lookup } } : {}),
       logger: false,
@@ -86,7 +88,7 @@ export class ImapConnections {
   }
 
   /** A new connection, logged in with the password given. */
-  private async open(sender: Sender, cfg: ImapConfig, password: string | null): Promise<ImapFlow> {
+  private async open(sender: Sender, cfg: ImapConfig, password: MailLogin): Promise<ImapFlow> {
     if (password === null) throw new ChannelFailure('unauthorized', `no IMAP password is stored for ${sender.name} on this host`);
     const client = this.newClient(cfg, password);
     // Errors after connect also arrive as 'error' events: without a listener they would crash the process.

@@ -27,6 +27,7 @@ import { ImapConnections, classifyImapError } from './imap-connections.ts';
 import type { ImapSettings } from './imap-connections.ts';
 import { pollInbox } from './imap-inbox.ts';
 import { fileInSent, lookUpSent } from './imap-sent.ts';
+import type { MailLogin } from './smtp.ts';
 
 export type SentCopy = 'append' | 'provider' | 'none';
 
@@ -60,7 +61,7 @@ export type InboundMatcher = {
 
 export type ImapChannelOptions = {
   /** The IMAP password from this machine's credential store. */
-  passwordFor(sender: Sender): string | null | Promise<string | null>;
+  passwordFor(sender: Sender): MailLogin | Promise<MailLogin>;
   matcher: InboundMatcher;
   /** Milliseconds before a connection or command is given up (default 20 s). */
   timeoutMs?: number;

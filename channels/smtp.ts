@@ -26,8 +26,9 @@ import type { Lead, Sender } from '../shared/model/index.ts';
 import { signUnsubscribeToken, unsubscribeSubject, unsubscribeUrl } from '../shared/replies/unsubscribe-token.ts';
 
 export type SmtpChannelOptions = {
-  /** The account password from this machine's credential store (null: no authentication). */
-  passwordFor(sender: Sender): string | null | Promise<string | null>;
+  /** The account password from this machine's credential store (null: no authentication), or an
+   * OAuth access token for a mailbox signed in with OAuth (XOAUTH2, channels/oauth-tokens.ts). */
+  passwordFor(sender: Sender): MailLogin | Promise<MailLogin>;
   /** Milliseconds before a connection or command is given up (default 20 s). */
   timeoutMs?: number;
   /** Called with the exact bytes of each email the server accepted (e.g. to file it in Sent). Its
@@ -43,6 +44,9 @@ export type SmtpChannelOptions = {
    * null: then List-Unsubscribe has the mailto: only. */
   publicUrlFor?: (sender: Sender) => string | null | Promise<string | null>;
 };
+
+/** A password, an OAuth access token, or nothing (a relay without a login). */
+export type MailLogin = string | { accessToken: string } | null;
 
 export type SmtpConfig = { host: string; port: number; secure: boolean; user: string; from: string; ignoreTLS: boolean };
 
@@ -124,7 +128,8 @@ export function createSmtpChannel(opts: SmtpChannelOptions): SmtpChannel {
     cached?.transport.close();
     const transport = nodemailer.createTransport({
       host: cfg.host, port: cfg.port, secure: cfg.secure, ignoreTLS: cfg.ignoreTLS,
-      auth: password !== null && cfg.user ? { user: cfg.user, pass: password } : undefined,
+      // XOAUTH2 with the token given: the host refreshes it (a new token makes a new transport).
+      auth: password === null || !cfg.user ? undefined : typeof password === 'string' ? { user: cfg.user, pass: password } : { type: 'OAuth2', user: cfg.user, accessToken: password.accessToken },
       connectionTimeout: timeout, greetingTimeout: timeout, socketTimeout: timeout,
       ...(opts.getSocket ? { getSocket: opts.getSocket } : {}),
     });

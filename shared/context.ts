@@ -1,6 +1,7 @@
 /** What a handler may use besides its input: the actor, time, ids, randomness, the store and the
  * injected ports. Handlers never read Date.now(), Math.random() or globals. */
-import type { Role } from './model/index.ts';
+import type { Role, Sender, SenderCheckName } from './model/index.ts';
+import type { StoreReader } from './store.ts';
 import type { Tx } from './tx.ts';
 import type { ChannelHost } from './engine/channel.ts';
 import type { WebhookPort } from './webhooks/port.ts';
@@ -49,6 +50,66 @@ export type SenderHostCheck = {
   forbidden?(hosts: readonly string[]): Promise<string | null>;
 };
 
+/** A mail server of a mailbox connected with OAuth (sdrProfiles.oauth.*). */
+export type MailEndpoint = { host: string; port: number; secure: boolean };
+
+/** Which provider signs a mailbox in: a preset, or any OpenID provider by its issuer. */
+export type OAuthProviderInput =
+  | 'google'
+  | 'microsoft'
+  | { issuer: string; clientId: string; clientSecret?: string | undefined; scopes?: string[] | undefined; smtp: MailEndpoint; imap: MailEndpoint };
+
+/** What a completed authorization gives the operation: the mailbox and its grant (`secret`, kept
+ * like a password through the credentials port, never in a document or an answer), and the access
+ * token in it, with which the mailbox is checked before it is connected (never stored apart). */
+export type OAuthConnected = {
+  email: string;
+  provider: 'google' | 'microsoft' | 'oidc';
+  providerLabel: string;
+  issuer: string | null;
+  smtp: MailEndpoint;
+  imap: MailEndpoint;
+  hostedBy: 'desktop' | 'server';
+  secret: string;
+  accessToken: string;
+};
+
+/**
+ * The authorization flows of this host (channels/oauth.ts does the protocol): begin keeps the state
+ * and PKCE verifier on this host (the sync server in PostgreSQL, a desktop in its own memory) for
+ * 10 minutes; complete takes them back once (an unknown, expired or replayed state is refused and
+ * nothing is stored) and exchanges the code. `hostedBy` says whose senders this host connects.
+ */
+export type OAuthConnectPort = {
+  readonly hostedBy: 'server' | 'desktop';
+  begin(req: { workspaceId: string; memberId: string; provider: OAuthProviderInput; email: string | null; redirectUri: string | null }): Promise<{ authorizationUrl: string; state: string; redirectUri: string; expiresAt: string }>;
+  complete(req: { workspaceId: string; memberId: string; state: string; code: string }): Promise<OAuthConnected>;
+  /** Where a sign-in begun here stands (the desktop's loopback flow completes by itself). */
+  status?(req: { workspaceId: string; state: string }): Promise<OAuthFlowStatus>;
+};
+
+export type OAuthFlowStatus = { status: 'waiting' | 'connected' | 'failed' | 'unknown'; sdrProfileId: string | null; message: string | null };
+
+/** One line of a sender check: what was looked at, how it went, and what to do about it. */
+export type SenderCheckLine = { check: SenderCheckName; status: 'pass' | 'warn' | 'fail'; message: string; fix: string | null };
+
+/** Secrets just given for a check (a sender being connected): passwords, or an OAuth 2.0 access
+ * token (both logins then use XOAUTH2 with it). Never stored by the check. */
+export type SenderCheckSecrets = { smtp?: string | null; imap?: string | null; accessToken?: string | null };
+
+/**
+ * Checks an email sender from the host that will run it (channels/verify-sender.ts): the SMTP login,
+ * the IMAP login and its Sent folder, and the From domain's SPF, DKIM and DMARC records. `hostedBy`
+ * says which senders' network this host is (like SenderCredentials): a desktop checks the senders it
+ * runs, the sync server its server-hosted ones. `secrets` are the ones just given (a new sender);
+ * without them the host's credential store (or, for OAuth senders, its tokens) is used. Never throws
+ * for a failed check: that is a 'fail' line.
+ */
+export type SenderVerifier = {
+  readonly hostedBy: 'server' | 'desktop';
+  verify(sender: Sender, opts: { secrets?: SenderCheckSecrets; dkimSelector?: string | null }): Promise<SenderCheckLine[]>;
+};
+
 export type Ctx = {
   actor: Actor;
   clock: Clock;
@@ -64,11 +125,20 @@ export type Ctx = {
   credentials?: SenderCredentials | null;
   /** The sync server's check of server-hosted senders' hosts; absent where there is no sync server. */
   senderHosts?: SenderHostCheck | null;
+  /** Mailbox sign-in with OAuth 2.0 on this host (sdrProfiles.oauth.*); absent where not offered. */
+  oauth?: OAuthConnectPort | null;
+  /** Checks email senders from this host's network (sdrProfiles.create, sdrProfiles.verify); absent where none can be. */
+  senderVerifier?: SenderVerifier | null;
   /** The sync server's webhook endpoints and delivery log; absent elsewhere (desktops forward). */
   webhooks?: WebhookPort | null;
   /** True when the call is a preview: the handler computes the same answer and nothing is committed. */
   dryRun: boolean;
+  /** What the operation's `prepare` found before its transaction (shared/ops/define.ts), if it has one. */
+  prepared?: unknown;
 };
+
+/** What an operation's `prepare` may use: the ports and a reader of the workspace, no writes. */
+export type PrepareCtx = Omit<Ctx, 'db' | 'prepared' | 'dryRun'> & { db: StoreReader };
 
 /** ISO 8601 timestamp of the ctx clock. */
 export const nowIso = (ctx: { clock: Clock }): string => ctx.clock.now().toISOString();

@@ -33,6 +33,8 @@ export const ERROR_STATUS = {
   /** A webhook URL the server will not call: not https, or an address of its own network. */
   URL_NOT_ALLOWED: 422,
   SERVER_ONLY: 422,
+  /** A new email sender could not log in (SMTP or IMAP): it is not created; details.lines say why. */
+  SENDER_CHECK_FAILED: 422,
   CLIENT_OUTDATED: 426,
   RATE_LIMITED: 429,
   PAYLOAD_TOO_LARGE: 413,

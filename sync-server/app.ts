@@ -14,7 +14,7 @@ import { createSandboxNetwork } from '../shared/engine/sandbox.ts';
 import { DomainError, isDomainError } from '../shared/errors.ts';
 import type { ErrorBody } from '../shared/errors.ts';
 import type { OpDef } from '../shared/ops/define.ts';
-import { execute } from '../shared/ops/execute.ts';
+import { execute, prepareOperation } from '../shared/ops/execute.ts';
 import { operations } from '../shared/ops/index.ts';
 import type { Store } from '../shared/store.ts';
 import { Authenticator } from './auth.ts';
@@ -37,7 +37,17 @@ import { parseCorsOrigins, registerOperatorPlugins } from './operator.ts';
 import { SharedRateLimiter, rateLimitHeaders } from './rate-limit.ts';
 import { registerReplication } from './replication.ts';
 import { nodeSecrets } from './secrets.ts';
-import { privateHostsAllowed, senderHostCheck } from './sender-hosts.ts';
+import { forgetPending, registerOAuthCallback, serverOAuthPort } from './oauth.ts';
+import type { ServerOAuthOptions } from './oauth.ts';
+import { oauthClientSettingsFromEnv } from '../channels/oauth.ts';
+import type { OAuthClientSettings } from '../channels/oauth.ts';
+import { guardedFetch, guardedLookup, guardedSmtpSocket, privateHostsAllowed, senderHostCheck } from './sender-hosts.ts';
+import { dnsResolver } from '../channels/dns-check.ts';
+import type { DnsResolve } from '../channels/dns-check.ts';
+import { createSenderVerifier, oauthAuthFor } from '../channels/verify-sender.ts';
+import { createOAuthTokens } from '../channels/oauth-tokens.ts';
+import type { Sender } from '../shared/model/index.ts';
+import { imapCredentialId } from '../shared/ops/credentials.ts';
 import { publicUrlSetting, registerUnsubscribe } from './unsubscribe.ts';
 import { createWebhookService, webhookSettingsFromEnv } from './webhooks/service.ts';
 import type { WebhookSettings } from './webhooks/service.ts';
@@ -70,10 +80,15 @@ export type ServerOptions = {
   /** Where sender secrets are kept (default: sender_credentials under CREDENTIALS_KEY or the key
    * file of the data folder, read on first use); null: this server keeps none. */
   credentials?: ServerCredentials | null;
+  /** The check of server-hosted email senders (sdrProfiles.create, sdrProfiles.verify): the DNS it
+   * asks (default DNS_SERVERS, else the system's) and its timeout; tests point it at loopback. */
+  senderCheck?: { resolve?: DnsResolve; timeoutMs?: number };
   /** Operator settings (see README "Settings"); each defaults to its environment variable. */
   operator?: OperatorSettings;
   /** Webhook settings (default: WEBHOOKS_ALLOW_HTTP, ALLOW_PRIVATE_SENDER_HOSTS, WEBHOOKS_DELIVER, WEBHOOK_LOG_RETENTION_DAYS). */
   webhooks?: WebhookSettings;
+  /** The registered apps for "Sign in with Google / Microsoft" (default: GOOGLE_OAUTH_CLIENT_ID, ...). */
+  oauthClients?: OAuthClientSettings;
 };
 
 /** The operator settings of README "Production"; every one also comes from its environment variable. */
@@ -131,7 +146,31 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   const credentials = opts.credentials !== undefined ? opts.credentials : serverCredentials(() => loadCredentialsKey({ envKey: process.env.CREDENTIALS_KEY, dataDir: keyDirOf(opts.open) }));
   // sdrProfiles.create warns at once about a server-hosted sender whose host the runner will refuse
   // (the runner's own rule, sender-hosts.ts; ALLOW_PRIVATE_SENDER_HOSTS lifts both).
-  const senderHosts = senderHostCheck({ allowPrivate: privateHostsAllowed() });
+  const hostPolicy = { allowPrivate: privateHostsAllowed() };
+  const senderHosts = senderHostCheck(hostPolicy);
+  // Server-hosted mailboxes are checked (login, Sent folder, DNS) through the runner's own rules:
+  // the same secrets and the same address guard (channels/verify-sender.ts).
+  const checkResolve = opts.senderCheck?.resolve ?? dnsResolver();
+  // A mailbox signed in with OAuth is checked with a fresh access token (XOAUTH2): renewed as the
+  // runner renews it (token calls through the same guard), the new grant sealed back through `tx`.
+  const verifierFor = (tx: SqlExecutor) => createSenderVerifier({
+    hostedBy: 'server',
+    resolve: checkResolve,
+    ...(opts.senderCheck?.timeoutMs !== undefined ? { timeoutMs: opts.senderCheck.timeoutMs } : {}),
+    smtpPasswordFor: (s) => credentials?.secretFor(tx, s.workspaceId, s.id) ?? null,
+    imapPasswordFor: (s) => credentials?.secretFor(tx, s.workspaceId, imapCredentialId(s.id)) ?? null,
+    authFor: oauthAuthFor(createOAuthTokens({
+      read: (s) => credentials?.secretFor(tx, s.workspaceId, s.id) ?? null,
+      ...(credentials ? { save: (s: Sender, secret: string) => credentials.port(tx).set(s.workspaceId, s.id, secret, { at: clock.now().toISOString(), by: 'system' }) } : {}),
+      fetch: guardedFetch(hostPolicy),
+      now: () => clock.now().getTime(),
+    })),
+    network: { smtpGetSocket: guardedSmtpSocket(hostPolicy), ...(hostPolicy.allowPrivate ? {} : { imapLookup: guardedLookup(hostPolicy) }) },
+  });
+  // One key for sealed sender secrets and pending OAuth sign-ins, loaded on first use.
+  let credentialsKey: CredentialsKey | null = null;
+  const sealingKey = (): CredentialsKey => (credentialsKey ??= loadCredentialsKey({ envKey: process.env.CREDENTIALS_KEY, dataDir: keyDirOf(opts.open) }));
+  let oauth: ServerOAuthOptions | null = null;
   const bodyLimit = opts.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const operator = opts.operator ?? {};
   const metrics = operator.metrics ?? createMetrics();
@@ -248,12 +287,27 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   }
 
   async function run(op: OpDef, input: unknown, who: Authenticated, idem: { key: string; hash: string } | null): Promise<Reply> {
+    // Network work (a mailbox's logins) happens before the transaction: it must not hold the
+    // workspace's writer lock while a remote server answers, nor run again on a CONFLICT retry.
+    // With an idempotency key it runs inside, after the key's claim, so a replay answers what the
+    // first call answered rather than checking again.
+    const pre = op.prepare && !idem
+      ? await prepareOperation(op.name, input, {
+        actor: who.actor, reader: db.forWorkspace(who.actor.workspaceId), clock, ids, random, secrets, channels, senderHosts, senderVerifier: verifierFor(sql),
+        // An OAuth completion exchanges its code here and takes its pending sign-in at once (spent either way).
+        oauth: oauth && credentials ? serverOAuthPort(sql, oauth) : null,
+      })
+      : null;
     const call = async (store: Store, tx: SqlExecutor): Promise<Reply> => {
       if (idem) {
         const replay: StoredResponse | null = await claim(tx, who.keyId, idem.key, idem.hash, clock.now());
         if (replay) return { ...replay, replayed: true };
       }
-      const body = await execute(op.name, input, { actor: who.actor, store, clock, ids, random, secrets, channels, credentials: credentials?.port(tx) ?? null, senderHosts, webhooks: webhooks.port(tx) });
+      const body = await execute(op.name, input, {
+        actor: who.actor, store, clock, ids, random, secrets, channels, credentials: credentials?.port(tx) ?? null, senderHosts, senderVerifier: verifierFor(tx), webhooks: webhooks.port(tx),
+        oauth: oauth && credentials ? serverOAuthPort(tx, oauth) : null,
+        ...(pre ? { prepared: pre.prepared } : {}),
+      });
       if (idem) await record(tx, who.keyId, idem.key, { status: 200, body });
       return { status: 200, body };
     };
@@ -261,7 +315,11 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
       try {
         // Without an idempotency key (whose record is written beside the store) a call may share a
         // transaction with other writers of its workspace (group commit, PgDatabase.withStore).
-        return op.mutates || idem ? await db.withStore(who.actor.workspaceId, call, { batch: !idem }) : await db.withReadStore(who.actor.workspaceId, call);
+        // OAuth sign-ins are never batched (group commit may run a call again): begin calls the
+        // provider and writes its pending row through `tx`. complete exchanges its code in its
+        // prepare step, before the transaction, and its handler only writes what that found; it stays
+        // out of group commit anyway, since with an idempotency key its prepare runs inside.
+        return op.mutates || idem ? await db.withStore(who.actor.workspaceId, call, { batch: !idem && !op.name.startsWith('sdrProfiles.oauth.') }) : await db.withReadStore(who.actor.workspaceId, call);
       } catch (e) {
         // A concurrent writer changed what this call read: run it again on the new state.
         if (isDomainError(e) && e.code === 'CONFLICT' && attempt < retries) continue;
@@ -314,6 +372,11 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   if (publicUrl.problem) app.log.warn(publicUrl.problem);
   await registerUnsubscribe(app, { db, sql, clock, ids, publicUrl: publicUrl.url, log: app.log });
 
+  // Mailboxes signed in with OAuth for the senders this server's runner hosts (sdrProfiles.oauth.*).
+  // Discovery and token calls go out like a sender's connections: not into the server's own network.
+  oauth = { key: sealingKey, settings: opts.oauthClients ?? oauthClientSettingsFromEnv(), clock, publicUrl: publicUrl.url, fetch: guardedFetch({ allowPrivate: privateHostsAllowed() }) };
+  registerOAuthCallback(app, { db, sql, clock, ids, random, secrets, credentials, oauth, senderHosts, senderVerifierFor: verifierFor });
+
   app.route({
     method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
     url: '/:name',
@@ -343,7 +406,11 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
           idem = { key, hash: requestHash(op.name, body) };
         }
       }
-      const out = await run(op, input, who, idem);
+      const out = await run(op, input, who, idem).catch(async (e: unknown) => {
+        // A failed completion's spent state must not be presented again (sync-server/oauth.ts).
+        if (op.name === 'sdrProfiles.oauth.complete') await forgetPending(sql, who.actor.workspaceId, (input as { state?: unknown }).state).catch(() => undefined);
+        throw e;
+      });
       if (out.replayed) void reply.header('Idempotent-Replayed', 'true');
       return reply.code(out.status).send(out.body);
     },

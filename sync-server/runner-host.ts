@@ -141,6 +141,8 @@ export function createServerRunner(opts: ServerRunnerOptions): ServerRunner {
         return secret;
       },
       tokenFor: (sender) => secretOf(workspaceId, sender),
+      // A mailbox's renewed OAuth grant, sealed like the password it replaces.
+      saveSecret: (sender, secret) => credentials.port(sql).set(workspaceId, sender.id, secret, { at: clock.now().toISOString(), by: 'system' }),
     });
     const channels: ChannelHost = guardChannelHost(
       { channelFor: (s) => (!isServerHosted(s) ? null : hostChannels.forKind(s.channel)) },

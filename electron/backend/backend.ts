@@ -5,14 +5,19 @@
  * no Electron import: the main process hosts it over IPC, the web host over WebSocket, tests directly.
  */
 import { randomUUID } from 'node:crypto';
-import type { Clock, Ids, Secrets, SenderCredentials, SenderHostCheck } from '../../shared/context.ts';
+import type { Clock, Ids, Secrets, SenderCredentials, SenderHostCheck, SenderVerifier } from '../../shared/context.ts';
 import type { ChannelHost } from '../../shared/engine/channel.ts';
 import { DomainError, isDomainError } from '../../shared/errors.ts';
 import type { CollectionName } from '../../shared/model/index.ts';
+import { hostedByOf } from '../../shared/ops/credentials.ts';
 import { execute, getOperation } from '../../shared/ops/execute.ts';
 import type { Store } from '../../shared/store.ts';
 import { nodeSecrets } from '../../channels/secret-codec.ts';
 import type { BridgeError, BridgeOnlyCode, Result, SessionInfo, SyncStatus } from '../bridge.ts';
+import { oauthClientSettingsFromEnv } from '../../channels/oauth.ts';
+import type { OAuthClientSettings } from '../../channels/oauth.ts';
+import { createDesktopOAuth } from './oauth-loopback.ts';
+import type { DesktopOAuth } from './oauth-loopback.ts';
 import { ServerClient, ServerError } from './server-client.ts';
 import type { SessionManager } from './session.ts';
 
@@ -26,10 +31,16 @@ export type BackendOptions = {
   channels?: () => ChannelHost | null;
   /** Where this desktop keeps the secrets of the senders it runs (sdrProfiles.setCredentials). */
   senderCredentials?: SenderCredentials | null;
+  /** Checks the mailboxes this desktop runs, from this computer (channels/verify-sender.ts). */
+  senderVerifier?: SenderVerifier | null;
   /** How long changes are gathered before subscriptions re-run (about one animation frame or three). */
   coalesceMs?: number;
   fetch?: typeof fetch;
   log?: (line: string) => void;
+  /** The registered apps for "Sign in with Google / Microsoft" (default: GOOGLE_OAUTH_CLIENT_ID, ...). */
+  oauthClients?: OAuthClientSettings;
+  /** How long a loopback sign-in waits for the browser (default 10 minutes). */
+  oauthTimeoutMs?: number;
 };
 
 type Listener = (result: Result<unknown>) => void;
@@ -47,6 +58,7 @@ type Sub = {
 };
 
 const systemClock: Clock = { now: () => new Date() };
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 const randomIds: Ids = { uuid: () => randomUUID() };
 
 /** A refusal about the desktop itself rather than about an operation (no workspace open, ...). */
@@ -94,6 +106,8 @@ export class Backend {
   private readonly secrets: Secrets;
   private readonly coalesceMs: number;
   private readonly log: (line: string) => void;
+  /** Mailbox sign-ins with OAuth begun on this desktop (loopback redirect, RFC 8252). */
+  readonly oauth: DesktopOAuth;
 
   constructor(private readonly opts: BackendOptions) {
     this.session = opts.session;
@@ -104,6 +118,16 @@ export class Backend {
     this.secrets = opts.secrets ?? nodeSecrets;
     this.coalesceMs = opts.coalesceMs ?? 50;
     this.log = opts.log ?? (() => undefined);
+    this.oauth = createDesktopOAuth({
+      settings: opts.oauthClients ?? oauthClientSettingsFromEnv(),
+      ...(opts.fetch ? { fetch: opts.fetch } : {}),
+      ...(opts.oauthTimeoutMs !== undefined ? { timeoutMs: opts.oauthTimeoutMs } : {}),
+      log: this.log,
+      complete: async (state, code) => {
+        const out = await this.call('sdrProfiles.oauth.complete', { state, code });
+        return out.ok ? { ok: true, value: out.value as { id: string; name: string; reconnected: boolean } } : out;
+      },
+    });
     this.session.onChange((info) => this.sessionChanged(info));
     this.bind();
   }
@@ -154,6 +178,7 @@ export class Backend {
     this.subs.clear();
     this.unbindDb?.();
     this.unbindSync?.();
+    await this.oauth.close();
     await this.session.shutdown();
   }
 
@@ -162,17 +187,42 @@ export class Backend {
     const open = this.session.current();
     if (!open) throw new BackendError('NO_WORKSPACE', 'No workspace is open: open the demo workspace or connect to a sync server first.');
     if (reads && def.mutates) throw new DomainError('INVALID_INPUT', `${op} changes data; only read operations can be subscribed to.`);
+    // A mailbox the sync server will run is signed in there; this desktop receives the browser's
+    // redirect on its loopback address and hands the code to the server.
+    if (op === 'sdrProfiles.oauth.begin' && !reads && isObject(input) && input.hostedBy === 'server' && open.saved.kind === 'connected' && open.saved.serverUrl && open.apiKey) {
+      const { serverUrl, apiKey } = { serverUrl: open.saved.serverUrl, apiKey: open.apiKey };
+      return this.oauth.beginElsewhere(
+        open.actor.workspaceId,
+        async (redirectUri) => (await this.forward(serverUrl, apiKey, 'POST', op, { ...input, redirectUri })) as { authorizationUrl: string; state: string; redirectUri: string; expiresAt: string },
+        async (state, code) => {
+          try {
+            return { ok: true, value: (await this.forward(serverUrl, apiKey, 'POST', 'sdrProfiles.oauth.complete', { state, code })) as { id: string; name: string; reconnected: boolean } };
+          } catch (e) {
+            return { ok: false, error: toBridgeError(e, this.log) };
+          }
+        },
+      );
+    }
     if (def.serverOnly) {
       if (open.saved.kind !== 'connected' || !open.saved.serverUrl || !open.apiKey) {
         throw new DomainError('SERVER_ONLY', `${def.summary.replace(/\.$/, '')}: this is managed by the sync server, and this workspace is a local demo without one. Connect to a sync server in Settings to use it.`, { op });
       }
       return this.forward(open.saved.serverUrl, open.apiKey, def.method, op, input);
     }
+    // A server-hosted mailbox is checked by the sync server, which runs it and keeps its secrets;
+    // the result comes back here through replication.
+    if (op === 'sdrProfiles.verify' && open.saved.kind === 'connected' && open.saved.serverUrl && open.apiKey && !reads) {
+      const id = typeof input === 'object' && input !== null && 'sdrProfileId' in input ? input.sdrProfileId : null;
+      const sender = typeof id === 'string' ? await open.db.store.get('senders', id) : null;
+      if (sender && hostedByOf(sender) === 'server') return this.forward(open.saved.serverUrl, open.apiKey, 'POST', op, input);
+    }
     const store = reads ? trackingStore(open.db.store, reads) : open.db.store;
     return execute(op, input, {
       actor: open.actor, store, clock: this.clock, ids: this.ids, random: this.random, secrets: this.secrets,
       channels: open.runner?.channels ?? this.opts.channels?.() ?? null,
       credentials: this.opts.senderCredentials ?? null,
+      oauth: this.oauth,
+      senderVerifier: this.opts.senderVerifier ?? null,
       senderHosts: open.saved.kind === 'connected' && open.saved.serverUrl && open.apiKey ? this.serverHostCheck(open.saved.serverUrl, open.apiKey) : null,
     });
   }

@@ -7,11 +7,16 @@ import { join } from 'node:path';
 import { Backend } from './backend.ts';
 import type { BackendOptions } from './backend.ts';
 import { desktopSenderCredentials, fileCredentialStore } from './credentials.ts';
-import type { CredentialStore } from './credentials.ts';
+import type { CredentialStore, DesktopSenderCredentials } from './credentials.ts';
+import type { SenderVerifier } from '../../shared/context.ts';
 import { buildDemoWorkspace } from './demo-workspace.ts';
 import { openLocalDatabase } from './local-db.ts';
 import { startSync } from './replication.ts';
 import { startWorkspaceRunner } from './runner-host.ts';
+import { createOAuthTokens } from '../../channels/oauth-tokens.ts';
+import { createSenderVerifier, oauthAuthFor } from '../../channels/verify-sender.ts';
+import type { SenderVerifierOptions } from '../../channels/verify-sender.ts';
+import { imapCredentialId } from '../../shared/ops/credentials.ts';
 import type { OpenLocalDb } from './local-db-port.ts';
 import { SessionManager } from './session.ts';
 import type { SessionDeps } from './session.ts';
@@ -26,6 +31,27 @@ export type DesktopOptions = {
   session?: Partial<SessionDeps>;
   backend?: Partial<Omit<BackendOptions, 'session'>>;
 };
+
+/**
+ * Mailboxes this desktop runs are checked from this computer with the secrets it keeps
+ * (sdrProfiles.create, sdrProfiles.verify, sdrProfiles.oauth.complete; DNS_SERVERS picks the DNS the
+ * domain checks ask). One signed in with OAuth is checked with a fresh access token (XOAUTH2),
+ * renewed as the runner renews it and written back to this computer's credential store.
+ */
+export function desktopSenderVerifier(senderCredentials: DesktopSenderCredentials, log: (line: string) => void, check: Pick<SenderVerifierOptions, 'resolve' | 'timeoutMs'> = {}): SenderVerifier {
+  const checkTokens = createOAuthTokens({
+    read: (s) => senderCredentials.secretFor(s.workspaceId, s.id),
+    save: (s, secret) => senderCredentials.set(s.workspaceId, s.id, secret, { at: new Date().toISOString(), by: 'system' }),
+    log,
+  });
+  return createSenderVerifier({
+    hostedBy: 'desktop',
+    smtpPasswordFor: (s) => senderCredentials.secretFor(s.workspaceId, s.id),
+    imapPasswordFor: (s) => senderCredentials.secretFor(s.workspaceId, imapCredentialId(s.id)),
+    authFor: oauthAuthFor(checkTokens),
+    ...check,
+  });
+}
 
 export async function createDesktopBackend(opts: DesktopOptions): Promise<Backend> {
   const log = opts.log ?? ((line: string) => console.error(line));
@@ -42,7 +68,8 @@ export async function createDesktopBackend(opts: DesktopOptions): Promise<Backen
     log,
     ...opts.session,
   });
-  const backend = new Backend({ session, log, senderCredentials, ...opts.backend });
+  const senderVerifier = desktopSenderVerifier(senderCredentials, log);
+  const backend = new Backend({ session, log, senderCredentials, senderVerifier, ...opts.backend });
   await session.restore();
   return backend;
 }

@@ -47,6 +47,8 @@ export function startWorkspaceRunner(args: { db: LocalDb; actor: Actor; kind: Wo
     smtpPasswordFor: secretOf,
     imapPasswordFor: (sender) => settings.senderCredentials?.secretFor(workspaceId, imapCredentialId(sender.id)) ?? null,
     tokenFor: secretOf,
+    // A mailbox's renewed OAuth grant goes back to this machine's credential store (safeStorage).
+    ...(settings.senderCredentials ? { saveSecret: (sender: Sender, secret: string) => settings.senderCredentials?.set(workspaceId, sender.id, secret, { at: clock.now().toISOString(), by: args.actor.memberId }) ?? Promise.resolve() } : {}),
     now: () => clock.now().getTime(),
     log,
     ...(settings.imap ? { imap: settings.imap } : {}),

@@ -221,12 +221,18 @@ export const enrollmentSchema = {
 } as const;
 export type Enrollment = FromSchema<typeof enrollmentSchema>;
 
+/** What a sender check looks at, one line each (channels/verify-sender.ts). 'hosts': the sync server
+ * refuses the sender's host; 'setup': the check could not run where it was asked. */
+export const SENDER_CHECKS = ['smtp', 'imap', 'sent_folder', 'spf', 'dkim', 'dmarc', 'hosts', 'setup'] as const;
+export type SenderCheckName = (typeof SENDER_CHECKS)[number];
+
 /** A sender profile (sdrProfile): a connected account with limits. */
 export const senderSchema = {
   title: 'senders',
   // 1: optional fields added since the first release (see migrationStrategies in electron/backend/local-db.ts).
   // 2: warmedUp, unsubscribeKey (optional).
-  version: 2,
+  // 3: lastCheck (optional).
+  version: 3,
   primaryKey: 'id',
   type: 'object',
   properties: {
@@ -268,6 +274,33 @@ export const senderSchema = {
      * (List-Unsubscribe); the sync server verifies one-click links with it. Absent or null: none yet
      * (the runner that holds the sender gives it one). See shared/replies/unsubscribe-token.ts. */
     unsubscribeKey: NULLABLE_TEXT,
+    /** The last check of an email sender (login, Sent folder, SPF, DKIM, DMARC: channels/verify-sender.ts),
+     * made when it was connected and by sdrProfiles.verify. Never a secret. Absent or null: never checked. */
+    lastCheck: {
+      type: ['object', 'null'],
+      properties: {
+        at: { type: 'string', maxLength: 40 },
+        /** The DKIM selector the user named for the check, or null (the provider's defaults were tried). */
+        dkimSelector: NULLABLE_TEXT,
+        lines: {
+          type: 'array',
+          maxItems: 20,
+          items: {
+            type: 'object',
+            properties: {
+              check: { type: 'string', enum: SENDER_CHECKS },
+              status: { type: 'string', enum: ['pass', 'warn', 'fail'] },
+              message: TEXT,
+              fix: NULLABLE_TEXT,
+            },
+            required: ['check', 'status', 'message', 'fix'],
+            additionalProperties: false,
+          },
+        },
+      },
+      required: ['at', 'dkimSelector', 'lines'],
+      additionalProperties: false,
+    },
   },
   required: [
     ...BASE_REQUIRED, 'name', 'firstName', 'lastName', 'ownerMemberId', 'channel', 'channelConfig', 'status',

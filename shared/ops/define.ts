@@ -1,7 +1,7 @@
 /** How an operation is declared. One registry (shared/ops/index.ts) holds them all and every
  * transport (HTTP, IPC, WebSocket) serves it through `execute`. */
 import type { z } from 'zod';
-import type { Ctx } from '../context.ts';
+import type { Ctx, PrepareCtx } from '../context.ts';
 import type { Role } from '../model/index.ts';
 import { strictInput } from './input-guard.ts';
 
@@ -33,6 +33,13 @@ export type OpDef<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodTy
   serverOnly?: boolean;
   /** Needs a channel (network) and cannot run offline. */
   needsChannel?: boolean;
+  /**
+   * Network work the operation needs before it writes (sdrProfiles.create and .verify log in to a
+   * mailbox): run before the transaction, so it never holds the workspace's writer lock while a
+   * remote server answers. Its result reaches the handler as ctx.prepared. A transport that holds a
+   * lock runs it first (sync-server/app.ts, prepareOperation); elsewhere execute runs it itself.
+   */
+  prepare?(input: z.output<I>, ctx: PrepareCtx): Promise<unknown>;
   /** Method syntax on purpose: the registry holds operations of different input types. */
   handler(input: z.output<I>, ctx: Ctx): Promise<z.input<O>>;
 };

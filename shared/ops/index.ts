@@ -31,6 +31,7 @@ import { ops as membersOps } from './members.ts';
 import { ops as pipelineStagesOps } from './pipelineStages.ts';
 import { ops as sdrProfilesOps } from './sdrProfiles.ts';
 import { ops as sdrProfilesCreateOps } from './sdrProfiles.create.ts';
+import { ops as sdrProfilesOauthOps } from './sdrProfiles.oauth.ts';
 import { ops as socialOps } from './social.ts';
 import { ops as tagsOps } from './tags.ts';
 import { ops as webhooksOps } from './webhooks.ts';
@@ -57,7 +58,7 @@ export const operations = combine(
   campaignsGetBasicOps, campaignsOps, campaignsUpdateSendersOps, campaignsUpdateScheduleOps, campaignsGetEnrollmentsOps,
   campaignsGetActivityOps, campaignsGetStepMetricsOps, campaignsPreviewMessageOps, campaignsDuplicateOps,
   campaignsAddSequenceStepOps, campaignsUpdateSequenceMessageOps,
-  sdrProfilesOps, sdrProfilesCreateOps,
+  sdrProfilesOps, sdrProfilesCreateOps, sdrProfilesOauthOps,
   socialOps, tagsOps, pipelineStagesOps, leadGroupsOps, membersOps, apiKeysOps, inboxOps, webhooksOps,
 );
 

@@ -1,18 +1,20 @@
 /** sdrProfiles.create: connects a sender (the sandbox network, an SMTP mailbox with its IMAP
- * mailbox, or an HTTP connector), keeping its secrets out of the document, and checks with the sync
- * server the hosts a server-hosted sender will connect to. */
+ * mailbox, or an HTTP connector), keeping its secrets out of the document, checks with the sync
+ * server the hosts a server-hosted sender will connect to, and checks a mailbox before its first
+ * send (logins, Sent folder, SPF, DKIM, DMARC: a mailbox that cannot log in is not created). */
 import { IANAZone } from 'luxon';
 import { z } from 'zod';
 import { nowIso } from '../context.ts';
-import type { Ctx } from '../context.ts';
-import { DomainError } from '../errors.ts';
+import type { Ctx, PrepareCtx } from '../context.ts';
 import { newSender } from '../model/factories.ts';
 import type { ChannelKind, Sender, SenderCapability } from '../model/index.ts';
 import { newUnsubscribeKey } from '../replies/unsubscribe-token.ts';
 import { hostedByOf, storeSenderSecret } from './credentials.ts';
 import { mutation, opsByName } from './define.ts';
 import { senderHostsOf } from './sender-hosts.ts';
-import { senderOut, summary } from './sdrProfiles.ts';
+import { checkSender, dkimSelectorInput, lineSentence, loginFailed, senderOut, summary } from './sdrProfiles.ts';
+import type { SenderCheck } from './sdrProfiles.ts';
+import { DomainError } from '../errors.ts';
 
 const timeZone = z.string().min(1).max(64).refine((tz) => IANAZone.isValidZone(tz), { message: 'must be an IANA time zone such as Europe/Paris' });
 
@@ -49,6 +51,8 @@ const emailConfig = z.object({
   /** Where the channel runs: its owner's desktop (default) or the sync server's runner (`--runner`). */
   hostedBy: z.enum(['desktop', 'server']).optional(),
   imap: imapInput.optional(),
+  /** The DKIM selector the mailbox signs with (kept for later checks); default: the provider's usual ones. */
+  dkimSelector: dkimSelectorInput.optional(),
 }).strict();
 const httpConfig = z.object({
   baseUrl: z.string().url().refine((u) => /^https?:\/\//.test(u), { message: 'must be an http(s) URL' }),
@@ -87,12 +91,14 @@ export function capabilitiesFor(channel: ChannelKind, premium: boolean): SenderC
  * or offline), the warning says so. A desktop-hosted sender connects from its owner's computer: no
  * such rule applies to it.
  */
-async function serverHostProblem(ctx: Ctx, sender: Sender): Promise<string | null> {
+export async function serverHostProblem(ctx: Pick<Ctx, 'senderHosts'>, sender: Sender): Promise<{ warning: string; refusal: string | null } | null> {
   if (sender.channel === 'sandbox' || hostedByOf(sender) !== 'server') return null;
   const hosts = senderHostsOf(sender);
   const check = ctx.senderHosts ?? null;
-  const unchecked = (why: string) =>
-    `Whether the sync server will connect to ${hosts.join(' and ')} could not be checked (${why}): it refuses private, loopback and link-local addresses unless its operator allows them. If it refuses, this sender shows as disconnected with the reason once the server's runner tries it.`;
+  const unchecked = (why: string) => ({
+    warning: `Whether the sync server will connect to ${hosts.join(' and ')} could not be checked (${why}): it refuses private, loopback and link-local addresses unless its operator allows them. If it refuses, this sender shows as disconnected with the reason once the server's runner tries it.`,
+    refusal: null,
+  });
   if (!check) return unchecked('no sync server answers here');
   // Link-local and cloud metadata hosts are refused outright (nothing is created): no operator
   // setting makes them a mail server or connector.
@@ -106,10 +112,72 @@ async function serverHostProblem(ctx: Ctx, sender: Sender): Promise<string | nul
   }
   if (!refusal) return null;
   // The guard's sentence names the host, why it is refused and what to do.
-  sender.status = 'disconnected';
-  sender.statusReason = refusal;
-  return `${refusal} The sender is disconnected until then.`;
+  return { warning: `${refusal} The sender is disconnected until then.`, refusal };
 }
+
+type CreateInput = z.output<typeof createInput>;
+
+/** The new sender as the input describes it, with the secrets kept apart (never in the document). */
+function draftSender(input: CreateInput, ctx: Pick<Ctx, 'actor' | 'clock'>, id: string): { sender: Sender; password: string | undefined; imapPassword: string | undefined } {
+  const premium = input.premium ?? false;
+  let channelConfig: Sender['channelConfig'];
+  let password: string | undefined;
+  let imapPassword: string | undefined;
+  if (input.channel === 'email') {
+    // The sender document replicates to every member's desktop: the SMTP password must not be
+    // in it. The host that runs this sender keeps it (ctx.credentials), stored after the sender.
+    const { password: given, imap, ...rest } = input.channelConfig;
+    channelConfig = imap ? { ...rest, ...imapSettings(imap) } : rest;
+    password = given;
+    imapPassword = imap?.password;
+  } else if (input.channel === 'http') {
+    channelConfig = { baseUrl: input.channelConfig.baseUrl, ...(input.channelConfig.hostedBy ? { hostedBy: input.channelConfig.hostedBy } : {}) };
+  } else {
+    channelConfig = { seed: input.channelConfig?.seed ?? id };
+  }
+  const sender = newSender(
+    { id, workspaceId: ctx.actor.workspaceId, now: nowIso(ctx) },
+    {
+      name: input.name,
+      ownerMemberId: ctx.actor.memberId,
+      channel: input.channel,
+      channelConfig,
+      premium,
+      capabilities: capabilitiesFor(input.channel, premium),
+      timeZone: input.timeZone ?? 'UTC',
+    },
+  );
+  return { sender, password, imapPassword };
+}
+
+/** What a new sender's checks found: the sync server's refusal of its hosts, and a mailbox's check. */
+class CreateChecks {
+  constructor(
+    readonly host: { warning: string; refusal: string | null } | null,
+    readonly check: SenderCheck | null,
+  ) {}
+}
+
+/**
+ * The checks of a new sender, made before anything is written (sdrProfiles.create's prepare, on the
+ * sync server outside its transaction): the host guard for a server-hosted sender, and for a mailbox
+ * the logins, Sent folder and DNS. A mailbox that cannot log in is refused here, so nothing is stored.
+ */
+async function checkNewSender(input: CreateInput, ctx: PrepareCtx): Promise<CreateChecks> {
+  if (input.channel === 'sandbox') return new CreateChecks(null, null);
+  // The id is not drawn yet (the handler draws it): the check needs none, a new sender keeps no secret.
+  const { sender, password, imapPassword } = draftSender(input, ctx, PENDING_ID);
+  const host = await serverHostProblem(ctx, sender);
+  if (input.channel !== 'email') return new CreateChecks(host, null);
+  const check = await checkSender(ctx, sender, { secrets: { smtp: password ?? null, imap: imapPassword ?? null }, dkimSelector: input.channelConfig.dkimSelector ?? null, hostRefusal: host?.refusal ?? null });
+  const refused = check.lines.filter(loginFailed);
+  if (refused.length > 0) {
+    throw new DomainError('SENDER_CHECK_FAILED', `${sender.name} was not connected: ${refused.map(lineSentence).join(' ')}`, { lines: check.lines });
+  }
+  return new CreateChecks(host, check);
+}
+
+const PENDING_ID = '00000000-0000-4000-8000-000000000000';
 
 const create = mutation({
   name: 'sdrProfiles.create',
@@ -117,45 +185,32 @@ const create = mutation({
     "Connects a sender: the sandbox network, an SMTP mailbox or an HTTP connector. A server-hosted sender whose host the server's runner refuses is created disconnected with the reason as a warning; one at a link-local or cloud metadata address (whatever ALLOW_PRIVATE_SENDER_HOSTS says) is refused with 422 URL_NOT_ALLOWED and nothing is created.",
   input: createInput,
   output: senderOut.extend({ warnings: z.array(z.string()) }),
+  prepare: (input, ctx) => checkNewSender(input, ctx),
   async handler(input, ctx) {
     const id = ctx.ids.uuid();
-    const premium = input.premium ?? false;
     const warnings: string[] = [];
-    let channelConfig: Sender['channelConfig'];
-    let password: string | undefined;
-    let imapPassword: string | undefined;
-    if (input.channel === 'email') {
-      // The sender document replicates to every member's desktop: the SMTP password must not be
-      // in it. The host that runs this sender keeps it (ctx.credentials), stored after the sender.
-      const { password: given, imap, ...rest } = input.channelConfig;
-      channelConfig = imap ? { ...rest, ...imapSettings(imap) } : rest;
-      password = given;
-      imapPassword = imap?.password;
-    } else if (input.channel === 'http') {
-      channelConfig = { baseUrl: input.channelConfig.baseUrl, ...(input.channelConfig.hostedBy ? { hostedBy: input.channelConfig.hostedBy } : {}) };
-    } else {
-      channelConfig = { seed: input.channelConfig?.seed ?? id };
-    }
-    const sender = newSender(
-      { id, workspaceId: ctx.actor.workspaceId, now: nowIso(ctx) },
-      {
-        name: input.name,
-        ownerMemberId: ctx.actor.memberId,
-        channel: input.channel,
-        channelConfig,
-        premium,
-        capabilities: capabilitiesFor(input.channel, premium),
-        timeZone: input.timeZone ?? 'UTC',
-      },
-    );
+    const { sender, password, imapPassword } = draftSender(input, ctx, id);
     // A new account starts slowly: 20% of its limits, growing to 100% over 14 days. An account
     // its user says is warmed up starts at its limits (the weekly cap still holds).
     sender.warmedUp = input.warmedUp ?? false;
     sender.rampUpStartedAt = sender.warmedUp ? null : sender.createdAt;
     // Signs the List-Unsubscribe tokens of this sender's emails (shared/replies/unsubscribe-token.ts).
     if (sender.channel === 'email') sender.unsubscribeKey = newUnsubscribeKey(ctx.ids);
-    const hostWarning = await serverHostProblem(ctx, sender);
-    if (hostWarning) warnings.push(hostWarning);
+    // Found by prepare (before the transaction); a caller that skipped it gets them made now.
+    const found = ctx.prepared instanceof CreateChecks ? ctx.prepared : await checkNewSender(input, ctx);
+    if (found.host) {
+      warnings.push(found.host.warning);
+      if (found.host.refusal) {
+        sender.status = 'disconnected';
+        sender.statusReason = found.host.refusal;
+      }
+    }
+    if (found.check) {
+      // The other findings (Sent folder, SPF, DKIM, DMARC) are warnings and its last check; the
+      // refusal of the host is already said above.
+      sender.lastCheck = found.check;
+      for (const l of found.check.lines) if (l.status !== 'pass' && l.check !== 'hosts') warnings.push(lineSentence(l));
+    }
     await ctx.db.put('senders', sender);
     if (password !== undefined) {
       const port = ctx.credentials ?? null;

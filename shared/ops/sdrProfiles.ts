@@ -4,10 +4,11 @@
 import { DateTime } from 'luxon';
 import { z } from 'zod';
 import { nowIso } from '../context.ts';
-import type { Ctx } from '../context.ts';
+import type { Ctx, PrepareCtx, SenderCheckLine, SenderCheckSecrets } from '../context.ts';
+import type { StoreReader } from '../store.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { emptyUsage } from '../model/factories.ts';
-import { CHANNEL_KINDS, LIMIT_KEYS } from '../model/index.ts';
+import { CHANNEL_KINDS, LIMIT_KEYS, SENDER_CHECKS } from '../model/index.ts';
 import type { LimitKey, LimitSet, Sender } from '../model/index.ts';
 import { DEFAULT_WEEKLY_CONNECTIONS, RAMP_UP_DAYS, rampUpOf } from '../engine/limits.ts';
 import { canRaiseLimits } from '../rules/senders.ts';
@@ -21,10 +22,50 @@ const limitSetOut = z.object(Object.fromEntries(LIMIT_KEYS.map((k) => [k, count]
 const usageKeys = [...LIMIT_KEYS, 'emails', 'searches'] as const;
 const usageSetOut = z.object(Object.fromEntries(usageKeys.map((k) => [k, count])) as Record<(typeof usageKeys)[number], typeof count>);
 
+const checkLineOut = z.object({ check: z.enum(SENDER_CHECKS), status: z.enum(['pass', 'warn', 'fail']), message: z.string(), fix: z.string().nullable() });
+/** The last check of an email sender: when, with which DKIM selector, and its lines. */
+export const senderCheckOut = z.object({ at: z.string(), dkimSelector: z.string().nullable(), lines: z.array(checkLineOut) });
+export type SenderCheck = z.infer<typeof senderCheckOut>;
+
+/** A DKIM selector as DNS names it (labels of letters, digits, hyphens, underscores). */
+export const dkimSelectorInput = z.string().trim().regex(/^[A-Za-z0-9_-]{1,63}(\.[A-Za-z0-9_-]{1,63}){0,3}$/, 'must be a DKIM selector such as google or selector1');
+
+/** A line that keeps a new sender from being created: it could not log in. */
+export const loginFailed = (l: SenderCheckLine): boolean => (l.check === 'smtp' || l.check === 'imap') && l.status === 'fail';
+
+/** A line as one sentence: what was found, then what to do. */
+export const lineSentence = (l: SenderCheckLine): string => (l.fix ? `${l.message} ${l.fix}` : l.message);
+
+/**
+ * Runs the check of an email sender where this host can (ctx.senderVerifier serves the side that
+ * runs it: its owner's desktop, or the sync server), else says where it can run. A server-hosted
+ * sender whose host the sync server refuses is not logged in to: that refusal is the finding.
+ */
+export async function checkSender(ctx: Pick<Ctx, 'clock' | 'senderVerifier'>, sender: Sender, opts: { secrets?: SenderCheckSecrets; dkimSelector: string | null; hostRefusal: string | null }): Promise<SenderCheck> {
+  const at = nowIso(ctx);
+  const out = (lines: SenderCheckLine[]): SenderCheck => ({ at, dkimSelector: opts.dkimSelector, lines });
+  if (opts.hostRefusal) {
+    return out([{ check: 'hosts', status: 'fail', message: opts.hostRefusal, fix: 'Use a host on the public internet, or ask the sync server\'s operator to allow private hosts (ALLOW_PRIVATE_SENDER_HOSTS=1).' }]);
+  }
+  const verifier = ctx.senderVerifier ?? null;
+  const side = hostedByOf(sender);
+  if (!verifier || verifier.hostedBy !== side) {
+    const where = side === 'server' ? 'the sync server, which runs it' : "its owner's desktop, which runs it";
+    return out([{
+      check: 'setup', status: 'warn',
+      message: `Not checked: ${sender.name}'s login, Sent folder and DNS records are checked from ${where}, not here.`,
+      fix: side === 'server' ? 'Check it through the sync server (POST /sdrProfiles.verify) once its password is stored there.' : "Press Check again in its owner's desktop app.",
+    }]);
+  }
+  return out(await verifier.verify(sender, { ...(opts.secrets ? { secrets: opts.secrets } : {}), dkimSelector: opts.dkimSelector }));
+}
+
 export const senderOut = z.object({
   id: z.string(),
   sdrProfileId: z.string(),
   name: z.string(),
+  /** The member whose sender it is (told when it is disconnected). */
+  ownerMemberId: z.string(),
   status: z.string(),
   channel: z.enum(CHANNEL_KINDS),
   limits: limitSetOut,
@@ -40,12 +81,25 @@ export const senderOut = z.object({
   hostedBy: z.enum(['desktop', 'server']),
   /** The user said the account is already warmed up: full limits from the start, no ramp-up. */
   warmedUp: z.boolean(),
+  /** A mailbox signed in with OAuth (sdrProfiles.oauth.*): its provider and address, so the app
+   * can offer Reconnect; null for a password login or another channel. */
+  signIn: z.object({ provider: z.enum(['google', 'microsoft', 'oidc']), issuer: z.string().nullable(), email: z.string() }).nullable(),
+  /** Email senders: the last check (login, Sent folder, SPF, DKIM, DMARC), or null when never checked. */
+  lastCheck: senderCheckOut.nullable(),
 });
+
+function signInOf(s: Sender): z.input<typeof senderOut>['signIn'] {
+  const c = s.channelConfig;
+  if (s.channel !== 'email' || c.auth !== 'oauth2' || typeof c.from !== 'string') return null;
+  const provider = c.oauthProvider === 'google' || c.oauthProvider === 'microsoft' ? c.oauthProvider : 'oidc';
+  return { provider, issuer: typeof c.oauthIssuer === 'string' ? c.oauthIssuer : null, email: c.from };
+}
 
 export const summary = (s: Sender): z.input<typeof senderOut> => ({
   id: s.id,
   sdrProfileId: s.id,
   name: s.name,
+  ownerMemberId: s.ownerMemberId,
   status: s.status,
   channel: s.channel,
   limits: { ...s.limits },
@@ -59,11 +113,13 @@ export const summary = (s: Sender): z.input<typeof senderOut> => ({
   backoffUntil: s.backoffUntil,
   hostedBy: hostedByOf(s),
   warmedUp: s.warmedUp === true,
+  signIn: signInOf(s),
+  lastCheck: s.lastCheck ? { at: s.lastCheck.at, dkimSelector: s.lastCheck.dkimSelector ?? null, lines: s.lastCheck.lines.map((l) => ({ ...l })) } : null,
 });
 
 const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a day like 2026-11-16').refine((d) => DateTime.fromISO(d).isValid, { message: 'must be a real calendar day' });
 
-export async function senderOrNotFound(ctx: Ctx, id: string): Promise<Sender> {
+export async function senderOrNotFound(ctx: { db: Pick<StoreReader, 'get'> }, id: string): Promise<Sender> {
   const s = await ctx.db.get('senders', id);
   if (!s) throw notFound('Sender', id);
   return s;
@@ -80,7 +136,7 @@ const limitsInput = z.object(Object.fromEntries(LIMIT_KEYS.map((k) => [k, planCa
 const hostName = z.string().trim().min(1).max(253);
 
 /** The sync server's refusal of a server-hosted sender's hosts, or null (also when it cannot be asked). */
-async function hostRefusal(ctx: Ctx, sender: Sender): Promise<string | null> {
+async function hostRefusal(ctx: Pick<Ctx, 'senderHosts'>, sender: Sender): Promise<string | null> {
   try {
     return (await ctx.senderHosts?.refusal(senderHostsOf(sender))) ?? null;
   } catch {
@@ -283,4 +339,54 @@ const setCredentials = mutation({
   },
 });
 
-export const ops = opsByName(list, setDailyLimits, setWarmedUp, pauseOutreach, checkHosts, getUsage, setCredentials);
+const verify = mutation({
+  name: 'sdrProfiles.verify',
+  summary:
+    "Checks an email sender again and stores the result on it (lastCheck): the SMTP login, the IMAP login and its Sent folder, and the From domain's SPF, DKIM (dkimSelector, else the one given before, else the provider's usual selectors) and DMARC records, each a line {check, status: pass | warn | fail, message, fix}. It runs where the sender runs (its owner's desktop, or the sync server for server-hosted senders). No secret is ever in the answer.",
+  input: z.object({ sdrProfileId: uuid, dkimSelector: dkimSelectorInput.optional() }).strict(),
+  output: z.object({ sdrProfileId: z.string(), name: z.string(), checkedAt: z.string(), dkimSelector: z.string().nullable(), ok: z.boolean(), lines: z.array(checkLineOut) }),
+  prepare: (input, ctx) => checkAgain(input, ctx),
+  async handler(input, ctx) {
+    const sender = await senderOrNotFound(ctx, input.sdrProfileId);
+    // Made by prepare before the transaction, unless the sender changed since (then made now).
+    const pre = ctx.prepared instanceof VerifyChecks && ctx.prepared.config === configKey(sender) ? ctx.prepared : await checkAgain(input, ctx);
+    const kept = keptSelector(sender);
+    // The selector named here is the one later checks use.
+    const channelConfig = input.dkimSelector !== undefined && input.dkimSelector !== kept ? { ...sender.channelConfig, dkimSelector: input.dkimSelector } : sender.channelConfig;
+    const check = pre.check;
+    await ctx.db.put('senders', { ...sender, channelConfig, lastCheck: check, updatedAt: check.at });
+    return { sdrProfileId: sender.id, name: sender.name, checkedAt: check.at, dkimSelector: check.dkimSelector, ok: check.lines.every((l) => l.status !== 'fail'), lines: check.lines };
+  },
+});
+
+const keptSelector = (sender: Sender): string | null => (typeof sender.channelConfig.dkimSelector === 'string' && sender.channelConfig.dkimSelector !== '' ? sender.channelConfig.dkimSelector : null);
+/** What a check depends on in the document: a sender whose settings changed meanwhile is checked again. */
+const configKey = (sender: Sender): string => JSON.stringify([sender.name, sender.channelConfig]);
+
+/** A check made for a sender as its settings were (`config`). */
+class VerifyChecks {
+  constructor(
+    readonly config: string,
+    readonly check: SenderCheck,
+  ) {}
+}
+
+/** sdrProfiles.verify's check: where the sender runs, outside the transaction on the sync server. */
+async function checkAgain(input: { sdrProfileId: string; dkimSelector?: string | undefined }, ctx: PrepareCtx | Ctx): Promise<VerifyChecks> {
+  const sender = await senderOrNotFound(ctx, input.sdrProfileId);
+  if (sender.channel !== 'email') {
+    throw new DomainError('INVALID_INPUT', `${sender.name} is not an email sender: only mailboxes are checked.`, { sdrProfileId: sender.id, channel: sender.channel });
+  }
+  const side = hostedByOf(sender);
+  if (!ctx.senderVerifier || ctx.senderVerifier.hostedBy !== side) {
+    const where = side === 'server'
+      ? `${sender.name} runs on the sync server, so it is checked there: call POST /sdrProfiles.verify on the sync server with an API key.`
+      : `${sender.name} runs on its owner's desktop, so it is checked there: press Check again in that desktop app.`;
+    throw new DomainError('SERVER_ONLY', where, { sdrProfileId: sender.id, hostedBy: side });
+  }
+  const dkimSelector = input.dkimSelector ?? keptSelector(sender);
+  const refusal = side === 'server' ? await hostRefusal(ctx, sender) : null;
+  return new VerifyChecks(configKey(sender), await checkSender(ctx, sender, { dkimSelector, hostRefusal: refusal }));
+}
+
+export const ops = opsByName(list, setDailyLimits, setWarmedUp, pauseOutreach, checkHosts, getUsage, setCredentials, verify);

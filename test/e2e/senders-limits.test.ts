@@ -1,10 +1,25 @@
 /** Journeys on the senders screen: a daily limit raised above the plan maximum is capped and the cap
  * is explained; today's usage and the search budget show; outreach pauses and resumes; sandbox, SMTP
- * and HTTP-connector senders connect (bad settings refused with the reason). */
+ * and HTTP-connector senders connect (bad settings refused with the reason); a mailbox is checked
+ * before it is added (a wrong password refused, nothing added), its card shows the check with what to
+ * fix, and Check again shows a fixed DNS record. The mailbox is real: smtp-server and Dovecot on
+ * loopback, and the app's DNS (DNS_SERVERS) a dns2 server the test runs. */
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Locator, Page } from 'playwright-core';
+import { dkimKeyRecord, startDns } from '../integration/support/dns-server.ts';
+import type { TestDns } from '../integration/support/dns-server.ts';
+import { startDovecot } from '../integration/support/dovecot.ts';
+import type { Dovecot } from '../integration/support/dovecot.ts';
 import { closeDemoApp, openDemoApp, screenshot } from './support/app.ts';
 import type { RunningApp } from './support/app.ts';
+
+const MAILBOX = { user: 'sdr@acme.test', password: 'kept-on-this-desktop' };
+let dns: TestDns;
+let smtp: SMTPServer;
+let smtpPort = 0;
+let dovecot: Dovecot;
 
 let app: RunningApp;
 let browser: Browser;
@@ -18,12 +33,34 @@ async function has(locator: Locator, text: string | RegExp): Promise<void> {
 }
 
 beforeAll(async () => {
+  // acme.test sends from 127.0.0.1 with a DKIM key but no DMARC record (yet).
+  dns = await startDns({ 'acme.test': { TXT: ['v=spf1 ip4:127.0.0.1 -all'] }, 'default._domainkey.acme.test': { TXT: [dkimKeyRecord()] } });
+  smtp = new SMTPServer({
+    disabledCommands: ['STARTTLS'],
+    allowInsecureAuth: true,
+    logger: false,
+    onAuth(auth, _session, cb) {
+      if (auth.username === MAILBOX.user && auth.password === MAILBOX.password) cb(null, { user: auth.username });
+      else cb(Object.assign(new Error('Invalid username or password'), { responseCode: 535 }));
+    },
+  });
+  await new Promise<void>((r) => smtp.listen(0, '127.0.0.1', r));
+  smtpPort = (smtp.server.address() as AddressInfo).port;
+  dovecot = await startDovecot([MAILBOX]);
+  // The app (a child process) inherits this: its mailbox checks ask the test's DNS.
+  process.env.DNS_SERVERS = dns.servers.join(',');
   ({ app, browser, page } = await openDemoApp());
   await page.locator('nav').getByRole('button', { name: /Senders/ }).click();
   await cards().first().waitFor();
 }, 240_000);
 
-afterAll(() => closeDemoApp(app, browser));
+afterAll(async () => {
+  await closeDemoApp(app, browser);
+  delete process.env.DNS_SERVERS;
+  await dns?.close();
+  await new Promise<void>((r) => (smtp ? smtp.close(() => r()) : r()));
+  await dovecot?.stop();
+});
 
 describe('senders', () => {
   it('caps a daily limit raised above the plan maximum and says so', async () => {
@@ -85,16 +122,45 @@ describe('senders', () => {
     await page.getByRole('button', { name: 'Connect a sender' }).click();
     await dialog().getByRole('tab', { name: 'Email (SMTP)' }).click();
     await dialog().getByLabel('Sender name').fill('E2E Mailbox');
-    await dialog().getByLabel('SMTP host').fill('smtp.example.com');
-    await dialog().getByLabel('SMTP user').fill('sdr@example.com');
-    await dialog().getByLabel('SMTP password').fill('kept-on-this-desktop');
-    await dialog().getByLabel('From address').fill('Sam SDR <sdr@example.com>');
+    await dialog().getByLabel('SMTP host').fill('127.0.0.1');
+    await dialog().getByLabel('SMTP port').fill(String(smtpPort));
+    await dialog().getByLabel('SMTP user').fill(MAILBOX.user);
+    await dialog().getByLabel('SMTP password').fill('a-wrong-password');
+    await dialog().getByLabel('From address').fill('Sam SDR <sdr@acme.test>');
+    await dialog().getByLabel('IMAP host').fill('127.0.0.1');
+    await dialog().getByLabel('IMAP port').fill(String(dovecot.port));
+    await dialog().getByRole('checkbox', { name: 'TLS from the start (port 993)' }).uncheck();
     await screenshot(page, 'senders-connect-smtp');
+    // A wrong password: the mailbox is checked before it is added, refused with the reason, and not added.
+    const count = await cards().count();
     await dialog().getByRole('button', { name: 'Connect' }).click();
-    // The password goes to this desktop's credential store (never into the replicated workspace),
-    // so there is nothing to warn about and the dialog closes.
+    await has(dialog().getByRole('alert'), /E2E Mailbox was not connected: SMTP: 127\.0\.0\.1 refused the login of sdr@acme\.test/);
+    await dialog().getByRole('alert').scrollIntoViewIfNeeded();
+    await screenshot(page, 'senders-connect-refused');
+    expect(await cards().count()).toBe(count);
+    // The right one: added (the password goes to this desktop's credential store, never into the
+    // workspace); the check's findings are warnings: acme.test has no DMARC record.
+    await dialog().getByLabel('SMTP password').fill(MAILBOX.password);
+    await dialog().getByRole('button', { name: 'Connect' }).click();
+    await has(dialog().getByTestId('connect-warnings'), 'acme.test publishes no DMARC record');
+    await dialog().getByRole('button', { name: 'Done' }).click();
     await dialog().waitFor({ state: 'detached' });
-    await has(page.locator('.sender-card').filter({ hasText: 'E2E Mailbox' }), 'Email (SMTP)');
+    const mailbox = page.locator('.sender-card').filter({ hasText: 'E2E Mailbox' });
+    await has(mailbox, 'Email (SMTP)');
+    const check = mailbox.getByTestId('sender-check');
+    for (const [name, status] of [['smtp', 'pass'], ['imap', 'pass'], ['sent_folder', 'pass'], ['spf', 'pass'], ['dkim', 'pass'], ['dmarc', 'warn']]) {
+      await check.locator(`li[data-check="${name}"][data-status="${status}"]`).waitFor({ timeout: 15_000 });
+    }
+    await has(check.locator('li[data-check="dmarc"]'), 'Fix: Add a TXT record at _dmarc.acme.test');
+    await has(check.getByTestId('sender-check-summary'), '1 warning');
+    await mailbox.scrollIntoViewIfNeeded();
+    await screenshot(page, 'senders-mailbox-check');
+    // The domain publishes DMARC; Check again shows it passing.
+    dns.set('_dmarc.acme.test', { TXT: ['v=DMARC1; p=quarantine'] });
+    await check.getByRole('button', { name: 'Check again' }).click();
+    await check.locator('li[data-check="dmarc"][data-status="pass"]').waitFor({ timeout: 15_000 });
+    await has(check.getByTestId('sender-check-summary'), 'All passed');
+    await screenshot(page, 'senders-mailbox-check-again');
 
     await page.getByRole('button', { name: 'Connect a sender' }).click();
     await dialog().getByRole('tab', { name: 'HTTP connector' }).click();

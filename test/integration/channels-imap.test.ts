@@ -419,6 +419,8 @@ describe.each(BACKENDS)('the sync server runner reads an email sender\'s mailbox
   }
 
   it('keeps the IMAP settings beside the SMTP ones and the password out of every document', async () => {
+    // A mailbox whose IMAP login differs from the SMTP one (its login is checked at creation).
+    dovecot.setUser('other-login@acme.test', 'separate-imap-pass');
     const sender = await serverSender('Sam Settings', { user: 'other-login@acme.test', password: 'separate-imap-pass', sentCopy: 'provider' });
     expect(sender.channelConfig).toMatchObject({ imapHost: '127.0.0.1', imapPort: dovecot.port, imapSecure: false, imapUser: 'other-login@acme.test', imapSentCopy: 'provider' });
     expect(imapConfig(sender)).toEqual({ host: '127.0.0.1', port: dovecot.port, secure: false, user: 'other-login@acme.test', sentCopy: 'provider' });
@@ -521,7 +523,9 @@ describe.each(BACKENDS)('the sync server runner reads an email sender\'s mailbox
   }, 60_000);
 
   it('a wrong IMAP password disconnects the sender with the reason; setting the right one reconnects it', async () => {
-    const sender = await serverSender('Sam Locked', { password: 'wrong-imap-password' });
+    // Created with the right password (a mailbox that cannot log in is not created), then given a wrong one.
+    const sender = await serverSender('Sam Locked');
+    expect((await s.call(s.ours.ownerKey, 'sdrProfiles.setCredentials', { sdrProfileId: sender.id, secret: 'wrong-imap-password', imap: true })).status).toBe(200);
     const r = runner();
     await r.scan();
     await r.tickAll();

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forbiddenReason, guardedFetch, guardedLookup, guardedSmtpSocket, senderHostCheck } from '../../sync-server/sender-hosts.ts';
 import { FakeClock } from '../support/harness.ts';
-import { startTestDns } from './support/dns-server.ts';
+import { startDns } from './support/dns-server.ts';
 import type { TestDns } from './support/dns-server.ts';
 import { startTestServer } from './support/server.ts';
 import type { TestServer } from './support/server.ts';
@@ -45,12 +45,12 @@ describe('link-local and metadata addresses, with ALLOW_PRIVATE_SENDER_HOSTS=1',
   let s: TestServer;
   beforeAll(async () => {
     expect(process.env.ALLOW_PRIVATE_SENDER_HOSTS).toBe('1');
-    dns = await startTestDns();
-    dns.answers.set('metadata.crm.test', ['169.254.169.254']);
-    dns.answers.set('metadata6.crm.test', ['fd00:ec2::254']);
-    dns.answers.set('mixed.crm.test', ['203.0.113.7', '169.254.169.254']);
-    dns.answers.set('rebinding.crm.test', ['203.0.113.7']);
-    dns.answers.set('loopback.crm.test', ['127.0.0.1']);
+    dns = await startDns();
+    dns.point('metadata.crm.test', ['169.254.169.254']);
+    dns.point('metadata6.crm.test', ['fd00:ec2::254']);
+    dns.point('mixed.crm.test', ['203.0.113.7', '169.254.169.254']);
+    dns.point('rebinding.crm.test', ['203.0.113.7']);
+    dns.point('loopback.crm.test', ['127.0.0.1']);
     s = await startTestServer('pglite', {
       clock: new RealClock(),
       webhooks: { allowHttp: true, policy: { allowPrivate: true, resolve: (h) => dns.resolve(h) }, delivery: { pollMs: 50, timeoutMs: 2_000 } },
@@ -114,7 +114,7 @@ describe('link-local and metadata addresses, with ALLOW_PRIVATE_SENDER_HOSTS=1',
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
     const port = (receiver.address() as AddressInfo).port;
     try {
-      dns.answers.set('rebinding.crm.test', ['127.0.0.1']);
+      dns.point('rebinding.crm.test', ['127.0.0.1']);
       const created = await s.call<{ id: string }>(s.ours.ownerKey, 'webhooks.create', { url: `http://rebinding.crm.test:${port}/in`, events: ['lead.replied'] });
       expect(created.status, JSON.stringify(created.body)).toBe(200);
       const first = await s.call(s.ours.ownerKey, 'webhooks.sendTest', { endpointId: created.body.id });
@@ -122,7 +122,7 @@ describe('link-local and metadata addresses, with ALLOW_PRIVATE_SENDER_HOSTS=1',
       for (let i = 0; i < 100 && hits === 0; i++) await sleep(20);
       expect(hits).toBe(1);
       // The name now points at the metadata service.
-      dns.answers.set('rebinding.crm.test', ['169.254.169.254']);
+      dns.point('rebinding.crm.test', ['169.254.169.254']);
       await s.call(s.ours.ownerKey, 'webhooks.sendTest', { endpointId: created.body.id });
       let attempt: { responseStatus: number | null; error: string | null } | undefined;
       for (let i = 0; i < 100 && !attempt; i++) {
@@ -153,14 +153,17 @@ describe('link-local and metadata addresses, with ALLOW_PRIVATE_SENDER_HOSTS=1',
       expect(res.body.error.message).toMatch(/(link-local address|cloud metadata address).*: the sync server never connects there, whatever ALLOW_PRIVATE_SENDER_HOSTS says/);
     }
     expect(await s.snapshot(s.ours.workspaceId)).toEqual(before);
-    // A private relay is still what the setting allows.
-    const relay = await s.call<{ warnings: string[]; status: string }>(s.ours.ownerKey, 'sdrProfiles.create', {
+    // A private relay is still what the setting allows: the guard lets it through to the mailbox
+    // check (which, without a password, refuses it for that reason, not for its address).
+    // sender-host-guard.test.ts connects one that logs in.
+    const relay = await s.call<ErrorOut>(s.ours.ownerKey, 'sdrProfiles.create', {
       name: 'Relay Sam',
       channel: 'email',
       channelConfig: { host: '10.1.2.3', port: 587, secure: false, user: 'sam@acme.test', from: 'sam@acme.test', hostedBy: 'server' },
     });
-    expect(relay.status, JSON.stringify(relay.body)).toBe(200);
-    expect(relay.body.status).toBe('available');
+    expect([relay.status, relay.body.error?.code], JSON.stringify(relay.body)).toEqual([422, 'SENDER_CHECK_FAILED']);
+    expect(relay.body.error.message).toMatch(/no password is kept/);
+    expect(await s.snapshot(s.ours.workspaceId)).toEqual(before);
   });
 
   it('the sender checks follow what a name resolves to: at registration, and again at connect (fetch, SMTP, IMAP)', async () => {
@@ -178,10 +181,10 @@ describe('link-local and metadata addresses, with ALLOW_PRIVATE_SENDER_HOSTS=1',
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as AddressInfo).port;
     try {
-      dns.answers.set('rebinding.crm.test', ['127.0.0.1']);
+      dns.point('rebinding.crm.test', ['127.0.0.1']);
       expect((await guardedFetch(policy)(`http://rebinding.crm.test:${port}/`)).status).toBe(200);
       expect(hits).toBe(1);
-      dns.answers.set('rebinding.crm.test', ['169.254.169.254']);
+      dns.point('rebinding.crm.test', ['169.254.169.254']);
       await expect(guardedFetch(policy)(`http://rebinding.crm.test:${port}/`)).rejects.toThrow();
       await expect(guardedFetch(policy)(`http://2852039166:${port}/`)).rejects.toMatchObject({ kind: 'unauthorized' });
       await expect(guardedFetch(policy)(`http://[::ffff:a9fe:a9fe]:${port}/`)).rejects.toMatchObject({ kind: 'unauthorized' });

@@ -72,7 +72,8 @@ describe.each(BACKENDS)('sender credentials and the server runner (%s)', (backen
 
   const smtpConfig = (extra: Record<string, unknown> = {}) => ({ host: '127.0.0.1', port: smtpPort, secure: false, user: 'sam@acme.test', from: 'sam@acme.test', ...extra });
 
-  async function createEmailSender(apiKey: string, extra: Record<string, unknown> = { hostedBy: 'server' }, name = 'Sam Server'): Promise<SenderOut> {
+  /** A server-hosted sender is created with its password: its login is checked first (a refused one is not created). */
+  async function createEmailSender(apiKey: string, extra: Record<string, unknown> = { hostedBy: 'server', password: GOOD }, name = 'Sam Server'): Promise<SenderOut> {
     const res = await s.call<SenderOut>(apiKey, 'sdrProfiles.create', { name, channel: 'email', channelConfig: smtpConfig(extra) });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     return res.body;
@@ -160,12 +161,13 @@ describe.each(BACKENDS)('sender credentials and the server runner (%s)', (backen
     const sandboxRefused = await s.call<ErrorBody>(s.ours.ownerKey, 'sdrProfiles.setCredentials', { sdrProfileId: sandbox.body.id, secret: 'x' });
     expect(sandboxRefused.body.error.code).toBe('INVALID_INPUT');
 
-    // At creation, the password of a server-hosted sender goes to the credentials table, not the document.
-    const created = await createEmailSender(s.ours.ownerKey, { hostedBy: 'server', password: 'given-at-creation' }, 'Sam Created');
-    expect(created.warnings).toEqual([]);
+    // At creation, the password of a server-hosted sender is checked (the SMTP login), then goes to
+    // the credentials table, not the document. Without IMAP settings its mailbox is not read: a warning.
+    const created = await createEmailSender(s.ours.ownerKey, { hostedBy: 'server', password: GOOD }, 'Sam Created');
+    expect(created.warnings).toEqual([expect.stringContaining('IMAP: no mailbox settings, so replies, bounces and unsubscribe emails are not read')]);
     expect((await senderDoc(created.id))?.channelConfig).toEqual({ ...smtpConfig(), hostedBy: 'server' });
-    expect(await credentials.secretFor(s.sql, s.ours.workspaceId, created.id)).toBe('given-at-creation');
-    expect(await everything()).not.toContain('given-at-creation');
+    expect(await credentials.secretFor(s.sql, s.ours.workspaceId, created.id)).toBe(GOOD);
+    expect(await everything()).not.toContain(GOOD);
 
     // A ciphertext is bound to its sender: copied onto another sender it does not open.
     const row = (await rows()).find((r) => r.sender_id === created.id);
@@ -178,7 +180,7 @@ describe.each(BACKENDS)('sender credentials and the server runner (%s)', (backen
   });
 
   it('sends a running campaign\'s email through SMTP with the stored password, and only for server-hosted senders', async () => {
-    const sender = await createEmailSender(s.ours.ownerKey, { hostedBy: 'server' }, 'Sam Sends');
+    const sender = await createEmailSender(s.ours.ownerKey, { hostedBy: 'server', password: GOOD }, 'Sam Sends');
     expect((await s.call(s.ours.ownerKey, 'sdrProfiles.setCredentials', { sdrProfileId: sender.id, secret: GOOD })).status).toBe(200);
     const { leadIds } = await runningCampaign(sender.id, ['ada@example.test']);
     // A sandbox sender in the same workspace stays with the desktops.
@@ -212,7 +214,7 @@ describe.each(BACKENDS)('sender credentials and the server runner (%s)', (backen
   });
 
   it('a refused login disconnects the sender with the reason; new credentials reconnect it', async () => {
-    const sender = await createEmailSender(s.ours.ownerKey, { hostedBy: 'server' }, 'Sam Wrong');
+    const sender = await createEmailSender(s.ours.ownerKey, { hostedBy: 'server', password: GOOD }, 'Sam Wrong');
     await s.call(s.ours.ownerKey, 'sdrProfiles.setCredentials', { sdrProfileId: sender.id, secret: 'wrong-password' });
     await runningCampaign(sender.id, ['bo@example.test']);
     mails.length = 0;
@@ -239,7 +241,7 @@ describe.each(BACKENDS)('sender credentials and the server runner (%s)', (backen
   });
 
   it('two runner hosts over one database never both act for one sender; a stopped or crashed host hands over', async () => {
-    const sender = await createEmailSender(s.ours.ownerKey, { hostedBy: 'server' }, 'Sam Shared');
+    const sender = await createEmailSender(s.ours.ownerKey, { hostedBy: 'server', password: GOOD }, 'Sam Shared');
     await s.call(s.ours.ownerKey, 'sdrProfiles.setCredentials', { sdrProfileId: sender.id, secret: GOOD });
     const addresses = Array.from({ length: 6 }, (_, i) => `shared${i}@example.test`);
     await runningCampaign(sender.id, addresses);

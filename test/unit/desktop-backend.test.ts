@@ -1,8 +1,14 @@
 /** The desktop backend's router: calls, error normalisation, live subscriptions, sessions. */
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { dnsResolver } from '../../channels/dns-check.ts';
+import { createSenderVerifier } from '../../channels/verify-sender.ts';
+import { passingZone, startDns } from '../integration/support/dns-server.ts';
+import type { TestDns } from '../integration/support/dns-server.ts';
 import type { Result, SessionInfo } from '../../electron/bridge.ts';
 import { Backend } from '../../electron/backend/backend.ts';
 import { desktopSenderCredentials, fileCredentialStore } from '../../electron/backend/credentials.ts';
@@ -253,15 +259,47 @@ describe('connecting to a sync server', () => {
 });
 
 describe("senders' secrets on this desktop", () => {
-  it('keeps an SMTP password given to a desktop-hosted sender in the credential store, never in the document', async () => {
+  // The mailbox is real (smtp-server on loopback) and so is the DNS its check asks (dns2), as on a
+  // user's desktop: the login is checked before the sender is created.
+  let smtp: SMTPServer;
+  let smtpPort = 0;
+  let dns: TestDns;
+  beforeAll(async () => {
+    smtp = new SMTPServer({
+      disabledCommands: ['STARTTLS'],
+      allowInsecureAuth: true,
+      logger: false,
+      onAuth(auth, _session, cb) {
+        if (auth.username === 'me@example.test' && auth.password === 'hunter2') cb(null, { user: auth.username });
+        else cb(Object.assign(new Error('Invalid username or password'), { responseCode: 535 }));
+      },
+    });
+    await new Promise<void>((r) => smtp.listen(0, '127.0.0.1', r));
+    smtpPort = (smtp.server.address() as AddressInfo).port;
+    dns = await startDns(passingZone('example.test'));
+  });
+  afterAll(async () => {
+    await new Promise<void>((r) => smtp.close(() => r()));
+    await dns.close();
+  });
+
+  it('keeps an SMTP password given to a desktop-hosted sender in the credential store, never in the document; a refused login creates nothing', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'crm-secrets-'));
     const store = fileCredentialStore(join(dataDir, 'credentials.json'));
     const session = new SessionManager({ dataDir, openDb: ({ workspaceId }) => openMemoryLocalDb({ workspaceId }), credentials: store, buildDemo: smallWorkspace });
-    const backend = new Backend({ session, senderCredentials: desktopSenderCredentials(store) });
+    const senderVerifier = createSenderVerifier({ hostedBy: 'desktop', resolve: dnsResolver(dns.servers), timeoutMs: 5_000, smtpPasswordFor: () => null });
+    const backend = new Backend({ session, senderCredentials: desktopSenderCredentials(store), senderVerifier });
     open.push(backend);
     const info = await session.openDemo();
-    const created = await backend.call('sdrProfiles.create', { name: 'Mail Box', channel: 'email', channelConfig: { host: 'smtp.example.test', port: 587, secure: false, user: 'me@example.test', from: 'me@example.test', password: 'hunter2' } });
-    expect(created.ok).toBe(true);
+    const config = (password: string) => ({ host: '127.0.0.1', port: smtpPort, secure: false, user: 'me@example.test', from: 'me@example.test', password });
+    const before = JSON.stringify(await backend.call('sdrProfiles.list', {}));
+    const refused = await backend.call('sdrProfiles.create', { name: 'Mail Box', channel: 'email', channelConfig: config('wrong-one') });
+    expect(refused).toMatchObject({ ok: false, error: { code: 'SENDER_CHECK_FAILED', message: expect.stringContaining('Mail Box was not connected: SMTP: 127.0.0.1 refused the login of me@example.test') } });
+    expect(JSON.stringify(await backend.call('sdrProfiles.list', {}))).toBe(before);
+    const kept = join(dataDir, 'credentials.json');
+    expect(existsSync(kept) ? readFileSync(kept, 'utf8') : '').not.toContain('wrong-one');
+    const created = await backend.call('sdrProfiles.create', { name: 'Mail Box', channel: 'email', channelConfig: config('hunter2') });
+    expect(created.ok, JSON.stringify(created)).toBe(true);
     const id = created.ok ? (created.value as { id: string }).id : '';
     const workspaceId = info.state === 'open' ? info.workspaceId : '';
     expect(await desktopSenderCredentials(store).secretFor(workspaceId, id)).toBe('hunter2');

@@ -39,6 +39,12 @@ function fakeServer() {
       checks.push({ url, body });
       return Response.json({ refusal: body.hosts.includes('10.1.2.3') ? REFUSAL : null });
     }
+    if (url.endsWith('/sdrProfiles.verify')) {
+      // The sync server checks the mailbox it runs and stores the result (replication brings it back).
+      const body = JSON.parse(String(init?.body)) as { sdrProfileId: string };
+      checks.push({ url, body });
+      return Response.json({ sdrProfileId: body.sdrProfileId, name: 'Relay Sam', checkedAt: NOW, dkimSelector: null, ok: true, lines: [{ check: 'smtp', status: 'pass', message: 'SMTP: logged in to smtp.acme.test:587 as sam@acme.test.', fix: null }] });
+    }
     return Response.json({ error: { code: 'UNKNOWN_OPERATION', message: 'nope' } }, { status: 404 });
   };
   return { fetch: fake as typeof fetch, checks, state };
@@ -74,6 +80,9 @@ async function connectedBackend(fetchFn: typeof fetch, kind: 'connected' | 'demo
   return backend;
 }
 
+/** The mailbox check's line where this host does not run the sender (shared/ops/sdrProfiles.ts checkSender). */
+const notChecked = (where: string) => expect.stringContaining(`Not checked: Relay Sam's login, Sent folder and DNS records are checked from ${where}`);
+
 type Created = { id: string; status: string; statusReason: string | null; warnings: string[] };
 
 async function create(backend: Backend, host: string, hostedBy: 'server' | 'desktop' = 'server'): Promise<Created> {
@@ -88,11 +97,22 @@ describe('a server-hosted sender created on a connected desktop', () => {
     const backend = await connectedBackend(server.fetch);
     const refused = await create(backend, '10.1.2.3');
     expect(refused).toMatchObject({ status: 'disconnected', statusReason: REFUSAL, warnings: [`${REFUSAL} The sender is disconnected until then.`] });
+    // Its login and DNS are checked where it runs (the sync server), not on this desktop.
     expect(server.checks).toEqual([{ url: 'http://127.0.0.1:4000/sdrProfiles.checkHosts', body: { hosts: ['10.1.2.3'] } }]);
-    expect(await create(backend, 'smtp.acme.test')).toMatchObject({ status: 'available', warnings: [] });
-    // A desktop-hosted sender connects from this computer: the server is not asked.
-    expect(await create(backend, '10.1.2.3', 'desktop')).toMatchObject({ status: 'available', warnings: [] });
+    expect(await create(backend, 'smtp.acme.test')).toMatchObject({ status: 'available', warnings: [notChecked('the sync server')] });
+    // A desktop-hosted sender connects from this computer: the server is not asked. (This backend
+    // has no sender check of its own, so it says it did not check the mailbox.)
+    expect(await create(backend, '10.1.2.3', 'desktop')).toMatchObject({ status: 'available', warnings: [notChecked("its owner's desktop")] });
     expect(server.checks).toHaveLength(2);
+  });
+
+  it('Check again on a server-hosted mailbox asks the sync server, which runs it and keeps its password', async () => {
+    const server = fakeServer();
+    const backend = await connectedBackend(server.fetch);
+    const created = await create(backend, 'smtp.acme.test');
+    const r = await backend.call('sdrProfiles.verify', { sdrProfileId: created.id });
+    expect(r).toMatchObject({ ok: true, value: { sdrProfileId: created.id, ok: true, lines: [{ check: 'smtp', status: 'pass' }] } });
+    expect(server.checks.at(-1)).toEqual({ url: 'http://127.0.0.1:4000/sdrProfiles.verify', body: { sdrProfileId: created.id } });
   });
 
   it('offline: created available, with a warning that the server could not be asked', async () => {
@@ -101,12 +121,12 @@ describe('a server-hosted sender created on a connected desktop', () => {
     server.state.down = true;
     const created = await create(backend, '10.1.2.3');
     expect(created.status).toBe('available');
-    expect(created.warnings).toEqual([expect.stringMatching(/^Whether the sync server will connect to 10\.1\.2\.3 could not be checked \(the sync server could not be reached\)/)]);
+    expect(created.warnings).toEqual([expect.stringMatching(/^Whether the sync server will connect to 10\.1\.2\.3 could not be checked \(the sync server could not be reached\)/), notChecked('the sync server')]);
   });
 
   it('in the local demo (no sync server) the warning says no server answers', async () => {
     const backend = await connectedBackend(fakeServer().fetch, 'demo');
     const created = await create(backend, '10.1.2.3');
-    expect(created.warnings).toEqual([expect.stringContaining('could not be checked (no sync server answers here)')]);
+    expect(created.warnings).toEqual([expect.stringContaining('could not be checked (no sync server answers here)'), notChecked('the sync server')]);
   });
 });

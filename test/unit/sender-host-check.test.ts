@@ -28,6 +28,9 @@ async function world(senderHosts: SenderHostCheck | null) {
   return { h, call };
 }
 
+/** The mailbox check's line: no sender check runs in this harness (shared/ops/sdrProfiles.ts checkSender). */
+const notChecked = (name: string, where: string) => expect.stringContaining(`Not checked: ${name}'s login, Sent folder and DNS records are checked from ${where}`);
+
 const smtp = (host: string, hostedBy?: 'server' | 'desktop') => ({ host, port: 587, secure: false, user: 'sam@acme.test', from: 'sam@acme.test', ...(hostedBy ? { hostedBy } : {}) });
 
 describe('a server-hosted sender whose host the sync server refuses', () => {
@@ -73,9 +76,9 @@ describe('no warning where none is due', () => {
     const { check, asked } = fakeCheck(['10.1.2.3']);
     const { call } = await world(check);
     const created = await call('sdrProfiles.create', { name: 'Public Sam', channel: 'email', channelConfig: smtp('smtp.acme.test', 'server') });
-    expect(created).toMatchObject({ status: 'available', statusReason: null, warnings: [] });
+    expect(created).toMatchObject({ status: 'available', statusReason: null, warnings: [notChecked('Public Sam', 'the sync server')] });
     const desk = await call('sdrProfiles.create', { name: 'Desk Sam', channel: 'email', channelConfig: smtp('10.1.2.3') });
-    expect(desk).toMatchObject({ status: 'available', warnings: [], hostedBy: 'desktop' });
+    expect(desk).toMatchObject({ status: 'available', warnings: [notChecked('Desk Sam', "its owner's desktop")], hostedBy: 'desktop' });
     await call('sdrProfiles.create', { name: 'Sandy', channel: 'sandbox' });
     expect(asked).toEqual(['smtp.acme.test']);
   });
@@ -86,9 +89,9 @@ describe('no warning where none is due', () => {
       const { call } = await world(check);
       const created = await call('sdrProfiles.create', { name: 'Relay Sam', channel: 'email', channelConfig: { ...smtp('10.1.2.3', 'server'), imap: { host: 'imap.acme.test' } } });
       expect(created.status).toBe('available');
-      expect(created.warnings).toEqual([`Whether the sync server will connect to 10.1.2.3 and imap.acme.test could not be checked (${why}): it refuses private, loopback and link-local addresses unless its operator allows them. If it refuses, this sender shows as disconnected with the reason once the server's runner tries it.`]);
+      expect(created.warnings).toEqual([`Whether the sync server will connect to 10.1.2.3 and imap.acme.test could not be checked (${why}): it refuses private, loopback and link-local addresses unless its operator allows them. If it refuses, this sender shows as disconnected with the reason once the server's runner tries it.`, notChecked('Relay Sam', 'the sync server')]);
       const desk = await call('sdrProfiles.create', { name: 'Desk Sam', channel: 'email', channelConfig: smtp('10.1.2.3') });
-      expect(desk.warnings).toEqual([]);
+      expect(desk.warnings).toEqual([notChecked('Desk Sam', "its owner's desktop")]);
     }
   });
 });

@@ -1,6 +1,7 @@
 import { useEffect, useMemo, useState } from 'react';
 import { bridge } from '../bridge/index.ts';
 import { remindDueTasks } from '../screens/tasks/reminders.ts';
+import { noticeDisconnectedSenders } from '../screens/senders/disconnect-notices.ts';
 import { useOp } from '../lib/ops.ts';
 import { useApp } from '../state/app-store.ts';
 import type { Screen } from '../state/app-store.ts';
@@ -36,6 +37,12 @@ export function Nav() {
   useEffect(() => {
     if (due.data) void remindDueTasks(due.data.tasks, Date.now(), (notice) => bridge.notify(notice));
   }, [due.data]);
+  // A sender of mine disconnected (a revoked sign-in, a refused login): told once per disconnection.
+  const senders = useOp('sdrProfiles.list', open ? {} : null);
+  const memberId = open ? session.member.id : null;
+  useEffect(() => {
+    if (senders.data && memberId) void noticeDisconnectedSenders(senders.data.sdrProfiles, memberId, (notice) => bridge.notify(notice));
+  }, [senders.data, memberId]);
   const counts: Partial<Record<Screen, number>> = { inbox: inbox.data?.open ?? 0, tasks: due.data?.tasks.length ?? 0 };
   return (
     <nav className="nav" aria-label="Main">

@@ -74,7 +74,29 @@ function greeting(port: number, timeoutMs: number): Promise<boolean> {
   });
 }
 
-function config(dir: string, port: number, owner: { uid: number; gid: number }): string {
+/** Dovecot's oauth2 passdb (XOAUTH2 only, as Exchange Online offers it), asking an OAuth provider's introspection
+ * endpoint whether each token is active and whose it is (`sub` is the mailbox). */
+export type DovecotOAuth2 = { introspectionUrl: string };
+
+function oauth2Passdb(dir: string, oauth2: DovecotOAuth2 | undefined): string {
+  if (!oauth2) return '';
+  writeFileSync(join(dir, 'dovecot-oauth2.conf.ext'), `introspection_mode = post
+introspection_url = ${oauth2.introspectionUrl}
+force_introspection = yes
+username_attribute = sub
+active_attribute = active
+active_value = true
+`, { mode: 0o644 });
+  return `passdb {
+  driver = oauth2
+  mechanisms = xoauth2
+  args = ${dir}/dovecot-oauth2.conf.ext
+}
+`;
+}
+
+function config(dir: string, port: number, owner: { uid: number; gid: number }, opts: DovecotOptions): string {
+  const { oauth2 } = opts;
   return `# Written by test/integration/support/dovecot.ts for one test run.
 protocols = imap
 listen = 127.0.0.1
@@ -84,13 +106,13 @@ log_path = ${dir}/dovecot.log
 info_log_path = ${dir}/dovecot.log
 ssl = no
 disable_plaintext_auth = no
-auth_mechanisms = plain login
+auth_mechanisms = plain login${oauth2 ? ' xoauth2' : ''}
 # A wrong password is answered at once (the default waits 2 s).
 auth_failure_delay = 0
 first_valid_uid = 1
 first_valid_gid = 1
 mail_location = maildir:${dir}/mail/%u
-passdb {
+${oauth2Passdb(dir, oauth2)}passdb {
   driver = passwd-file
   args = scheme=PLAIN username_format=%u ${dir}/passwd
 }
@@ -114,11 +136,11 @@ service anvil {
 namespace inbox {
   inbox = yes
   separator = /
-  mailbox Sent {
+${opts.sentFolder === false ? '' : `  mailbox Sent {
     special_use = \\Sent
     auto = subscribe
   }
-  mailbox Drafts {
+`}  mailbox Drafts {
     special_use = \\Drafts
     auto = subscribe
   }
@@ -126,7 +148,11 @@ namespace inbox {
 `;
 }
 
-export async function startDovecot(users: DovecotUser[] = []): Promise<Dovecot> {
+/** sentFolder false: the mailboxes have no Sent folder (a mailbox the sender check must flag); oauth2:
+ * XOAUTH2 logins checked by the provider's introspection endpoint. */
+export type DovecotOptions = { sentFolder?: boolean; oauth2?: DovecotOAuth2 };
+
+export async function startDovecot(users: DovecotUser[] = [], opts: DovecotOptions = {}): Promise<Dovecot> {
   if (!existsSync(DOVECOT_BINARY)) throw new Error(`Dovecot is not installed (${DOVECOT_BINARY}): apt-get install -y dovecot-imapd (.ci/run does it).`);
   const dir = mkdtempSync(join(tmpdir(), 'dovecot-test-'));
   // The mail processes run as `nobody` and must reach the maildirs under this folder.
@@ -148,7 +174,7 @@ export async function startDovecot(users: DovecotUser[] = []): Promise<Dovecot> 
 
   /** Starts Dovecot on `port`; the process, or null when it did not come up. */
   async function launch(port: number): Promise<ChildProcess | null> {
-    writeFileSync(join(dir, 'dovecot.conf'), config(dir, port, owner));
+    writeFileSync(join(dir, 'dovecot.conf'), config(dir, port, owner, opts));
     const proc = spawn(DOVECOT_BINARY, ['-F', '-c', join(dir, 'dovecot.conf')], { stdio: ['ignore', 'pipe', 'pipe'] });
     let exited = false;
     proc.once('exit', () => {

@@ -13,6 +13,8 @@ import { PgDatabase } from '../../../sync-server/pg-database.ts';
 import { nodeSecrets } from '../../../sync-server/secrets.ts';
 import { FakeClock, seededRandom } from '../../support/harness.ts';
 import { openMigrated, testDatabase } from './db.ts';
+import { passingZone, startDns } from './dns-server.ts';
+import { dnsResolver } from '../../../channels/dns-check.ts';
 import type { Backend, TestDatabase } from './db.ts';
 
 export type Team = { workspaceId: string; ownerId: string; ownerKey: string; memberId: string; memberKey: string; adminId: string; adminKey: string };
@@ -84,7 +86,11 @@ export async function startTestServer(backend: Backend, opts: Omit<ServerOptions
       logs.push(line);
     },
   };
-  const app = await buildServer({ database: sql, clock, logLevel: 'warn', logStream: stream, ...opts });
+  // The mailbox check asks DNS: a server on loopback where acme.test (the tests' sending domain) is
+  // set up well for mail from 127.0.0.1, never the machine's DNS. A test may give its own.
+  const dns = opts.senderCheck ? null : await startDns(passingZone('acme.test', '127.0.0.1'));
+  const senderCheck = opts.senderCheck ?? { resolve: dnsResolver(dns?.servers ?? []), timeoutMs: 5_000 };
+  const app = await buildServer({ database: sql, clock, logLevel: 'warn', logStream: stream, ...opts, senderCheck });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
 
   async function call<T>(key: string | null, name: string, input: Record<string, unknown> = {}, init: { method?: string; headers?: Record<string, string>; rawBody?: string } = {}): Promise<CallResult<T>> {
@@ -135,6 +141,7 @@ export async function startTestServer(backend: Backend, opts: Omit<ServerOptions
     },
     async close() {
       await app.close();
+      await dns?.close();
       await sql.close();
       await database.cleanup();
     },

@@ -10,6 +10,7 @@ import { Dialog } from '../../components/Dialog.tsx';
 import { ErrorText } from '../../components/ErrorText.tsx';
 import { run, useAction } from '../../lib/ops.ts';
 import { useApp } from '../../state/app-store.ts';
+import { OAuthSignIn } from './OAuthSignIn.tsx';
 import { NEW_ACCOUNT, WARMED_UP_ACCOUNT, WARMED_UP_RISK } from './warm-up.ts';
 
 type Channel = 'sandbox' | 'email' | 'http';
@@ -34,7 +35,7 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
   const [timeZone, setTimeZone] = useState(localZone);
   const [premium, setPremium] = useState(false);
   const [warmedUp, setWarmedUp] = useState(false);
-  const [smtp, setSmtp] = useState({ host: '', port: '587', secure: false, user: '', from: '', password: '' });
+  const [smtp, setSmtp] = useState({ host: '', port: '587', secure: false, user: '', from: '', password: '', dkimSelector: '' });
   // Reading the mailbox (replies, out-of-office answers, bounces): same login as SMTP unless given.
   const [imap, setImap] = useState({ enabled: true, host: '', port: '993', secure: true, user: '', password: '' });
   const [baseUrl, setBaseUrl] = useState('https://');
@@ -49,6 +50,7 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
         channel,
         channelConfig: {
           host: smtp.host, port: Number(smtp.port), secure: smtp.secure, user: smtp.user, from: smtp.from, ...(smtp.password ? { password: smtp.password } : {}),
+          ...(smtp.dkimSelector.trim() ? { dkimSelector: smtp.dkimSelector.trim() } : {}),
           ...(server ? { hostedBy } : {}),
           ...(imap.enabled && imap.host.trim()
             ? { imap: { host: imap.host.trim(), port: Number(imap.port), secure: imap.secure, ...(imap.user.trim() ? { user: imap.user.trim() } : {}), ...(imap.password ? { password: imap.password } : {}) } }
@@ -105,10 +107,16 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
           {channel === 'http' && <p className="muted">A connector service that speaks the app's HTTP protocol to a social network on your behalf. This app never logs in to a social network itself.</p>}
           {channel === 'email' && (
             <p className="muted">
-              Sends emails through your mailbox's SMTP server and reads its inbox over IMAP, so a reply stops the sequence and a bounce stops emailing that address.{' '}
+              Sends emails through your mailbox's SMTP server and reads its inbox over IMAP, so a reply stops the sequence and a bounce stops emailing that address.
+              Connecting checks the logins, the Sent folder and your domain's SPF, DKIM and DMARC first; a mailbox that cannot log in is not added.{' '}
               {server ? 'Its passwords are kept by the sync server (set them there), never in the shared workspace.' : 'Passwords are kept on this computer only, never in the shared workspace.'}
             </p>
           )}
+          {channel === 'email' && (
+            // Google Workspace and Microsoft 365 mailboxes: sign in instead of a password (OAuth 2.0).
+            <OAuthSignIn hostedBy={server ? 'server' : 'desktop'} onConnected={() => { toast('The mailbox is connected.'); onClose(); }} />
+          )}
+          {channel === 'email' && <p className="muted">Or enter the mailbox's SMTP and IMAP settings with its password:</p>}
           {channel !== 'sandbox' && connected && (
             <label className="field">
               <span>Runs on</span>
@@ -159,6 +167,10 @@ export function ConnectSenderDialog({ onClose }: { onClose: () => void }) {
               <label className="row check-row">
                 <input type="checkbox" className="check" checked={smtp.secure} onChange={(e) => setSmtp({ ...smtp, secure: e.target.checked })} />
                 <span>TLS from the start (port 465)</span>
+              </label>
+              <label className="field">
+                <span>DKIM selector (optional; default: your provider's)</span>
+                <input className="input" value={smtp.dkimSelector} onChange={(e) => setSmtp({ ...smtp, dkimSelector: e.target.value })} placeholder="google, selector1…" aria-label="DKIM selector" />
               </label>
             </div>
           )}

@@ -9,6 +9,8 @@ import { ErrorText } from '../../components/ErrorText.tsx';
 import { dateTime } from '../../lib/format.ts';
 import { OpError, run, useAction, useOp } from '../../lib/ops.ts';
 import { useApp } from '../../state/app-store.ts';
+import { OAuthSignIn } from './OAuthSignIn.tsx';
+import { SenderCheckView } from './SenderCheckView.tsx';
 import { WARMED_UP_RISK } from './warm-up.ts';
 
 type Sender = OpOutput<'sdrProfiles.list'>['sdrProfiles'][number];
@@ -35,6 +37,7 @@ const STATUS_WORDS: Record<string, string> = {
 
 export function SenderCard({ sender }: { sender: Sender }) {
   const role = useApp((s) => (s.session?.state === 'open' ? s.session.member.role : 'member'));
+  const toast = useApp((s) => s.toast);
   const usage = useOp('sdrProfiles.getUsage', { sdrProfileId: sender.id });
   const safety = useOp('social.getAccountLimits', { senderProfileId: sender.id });
   const account = safety.data?.accounts[0];
@@ -108,7 +111,16 @@ export function SenderCard({ sender }: { sender: Sender }) {
           }
         />
       )}
+      {sender.status === 'disconnected' && sender.signIn && (
+        // Signing in again as the same mailbox reconnects this sender (same address, same campaigns).
+        <details className="stack" data-testid="reconnect">
+          <summary className="btn">Reconnect {sender.signIn.email}</summary>
+          <OAuthSignIn target={{ email: sender.signIn.email, provider: sender.signIn.provider, issuer: sender.signIn.issuer }} hostedBy={sender.hostedBy} onConnected={() => toast(`${sender.signIn?.email ?? sender.name} is reconnected.`)} />
+        </details>
+      )}
       <ErrorText error={pause.error} />
+      {/* What to fix before (and since) the first send comes first on a mailbox's card. */}
+      {sender.channel === 'email' && <SenderCheckView sender={sender} />}
       {account?.rampUp.active && (
         <div className="notice" data-testid="ramp-up">
           New account ramping up: day {account.rampUp.day} of {account.rampUp.of}, sending at {account.rampUp.percent}% of its limits{account.rampUp.endsAt ? ` until ${dateTime(account.rampUp.endsAt)}` : ''}.{' '}
