@@ -2,6 +2,7 @@
  * one workspace's view inside one database transaction (PgDatabase in pg-database.ts opens them):
  * reads shaped so their plans hold on any statistics, and one statement that checks and writes a
  * commit. */
+import { cloneJson } from '../shared/json-clone.ts';
 import { COLLECTION_NAMES } from '../shared/model/index.ts';
 import type { CollectionName, Docs } from '../shared/model/index.ts';
 import { DomainError } from '../shared/errors.ts';
@@ -97,6 +98,88 @@ export type CommitEvent = { workspaceId: string; collections: CollectionName[]; 
 /** The Postgres NOTIFY channel that carries CommitEvents between server processes. */
 export const CHANGES_CHANNEL = 'crm_changes';
 
+/**
+ * The writes of a group-commit transaction's calls (PgDatabase.withStore with `batch`), held back and
+ * written in one statement when the transaction ends: inside the workspace's writer lock every round
+ * trip is paid by every call queued behind it, and a call's own commit statement was one of its three
+ * (updateTag: read the lead, read its enrollments, write). Later calls of the same transaction read
+ * what earlier ones wrote from here (by id), or, for anything SQL must answer (a query or count of a
+ * collection with held writes, a statement a call sends itself), after the held writes are flushed
+ * first, so each call still sees exactly the writes before it. Writes to one document by several
+ * calls become one write (the first `before`, the last `after`). A refusal found by the flush (a
+ * changed document, a unique index) fails the shared transaction, which PgDatabase then runs again
+ * call by call, so the refusal reaches its own call.
+ */
+export class DeferredWrites {
+  private readonly pending = new Map<string, AnyWrite>();
+  /** One per flush, emitted after COMMIT like a store's own commit events. */
+  readonly events: CommitEvent[] = [];
+
+  constructor(
+    private readonly sql: SqlExecutor,
+    private readonly workspaceId: string,
+    private readonly notify: boolean,
+  ) {}
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  /** The held write of a document, if any. */
+  get(c: CollectionName, id: string): AnyWrite | undefined {
+    return this.pending.get(`${c}/${id}`);
+  }
+
+  /** Whether writes of `c` are held (SQL over `c` must then wait for a flush). */
+  touches(c: CollectionName): boolean {
+    for (const w of this.pending.values()) if (w.collection === c) return true;
+    return false;
+  }
+
+  add(writes: readonly AnyWrite[]): void {
+    for (const w of writes) {
+      const k = `${w.collection}/${w.id}`;
+      const prev = this.pending.get(k);
+      // The stored row is still the first call's `before`: that is what the statement compares.
+      this.pending.set(k, prev ? ({ ...w, before: prev.before } as AnyWrite) : w);
+    }
+  }
+
+  async flush(): Promise<void> {
+    if (this.pending.size === 0) return;
+    const writes = [...this.pending.values()];
+    this.pending.clear();
+    this.events.push(await writeDocuments(this.sql, this.workspaceId, this.notify, writes));
+  }
+}
+
+/** Checks and writes `writes` in one statement (COMMIT_SQL); the caller holds the writer lock. */
+async function writeDocuments(sql: SqlExecutor, workspaceId: string, notify: boolean, writes: readonly AnyWrite[]): Promise<CommitEvent> {
+  const collections = [...new Set(writes.map((w) => w.collection))];
+  let result: CommitRow | undefined;
+  try {
+    [result] = await sql.query<CommitRow>(prepared(COMMIT_SQL), [
+      JSON.stringify(writes.map((w, ord) => ({ ord, collection: w.collection, id: w.id, before: w.before ?? null, doc: w.after, del: w.after === null }))),
+      workspaceId,
+      notify,
+      CHANGES_CHANNEL,
+      JSON.stringify(collections),
+    ]);
+  } catch (e) {
+    throw uniqueViolation(e, writes) ?? e;
+  }
+  if (!result) throw new Error('The commit statement returned no row.');
+  for (const ch of result.bad ?? []) {
+    const w = writes[ch.ord];
+    if (!w) continue;
+    if (ch.workspace_id !== null && ch.workspace_id !== workspaceId) {
+      throw new DomainError('CONFLICT', `Document ${w.id} belongs to another workspace.`);
+    }
+    throw new DomainError('CONFLICT', `${w.collection}/${w.id} changed since it was read; try again.`, { collection: w.collection, id: w.id });
+  }
+  return { workspaceId, collections, maxSeq: Number(result.max_seq), rows: Number(result.n) };
+}
+
 export class PgStore implements Store {
   /** Writes committed through this store (the transaction may still roll back). */
   readonly committed: CommitEvent[] = [];
@@ -117,6 +200,8 @@ export class PgStore implements Store {
     private readonly versions: ReadonlyMap<CollectionName, number> | null = null,
     /** Where the commit's webhook events go, in its transaction (webhooks/outbox.ts). */
     private readonly outbox: Outbox | null = null,
+    /** A group-commit transaction's held writes, shared by its calls' stores (DeferredWrites). */
+    private readonly deferred: DeferredWrites | null = null,
   ) {}
 
   /** The cached documents of `c`, unless this store has written to it (then SQL sees those writes). */
@@ -133,6 +218,8 @@ export class PgStore implements Store {
   }
 
   async get<C extends CollectionName>(c: C, id: string): Promise<Docs[C] | null> {
+    const held = this.deferred?.get(c, id);
+    if (held) return held.after === null ? null : (cloneJson(held.after) as Docs[C]);
     const mem = await this.cached(c);
     if (mem) return (mem.copyById(id) as Docs[C] | undefined) ?? null;
     const rows = await this.sql.query<ByIdRow<Docs[C]>>(prepared(`SELECT id, workspace_id, deleted, doc FROM documents WHERE collection = ${lit(c)} AND id = $1`), [id]);
@@ -151,6 +238,18 @@ export class PgStore implements Store {
 
   async getMany<C extends CollectionName>(c: C, ids: readonly string[]): Promise<Docs[C][]> {
     if (ids.length === 0) return [];
+    const deferred = this.deferred;
+    if (deferred && ids.some((id) => deferred.get(c, id))) {
+      const stored = new Map((await this.getMany(c, ids.filter((id) => !deferred.get(c, id)))).map((d) => [(d as { id: string }).id, d]));
+      const out: Docs[C][] = [];
+      for (const id of ids) {
+        const held = deferred.get(c, id);
+        const d = held ? (held.after === null ? undefined : (cloneJson(held.after) as Docs[C])) : stored.get(id);
+        // Each caller gets its own copy, as from the memory store.
+        if (d) out.push(out.includes(d) ? structuredClone(d) : d);
+      }
+      return out;
+    }
     const mem = await this.cached(c);
     if (mem) return ids.flatMap((id) => (mem.docs.has(id) ? [mem.copyById(id) as Docs[C]] : []));
     const rows = await this.sql.query<ByIdRow<Docs[C]>>(prepared(`SELECT id, workspace_id, deleted, doc FROM documents WHERE collection = ${lit(c)} AND id = ANY($1::text[])`), [[...new Set(ids)]]);
@@ -165,6 +264,7 @@ export class PgStore implements Store {
   }
 
   async query<C extends CollectionName>(c: C, q: Query = {}): Promise<Page<Docs[C]>> {
+    if (this.deferred?.touches(c)) await this.deferred.flush();
     const mem = await this.cached(c);
     if (mem) {
       const page = runQuery(mem.docs.values(), q);
@@ -191,6 +291,7 @@ export class PgStore implements Store {
   }
 
   async count<C extends CollectionName>(c: C, where?: Cond): Promise<number> {
+    if (this.deferred?.touches(c)) await this.deferred.flush();
     const mem = await this.cached(c);
     if (mem) {
       let n = 0;
@@ -233,32 +334,18 @@ export class PgStore implements Store {
       await this.sql.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))', [WRITER_LOCK_CLASS, this.workspaceId]);
       this.locked = true;
     }
-    const collections = [...new Set(writes.map((w) => w.collection))];
-    let result: CommitRow | undefined;
-    try {
-      [result] = await this.sql.query<CommitRow>(prepared(COMMIT_SQL), [
-        JSON.stringify(writes.map((w, ord) => ({ ord, collection: w.collection, id: w.id, before: w.before ?? null, doc: w.after, del: w.after === null }))),
-        this.workspaceId,
-        this.notify,
-        CHANGES_CHANNEL,
-        JSON.stringify(collections),
-      ]);
-    } catch (e) {
-      throw uniqueViolation(e, writes) ?? e;
+    if (this.deferred) {
+      // Written with the rest of the transaction's calls (DeferredWrites); its event comes from the flush.
+      this.deferred.add(writes);
+      if (this.outbox) await this.outbox.afterCommit(this, this.sql, this.workspaceId, writes);
+      this.writes.push(...writes);
+      return;
     }
-    if (!result) throw new Error('The commit statement returned no row.');
-    for (const ch of result.bad ?? []) {
-      const w = writes[ch.ord];
-      if (!w) continue;
-      if (ch.workspace_id !== null && ch.workspace_id !== this.workspaceId) {
-        throw new DomainError('CONFLICT', `Document ${w.id} belongs to another workspace.`);
-      }
-      throw new DomainError('CONFLICT', `${w.collection}/${w.id} changed since it was read; try again.`, { collection: w.collection, id: w.id });
-    }
+    const event = await writeDocuments(this.sql, this.workspaceId, this.notify, writes);
     // The events these writes raise, in the same transaction: they commit or roll back with them.
     if (this.outbox) await this.outbox.afterCommit(this, this.sql, this.workspaceId, writes);
     this.writes.push(...writes);
-    this.committed.push({ workspaceId: this.workspaceId, collections, maxSeq: Number(result.max_seq), rows: Number(result.n) });
+    this.committed.push(event);
   }
 }
 
