@@ -20,7 +20,7 @@
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -126,6 +126,18 @@ async function startChild(role: string, env: Record<string, string>): Promise<{ 
   }
   proc.kill('SIGKILL');
   throw new Error(`${role} server did not start`);
+}
+
+/** CPU time the process has used (user + system), in ms, from /proc (Linux; null elsewhere): what a
+ * request costs the server whatever else shares the machine. */
+function cpuMs(pid: number | undefined): number | null {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    // utime and stime: fields 14 and 15 of stat, 12 and 13 after the command name.
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return null;
+  }
 }
 
 async function stopChild(proc: ChildProcess): Promise<void> {
@@ -396,13 +408,15 @@ async function runOn(t: Target, bare: Scenario, pgb: Pgbench | null, rows: Row[]
       [leadIds[i], leadIds[j]] = [leadIds[j] as string, leadIds[i] as string];
     }
     /** One scenario, with its CPU profile (BENCH_PROFILE) and round trips per request (BENCH_QUERIES). */
-    const scenario = async (name: string, opts: autocannon.Options): Promise<Scenario & { queries: number | null }> => {
+    const scenario = async (name: string, opts: autocannon.Options): Promise<Scenario & { queries: number | null; cpuUs: number | null }> => {
       const tag = `${t.name}-${name}`.replace(/[^\w.-]+/g, '_');
       if (PROFILE_DIR) await fetch(`${c.url}/bench-profile/start`, { method: 'POST' });
       const count = async (): Promise<number> => (await json<{ queries: number }>(await fetch(`${c.url}/bench-queries`))).queries;
       if (COUNT_QUERIES) await fetch(`${c.url}/bench-statements`);
       const before = COUNT_QUERIES ? await count() : 0;
+      const cpuBefore = cpuMs(c.proc.pid);
       const s = await cannon(opts);
+      const cpuAfter = cpuMs(c.proc.pid);
       const after = COUNT_QUERIES ? await count() : 0;
       if (COUNT_QUERIES) {
         const statements = await json<[string, number][]>(await fetch(`${c.url}/bench-statements`));
@@ -411,7 +425,9 @@ async function runOn(t: Target, bare: Scenario, pgb: Pgbench | null, rows: Row[]
       if (PROFILE_DIR) await fetch(`${c.url}/bench-profile/stop?name=${tag}`, { method: 'POST' });
       // The scenario's requests: requests.average is per second, over SECONDS.
       const queries = COUNT_QUERIES ? (after - before - 1) / Math.max(1, s.rps * SECONDS) : null;
-      return { ...s, queries };
+      const served = Math.max(1, s.rps * SECONDS);
+      const cpuUs = cpuBefore === null || cpuAfter === null ? null : ((cpuAfter - cpuBefore) * 1000) / served;
+      return { ...s, queries, cpuUs };
     };
     const getBasic = await scenario('getBasic', { url: `${c.url}/campaigns.getBasic`, headers: auth });
     let n = 0;
@@ -431,7 +447,8 @@ async function runOn(t: Target, bare: Scenario, pgb: Pgbench | null, rows: Row[]
     const pct = (s: Scenario): number => (s.rps / bare.rps) * 100;
     const ofPgbench = (s: Scenario): string => (pgb ? `${fmt((s.rps / pgb.tps) * 100)}% of pgbench -N, ` : '');
     const failed = (s: Scenario): string => (s.failed > 0 ? ` (${s.failed} failed)` : '');
-    const trips = (s: { queries: number | null }): string => (s.queries === null ? '' : `, ${fmt(s.queries, 2)} round trips/req`);
+    const trips = (s: { queries: number | null; cpuUs: number | null }): string =>
+      (s.cpuUs === null ? '' : `, server CPU ${fmt(s.cpuUs)} µs/req`) + (s.queries === null ? '' : `, ${fmt(s.queries, 2)} round trips/req`);
     const base = `${pgb ? `pgbench -N ${fmt(pgb.tps)} tps, ` : ''}bare ${fmt(bare.rps)} req/s`;
     // Without PostgreSQL there is no pgbench to compare with: the write row is judged on p50 alone.
     const updateMet = update.p50 <= 5 && (pgb ? update.rps / pgb.tps >= 0.25 : true) && update.failed === 0;
