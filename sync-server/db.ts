@@ -70,6 +70,9 @@ const statement = (text: string, values: unknown[]): pg.QueryConfig => {
   return name ? { name, text, values } : { text, values };
 };
 
+/** How long a finished read-only transaction waits for the next transaction to carry its COMMIT. */
+const END_READ_AFTER_MS = 20;
+
 /** A string as an SQL literal, for statements sent without parameters. */
 export const quoteLiteral = (s: string): string => pg.escapeLiteral(s);
 
@@ -96,12 +99,15 @@ export type OpenOptions = {
   schema?: string;
   /** Max pooled connections on Postgres. */
   poolSize?: number;
+  /** How long a finished read-only transaction on Postgres waits for the next transaction to carry
+   * its COMMIT (default 20 ms; see openPostgres). */
+  readEndMs?: number;
 };
 
 const IDENT = /^[a-z_][a-z0-9_]*$/;
 
 export async function openDatabase(opts: OpenOptions = {}): Promise<SqlDatabase> {
-  if (opts.databaseUrl) return openPostgres(opts.databaseUrl, opts.schema, opts.poolSize ?? 10);
+  if (opts.databaseUrl) return openPostgres(opts.databaseUrl, opts.schema, opts.poolSize ?? 10, opts.readEndMs ?? END_READ_AFTER_MS);
   return openPglite(opts.dataDir ?? './data');
 }
 
@@ -207,7 +213,7 @@ function lockClass(lock: AdvisoryLock): number {
   return lock.classId;
 }
 
-async function openPostgres(url: string, schema: string | undefined, max: number): Promise<SqlDatabase> {
+async function openPostgres(url: string, schema: string | undefined, max: number, readEndMs: number): Promise<SqlDatabase> {
   if (schema !== undefined && !IDENT.test(schema)) throw new Error(`Invalid schema name ${schema}.`);
   if (schema) {
     const admin = new pg.Client({ connectionString: url });
@@ -235,11 +241,57 @@ async function openPostgres(url: string, schema: string | undefined, max: number
       return res.rows as R[];
     },
   };
-  async function inTransaction<T>(beginWith: string, fn: (tx: SqlExecutor, first: FirstRows) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
-    const client = await pool.connect();
+  /** COMMITs of read-only transactions still on their way (see readOnly below); close() waits for them. */
+  const ending = new Set<Promise<void>>();
+  /** Connections whose read-only transaction has read everything but is not ended yet: the next
+   * transaction of this process takes one and sends that COMMIT together with its own BEGIN, in one
+   * round trip; one not taken within readEndMs is committed and returned to the pool. */
+  type Parked = { client: pg.PoolClient; timer: NodeJS.Timeout; onError: (e: Error) => void };
+  const finishedReads: Parked[] = [];
+  const endRead = (client: pg.PoolClient): void => {
+    const end: Promise<void> = client.query('COMMIT').then(
+      () => client.release(),
+      (e: unknown) => client.release(e instanceof Error ? e : new Error(String(e))),
+    );
+    ending.add(end);
+    void end.finally(() => ending.delete(end));
+  };
+  let closing = false;
+  const parkRead = (client: pg.PoolClient): void => {
+    if (closing) {
+      endRead(client);
+      return;
+    }
+    const entry = {
+      client,
+      timer: setTimeout(() => {
+        if (unpark(entry)) endRead(client);
+      }, readEndMs),
+      // A checked-out client has no pool listener: a connection lost while parked (a restart,
+      // pg_terminate_backend) is dropped here instead of reaching the next transaction.
+      onError: (e: Error) => {
+        if (unpark(entry)) client.release(e);
+      },
+    };
+    client.on('error', entry.onError);
+    finishedReads.push(entry);
+  };
+  /** Takes a parked connection out of the list; false when another path already took it. */
+  const unpark = (entry: Parked): boolean => {
+    const at = finishedReads.indexOf(entry);
+    if (at < 0) return false;
+    finishedReads.splice(at, 1);
+    clearTimeout(entry.timer);
+    entry.client.removeListener('error', entry.onError);
+    return true;
+  };
+  async function inTransaction<T>(beginWith: string, fn: (tx: SqlExecutor, first: FirstRows) => Promise<T>, opts: TransactionOptions = {}, readOnly = false): Promise<T> {
+    const parked = finishedReads[finishedReads.length - 1];
+    if (parked) unpark(parked);
+    const client = parked ? parked.client : await pool.connect();
     // BEGIN, the lock and the first statement in one simple-protocol round trip (values are quoted
     // literals there).
-    const statements = [beginWith];
+    const statements = parked ? ['COMMIT', beginWith] : [beginWith];
     if (opts.lock) statements.push(`SELECT pg_advisory_xact_lock(${lockClass(opts.lock)}, hashtext(${quoteLiteral(opts.lock.key)}))`);
     if (opts.first) statements.push(opts.first);
     // One statement at a time on the connection, in call order: handlers read in parallel
@@ -258,11 +310,20 @@ async function openPostgres(url: string, schema: string | undefined, max: number
       },
     };
     let broken: Error | undefined;
+    let released = false;
     try {
       const began: unknown = await client.query(statements.join('; '));
       const results = (Array.isArray(began) ? began : [began]) as pg.QueryResult[];
       const first: FirstRows = opts.first ? (results[results.length - 1]?.rows ?? []) : [];
       const out = await fn(tx, first);
+      if (readOnly) {
+        // Everything was read: ending a read-only transaction cannot change the answer, so the
+        // caller has it now, and the COMMIT travels with the next transaction's BEGIN (or alone,
+        // soon after): one round trip less for every read call.
+        released = true;
+        void tail.then(() => parkRead(client));
+        return out;
+      }
       const committing = inTurn(() => client.query('COMMIT'));
       opts.onEnd?.();
       await committing;
@@ -277,7 +338,7 @@ async function openPostgres(url: string, schema: string | undefined, max: number
       }
       throw e;
     } finally {
-      client.release(broken);
+      if (!released) client.release(broken);
     }
   }
   let listener: PgListener | null = null;
@@ -285,7 +346,7 @@ async function openPostgres(url: string, schema: string | undefined, max: number
     kind: 'postgres',
     query: exec.query,
     transaction: (fn, opts) => inTransaction('BEGIN', fn, opts),
-    readOnly: (fn, opts) => inTransaction('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', fn, { first: opts?.first }),
+    readOnly: (fn, opts) => inTransaction('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', fn, { first: opts?.first }, true),
     async exec(sql) {
       await pool.query(sql);
     },
@@ -305,6 +366,9 @@ async function openPostgres(url: string, schema: string | undefined, max: number
     async close() {
       await listener?.stop();
       listener = null;
+      closing = true;
+      for (const parked of [...finishedReads]) if (unpark(parked)) endRead(parked.client);
+      await Promise.all([...ending]);
       await pool.end();
     },
   };

@@ -8,7 +8,7 @@ import { quoteLiteral } from './db.ts';
 import type { SqlDatabase, SqlExecutor } from './db.ts';
 import { LazyReadTransaction, cacheFor, parseVersions, versionsSql } from './doc-cache.ts';
 import type { DocumentCache } from './doc-cache.ts';
-import { PgStore, WRITER_LOCK_CLASS } from './pg-store.ts';
+import { DeferredWrites, PgStore, WRITER_LOCK_CLASS } from './pg-store.ts';
 import type { CommitEvent } from './pg-store.ts';
 import { outboxFor } from './webhooks/outbox.ts';
 import type { Outbox } from './webhooks/outbox.ts';
@@ -175,6 +175,8 @@ export class PgDatabase implements StoreProvider {
     const cache = this.cache;
     const validated = cache?.mode === 'validated';
     const stores: PgStore[] = [];
+    // Set inside the transaction's callback; read after it.
+    const deferred: { held: DeferredWrites | null } = { held: null };
     let applied = false;
     let outcomes: Outcome[];
     try {
@@ -191,15 +193,21 @@ export class PgDatabase implements StoreProvider {
               }),
           };
           const out: Outcome[] = [];
+          const notify = this.sql.kind === 'postgres';
+          // Shared calls hold their document writes for one statement at the end (DeferredWrites).
+          const held = fns.length > 1 ? new DeferredWrites(guarded, workspaceId, notify) : null;
+          deferred.held = held;
           for (const fn of fns) {
-            const store = new PgStore(fns.length > 1 ? guarded : tx, workspaceId, cache, this.sql.kind === 'postgres', versions ? new Map(versions) : null, this.outbox);
+            const store = new PgStore(fns.length > 1 ? guarded : tx, workspaceId, cache, notify, versions ? new Map(versions) : null, this.outbox, held);
             store.locked = true;
             // Statements a call runs itself (not through its Store) may have written: if it then
-            // fails, only a rollback of the whole transaction takes them back.
+            // fails, only a rollback of the whole transaction takes them back. They see the
+            // writes held before them.
             let direct = false;
             const own: SqlExecutor = {
-              query: <R>(text: string, params?: readonly unknown[]) => {
+              query: async <R>(text: string, params?: readonly unknown[]) => {
                 direct = true;
+                await held?.flush();
                 return guarded.query<R>(text, params);
               },
             };
@@ -213,6 +221,7 @@ export class PgDatabase implements StoreProvider {
               out.push({ ok: false, error });
             }
           }
+          await held?.flush();
           // Still inside the transaction: no other transaction can run before COMMIT (PGlite).
           const writes = stores.flatMap((st) => st.writes);
           if (cache?.mode === 'exclusive' && writes.length > 0) {
@@ -236,6 +245,7 @@ export class PgDatabase implements StoreProvider {
     }
     const settling: Promise<void>[] = [];
     for (const store of stores) for (const e of store.committed) settling.push(...this.emit(e));
+    for (const e of deferred.held?.events ?? []) settling.push(...this.emit(e));
     // A listener may need the committed work settled before the caller goes on (the planner's
     // statistics after a bulk write, Maintenance.afterCommit); its failure is not the caller's.
     if (settling.length > 0) await Promise.all(settling.map((p) => p.catch(() => undefined)));

@@ -2,11 +2,12 @@
  * one workspace's view inside one database transaction (PgDatabase in pg-database.ts opens them):
  * reads shaped so their plans hold on any statistics, and one statement that checks and writes a
  * commit. */
+import { cloneJson } from '../shared/json-clone.ts';
 import { COLLECTION_NAMES } from '../shared/model/index.ts';
 import type { CollectionName, Docs } from '../shared/model/index.ts';
 import { DomainError } from '../shared/errors.ts';
 import { decodeCursor, encodeCursor, matches, runQuery } from '../shared/query.ts';
-import type { AnyWrite, Cond, Page, Query, Store } from '../shared/store.ts';
+import type { AnyWrite, Cond, Page, Query, Sort, Store } from '../shared/store.ts';
 import { Params, condSql, cursorSql, orderSql, probeFromSql, probeOf, scopeSql } from './cond-sql.ts';
 import { prepared } from './db.ts';
 import type { SqlExecutor } from './db.ts';
@@ -72,23 +73,99 @@ function walksFirst(c: CollectionName, q: Query): boolean {
  * head is tested row by row and stops at a page (no sort before the LIMIT), and a rare term no
  * longer pays for the whole head (~25 ms) before the index. The planner would choose so itself if
  * it could estimate how common a substring is; it estimates 0.2% for any. One statement.
+ * `start` 'head' leaves the probe out, for a condition whose last search the head answered
+ * (searchStarts below).
  */
-function headFirstSql(c: CollectionName, search: string, parts: { workspace: string; cond: string; after: string | null; order: string; limit: string }): string {
+function headFirstSql(c: CollectionName, search: string, parts: { workspace: string; cond: string; after: string | null; order: string; limit: string }, start: SearchStart): string {
   const scope = [`collection = ${lit(c)}`, `workspace_id = ${parts.workspace}`, 'NOT deleted', ...(parts.after ? [parts.after] : [])].join(' AND ');
+  const whole = search.replace(/^SELECT doc /, 'SELECT id, doc ');
+  const head = `head AS MATERIALIZED (
+  SELECT id, doc FROM (SELECT id, doc FROM documents WHERE ${scope} ORDER BY ${parts.order} LIMIT ${SEARCH_HEAD_ROWS}) documents
+   WHERE ${parts.cond} LIMIT ${parts.limit}
+)`;
+  const full = `(SELECT count(*) FROM head) >= ${parts.limit}`;
+  // `tried`: which try answered (1 the text index's probe, 2 the head, 3 the whole query), remembered
+  // for the next search of the same condition (searchStarts).
+  if (start === 'head') {
+    return `WITH ${head}, found AS (
+  SELECT 2 AS tried, id, doc FROM head WHERE ${full}
+  UNION ALL
+  SELECT 3, id, doc FROM (${whole}) documents WHERE NOT ${full}
+)
+SELECT doc, tried FROM found documents ORDER BY ${parts.order}`;
+  }
   const rare = `(SELECT count(*) FROM probe) < ${SEARCH_PROBE_ROWS}`;
   return `WITH probe AS MATERIALIZED (
   SELECT id, doc FROM documents WHERE ${scope} AND ${parts.cond} LIMIT ${SEARCH_PROBE_ROWS}
-), head AS MATERIALIZED (
-  SELECT id, doc FROM (SELECT id, doc FROM documents WHERE ${scope} ORDER BY ${parts.order} LIMIT ${SEARCH_HEAD_ROWS}) documents
-   WHERE ${parts.cond} LIMIT ${parts.limit}
-), found AS (
-  SELECT id, doc FROM (SELECT id, doc FROM probe documents ORDER BY ${parts.order} LIMIT ${parts.limit}) documents WHERE ${rare}
+), ${head}, found AS (
+  SELECT 1 AS tried, id, doc FROM (SELECT id, doc FROM probe documents ORDER BY ${parts.order} LIMIT ${parts.limit}) documents WHERE ${rare}
   UNION ALL
-  SELECT id, doc FROM head WHERE NOT ${rare} AND (SELECT count(*) FROM head) >= ${parts.limit}
+  SELECT 2, id, doc FROM head WHERE NOT ${rare} AND ${full}
   UNION ALL
-  SELECT id, doc FROM (${search.replace(/^SELECT doc /, 'SELECT id, doc ')}) documents WHERE NOT ${rare} AND (SELECT count(*) FROM head) < ${parts.limit}
+  SELECT 3, id, doc FROM (${whole}) documents WHERE NOT ${rare} AND NOT ${full}
 )
-SELECT doc FROM found documents ORDER BY ${parts.order}`;
+SELECT doc, tried FROM found documents ORDER BY ${parts.order}`;
+}
+
+/** Where a text search starts (headFirstSql): the probe of the text index, the head of the sort
+ * order, or the whole query through the text index. */
+type SearchStart = 'probe' | 'head' | 'index';
+
+/**
+ * Which try answered each recent text search (per workspace, condition and order), so the next search
+ * of the same condition starts there: the probe of a common term builds the text index's bitmap of
+ * all its matches (~10,000 for "Smith" at 100k leads: about half of that search's database time)
+ * only to learn it is common, and the answer does not depend on where a search starts: every start
+ * falls back to the whole query. A search asked again (the next page, a refresh, a colleague) is
+ * usually as common as it was; a start found wrong is corrected by the answer it gets (a term that
+ * became rare starts at the probe again, see rememberStart), and entries expire after
+ * SEARCH_MEMORY_MS. Per process, bounded.
+ */
+type SearchMemory = Map<string, { start: SearchStart; at: number }>;
+/** Per database (its document cache or outbox stands for it: both are one per open database). */
+const searchMemories = new WeakMap<object, SearchMemory>();
+const unkeyedMemory: SearchMemory = new Map();
+function searchMemory(database: object | null): SearchMemory {
+  if (!database) return unkeyedMemory;
+  let m = searchMemories.get(database);
+  if (!m) {
+    m = new Map();
+    searchMemories.set(database, m);
+  }
+  return m;
+}
+const SEARCH_MEMORY = 2000;
+const SEARCH_MEMORY_MS = 5 * 60_000;
+
+const searchKey = (workspaceId: string, where: Cond | undefined, orderBy: readonly Sort[]): string => `${workspaceId}\u0000${JSON.stringify(where)}\u0000${JSON.stringify(orderBy)}`;
+
+function startOf(searchStarts: SearchMemory, key: string): SearchStart {
+  const m = searchStarts.get(key);
+  if (!m) return 'probe';
+  if (performance.now() - m.at > SEARCH_MEMORY_MS) {
+    searchStarts.delete(key);
+    return 'probe';
+  }
+  return m.start;
+}
+
+/** `tried` of the answer's rows (undefined: no row, or the whole query ran alone); `short`: the
+ * answer holds every match (fewer rows than the LIMIT asked). */
+function rememberStart(searchStarts: SearchMemory, key: string, start: SearchStart, tried: number | undefined, short: boolean): void {
+  // The probe found fewer than SEARCH_PROBE_ROWS, or all the matches fit one page: a rare term,
+  // probed first next time.
+  const next: SearchStart | null = tried === 2 ? 'head' : !short && (tried === 3 || start === 'index') ? 'index' : null;
+  if (next === null) {
+    searchStarts.delete(key);
+    return;
+  }
+  if (start === 'index' && searchStarts.has(key)) return; // keep its age: it expires and is probed again
+  searchStarts.delete(key);
+  searchStarts.set(key, { start: next, at: performance.now() });
+  if (searchStarts.size > SEARCH_MEMORY) {
+    const oldest = searchStarts.keys().next().value;
+    if (oldest !== undefined) searchStarts.delete(oldest);
+  }
 }
 
 /** What a commit changed, for live updates and replication fan-out. */
@@ -96,6 +173,88 @@ export type CommitEvent = { workspaceId: string; collections: CollectionName[]; 
 
 /** The Postgres NOTIFY channel that carries CommitEvents between server processes. */
 export const CHANGES_CHANNEL = 'crm_changes';
+
+/**
+ * The writes of a group-commit transaction's calls (PgDatabase.withStore with `batch`), held back and
+ * written in one statement when the transaction ends: inside the workspace's writer lock every round
+ * trip is paid by every call queued behind it, and a call's own commit statement was one of its three
+ * (updateTag: read the lead, read its enrollments, write). Later calls of the same transaction read
+ * what earlier ones wrote from here (by id), or, for anything SQL must answer (a query or count of a
+ * collection with held writes, a statement a call sends itself), after the held writes are flushed
+ * first, so each call still sees exactly the writes before it. Writes to one document by several
+ * calls become one write (the first `before`, the last `after`). A refusal found by the flush (a
+ * changed document, a unique index) fails the shared transaction, which PgDatabase then runs again
+ * call by call, so the refusal reaches its own call.
+ */
+export class DeferredWrites {
+  private readonly pending = new Map<string, AnyWrite>();
+  /** One per flush, emitted after COMMIT like a store's own commit events. */
+  readonly events: CommitEvent[] = [];
+
+  constructor(
+    private readonly sql: SqlExecutor,
+    private readonly workspaceId: string,
+    private readonly notify: boolean,
+  ) {}
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  /** The held write of a document, if any. */
+  get(c: CollectionName, id: string): AnyWrite | undefined {
+    return this.pending.get(`${c}/${id}`);
+  }
+
+  /** Whether writes of `c` are held (SQL over `c` must then wait for a flush). */
+  touches(c: CollectionName): boolean {
+    for (const w of this.pending.values()) if (w.collection === c) return true;
+    return false;
+  }
+
+  add(writes: readonly AnyWrite[]): void {
+    for (const w of writes) {
+      const k = `${w.collection}/${w.id}`;
+      const prev = this.pending.get(k);
+      // The stored row is still the first call's `before`: that is what the statement compares.
+      this.pending.set(k, prev ? ({ ...w, before: prev.before } as AnyWrite) : w);
+    }
+  }
+
+  async flush(): Promise<void> {
+    if (this.pending.size === 0) return;
+    const writes = [...this.pending.values()];
+    this.pending.clear();
+    this.events.push(await writeDocuments(this.sql, this.workspaceId, this.notify, writes));
+  }
+}
+
+/** Checks and writes `writes` in one statement (COMMIT_SQL); the caller holds the writer lock. */
+async function writeDocuments(sql: SqlExecutor, workspaceId: string, notify: boolean, writes: readonly AnyWrite[]): Promise<CommitEvent> {
+  const collections = [...new Set(writes.map((w) => w.collection))];
+  let result: CommitRow | undefined;
+  try {
+    [result] = await sql.query<CommitRow>(prepared(COMMIT_SQL), [
+      JSON.stringify(writes.map((w, ord) => ({ ord, collection: w.collection, id: w.id, before: w.before ?? null, doc: w.after, del: w.after === null }))),
+      workspaceId,
+      notify,
+      CHANGES_CHANNEL,
+      JSON.stringify(collections),
+    ]);
+  } catch (e) {
+    throw uniqueViolation(e, writes) ?? e;
+  }
+  if (!result) throw new Error('The commit statement returned no row.');
+  for (const ch of result.bad ?? []) {
+    const w = writes[ch.ord];
+    if (!w) continue;
+    if (ch.workspace_id !== null && ch.workspace_id !== workspaceId) {
+      throw new DomainError('CONFLICT', `Document ${w.id} belongs to another workspace.`);
+    }
+    throw new DomainError('CONFLICT', `${w.collection}/${w.id} changed since it was read; try again.`, { collection: w.collection, id: w.id });
+  }
+  return { workspaceId, collections, maxSeq: Number(result.max_seq), rows: Number(result.n) };
+}
 
 export class PgStore implements Store {
   /** Writes committed through this store (the transaction may still roll back). */
@@ -117,7 +276,18 @@ export class PgStore implements Store {
     private readonly versions: ReadonlyMap<CollectionName, number> | null = null,
     /** Where the commit's webhook events go, in its transaction (webhooks/outbox.ts). */
     private readonly outbox: Outbox | null = null,
+    /** A group-commit transaction's held writes, shared by its calls' stores (DeferredWrites). */
+    private readonly deferred: DeferredWrites | null = null,
   ) {}
+
+  private get searchStarts(): SearchMemory {
+    return searchMemory(this.cache ?? this.outbox);
+  }
+
+  /** Where the next search of this condition starts (searchStarts; for tests). */
+  searchStart(where: Cond | undefined, orderBy: readonly Sort[]): SearchStart {
+    return startOf(this.searchStarts, searchKey(this.workspaceId, where, orderBy));
+  }
 
   /** The cached documents of `c`, unless this store has written to it (then SQL sees those writes). */
   private async cached(c: CollectionName): Promise<CachedDocs | null> {
@@ -133,6 +303,8 @@ export class PgStore implements Store {
   }
 
   async get<C extends CollectionName>(c: C, id: string): Promise<Docs[C] | null> {
+    const held = this.deferred?.get(c, id);
+    if (held) return held.after === null ? null : (cloneJson(held.after) as Docs[C]);
     const mem = await this.cached(c);
     if (mem) return (mem.copyById(id) as Docs[C] | undefined) ?? null;
     const rows = await this.sql.query<ByIdRow<Docs[C]>>(prepared(`SELECT id, workspace_id, deleted, doc FROM documents WHERE collection = ${lit(c)} AND id = $1`), [id]);
@@ -151,6 +323,18 @@ export class PgStore implements Store {
 
   async getMany<C extends CollectionName>(c: C, ids: readonly string[]): Promise<Docs[C][]> {
     if (ids.length === 0) return [];
+    const deferred = this.deferred;
+    if (deferred && ids.some((id) => deferred.get(c, id))) {
+      const stored = new Map((await this.getMany(c, ids.filter((id) => !deferred.get(c, id)))).map((d) => [(d as { id: string }).id, d]));
+      const out: Docs[C][] = [];
+      for (const id of ids) {
+        const held = deferred.get(c, id);
+        const d = held ? (held.after === null ? undefined : (cloneJson(held.after) as Docs[C])) : stored.get(id);
+        // Each caller gets its own copy, as from the memory store.
+        if (d) out.push(out.includes(d) ? structuredClone(d) : d);
+      }
+      return out;
+    }
     const mem = await this.cached(c);
     if (mem) return ids.flatMap((id) => (mem.docs.has(id) ? [mem.copyById(id) as Docs[C]] : []));
     const rows = await this.sql.query<ByIdRow<Docs[C]>>(prepared(`SELECT id, workspace_id, deleted, doc FROM documents WHERE collection = ${lit(c)} AND id = ANY($1::text[])`), [[...new Set(ids)]]);
@@ -165,6 +349,7 @@ export class PgStore implements Store {
   }
 
   async query<C extends CollectionName>(c: C, q: Query = {}): Promise<Page<Docs[C]>> {
+    if (this.deferred?.touches(c)) await this.deferred.flush();
     const mem = await this.cached(c);
     if (mem) {
       const page = runQuery(mem.docs.values(), q);
@@ -177,12 +362,19 @@ export class PgStore implements Store {
     if (after) where.push(after);
     const order = orderSql(c, orderBy);
     let text = `SELECT doc FROM ${from} WHERE ${where.join(' AND ')} ORDER BY ${order}`;
+    let memory: { key: string; start: SearchStart } | null = null;
     if (q.limit !== undefined) {
       const limit = `${p.add(q.limit + 1)}::int`;
       text += ` LIMIT ${limit}`;
-      if (!probed && walksFirst(c, q)) text = headFirstSql(c, text, { workspace: '$1', cond, after, order, limit });
+      if (!probed && walksFirst(c, q)) {
+        const key = searchKey(this.workspaceId, q.where, orderBy);
+        memory = { key, start: startOf(this.searchStarts, key) };
+        if (memory.start !== 'index') text = headFirstSql(c, text, { workspace: '$1', cond, after, order, limit }, memory.start);
+      }
     }
-    const rows = await this.sql.query<{ doc: Docs[C] }>(stable(q.where) ? prepared(text) : text, p.values);
+    const rows = await this.sql.query<{ doc: Docs[C]; tried?: number }>(stable(q.where) ? prepared(text) : text, p.values);
+    // Learnt from first pages only: a later page comes up short near the end of the matches.
+    if (memory && !q.cursor) rememberStart(this.searchStarts, memory.key, memory.start, rows[0]?.tried, rows.length <= (q.limit ?? 0));
     const docs = rows.map((r) => r.doc);
     if (q.limit === undefined || docs.length <= q.limit) return { docs, nextCursor: null };
     const page = docs.slice(0, q.limit);
@@ -191,6 +383,7 @@ export class PgStore implements Store {
   }
 
   async count<C extends CollectionName>(c: C, where?: Cond): Promise<number> {
+    if (this.deferred?.touches(c)) await this.deferred.flush();
     const mem = await this.cached(c);
     if (mem) {
       let n = 0;
@@ -233,32 +426,18 @@ export class PgStore implements Store {
       await this.sql.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))', [WRITER_LOCK_CLASS, this.workspaceId]);
       this.locked = true;
     }
-    const collections = [...new Set(writes.map((w) => w.collection))];
-    let result: CommitRow | undefined;
-    try {
-      [result] = await this.sql.query<CommitRow>(prepared(COMMIT_SQL), [
-        JSON.stringify(writes.map((w, ord) => ({ ord, collection: w.collection, id: w.id, before: w.before ?? null, doc: w.after, del: w.after === null }))),
-        this.workspaceId,
-        this.notify,
-        CHANGES_CHANNEL,
-        JSON.stringify(collections),
-      ]);
-    } catch (e) {
-      throw uniqueViolation(e, writes) ?? e;
+    if (this.deferred) {
+      // Written with the rest of the transaction's calls (DeferredWrites); its event comes from the flush.
+      this.deferred.add(writes);
+      if (this.outbox) await this.outbox.afterCommit(this, this.sql, this.workspaceId, writes);
+      this.writes.push(...writes);
+      return;
     }
-    if (!result) throw new Error('The commit statement returned no row.');
-    for (const ch of result.bad ?? []) {
-      const w = writes[ch.ord];
-      if (!w) continue;
-      if (ch.workspace_id !== null && ch.workspace_id !== this.workspaceId) {
-        throw new DomainError('CONFLICT', `Document ${w.id} belongs to another workspace.`);
-      }
-      throw new DomainError('CONFLICT', `${w.collection}/${w.id} changed since it was read; try again.`, { collection: w.collection, id: w.id });
-    }
+    const event = await writeDocuments(this.sql, this.workspaceId, this.notify, writes);
     // The events these writes raise, in the same transaction: they commit or roll back with them.
     if (this.outbox) await this.outbox.afterCommit(this, this.sql, this.workspaceId, writes);
     this.writes.push(...writes);
-    this.committed.push({ workspaceId: this.workspaceId, collections, maxSeq: Number(result.max_seq), rows: Number(result.n) });
+    this.committed.push(event);
   }
 }
 

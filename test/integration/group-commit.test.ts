@@ -24,6 +24,8 @@ describe.runIf(process.env.DATABASE_URL)('group commit (postgres)', () => {
   let sql: SqlDatabase;
   let db: PgDatabase;
   let transactions = 0;
+  /** Statements that write documents (PgStore's commit statement). */
+  let documentWrites = 0;
 
   beforeAll(async () => {
     t = testDatabase('postgres');
@@ -33,7 +35,19 @@ describe.runIf(process.env.DATABASE_URL)('group commit (postgres)', () => {
       ...raw,
       transaction: (fn, opts) => {
         transactions++;
-        return raw.transaction(fn, opts);
+        return raw.transaction(
+          (tx, first) =>
+            fn(
+              {
+                query: (text, params) => {
+                  if (text.includes('INSERT INTO documents')) documentWrites++;
+                  return tx.query(text, params);
+                },
+              },
+              first,
+            ),
+          opts,
+        );
       },
     };
     db = new PgDatabase(sql);
@@ -87,6 +101,35 @@ describe.runIf(process.env.DATABASE_URL)('group commit (postgres)', () => {
       }),
     ]);
     expect(seen).toEqual(['Lead 200', 'Qualified (renamed)']);
+  });
+
+  it('writes held for the end of the shared transaction are seen by later calls: by id, merged, and by a query', async () => {
+    const seen: unknown[] = [];
+    transactions = 0;
+    documentWrites = 0;
+    await Promise.all([
+      // Called together, the four share one transaction.
+      batched(async (store) => store.commit([{ collection: 'leads', id: uid(500), before: null, after: lead(500) }])),
+      batched(async (store) => store.commit([{ collection: 'leads', id: uid(501), before: null, after: lead(501) }])),
+      batched(async (store) => {
+        // The same document again in the same transaction: one write with the stored row's before.
+        const before = await store.get('leads', uid(501));
+        if (!before) throw new Error('the held write is not visible by id');
+        const [many] = await store.getMany('leads', [uid(501)]);
+        seen.push(many?.firstName);
+        await store.commit([{ collection: 'leads', id: before.id, before, after: { ...before, firstName: 'Renamed 501' } satisfies Lead }]);
+      }),
+      batched(async (store) => {
+        // SQL cannot see held writes: the query first writes them.
+        const page = await store.query('leads', { where: { op: 'eq', field: 'firstName', value: 'Renamed 501' } });
+        seen.push(page.docs.map((d) => d.id));
+      }),
+    ]);
+    expect(seen).toEqual(['Lead 501', [uid(501)]]);
+    expect(transactions).toBe(1);
+    // Three commits, one statement: the query's flush wrote them together (a write each before).
+    expect(documentWrites).toBe(1);
+    expect((await db.forWorkspace(WS).get('leads', uid(501)))?.firstName).toBe('Renamed 501');
   });
 
   it('a call that fails after writing is rolled back alone; the others commit', async () => {
