@@ -7,7 +7,7 @@ import { COLLECTION_NAMES } from '../shared/model/index.ts';
 import type { CollectionName, Docs } from '../shared/model/index.ts';
 import { DomainError } from '../shared/errors.ts';
 import { decodeCursor, encodeCursor, matches, runQuery } from '../shared/query.ts';
-import type { AnyWrite, Cond, Page, Query, Sort, Store } from '../shared/store.ts';
+import type { AnyWrite, Cond, Page, Query, Store } from '../shared/store.ts';
 import { Params, condSql, cursorSql, orderSql, probeFromSql, probeOf, scopeSql } from './cond-sql.ts';
 import { prepared } from './db.ts';
 import type { SqlExecutor } from './db.ts';
@@ -73,99 +73,23 @@ function walksFirst(c: CollectionName, q: Query): boolean {
  * head is tested row by row and stops at a page (no sort before the LIMIT), and a rare term no
  * longer pays for the whole head (~25 ms) before the index. The planner would choose so itself if
  * it could estimate how common a substring is; it estimates 0.2% for any. One statement.
- * `start` 'head' leaves the probe out, for a condition whose last search the head answered
- * (searchStarts below).
  */
-function headFirstSql(c: CollectionName, search: string, parts: { workspace: string; cond: string; after: string | null; order: string; limit: string }, start: SearchStart): string {
+function headFirstSql(c: CollectionName, search: string, parts: { workspace: string; cond: string; after: string | null; order: string; limit: string }): string {
   const scope = [`collection = ${lit(c)}`, `workspace_id = ${parts.workspace}`, 'NOT deleted', ...(parts.after ? [parts.after] : [])].join(' AND ');
-  const whole = search.replace(/^SELECT doc /, 'SELECT id, doc ');
-  const head = `head AS MATERIALIZED (
-  SELECT id, doc FROM (SELECT id, doc FROM documents WHERE ${scope} ORDER BY ${parts.order} LIMIT ${SEARCH_HEAD_ROWS}) documents
-   WHERE ${parts.cond} LIMIT ${parts.limit}
-)`;
-  const full = `(SELECT count(*) FROM head) >= ${parts.limit}`;
-  // `tried`: which try answered (1 the text index's probe, 2 the head, 3 the whole query), remembered
-  // for the next search of the same condition (searchStarts).
-  if (start === 'head') {
-    return `WITH ${head}, found AS (
-  SELECT 2 AS tried, id, doc FROM head WHERE ${full}
-  UNION ALL
-  SELECT 3, id, doc FROM (${whole}) documents WHERE NOT ${full}
-)
-SELECT doc, tried FROM found documents ORDER BY ${parts.order}`;
-  }
   const rare = `(SELECT count(*) FROM probe) < ${SEARCH_PROBE_ROWS}`;
   return `WITH probe AS MATERIALIZED (
   SELECT id, doc FROM documents WHERE ${scope} AND ${parts.cond} LIMIT ${SEARCH_PROBE_ROWS}
-), ${head}, found AS (
-  SELECT 1 AS tried, id, doc FROM (SELECT id, doc FROM probe documents ORDER BY ${parts.order} LIMIT ${parts.limit}) documents WHERE ${rare}
+), head AS MATERIALIZED (
+  SELECT id, doc FROM (SELECT id, doc FROM documents WHERE ${scope} ORDER BY ${parts.order} LIMIT ${SEARCH_HEAD_ROWS}) documents
+   WHERE ${parts.cond} LIMIT ${parts.limit}
+), found AS (
+  SELECT id, doc FROM (SELECT id, doc FROM probe documents ORDER BY ${parts.order} LIMIT ${parts.limit}) documents WHERE ${rare}
   UNION ALL
-  SELECT 2, id, doc FROM head WHERE NOT ${rare} AND ${full}
+  SELECT id, doc FROM head WHERE NOT ${rare} AND (SELECT count(*) FROM head) >= ${parts.limit}
   UNION ALL
-  SELECT 3, id, doc FROM (${whole}) documents WHERE NOT ${rare} AND NOT ${full}
+  SELECT id, doc FROM (${search.replace(/^SELECT doc /, 'SELECT id, doc ')}) documents WHERE NOT ${rare} AND (SELECT count(*) FROM head) < ${parts.limit}
 )
-SELECT doc, tried FROM found documents ORDER BY ${parts.order}`;
-}
-
-/** Where a text search starts (headFirstSql): the probe of the text index, the head of the sort
- * order, or the whole query through the text index. */
-type SearchStart = 'probe' | 'head' | 'index';
-
-/**
- * Which try answered each recent text search (per workspace, condition and order), so the next search
- * of the same condition starts there: the probe of a common term builds the text index's bitmap of
- * all its matches (~10,000 for "Smith" at 100k leads: about half of that search's database time)
- * only to learn it is common, and the answer does not depend on where a search starts: every start
- * falls back to the whole query. A search asked again (the next page, a refresh, a colleague) is
- * usually as common as it was; a start found wrong is corrected by the answer it gets (a term that
- * became rare starts at the probe again, see rememberStart), and entries expire after
- * SEARCH_MEMORY_MS. Per process, bounded.
- */
-type SearchMemory = Map<string, { start: SearchStart; at: number }>;
-/** Per database (its document cache or outbox stands for it: both are one per open database). */
-const searchMemories = new WeakMap<object, SearchMemory>();
-const unkeyedMemory: SearchMemory = new Map();
-function searchMemory(database: object | null): SearchMemory {
-  if (!database) return unkeyedMemory;
-  let m = searchMemories.get(database);
-  if (!m) {
-    m = new Map();
-    searchMemories.set(database, m);
-  }
-  return m;
-}
-const SEARCH_MEMORY = 2000;
-const SEARCH_MEMORY_MS = 5 * 60_000;
-
-const searchKey = (workspaceId: string, where: Cond | undefined, orderBy: readonly Sort[]): string => `${workspaceId}\u0000${JSON.stringify(where)}\u0000${JSON.stringify(orderBy)}`;
-
-function startOf(searchStarts: SearchMemory, key: string): SearchStart {
-  const m = searchStarts.get(key);
-  if (!m) return 'probe';
-  if (performance.now() - m.at > SEARCH_MEMORY_MS) {
-    searchStarts.delete(key);
-    return 'probe';
-  }
-  return m.start;
-}
-
-/** `tried` of the answer's rows (undefined: no row, or the whole query ran alone); `short`: the
- * answer holds every match (fewer rows than the LIMIT asked). */
-function rememberStart(searchStarts: SearchMemory, key: string, start: SearchStart, tried: number | undefined, short: boolean): void {
-  // The probe found fewer than SEARCH_PROBE_ROWS, or all the matches fit one page: a rare term,
-  // probed first next time.
-  const next: SearchStart | null = tried === 2 ? 'head' : !short && (tried === 3 || start === 'index') ? 'index' : null;
-  if (next === null) {
-    searchStarts.delete(key);
-    return;
-  }
-  if (start === 'index' && searchStarts.has(key)) return; // keep its age: it expires and is probed again
-  searchStarts.delete(key);
-  searchStarts.set(key, { start: next, at: performance.now() });
-  if (searchStarts.size > SEARCH_MEMORY) {
-    const oldest = searchStarts.keys().next().value;
-    if (oldest !== undefined) searchStarts.delete(oldest);
-  }
+SELECT doc FROM found documents ORDER BY ${parts.order}`;
 }
 
 /** What a commit changed, for live updates and replication fan-out. */
@@ -280,15 +204,6 @@ export class PgStore implements Store {
     private readonly deferred: DeferredWrites | null = null,
   ) {}
 
-  private get searchStarts(): SearchMemory {
-    return searchMemory(this.cache ?? this.outbox);
-  }
-
-  /** Where the next search of this condition starts (searchStarts; for tests). */
-  searchStart(where: Cond | undefined, orderBy: readonly Sort[]): SearchStart {
-    return startOf(this.searchStarts, searchKey(this.workspaceId, where, orderBy));
-  }
-
   /** The cached documents of `c`, unless this store has written to it (then SQL sees those writes). */
   private async cached(c: CollectionName): Promise<CachedDocs | null> {
     if (!this.cache || !CACHED_COLLECTIONS.has(c) || this.writes.some((w) => w.collection === c)) return null;
@@ -362,19 +277,12 @@ export class PgStore implements Store {
     if (after) where.push(after);
     const order = orderSql(c, orderBy);
     let text = `SELECT doc FROM ${from} WHERE ${where.join(' AND ')} ORDER BY ${order}`;
-    let memory: { key: string; start: SearchStart } | null = null;
     if (q.limit !== undefined) {
       const limit = `${p.add(q.limit + 1)}::int`;
       text += ` LIMIT ${limit}`;
-      if (!probed && walksFirst(c, q)) {
-        const key = searchKey(this.workspaceId, q.where, orderBy);
-        memory = { key, start: startOf(this.searchStarts, key) };
-        if (memory.start !== 'index') text = headFirstSql(c, text, { workspace: '$1', cond, after, order, limit }, memory.start);
-      }
+      if (!probed && walksFirst(c, q)) text = headFirstSql(c, text, { workspace: '$1', cond, after, order, limit });
     }
-    const rows = await this.sql.query<{ doc: Docs[C]; tried?: number }>(stable(q.where) ? prepared(text) : text, p.values);
-    // Learnt from first pages only: a later page comes up short near the end of the matches.
-    if (memory && !q.cursor) rememberStart(this.searchStarts, memory.key, memory.start, rows[0]?.tried, rows.length <= (q.limit ?? 0));
+    const rows = await this.sql.query<{ doc: Docs[C] }>(stable(q.where) ? prepared(text) : text, p.values);
     const docs = rows.map((r) => r.doc);
     if (q.limit === undefined || docs.length <= q.limit) return { docs, nextCursor: null };
     const page = docs.slice(0, q.limit);

@@ -10,7 +10,6 @@ import { LEAD_QUERY_FIELDS } from '../../shared/ops/lead-search.ts';
 import { Tx } from '../../shared/tx.ts';
 import type { AnyWrite, Cond, Query, Sort, Store } from '../../shared/store.ts';
 import { PgDatabase } from '../../sync-server/pg-database.ts';
-import { PgStore } from '../../sync-server/pg-store.ts';
 import { LEAD_SEARCH_SQL, Params, condSql, orderSql, scopeSql } from '../../sync-server/cond-sql.ts';
 import { seededRandom } from '../support/harness.ts';
 import { BACKENDS, freshPgDatabase, openMigrated, testDatabase } from './support/db.ts';
@@ -719,31 +718,6 @@ describe.each(BACKENDS)('PgStore query shapes on %s: a text search looks in the 
     // Oldest first as well, and with another condition beside the text.
     const both = await allPages({ where: { op: 'and', conds: [search('halfway'), { op: 'eq', field: 'tagId', value: uid(1, 'f') }] }, orderBy: [{ field: 'createdAt', dir: 'asc' }] }, 7);
     expect(both.ours).toEqual(both.reference);
-  });
-
-  it('asked again, a search starts where the last one was answered, and a start that became wrong still answers right', async () => {
-    // The second time round 'everywhere' starts at the head and 'halfway' at the whole query.
-    for (let round = 0; round < 2; round++) {
-      for (const term of ['everywhere', 'halfway', 'rarest']) {
-        const { ours, reference } = await allPages({ where: search(term), orderBy: newest }, 50);
-        expect(ours).toEqual(reference);
-      }
-    }
-    const startOf = (workspaceId: string, where: Cond) => database.db.withReadStore(workspaceId, async (store) => (store instanceof PgStore ? store.searchStart(where, newest) : null));
-    expect(await Promise.all(['everywhere', 'halfway', 'rarest'].map((t) => startOf(WS, search(t))))).toEqual(['head', 'index', 'probe']);
-    // In another workspace: a term common enough to start at the head, then nearly all its leads deleted.
-    const fading = Array.from({ length: 300 }, (_, i) =>
-      newLead({ id: uid(90_000 + i), workspaceId: OTHER, now: new Date(Date.UTC(2026, 10, 1) + i * 60_000).toISOString() }, GROUP, { firstName: `F${i}`, lastName: 'Fading' }),
-    );
-    const other = database.db.forWorkspace(OTHER);
-    await other.commit(fading.map((l) => ({ collection: 'leads', id: l.id, before: null, after: l })));
-    const q: Query = { where: search('fading'), orderBy: newest, limit: 20 };
-    expect((await other.query('leads', q)).docs).toHaveLength(20);
-    expect(await startOf(OTHER, search('fading'))).toBe('head');
-    await other.commit(fading.slice(1).map((l) => ({ collection: 'leads', id: l.id, before: l, after: null })));
-    for (let i = 0; i < 3; i++) expect((await other.query('leads', q)).docs.map((d) => d.id)).toEqual([uid(90_000)]);
-    // One match left: a rare term, probed first again.
-    expect(await startOf(OTHER, search('fading'))).toBe('probe');
   });
 
   it('answers a long list of values of one field, with other conditions, orders and cursors, like the reference', async () => {
