@@ -15,8 +15,9 @@ import type { SqlDatabase } from './db.ts';
 
 export const BACKFILL_NAME = '017_identity_keys.backfill';
 
-/** Leads per batch: ~50-100 ms a batch at 2.5 KB a lead (PGlite and PostgreSQL, this machine). */
-export const BACKFILL_BATCH = 2000;
+/** Leads per batch: each batch rewrites its rows and their index entries (the text index too), ~0.3 s
+ * on PostgreSQL under load here, which is the longest a writer of one of those leads waits. */
+export const BACKFILL_BATCH = 500;
 
 type Row = { id: string; seq: string | number; s: string | null; e: string | null; n: string | null; c: string | null; pk: string | null; ek: string | null; nk: string | null };
 

@@ -9,8 +9,9 @@
 -- predicate of the other lead indexes and no more (a predicate on the key itself, IS NOT NULL, left
 -- the planner of a database without statistics free to probe another index and filter the whole
 -- workspace per key: 200 s for one 5,000-row import call on PGlite). Existing leads get
--- their keys from identity-backfill.ts after the migrations, in short batches of their own
--- (sync-server/identity-backfill.ts: ~1M leads in minutes, writers wait at most one batch).
+-- their keys from identity-backfill.ts after the migrations, in short batches of their own (each
+-- rewrites its rows: 200k leads took 230 s on PostgreSQL on a loaded 2-core machine; a writer waits
+-- at most for one batch of 500 rows; see the README, "Upgrading a large workspace").
 ALTER TABLE documents ADD COLUMN profile_key text COLLATE "C";
 ALTER TABLE documents ADD COLUMN email_key text COLLATE "C";
 ALTER TABLE documents ADD COLUMN name_company_key text COLLATE "C";

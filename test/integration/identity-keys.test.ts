@@ -18,6 +18,7 @@ import { MemoryDatabase } from '../../shared/memory-store.ts';
 import { newLead } from '../../shared/model/factories.ts';
 import type { Lead } from '../../shared/model/index.ts';
 import type { AnyWrite, DuplicateGroup, Store } from '../../shared/store.ts';
+import { Tx } from '../../shared/tx.ts';
 import { BACKENDS, freshPgDatabase } from './support/db.ts';
 
 const WS = 'd0000000-0000-4000-8000-000000000001';
@@ -185,4 +186,17 @@ describe.each(subjects)('identity keys on the $name store', ({ setup }) => check
 describe.each(BACKENDS)('identity keys on %s', (backend) => {
   const pg = freshPgDatabase(backend);
   checks(async () => ({ store: pg.db.forWorkspace(WS), other: pg.db.forWorkspace(OTHER_WS), done: async () => undefined }));
+});
+
+describe('duplicateGroups inside a unit of work (Tx)', () => {
+  it('answers from the store before anything is staged, and refuses once lead writes are staged (their keys are not in the store yet)', async () => {
+    const db = new MemoryDatabase();
+    const store = db.forWorkspace(WS);
+    const pair = [lead({ email: 'tx@pair.test' }), lead({ email: 'TX@pair.test ' })];
+    await store.commit(creates(pair));
+    const tx = new Tx(store);
+    expect((await tx.duplicateGroups('email', { limit: 5 })).groups).toEqual([{ key: 'tx@pair.test', leadIds: sortIds(pair.map((l) => l.id)) }]);
+    await tx.put('leads', lead({ email: 'tx@pair.test' }));
+    await expect(tx.duplicateGroups('email', { limit: 5 })).rejects.toThrow(/before this unit of work stages lead writes/);
+  });
 });
