@@ -126,7 +126,7 @@ function previousLayout(): Record<string, StoreLayout> {
     ...(STORE_LAYOUT as Record<string, StoreLayout>),
     leads: {
       ...leads,
-      columns: leads.columns.filter((c) => keyKindOf(c.field) === null),
+      columns: [...leads.columns.filter((c) => keyKindOf(c.field) === null), { field: 'email' }, { field: 'socialUrl' }],
       indexes: [...(leads.indexes ?? []).filter((i) => i.keys.every((k) => keyKindOf(k) === null)), { keys: ['email'], ordered: false, afterLoad: 'pull' }, { keys: ['socialUrl'], ordered: false, afterLoad: 'pull' }],
     },
   };
