@@ -22,3 +22,9 @@ CREATE INDEX leads_email_key ON documents (workspace_id, email_key)
   WHERE collection = 'leads' AND NOT deleted;
 CREATE INDEX leads_name_company_key ON documents (workspace_id, name_company_key)
   WHERE collection = 'leads' AND NOT deleted;
+
+-- The indexes of the spellings as written (email, profile URL, full name) served only the look-ups
+-- of a person by their spellings, which the keys replace: each cost every lead write an index entry.
+DROP INDEX leads_email;
+DROP INDEX leads_social_url;
+DROP INDEX leads_full_name;

@@ -77,18 +77,6 @@ describe.each(BACKENDS)('planner statistics on a fresh database (%s)', (backend)
     expect(stats.map((r) => r.attname).sort()).toEqual(['collection', 'workspace_id']);
   });
 
-  it("probes the email and profile URL indexes once per value for an import's candidates", async () => {
-    const emails = Array.from({ length: 300 }, (_, i) => `${emailLocalPart(i * 7)}@nowhere.example`);
-    const plan = await plans((store) => store.query('leads', { where: { op: 'in', field: 'email', values: emails }, orderBy: [{ field: 'id', dir: 'asc' }] }));
-    expect(plan).toContain('leads_email');
-    expect(plan).toMatch(/Nested Loop/);
-    expect(plan).not.toMatch(/Seq Scan on documents|leads_tag|leads_stage|leads_created/);
-    const urls = Array.from({ length: 300 }, (_, i) => `https://www.linkedin.com/in/${emailLocalPart(i * 5)}`);
-    const count = await plans((store) => store.count('leads', { op: 'in', field: 'socialUrl', values: urls }));
-    expect(count).toContain('leads_social_url');
-    expect(count).not.toMatch(/Seq Scan on documents|leads_tag|leads_stage|leads_created/);
-  });
-
   it("probes the identity key indexes once per key for an import's look-ups (and a short list, a single key)", async () => {
     for (const [kind, index] of [['profile', 'leads_profile_key'], ['email', 'leads_email_key'], ['nameCompany', 'leads_name_company_key']] as const) {
       const keys = Array.from({ length: 300 }, (_, i) => `${emailLocalPart(i * 7)}-${kind}`);
