@@ -22,7 +22,6 @@
  * A member field (an array, e.g. groupIds) gets a side table of (value, rowid) pairs, kept in the
  * same transaction, for the Store's `has` condition.
  */
-import type { RxJsonSchema } from 'rxdb';
 import { keyKindOf } from '../../../../shared/intake/identity.ts';
 import { fieldGetter } from '../../../../shared/query.ts';
 import { foldForSort } from '../../../../shared/text-sort.ts';
