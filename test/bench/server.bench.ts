@@ -29,6 +29,7 @@ import autocannon from 'autocannon';
 import Fastify from 'fastify';
 import pg from 'pg';
 import { suggestMapping } from '../../shared/import/fields.ts';
+import { storedKeys } from '../../shared/intake/identity.ts';
 import { MAX_IMPORT_ROWS, readCsvText } from '../../shared/import/file.ts';
 import { newLead } from '../../shared/model/factories.ts';
 import { createWorkspace } from '../../sync-server/admin.ts';
@@ -225,14 +226,16 @@ async function rawInsert(open: OpenOptions): Promise<number> {
         const [firstName = '', lastName = '', jobTitle = '', company = '', email = '', , phone = '', socialUrl = ''] = exportRow(at + k);
         return newLead({ id: randomUUID(), workspaceId, now }, groupId, { firstName, lastName, jobTitle, company, email, phone, socialUrl });
       });
-      batches.push(JSON.stringify(leads.map((l) => ({ id: l.id, doc: l }))));
+      // With the identity key columns every lead write fills (migration 017): the same rows.
+      batches.push(JSON.stringify(leads.map((l) => ({ id: l.id, doc: l, ...storedKeys(l) }))));
     }
     const started = performance.now();
     for (const batch of batches) {
       await sql.transaction(async (tx) => {
         await tx.query(
-          `INSERT INTO documents (collection, id, workspace_id, seq, deleted, doc)
-           SELECT 'leads', w.id, $2, nextval('documents_seq'), false, w.doc FROM jsonb_to_recordset($1::jsonb) AS w(id text, doc jsonb)`,
+          `INSERT INTO documents (collection, id, workspace_id, seq, deleted, doc, profile_key, email_key, name_company_key)
+           SELECT 'leads', w.id, $2, nextval('documents_seq'), false, w.doc, w.profile, w.email, w."nameCompany"
+             FROM jsonb_to_recordset($1::jsonb) AS w(id text, doc jsonb, profile text, email text, "nameCompany" text)`,
           [batch, workspaceId],
         );
       });
@@ -373,7 +376,7 @@ async function json<T>(res: Response): Promise<T> {
 
 /** Every scenario of one database; rows are appended to `rows`. */
 async function runOn(t: Target, bare: Scenario, pgb: Pgbench | null, rows: Row[]): Promise<void> {
-  const raw = await rawInsert(t.open());
+  const rawBefore = await rawInsert(t.open());
   const open = t.open();
   const { apiKey } = await newWorkspace(open);
   const c = await startChild('crm', { BENCH_OPEN: JSON.stringify(open) });
@@ -385,6 +388,11 @@ async function runOn(t: Target, bare: Scenario, pgb: Pgbench | null, rows: Row[]
     if (!groupId) throw new Error('The new workspace has no lead list.');
 
     const imported = await importThroughApi(c.url, auth, groupId, t.name);
+    // The raw baseline again right after: on a shared machine the load moves during a long import,
+    // and a baseline from one side only made the ratio swing (27% and 90% of raw on PGlite in two
+    // runs an hour apart). The mean of both is the ratio's denominator; both are printed.
+    const rawAfter = await rawInsert(t.open());
+    const raw = (rawBefore + rawAfter) / 2;
     rows.push(
       {
         backend: t.name, title: `import ${LEADS.toLocaleString('en')} rows, calls of 5,000: slowest call`,
@@ -394,7 +402,7 @@ async function runOn(t: Target, bare: Scenario, pgb: Pgbench | null, rows: Row[]
       {
         backend: t.name, title: 'import: leads/s over the whole file',
         value: `${fmt(imported.rate)} leads/s (${fmt(imported.seconds, 1)} s) = ${fmt((imported.rate / raw) * 100)}% of raw`,
-        baseline: `raw INSERT ${fmt(raw)} rows/s`, target: '>= 5,000 leads/s', met: imported.rate >= 5000 && imported.failed === 0,
+        baseline: `raw INSERT ${fmt(rawBefore)} / ${fmt(rawAfter)} rows/s (before / after)`, target: '>= 5,000 leads/s', met: imported.rate >= 5000 && imported.failed === 0,
       },
     );
     if (t.importOnly) return;

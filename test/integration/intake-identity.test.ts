@@ -1,5 +1,5 @@
 /** The spellings of one person's profile URL are one lead through every entry on PostgreSQL and
- * PGlite too, found by the leads_social_url index (memory store: test/unit/intake.test.ts). */
+ * PGlite too, found by the leads_profile_key index (memory store: test/unit/intake.test.ts). */
 import { describe, it } from 'vitest';
 import { expectOnePersonThroughEveryEntry } from '../support/intake-identity-case.ts';
 import { BACKENDS, freshPgDatabase } from './support/db.ts';

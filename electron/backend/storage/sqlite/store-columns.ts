@@ -22,7 +22,7 @@
  * A member field (an array, e.g. groupIds) gets a side table of (value, rowid) pairs, kept in the
  * same transaction, for the Store's `has` condition.
  */
-import type { RxJsonSchema } from 'rxdb';
+import { keyKindOf } from '../../../../shared/intake/identity.ts';
 import { fieldGetter } from '../../../../shared/query.ts';
 import { foldForSort } from '../../../../shared/text-sort.ts';
 import type { Doc } from './doc-table.ts';
@@ -120,8 +120,11 @@ function partOf(schema: object, field: string): SchemaPart | undefined {
   return part;
 }
 
-/** The non-null scalar kind a schema gives a (dotted) field, or null. */
+/** The non-null scalar kind a schema gives a (dotted) field, or null. A lead's identity key
+ * (`key:email`...) is not in the document: the Store computes it (shared/query.ts fieldGetter), a
+ * string. */
 function schemaKind(schema: object, field: string): ValueKind | null {
+  if (keyKindOf(field) !== null) return 'string';
   const part = partOf(schema, field);
   const types = (Array.isArray(part?.type) ? part.type : [part?.type]).filter((t) => t !== 'null');
   if (types.length !== 1) return null;
@@ -132,7 +135,7 @@ function schemaKind(schema: object, field: string): ValueKind | null {
 const keyOf = (c: { field: string; fold?: boolean }): string => (c.fold ? `fold:${c.field}` : c.field);
 
 /** A layout checked against the collection's schema, with column and table names for `table`. */
-export function resolveLayout(table: string, schema: RxJsonSchema<Doc>, layout: StoreLayout | undefined): ResolvedLayout {
+export function resolveLayout(table: string, schema: object, layout: StoreLayout | undefined): ResolvedLayout {
   if (!layout) return { columns: [], members: [], indexes: [] };
   if (layout.columns.length > 30) throw new Error(`${table}: at most 30 Store columns per collection (the layout has ${layout.columns.length}).`);
   const used = new Set<string>();
