@@ -2,12 +2,15 @@
  * and campaign of the workspace, and the assigned sender is one of the campaign's senders. They judge
  * each change on its own, so a replication push from a desktop gets the same answer as an operation. */
 import { DomainError } from '../errors.ts';
+import { isMergeMove } from './merge.ts';
 import type { Rule } from './types.ts';
 
 export const enrollmentRules: readonly Rule<'enrollments'>[] = [
-  function identityIsFixed({ before, after }) {
+  async function identityIsFixed({ before, after }, { read }) {
     if (!before || !after) return;
-    if (before.leadId !== after.leadId || before.campaignId !== after.campaignId) {
+    // A merge moves the merged lead's enrollments to the survivor (and its undo moves them back).
+    const moved = before.leadId !== after.leadId && !(await isMergeMove(read, before.leadId, after.leadId));
+    if (moved || before.campaignId !== after.campaignId) {
       throw new DomainError('RULE_VIOLATION', 'An enrollment keeps its lead and campaign; enroll the lead again instead.', { enrollmentId: after.id });
     }
   },
