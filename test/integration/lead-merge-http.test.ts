@@ -1,0 +1,125 @@
+/** Merging leads over HTTP on the sync server (PGlite, and PostgreSQL with DATABASE_URL): the dry run
+ * and refusals change nothing, the merged lead answers 404 with details.mergedIntoId and is gone from
+ * searches, and replication pushes that edit or reference it are applied to the survivor. */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newActivity } from '../../shared/model/factories.ts';
+import { BACKENDS } from './support/db.ts';
+import { seedFixtures } from './support/fixtures.ts';
+import type { Fixtures } from './support/fixtures.ts';
+import { startTestServer } from './support/server.ts';
+import type { TestServer } from './support/server.ts';
+
+type Doc = Record<string, unknown> & { id: string; _deleted: boolean };
+type ErrorBody = { error: { code: string; message: string; details: Record<string, unknown> } };
+
+describe.each(BACKENDS)('campaigns.leads.merge over HTTP (%s)', (backend) => {
+  let s: TestServer;
+  let fx: Fixtures;
+  let foreign: Fixtures;
+
+  async function pullLead(id: string): Promise<Doc> {
+    let checkpoint: unknown = null;
+    for (let guard = 0; guard < 100; guard++) {
+      const q = new URLSearchParams({ limit: '200' });
+      if (checkpoint) q.set('checkpoint', JSON.stringify(checkpoint));
+      const res = await fetch(`${s.url}/replication/leads/pull?${q.toString()}`, { headers: { authorization: `Bearer ${s.ours.memberKey}` } });
+      const page = (await res.json()) as { documents: Doc[]; checkpoint: unknown };
+      const hit = page.documents.filter((d) => d.id === id).pop();
+      if (hit && page.documents.length < 200) return hit;
+      if (page.documents.length < 200) break;
+      checkpoint = page.checkpoint;
+    }
+    throw new Error(`lead ${id} not pulled`);
+  }
+  async function push(collection: string, rows: unknown): Promise<{ status: number; body: Doc[] }> {
+    const res = await fetch(`${s.url}/replication/${collection}/push`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${s.ours.memberKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(rows),
+    });
+    return { status: res.status, body: (await res.json()) as Doc[] };
+  }
+  async function createLead(fields: Record<string, string>): Promise<string> {
+    const r = await s.call<{ leadIds: (string | null)[] }>(s.ours.memberKey, 'campaigns.leads.create', { leadGroupId: fx.leadGroupId, leads: [fields] });
+    expect(r.status).toBe(200);
+    const id = r.body.leadIds[0];
+    if (!id) throw new Error('not created');
+    return id;
+  }
+
+  beforeAll(async () => {
+    s = await startTestServer(backend);
+    fx = await seedFixtures(s.db, s.ours, s.clock.now().toISOString(), 'Acme');
+    foreign = await seedFixtures(s.db, s.theirs, s.clock.now().toISOString(), 'Globex');
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it('merges, answering the dry run the same, and follows the tombstone everywhere', async () => {
+    const survivorId = await createLead({ firstName: 'Eve', lastName: 'Mail', email: 'eve@merge.test' });
+    const mergedId = await createLead({ firstName: 'Evelyn', lastName: 'Mail', email: 'evelyn@merge.test', company: 'Initech' });
+    const note = await s.call<{ id: string }>(s.ours.memberKey, 'leadActivities.create', { leadId: mergedId, content: 'From the booth' });
+    expect(note.status).toBe(200);
+    const preMerge = await pullLead(mergedId);
+
+    const before = await s.snapshot(s.ours.workspaceId);
+    const seq = await s.maxSeq(s.ours.workspaceId);
+    const dry = await s.call<Record<string, unknown>>(s.ours.memberKey, 'campaigns.leads.merge', { survivorId, mergedId, dryRun: true });
+    expect(dry.status).toBe(200);
+    expect(await s.snapshot(s.ours.workspaceId)).toEqual(before);
+    expect(await s.maxSeq(s.ours.workspaceId)).toBe(seq);
+
+    // Refusals: the same lead, an unknown and a foreign lead; nothing changes.
+    for (const [input, status] of [
+      [{ survivorId, mergedId: survivorId }, 400],
+      [{ survivorId, mergedId: randomUUID() }, 404],
+      [{ survivorId, mergedId: foreign.leadId }, 404],
+      [{ survivorId: foreign.leadId, mergedId }, 404],
+    ] as const) {
+      const r = await s.call<ErrorBody>(s.ours.memberKey, 'campaigns.leads.merge', input);
+      expect(r.status).toBe(status);
+      expect(await s.maxSeq(s.ours.workspaceId)).toBe(seq);
+    }
+    expect(await s.snapshot(s.ours.workspaceId)).toEqual(before);
+
+    const real = await s.call<Record<string, unknown>>(s.ours.memberKey, 'campaigns.leads.merge', { survivorId, mergedId });
+    expect(real.status).toBe(200);
+    expect({ ...real.body, dryRun: true }).toEqual(dry.body);
+    expect(real.body).toMatchObject({ moved: { notes: 1 }, lead: { company: 'Initech', email: 'eve@merge.test' } });
+
+    // The merged lead answers 404 with the survivor's id; an already merged lead cannot merge again.
+    const gone = await s.call<ErrorBody>(s.ours.memberKey, 'campaigns.leads.get', { leadId: mergedId });
+    expect(gone.status).toBe(404);
+    expect(gone.body.error).toMatchObject({ code: 'NOT_FOUND', details: { mergedIntoId: survivorId } });
+    const again = await s.call<ErrorBody>(s.ours.memberKey, 'campaigns.leads.merge', { survivorId: fx.leadId, mergedId });
+    expect(again.status).toBe(404);
+    expect(again.body.error.details).toMatchObject({ mergedIntoId: survivorId });
+    const search = await s.call<{ leads: { id: string }[] }>(s.ours.memberKey, 'campaigns.leads.search', { query: 'merge.test' });
+    expect(search.body.leads.map((l) => l.id)).toEqual([survivorId]);
+    const count = await s.call<{ count: number }>(s.ours.memberKey, 'campaigns.leads.count', { query: 'merge.test' });
+    expect(count.body.count).toBe(1);
+
+    // A desktop that missed the merge pushes an edit of the merged lead: it lands on the survivor.
+    const edit = await push('leads', [{ assumedMasterState: preMerge, newDocumentState: { ...preMerge, jobTitle: 'Head of Ops', updatedAt: s.clock.now().toISOString() } }]);
+    expect(edit.status).toBe(200);
+    expect(edit.body).toHaveLength(1);
+    expect(edit.body[0]).toMatchObject({ id: mergedId, mergedIntoId: survivorId, _deleted: false });
+    const row = await s.call<{ leads: { id: string; jobTitle: string }[] }>(s.ours.memberKey, 'campaigns.leads.search', { query: 'eve@merge.test' });
+    expect(row.body.leads[0]).toMatchObject({ id: survivorId, jobTitle: 'Head of Ops' });
+    // The desktop's conflict handler pushes the merged state again: the same edit, the same answer, the loop ends.
+    const tomb = edit.body[0] as Doc;
+    const again2 = await push('leads', [{ assumedMasterState: tomb, newDocumentState: { ...tomb, jobTitle: 'Head of Ops' } }]);
+    expect(again2.body[0]).toEqual(tomb);
+
+    // A note written offline on the merged lead is stored as the survivor's, and the desktop is told.
+    const offline = newActivity({ id: randomUUID(), workspaceId: s.ours.workspaceId, now: s.clock.now().toISOString() }, mergedId, s.ours.memberId, 'NOTE', 'Written offline');
+    const created = await push('activities', [{ newDocumentState: { ...offline, _deleted: false } }]);
+    expect(created.status).toBe(200);
+    expect(created.body).toEqual([expect.objectContaining({ id: offline.id, leadId: survivorId })]);
+    const timeline = await s.call<{ activities: { id: string; content: string }[] }>(s.ours.memberKey, 'leadActivities.list', { leadId: survivorId });
+    expect(JSON.stringify(timeline.body)).toContain('Written offline');
+    expect(JSON.stringify(timeline.body)).toContain('From the booth');
+  });
+});
