@@ -46,6 +46,19 @@ export const enrollmentRules: readonly Rule<'enrollments'>[] = [
     }
   },
 
+  async function oneEnrollmentPerLeadAndCampaign({ before, after }, { read }) {
+    // Judged when an enrollment moves to another lead (a merge); a new enrollment is looked up by
+    // the operations that create it.
+    if (!before || !after || before.leadId === after.leadId) return;
+    const same = await read.query('enrollments', {
+      where: { op: 'and', conds: [{ op: 'eq', field: 'leadId', value: after.leadId }, { op: 'eq', field: 'campaignId', value: after.campaignId }, { op: 'neq', field: 'id', value: after.id }] },
+      limit: 1,
+    });
+    if (same.docs[0]) {
+      throw new DomainError('RULE_VIOLATION', 'The lead is enrolled in this campaign already; one enrollment per lead and campaign.', { leadId: after.leadId, campaignId: after.campaignId, enrollmentId: same.docs[0].id });
+    }
+  },
+
   async function oneRunningSequencePerLead({ before, after }, { read }) {
     if (!after || after.status !== 'IN_PROGRESS' || before?.status === 'IN_PROGRESS') return;
     const running = await read.query('enrollments', {
