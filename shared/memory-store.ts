@@ -3,9 +3,12 @@ import SortedBTree from 'sorted-btree';
 import { cloneJson } from './json-clone.ts';
 import { sameJson } from './json-equal.ts';
 import type { CollectionName, Docs } from './model/index.ts';
-import type { AnyWrite, Cond, Page, Query, Store, StoreProvider } from './store.ts';
+import type { AnyWrite, Cond, DuplicatePage, DuplicatePageOptions, Page, Query, Store, StoreProvider } from './store.ts';
 import { DomainError } from './errors.ts';
-import { compileCond, runQuery } from './query.ts';
+import { compileCond, duplicateGroupsOf, fieldGetter, runQuery } from './query.ts';
+import type { Getter } from './query.ts';
+import { KEY_FIELDS } from './intake/identity.ts';
+import type { IdentityKind } from './intake/identity.ts';
 
 type Row = { doc: unknown; deleted: boolean };
 
@@ -144,6 +147,10 @@ class MemoryStore implements Store {
     return this.live(c, where).length;
   }
 
+  async duplicateGroups(kind: IdentityKind, opts: DuplicatePageOptions): Promise<DuplicatePage> {
+    return duplicateGroupsOf(this.live('leads'), kind, opts);
+  }
+
   async commit(writes: readonly AnyWrite[]): Promise<void> {
     for (const w of writes) {
       const r = this.db.rows(w.collection).get(w.id);
@@ -184,10 +191,15 @@ const RANGE_INDEXED: Partial<Record<CollectionName, readonly string[]>> = {
 /** An index of one field's string values (documents without one are left out: a string equality or
  * range never matches them). */
 abstract class FieldIndex {
-  constructor(private readonly field: string) {}
+  private readonly get: Getter;
+
+  constructor(field: string) {
+    // A field's getter: an identity key field (`key:email`) computes the key from the document.
+    this.get = fieldGetter(field);
+  }
 
   protected valueOf(doc: unknown): string | null {
-    const v = doc !== null && typeof doc === 'object' ? (doc as Record<string, unknown>)[this.field] : undefined;
+    const v = this.get(doc);
     return typeof v === 'string' ? v : null;
   }
 
@@ -202,8 +214,8 @@ const EQ_INDEXED: Partial<Record<CollectionName, readonly string[]>> = {
   messages: ['chatId', 'externalId', 'status', 'leadId'],
   enrollments: ['leadId', 'campaignId'],
   activities: ['leadId'],
-  // Who a person is (shared/intake): the spellings of profile URLs and emails, names and companies.
-  leads: ['socialUrl', 'email', 'fullName', 'company'],
+  // Who a person is (shared/intake): its identity keys, one probe each, and the fields as written.
+  leads: [KEY_FIELDS.profile, KEY_FIELDS.email, KEY_FIELDS.nameCompany, 'socialUrl', 'email', 'fullName', 'company'],
 };
 
 /** The ids of the first top-level string equality or all-string `in` list that has a hash index (a

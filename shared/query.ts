@@ -1,7 +1,9 @@
 /** The Store port's query language evaluated in JavaScript: conditions, sort order, keyset cursors
  * and pages. The one semantics of every JavaScript store (memory, the desktop's RxDB store, staged
  * writes); the SQL store writes the same rules in sync-server/cond-sql.ts. */
-import type { Cond, Page, Query, Sort } from './store.ts';
+import type { Cond, DuplicatePage, DuplicatePageOptions, Page, Query, Sort } from './store.ts';
+import { isLiveIdentity, keyKindOf, storedKey } from './intake/identity.ts';
+import type { IdentityKind } from './intake/identity.ts';
 import { DomainError } from './errors.ts';
 import { unstorableText } from './model/common.ts';
 import { foldForSort } from './text-sort.ts';
@@ -18,7 +20,11 @@ const getters = new Map<string, Getter>();
 export function fieldGetter(path: string): Getter {
   let get = getters.get(path);
   if (get) return get;
-  if (!path.includes('.')) {
+  const kind = keyKindOf(path);
+  if (kind) {
+    // An identity key is computed from the document, as every store computes the one it indexes.
+    get = (doc) => storedKey(doc, kind);
+  } else if (!path.includes('.')) {
     get = (doc) => (doc !== null && typeof doc === 'object' ? (doc as Record<string, unknown>)[path] : undefined);
   } else {
     const parts = path.split('.');
@@ -261,4 +267,50 @@ export function runQuery<T>(docs: Iterable<T>, query: Query = {}): Page<T> {
   const page = list.slice(0, query.limit);
   const last = page[page.length - 1];
   return { docs: page, nextCursor: last === undefined ? null : encodeCursor(last, orderBy) };
+}
+
+/** A page of duplicateGroups' cursor: the last key of the page before. */
+export function encodeKeyCursor(key: string): string {
+  return toBase64Url(JSON.stringify({ after: key }));
+}
+
+export function decodeKeyCursor(cursor: string): string {
+  try {
+    const parsed: unknown = JSON.parse(fromBase64Url(cursor));
+    const after = parsed !== null && typeof parsed === 'object' ? (parsed as { after?: unknown }).after : undefined;
+    if (typeof after === 'string' && unstorableText(after) === null) return after;
+  } catch {
+    // fall through to the refusal below
+  }
+  throw new DomainError('INVALID_INPUT', 'The cursor is not valid for this list of duplicates; start again without a cursor.', { field: 'cursor' });
+}
+
+/** A refused page size: duplicateGroups pages by a positive whole number of groups. */
+export function checkGroupLimit(limit: number): void {
+  if (!Number.isInteger(limit) || limit < 1) throw new DomainError('INVALID_INPUT', `limit must be a positive whole number (got ${String(limit)}).`, { field: 'limit' });
+}
+
+/** Groups of a store's duplicates page built from candidate (key, lead) pairs: live leads only,
+ * groups of two or more, in key order after the cursor, ids in id order. The reference semantics
+ * of StoreReader.duplicateGroups, and the JavaScript stores' whole implementation. */
+export function duplicateGroupsOf(leads: Iterable<unknown>, kind: IdentityKind, opts: DuplicatePageOptions): DuplicatePage {
+  checkGroupLimit(opts.limit);
+  const after = opts.cursor ? decodeKeyCursor(opts.cursor) : null;
+  const byKey = new Map<string, string[]>();
+  for (const doc of leads) {
+    if (!isLiveIdentity(doc)) continue;
+    const key = storedKey(doc, kind);
+    if (key === null || (after !== null && key <= after)) continue;
+    const id = fieldValue(doc, 'id');
+    if (typeof id !== 'string') continue;
+    const ids = byKey.get(key);
+    if (ids) ids.push(id);
+    else byKey.set(key, [id]);
+  }
+  const keys = [...byKey].filter(([, ids]) => ids.length > 1).map(([k]) => k);
+  keys.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const page = keys.slice(0, opts.limit);
+  const groups = page.map((key) => ({ key, leadIds: (byKey.get(key) ?? []).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)) }));
+  const last = page[page.length - 1];
+  return { groups, nextCursor: keys.length > opts.limit && last !== undefined ? encodeKeyCursor(last) : null };
 }

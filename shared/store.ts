@@ -3,9 +3,12 @@
  * that workspace's documents (a foreign id is simply absent) and writes are stamped with it.
  * Implementations: MemoryStore (tests), the desktop's RxDB store, the sync server's Postgres store.
  */
+import type { IdentityKind } from './intake/identity.ts';
 import type { CollectionName, Docs } from './model/index.ts';
 
-/** A condition over top-level (or dotted) document fields. */
+/** A condition over top-level (or dotted) document fields. A lead's identity keys are fields too:
+ * `key:profile`, `key:email`, `key:nameCompany` (KEY_FIELDS of shared/intake/identity.ts), computed
+ * by every store when it writes a lead and indexed per workspace; null for a lead without one. */
 export type Cond =
   | { op: 'eq'; field: string; value: string | number | boolean | null }
   | { op: 'neq'; field: string; value: string | number | boolean | null }
@@ -57,7 +60,17 @@ export type StoreReader = {
   getMany<C extends CollectionName>(collection: C, ids: readonly string[]): Promise<Docs[C][]>;
   query<C extends CollectionName>(collection: C, query?: Query): Promise<Page<Docs[C]>>;
   count<C extends CollectionName>(collection: C, where?: Cond): Promise<number>;
+  /** Groups of two or more live leads of the workspace (not deleted, no `mergedIntoId`) sharing one
+   * identity key (shared/intake/identity.ts), in key order (JavaScript's string order), keyset-paged
+   * by key; each group's ids in id order. Read from each store's key index. */
+  duplicateGroups(kind: IdentityKind, opts: DuplicatePageOptions): Promise<DuplicatePage>;
 };
+
+export type DuplicatePageOptions = { limit: number; cursor?: string | null };
+
+export type DuplicateGroup = { key: string; leadIds: string[] };
+
+export type DuplicatePage = { groups: DuplicateGroup[]; nextCursor: string | null };
 
 export type Store = StoreReader & {
   readonly workspaceId: string;

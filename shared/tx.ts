@@ -1,7 +1,8 @@
 /** A unit of work over a Store: reads see staged writes; writes are collected, then validated by the
  * rules and committed together (or discarded for a dry run). */
 import type { CollectionName, Docs } from './model/index.ts';
-import type { AnyWrite, Cond, Page, Query, Store, StoreReader } from './store.ts';
+import type { AnyWrite, Cond, DuplicatePage, DuplicatePageOptions, Page, Query, Store, StoreReader } from './store.ts';
+import type { IdentityKind } from './intake/identity.ts';
 import { cloneJson } from './json-clone.ts';
 import { fieldValue, matches, runQuery } from './query.ts';
 
@@ -172,6 +173,14 @@ export class Tx implements StoreReader {
     if (this.stagedOf(c).size === 0) return this.store.count(c, where);
     const page = await this.query(c, { where });
     return page.docs.filter((d) => matches(d, where)).length;
+  }
+
+  /** The store's groups: a merge lists duplicates before it stages anything, and a page of groups
+   * over staged leads would need every group's key re-read, so a call that has staged lead writes
+   * is refused rather than answered from the store alone (which would be wrong for its leads). */
+  async duplicateGroups(kind: IdentityKind, opts: DuplicatePageOptions): Promise<DuplicatePage> {
+    if (this.stagedOf('leads').size > 0) throw new Error('duplicateGroups reads the stored leads: call it before this unit of work stages lead writes.');
+    return this.store.duplicateGroups(kind, opts);
   }
 
   /** The stored state of a document about to be written, unless already known. */

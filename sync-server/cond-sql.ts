@@ -10,6 +10,11 @@ import { COLLECTIONS } from '../shared/model/index.ts';
 import type { CollectionName } from '../shared/model/index.ts';
 import { LEAD_QUERY_FIELDS } from '../shared/ops/lead-search.ts';
 import type { Cond, Sort } from '../shared/store.ts';
+import { keyKindOf } from '../shared/intake/identity.ts';
+import type { IdentityKind } from '../shared/intake/identity.ts';
+
+/** The documents table's column of each identity key (017_identity_keys.sql). */
+export const IDENTITY_KEY_COLUMNS = { profile: 'profile_key', email: 'email_key', nameCompany: 'name_company_key' } as const satisfies Record<IdentityKind, string>;
 import { foldForSort, SORT_FOLD_FROM, SORT_FOLD_TO } from '../shared/text-sort.ts';
 
 /** Collects query parameters; `add` returns the placeholder. */
@@ -65,6 +70,13 @@ function schemaField(collection: CollectionName, path: readonly string[]): { kin
 
 export function field(collection: CollectionName, name: string): Field {
   if (name === 'id') return { kind: 'text', value: 'id', text: 'id', json: 'to_jsonb(id)', notNull: true };
+  const key = keyKindOf(name);
+  if (key) {
+    // A lead's identity key: its column (migration 017), NULL where the lead has none and on other
+    // collections' rows, as shared/query.ts computes it (null) for a document without the fields.
+    const col = IDENTITY_KEY_COLUMNS[key];
+    return { kind: 'text', value: col, text: col, json: `to_jsonb(${col})`, notNull: false };
+  }
   const path = name.split('.');
   if (!path.every((p) => PART.test(p))) throw new Error(`Field name ${JSON.stringify(name)} cannot be queried.`);
   const text = path.length === 1 ? `(doc->>'${name}')` : `(doc#>>'{${path.join(',')}}')`;

@@ -277,6 +277,7 @@ export class PgDatabase implements StoreProvider {
       getMany: (c, ids) => read((s) => s.getMany(c, ids)),
       query: (c, q) => read((s) => s.query(c, q)),
       count: (c, w) => read((s) => s.count(c, w)),
+      duplicateGroups: (kind, o) => read((s) => s.duplicateGroups(kind, o)),
       commit: (writes) => this.withStore(workspaceId, (s) => s.commit(writes)),
     };
   }

@@ -5,9 +5,11 @@
 import { COLLECTION_NAMES } from '../shared/model/index.ts';
 import type { CollectionName, Docs } from '../shared/model/index.ts';
 import { DomainError } from '../shared/errors.ts';
-import { decodeCursor, encodeCursor, matches, runQuery } from '../shared/query.ts';
-import type { AnyWrite, Cond, Page, Query, Store } from '../shared/store.ts';
-import { Params, condSql, cursorSql, orderSql, probeFromSql, probeOf, scopeSql } from './cond-sql.ts';
+import { storedKeys } from '../shared/intake/identity.ts';
+import type { IdentityKind } from '../shared/intake/identity.ts';
+import { checkGroupLimit, decodeCursor, decodeKeyCursor, encodeCursor, encodeKeyCursor, matches, runQuery } from '../shared/query.ts';
+import type { AnyWrite, Cond, DuplicateGroup, DuplicatePage, DuplicatePageOptions, Page, Query, Store } from '../shared/store.ts';
+import { IDENTITY_KEY_COLUMNS, Params, condSql, cursorSql, orderSql, probeFromSql, probeOf, scopeSql } from './cond-sql.ts';
 import { prepared } from './db.ts';
 import type { SqlExecutor } from './db.ts';
 import { CACHED_COLLECTIONS } from './doc-cache.ts';
@@ -217,6 +219,37 @@ export class PgStore implements Store {
     return { from: 'documents', where: [`collection = ${lit(c)}`, scope, 'NOT deleted', sql], cond: sql, probed: false };
   }
 
+  /** Groups of live leads sharing a key, from the key's partial index: the groups with two or more
+   * rows, then the merged leads (a `mergedIntoId`) taken out of them, so a group of one survivor and
+   * its tombstone is no group. Pages until `limit` groups are found or the keys run out. */
+  async duplicateGroups(kind: IdentityKind, opts: DuplicatePageOptions): Promise<DuplicatePage> {
+    checkGroupLimit(opts.limit);
+    const col = IDENTITY_KEY_COLUMNS[kind];
+    let after = opts.cursor ? decodeKeyCursor(opts.cursor) : null;
+    const groups: DuplicateGroup[] = [];
+    const want = opts.limit + 1;
+    for (;;) {
+      const rows = await this.sql.query<{ key: string; ids: string[]; live: boolean[] }>(
+        prepared(`SELECT ${col} AS key, array_agg(id ORDER BY id COLLATE "C") AS ids,
+                array_agg(coalesce(doc->>'mergedIntoId', '') = '' ORDER BY id COLLATE "C") AS live
+           FROM documents
+          WHERE collection = 'leads' AND workspace_id = $1 AND NOT deleted AND ${col} IS NOT NULL AND ($2::text IS NULL OR ${col} > $2::text)
+          GROUP BY ${col} HAVING count(*) > 1 ORDER BY ${col} LIMIT $3::int`),
+        [this.workspaceId, after, want],
+      );
+      for (const r of rows) {
+        const leadIds = r.ids.filter((_, i) => r.live[i] === true);
+        if (leadIds.length > 1) groups.push({ key: r.key, leadIds });
+      }
+      const last = rows[rows.length - 1];
+      if (groups.length >= want || rows.length < want || !last) break;
+      after = last.key;
+    }
+    const page = groups.slice(0, opts.limit);
+    const end = page[page.length - 1];
+    return { groups: page, nextCursor: groups.length > opts.limit && end ? encodeKeyCursor(end.key) : null };
+  }
+
   async commit(writes: readonly AnyWrite[]): Promise<void> {
     if (writes.length === 0) return;
     for (const w of writes) {
@@ -237,7 +270,7 @@ export class PgStore implements Store {
     let result: CommitRow | undefined;
     try {
       [result] = await this.sql.query<CommitRow>(prepared(COMMIT_SQL), [
-        JSON.stringify(writes.map((w, ord) => ({ ord, collection: w.collection, id: w.id, before: w.before ?? null, doc: w.after, del: w.after === null }))),
+        JSON.stringify(writes.map((w, ord) => ({ ord, collection: w.collection, id: w.id, before: w.before ?? null, doc: w.after, del: w.after === null, ...keyColumns(w) }))),
         this.workspaceId,
         this.notify,
         CHANGES_CHANNEL,
@@ -264,6 +297,15 @@ export class PgStore implements Store {
 
 type ByIdRow<D> = { id: string; workspace_id: string; deleted: boolean; doc: D };
 
+/** A lead write's identity key columns (migration 017), computed from the document by the one rule
+ * whatever wrote it (an operation, an import, the runner, a replication push); none for others. */
+function keyColumns(w: AnyWrite): { pk?: string; ek?: string; nk?: string } {
+  if (w.collection !== 'leads' || w.after === null) return {};
+  const k = storedKeys(w.after);
+  return { ...(k.profile !== null ? { pk: k.profile } : {}), ...(k.email !== null ? { ek: k.email } : {}), ...(k.nameCompany !== null ? { nk: k.nameCompany } : {}) };
+}
+
+
 type CommitRow = { bad: { ord: number; workspace_id: string | null }[] | null; max_seq: string | number; n: string | number };
 
 /** One statement per commit: compare every write's `before` with the stored row, and only when all
@@ -276,7 +318,7 @@ type CommitRow = { bad: { ord: number; workspace_id: string | null }[] | null; m
  * and filter the workspace for every deleted row. */
 const COMMIT_SQL = `
 WITH w AS (
-  SELECT * FROM jsonb_to_recordset($1::jsonb) AS w(ord int, collection text, id text, before jsonb, doc jsonb, del boolean)
+  SELECT * FROM jsonb_to_recordset($1::jsonb) AS w(ord int, collection text, id text, before jsonb, doc jsonb, del boolean, pk text, ek text, nk text)
 ), chk AS (
   SELECT w.ord, d.workspace_id,
          CASE WHEN d.id IS NULL OR d.deleted THEN w.before IS NULL OR w.before = 'null'::jsonb
@@ -285,12 +327,13 @@ WITH w AS (
 ), bad AS (
   SELECT ord, workspace_id FROM chk WHERE NOT same OR (workspace_id IS NOT NULL AND workspace_id <> $2::text)
 ), ins AS (
-  INSERT INTO documents (collection, id, workspace_id, seq, deleted, doc)
-  SELECT w.collection, w.id, $2::text, nextval('documents_seq'), false, w.doc
+  INSERT INTO documents (collection, id, workspace_id, seq, deleted, doc, profile_key, email_key, name_company_key)
+  SELECT w.collection, w.id, $2::text, nextval('documents_seq'), false, w.doc, w.pk, w.ek, w.nk
     FROM w WHERE NOT w.del AND NOT EXISTS (SELECT 1 FROM bad)
    ORDER BY w.ord
   ON CONFLICT (collection, id) DO UPDATE
-    SET workspace_id = EXCLUDED.workspace_id, seq = EXCLUDED.seq, deleted = false, doc = EXCLUDED.doc
+    SET workspace_id = EXCLUDED.workspace_id, seq = EXCLUDED.seq, deleted = false, doc = EXCLUDED.doc,
+        profile_key = EXCLUDED.profile_key, email_key = EXCLUDED.email_key, name_company_key = EXCLUDED.name_company_key
   RETURNING seq
 ), del AS (
   UPDATE documents d SET deleted = true, seq = nextval('documents_seq')

@@ -75,6 +75,7 @@ function trackingStore(store: Store, reads: Set<CollectionName>): Store {
     getMany: (c, ids) => (reads.add(c), store.getMany(c, ids)),
     query: (c, q) => (reads.add(c), store.query(c, q)),
     count: (c, w) => (reads.add(c), store.count(c, w)),
+    duplicateGroups: (kind, o) => (reads.add('leads'), store.duplicateGroups(kind, o)),
     commit: (writes) => store.commit(writes),
   };
 }

@@ -37,6 +37,7 @@ export async function openMemoryLocalDb(opts: { workspaceId: string }): Promise<
     getMany: (c, ids) => inner.getMany(c, ids),
     query: (c, q) => inner.query(c, q),
     count: (c, w) => inner.count(c, w),
+    duplicateGroups: (kind, o) => inner.duplicateGroups(kind, o),
     async commit(writes: readonly AnyWrite[]) {
       await inner.commit(writes);
       const touched = [...new Set(writes.map((w) => w.collection))];

@@ -19,7 +19,8 @@ import type { Subscription } from 'rxjs';
 import { DomainError } from '../../shared/errors.ts';
 import type { CollectionName, Docs } from '../../shared/model/index.ts';
 import { decodeCursor, encodeCursor } from '../../shared/query.ts';
-import type { AnyWrite, Cond, Page, Query, Store, StoreProvider } from '../../shared/store.ts';
+import type { AnyWrite, Cond, DuplicatePage, DuplicatePageOptions, Page, Query, Store, StoreProvider } from '../../shared/store.ts';
+import type { IdentityKind } from '../../shared/intake/identity.ts';
 import { AtomicWriteConflict, writeAtomically } from './storage/sqlite/instance.ts';
 import type { SqliteStorageInstance } from './storage/sqlite/instance.ts';
 import { sqliteInstanceOf } from './storage/sqlite/storage.ts';
@@ -163,6 +164,12 @@ class SqliteStore implements Store {
 
   async count<C extends CollectionName>(c: C, where?: Cond): Promise<number> {
     return this.provider.instance(c)?.storeCount(this.scoped(where)) ?? 0;
+  }
+
+  async duplicateGroups(kind: IdentityKind, opts: DuplicatePageOptions): Promise<DuplicatePage> {
+    const instance = this.provider.instance('leads');
+    if (!instance) return { groups: [], nextCursor: null };
+    return instance.storeDuplicates(kind, this.workspaceId, opts);
   }
 
   commit(writes: readonly AnyWrite[]): Promise<void> {

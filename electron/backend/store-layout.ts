@@ -11,6 +11,7 @@
  * small collections (stages, tags, campaigns, senders, members...) have none and are read whole.
  */
 import type { StoreLayout } from './storage/sqlite/store-columns.ts';
+import { KEY_FIELDS } from '../../shared/intake/identity.ts';
 import { LEAD_QUERY_FIELDS } from '../../shared/ops/lead-search.ts';
 import type { CollectionName } from '../../shared/model/index.ts';
 
@@ -35,6 +36,12 @@ export const STORE_LAYOUT: Partial<Record<CollectionName, StoreLayout>> = {
       // Exact names, without an index: found through the folded ones, then counted in SQL.
       { field: 'fullName' },
       { field: 'company' },
+      // Who a person is: the identity keys (shared/intake/identity.ts), computed from the lead on
+      // every write, whatever wrote it (an operation, an import, a pulled change). A look-up of a
+      // person is one probe of one of them; duplicateGroups reads them in key order.
+      { field: KEY_FIELDS.profile },
+      { field: KEY_FIELDS.email },
+      { field: KEY_FIELDS.nameCompany },
     ],
     members: ['groupIds'],
     indexes: [
@@ -58,8 +65,9 @@ export const STORE_LAYOUT: Partial<Record<CollectionName, StoreLayout>> = {
       // reading ~5,000 rows from the table for a page (195 ms at 1M leads); within the tag, ~500.
       { keys: ['tagId', 'createdAt'], afterLoad: 'any' },
       // The import's and the edit check's look-ups of a person (by name: the folded name above).
-      { keys: ['email'], ordered: false, afterLoad: 'pull' },
-      { keys: ['socialUrl'], ordered: false, afterLoad: 'pull' },
+      { keys: [KEY_FIELDS.profile], ordered: false, afterLoad: 'pull' },
+      { keys: [KEY_FIELDS.email], ordered: false, afterLoad: 'pull' },
+      { keys: [KEY_FIELDS.nameCompany], ordered: false, afterLoad: 'pull' },
     ],
   },
   enrollments: {

@@ -1,13 +1,15 @@
 /**
- * Finding the people an entry names among the workspace's leads, with exact lookups on indexed
- * fields (the spellings of shared/intake/identity.ts in `in` conditions: PgStore probes its index
- * once per value, the memory and desktop stores read their hash indexes), never a read of every
- * lead. A LeadIndex then answers "who holds this key" for the whole call, and is kept current as
- * the call creates and changes leads.
+ * Finding the people an entry names among the workspace's leads, by their identity keys: every
+ * store keeps the keys of shared/intake/identity.ts beside each lead, indexed per workspace
+ * (PostgreSQL columns, the desktop's Store columns, the memory store's hash indexes), so a look-up
+ * is one probe per key, never a list of spellings nor a read of every lead. A LeadIndex then
+ * answers "who holds this key" for the whole call, and is kept current as the call creates and
+ * changes leads.
  */
 import type { Lead } from '../model/index.ts';
 import type { Cond, StoreReader } from '../store.ts';
-import { addProfileVariants, emailKey, emailVariants, nameCompanyKey, nameVariants, profileKey } from './identity.ts';
+import { emailKey, isLiveIdentity, KEY_FIELDS, nameCompanyKey, profileKey } from './identity.ts';
+import type { IdentityKind } from './identity.ts';
 
 /** What an entry knows of a person's identity (any part may be missing). */
 export type Arrival = { id?: string | null; socialUrl?: string; email?: string; fullName?: string; company?: string };
@@ -113,19 +115,33 @@ export class LeadIndex {
   }
 }
 
-/** Name spellings per lookup of findLeads (a document has one name, so the counts add up). */
-const NAME_LOOKUP_CHUNK = 4000;
+/** Keys per look-up statement: each is one probe of the key's index; a few thousand per statement
+ * keep a statement's parameters and its answer of a bounded size. */
+const KEY_LOOKUP_CHUNK = 5000;
+
+/** The workspace's leads holding one of `keys` of one kind: one index probe per key. */
+async function holders(db: StoreReader, kind: IdentityKind, keys: ReadonlySet<string>): Promise<Lead[]> {
+  const values = [...keys];
+  const out: Lead[] = [];
+  for (let i = 0; i < values.length; i += KEY_LOOKUP_CHUNK) {
+    const chunk = values.slice(i, i + KEY_LOOKUP_CHUNK);
+    const where: Cond = chunk.length === 1 ? { op: 'eq', field: KEY_FIELDS[kind], value: chunk[0] as string } : { op: 'in', field: KEY_FIELDS[kind], values: chunk };
+    for (const l of (await db.query('leads', { where })).docs) out.push(l);
+  }
+  return out;
+}
 
 /**
- * Puts into `index` the workspace's leads the arrivals may be, found with exact lookups, identity
- * by identity: lead ids, then profile URLs, then emails, then (with `nameAndCompany`, for arrivals
- * not found yet) name and company. An arrival already found skips the later lookups, unless its
- * value there differs from its lead's (then the lookup tells whether the value is another lead's,
- * a conflict). Reads only the leads holding one of the arrivals' spellings.
+ * Puts into `index` the workspace's leads the arrivals may be, key by key: lead ids, then profile
+ * keys, then email keys, then (with `nameAndCompany`, for arrivals not found yet) name-and-company
+ * keys, each one probe of the store's index of that key (stored with every lead, whatever spelling
+ * it was written in). An arrival already found skips the later look-ups, unless its value there
+ * differs from its lead's (then the look-up tells whether the value is another lead's, a conflict).
+ * A lead merged into another (a `mergedIntoId`) is nobody's: its survivor is.
  */
 export async function findLeads(db: StoreReader, arrivals: readonly Arrival[], keys: readonly IdentityKeys[], index: LeadIndex, opts: { nameAndCompany: boolean }): Promise<void> {
   const add = (docs: Lead[]) => {
-    for (const l of docs.sort(oldestFirst)) if (!index.byId.has(l.id)) index.add(l);
+    for (const l of docs.sort(oldestFirst)) if (!index.byId.has(l.id) && isLiveIdentity(l)) index.add(l);
   };
   const resolved = (i: number): Lead | undefined => {
     const a = arrivals[i] as Arrival;
@@ -134,64 +150,42 @@ export async function findLeads(db: StoreReader, arrivals: readonly Arrival[], k
   const ids = arrivals.flatMap((a) => (a.id ? [a.id] : []));
   if (ids.length > 0) add(await db.getMany('leads', ids));
 
-  const urls = new Set<string>();
-  arrivals.forEach((a, i) => {
-    const k = keys[i] as IdentityKeys;
+  const profiles = new Set<string>();
+  keys.forEach((k, i) => {
     if (!k.profile) return;
     const lead = resolved(i);
     if (lead && lead.socialUrl && profileKey(lead.socialUrl) === k.profile) return;
-    addProfileVariants(a.socialUrl ?? '', urls);
+    profiles.add(k.profile);
   });
-  if (urls.size > 0) add((await db.query('leads', { where: { op: 'in', field: 'socialUrl', values: [...urls] } })).docs);
+  if (profiles.size > 0) add(await holders(db, 'profile', profiles));
 
   const emails = new Set<string>();
-  arrivals.forEach((a, i) => {
-    const k = keys[i] as IdentityKeys;
+  keys.forEach((k, i) => {
     if (!k.email) return;
     const lead = resolved(i);
     if (lead && lead.email && emailKey(lead.email) === k.email) return;
-    for (const v of emailVariants(a.email ?? '')) emails.add(v);
+    emails.add(k.email);
   });
-  if (emails.size > 0) add((await db.query('leads', { where: { op: 'in', field: 'email', values: [...emails] } })).docs);
+  if (emails.size > 0) add(await holders(db, 'email', emails));
 
   if (!opts.nameAndCompany) return;
   const names = new Set<string>();
-  const companies = new Set<string>();
-  arrivals.forEach((a, i) => {
-    if (!(keys[i] as IdentityKeys).nameCompany || resolved(i)) return;
-    for (const v of nameVariants(a.fullName ?? '')) names.add(v);
-    for (const v of nameVariants(a.company ?? '')) companies.add(v);
+  keys.forEach((k, i) => {
+    if (k.nameCompany && !resolved(i)) names.add(k.nameCompany);
   });
-  if (names.size > 0) {
-    // By name, so "ACME" finds "Acme Inc."; unless the names are so common that this would bring
-    // back a large part of the workspace: then by name and company as written. A few thousand
-    // names per query, so each stays an index lookup: names repeat in a large workspace (5 leads
-    // per name of a call at 100k leads), and one lookup for all of them would be a large part of
-    // the workspace, which a store scans instead (the first import's time grew with the list).
-    const values = [...names];
-    const byName: Cond[] = [];
-    for (let i = 0; i < values.length; i += NAME_LOOKUP_CHUNK) byName.push({ op: 'in', field: 'fullName', values: values.slice(i, i + NAME_LOOKUP_CHUNK) });
-    let matching = 0;
-    for (const cond of byName) matching += await db.count('leads', cond);
-    const common = matching > arrivals.length + 100;
-    const byCompany: Cond = { op: 'in', field: 'company', values: [...companies] };
-    // Added together, so the oldest lead of a name keeps it whichever lookup found it.
-    const found: Lead[] = [];
-    for (const cond of byName) for (const l of (await db.query('leads', { where: common ? { op: 'and', conds: [cond, byCompany] } : cond })).docs) found.push(l);
-    add(found);
-  }
+  if (names.size > 0) add(await holders(db, 'nameCompany', names));
 }
 
 /**
  * The oldest live lead other than `selfId` whose `field` holds the same person's email or profile
- * URL as `value`, or null: the check of an edit that would make two leads one person.
+ * URL as `value`, or null: the check of an edit that would make two leads one person. One probe.
  */
 export async function otherHolder(db: StoreReader, field: 'email' | 'socialUrl', value: string, selfId: string): Promise<Lead | null> {
-  const key = field === 'email' ? emailKey(value) : profileKey(value);
+  const kind = field === 'email' ? 'email' : 'profile';
+  const key = kind === 'email' ? emailKey(value) : profileKey(value);
   if (key === '') return null;
-  const values = field === 'email' ? emailVariants(value) : [...addProfileVariants(value, new Set())];
-  const { docs } = await db.query('leads', { where: { op: 'in', field, values } });
-  const same = docs.filter((l) => l.id !== selfId && l[field] !== '' && (field === 'email' ? emailKey(l.email) : profileKey(l.socialUrl)) === key);
+  const { docs } = await db.query('leads', { where: { op: 'eq', field: KEY_FIELDS[kind], value: key } });
+  const same = docs.filter((l) => l.id !== selfId && isLiveIdentity(l));
   return same.sort(oldestFirst)[0] ?? null;
 }
 

@@ -172,3 +172,55 @@ export function nameVariants(fullName: string): string[] {
   const n = fullName.trim().replace(/\s+/g, ' ');
   return [...new Set([n, n.toLowerCase(), titleCase(n.toLowerCase()), n.toUpperCase()])];
 }
+
+/** The three identity keys as stored and indexed beside a lead in every store (PostgreSQL columns,
+ * the desktop's Store columns, the memory store's hash indexes): each store computes them with this
+ * function whenever it writes a lead, whatever wrote it, so they are never part of the replicated
+ * document (old clients would not write them, and the server never rewrites a pushed document).
+ * Null where the lead has no such key. */
+export type StoredKeys = { profile: string | null; email: string | null; nameCompany: string | null };
+
+export type IdentityKind = keyof StoredKeys;
+
+/** The Store condition fields naming the keys: `{ op: 'eq', field: KEY_FIELDS.email, value:
+ * emailKey(x) }` is one probe of the email key's index in every store (shared/query.ts computes the
+ * key of a document for JavaScript stores; SQL stores read their column). */
+export const KEY_FIELDS = { profile: 'key:profile', email: 'key:email', nameCompany: 'key:nameCompany' } as const satisfies Record<IdentityKind, string>;
+
+export type KeyField = (typeof KEY_FIELDS)[IdentityKind];
+
+const textOf = (doc: unknown, field: string): string => {
+  const v = doc !== null && typeof doc === 'object' ? (doc as Record<string, unknown>)[field] : undefined;
+  return typeof v === 'string' ? v : '';
+};
+
+/** One identity key of a (lead) document, or null. */
+export function storedKey(doc: unknown, kind: IdentityKind): string | null {
+  let k: string;
+  if (kind === 'profile') {
+    const url = textOf(doc, 'socialUrl');
+    k = url ? profileKey(url) : '';
+  } else if (kind === 'email') {
+    const email = textOf(doc, 'email');
+    k = email ? emailKey(email) : '';
+  } else {
+    k = nameCompanyKey(textOf(doc, 'fullName'), textOf(doc, 'company'));
+  }
+  return k === '' ? null : k;
+}
+
+/** The identity keys a store keeps beside a lead document. */
+export function storedKeys(doc: unknown): StoredKeys {
+  return { profile: storedKey(doc, 'profile'), email: storedKey(doc, 'email'), nameCompany: storedKey(doc, 'nameCompany') };
+}
+
+/** The kind of identity key a Store field names, or null for an ordinary field. */
+export function keyKindOf(field: string): IdentityKind | null {
+  return field === KEY_FIELDS.profile ? 'profile' : field === KEY_FIELDS.email ? 'email' : field === KEY_FIELDS.nameCompany ? 'nameCompany' : null;
+}
+
+/** Whether a lead counts for identity: not merged into another lead (the merge's tombstone carries a
+ * non-empty `mergedIntoId`; read defensively, the field is optional). */
+export function isLiveIdentity(doc: unknown): boolean {
+  return textOf(doc, 'mergedIntoId') === '';
+}

@@ -6,7 +6,8 @@ import { MemoryDatabase } from '../../shared/memory-store.ts';
 import { newLead } from '../../shared/model/factories.ts';
 import type { CollectionName, Docs } from '../../shared/model/index.ts';
 import { execute } from '../../shared/ops/execute.ts';
-import type { AnyWrite, Cond, Page, Query, Store } from '../../shared/store.ts';
+import type { AnyWrite, Cond, DuplicatePage, DuplicatePageOptions, Page, Query, Store } from '../../shared/store.ts';
+import type { IdentityKind } from '../../shared/intake/identity.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { expectOnePersonThroughEveryEntry } from '../support/intake-identity-case.ts';
 import { FakeClock, seededRandom, sequentialIds } from '../support/deterministic.ts';
@@ -36,6 +37,9 @@ class CountingStore implements Store {
   }
   count<C extends CollectionName>(c: C, where?: Cond): Promise<number> {
     return this.inner.count(c, where);
+  }
+  duplicateGroups(kind: IdentityKind, opts: DuplicatePageOptions): Promise<DuplicatePage> {
+    return this.inner.duplicateGroups(kind, opts);
   }
   commit(writes: readonly AnyWrite[]): Promise<void> {
     return this.inner.commit(writes);

@@ -21,7 +21,10 @@ import type { StorageFile } from './file.ts';
 import { runCount, runQuery } from './query.ts';
 import { storeCount, storeQuery } from './store-query.ts';
 import type { StoreAnswer, StoreRead } from './store-query.ts';
-import type { Cond } from '../../../../shared/store.ts';
+import type { Cond, DuplicatePage, DuplicatePageOptions } from '../../../../shared/store.ts';
+import { KEY_FIELDS } from '../../../../shared/intake/identity.ts';
+import type { IdentityKind } from '../../../../shared/intake/identity.ts';
+import { storeDuplicateGroups } from './store-duplicates.ts';
 
 export type SqliteInternals = { file: string; table: string };
 
@@ -172,6 +175,12 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
   storeQuery(read: StoreRead): StoreAnswer {
     this.ensureOpen();
     return storeQuery(this.table, read);
+  }
+
+  /** Groups of live documents sharing an identity key (store-duplicates.ts). */
+  storeDuplicates(kind: IdentityKind, workspaceId: string, opts: DuplicatePageOptions): DuplicatePage {
+    this.ensureOpen();
+    return storeDuplicateGroups(this.table, KEY_FIELDS[kind], kind, workspaceId, opts);
   }
 
   /** How many live documents match a Store condition. */

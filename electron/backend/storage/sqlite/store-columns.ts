@@ -23,6 +23,7 @@
  * same transaction, for the Store's `has` condition.
  */
 import type { RxJsonSchema } from 'rxdb';
+import { keyKindOf } from '../../../../shared/intake/identity.ts';
 import { fieldGetter } from '../../../../shared/query.ts';
 import { foldForSort } from '../../../../shared/text-sort.ts';
 import type { Doc } from './doc-table.ts';
@@ -120,8 +121,11 @@ function partOf(schema: object, field: string): SchemaPart | undefined {
   return part;
 }
 
-/** The non-null scalar kind a schema gives a (dotted) field, or null. */
+/** The non-null scalar kind a schema gives a (dotted) field, or null. A lead's identity key
+ * (`key:email`...) is not in the document: the Store computes it (shared/query.ts fieldGetter), a
+ * string. */
 function schemaKind(schema: object, field: string): ValueKind | null {
+  if (keyKindOf(field) !== null) return 'string';
   const part = partOf(schema, field);
   const types = (Array.isArray(part?.type) ? part.type : [part?.type]).filter((t) => t !== 'null');
   if (types.length !== 1) return null;
