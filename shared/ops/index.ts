@@ -16,6 +16,7 @@ import { ops as campaignsLeadsBulkEnrollInCampaignOps } from './campaigns.leads.
 import { ops as campaignsLeadsCreateOps } from './campaigns.leads.create.ts';
 import { ops as campaignsLeadsExportOps } from './campaigns.leads.export.ts';
 import { ops as campaignsLeadsImportOps } from './campaigns.leads.import.ts';
+import { ops as campaignsLeadsDuplicatesOps } from './campaigns.leads.duplicates.ts';
 import { ops as campaignsLeadsMergeOps } from './campaigns.leads.merge.ts';
 import { ops as campaignsLeadsUnmergeOps } from './campaigns.leads.unmerge.ts';
 import { ops as campaignsLeadsResendUnknownOps } from './campaigns.leads.resendUnknown.ts';
@@ -55,7 +56,7 @@ export const operations = combine(
   leadActivitiesOps,
   campaignsLeadsOps, campaignsLeadsCreateOps, campaignsLeadsUpdateOps, campaignsLeadsSendMessageOps, campaignsLeadsImportOps,
   campaignsLeadsExportOps, campaignsLeadsBulkEnrollInCampaignOps, campaignsLeadsBulkChangeSenderOps, campaignsLeadsUnenrollOps,
-  campaignsLeadsResendUnknownOps, campaignsLeadsMergeOps, campaignsLeadsUnmergeOps,
+  campaignsLeadsResendUnknownOps, campaignsLeadsMergeOps, campaignsLeadsUnmergeOps, campaignsLeadsDuplicatesOps,
   campaignsGetBasicOps, campaignsOps, campaignsUpdateSendersOps, campaignsUpdateScheduleOps, campaignsGetEnrollmentsOps,
   campaignsGetActivityOps, campaignsGetStepMetricsOps, campaignsPreviewMessageOps, campaignsDuplicateOps,
   campaignsAddSequenceStepOps, campaignsUpdateSequenceMessageOps,

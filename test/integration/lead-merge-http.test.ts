@@ -3,7 +3,7 @@
  * searches, and replication pushes that edit or reference it are applied to the survivor. */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newActivity } from '../../shared/model/factories.ts';
+import { newActivity, newLead } from '../../shared/model/factories.ts';
 import { BACKENDS } from './support/db.ts';
 import { seedFixtures } from './support/fixtures.ts';
 import type { Fixtures } from './support/fixtures.ts';
@@ -121,5 +121,25 @@ describe.each(BACKENDS)('campaigns.leads.merge over HTTP (%s)', (backend) => {
     const timeline = await s.call<{ activities: { id: string; content: string }[] }>(s.ours.memberKey, 'leadActivities.list', { leadId: survivorId });
     expect(JSON.stringify(timeline.body)).toContain('Written offline');
     expect(JSON.stringify(timeline.body)).toContain('From the booth');
+  });
+
+  it("lists two desktops' leads of one person as duplicates, then not after their merge", async () => {
+    const at = s.clock.now().toISOString();
+    const one = newLead({ id: randomUUID(), workspaceId: s.ours.workspaceId, now: at }, fx.leadGroupId, { firstName: 'Dee', lastName: 'Two', email: 'Dee.Two@Example.COM' });
+    const two = newLead({ id: randomUUID(), workspaceId: s.ours.workspaceId, now: at }, fx.leadGroupId, { firstName: 'Dee', lastName: 'Two', email: ' dee.two@example.com ' });
+    const pushed = await push('leads', [{ newDocumentState: { ...one, _deleted: false } }, { newDocumentState: { ...two, _deleted: false } }]);
+    expect(pushed).toEqual({ status: 200, body: [] });
+    const dup = await s.call<{ groups: { kind: string; certain: boolean; leads: { id: string }[] }[]; nextCursor: string | null }>(s.ours.memberKey, 'campaigns.leads.duplicates', { kind: 'email' });
+    expect(dup.status).toBe(200);
+    const group = dup.body.groups.find((g) => g.leads.some((l) => l.id === one.id));
+    expect(group).toMatchObject({ kind: 'email', certain: true });
+    expect(group?.leads.map((l) => l.id).sort()).toEqual([one.id, two.id].sort());
+    // The other workspace sees none of them.
+    const theirs = await s.call<{ groups: { leads: { id: string }[] }[] }>(s.theirs.memberKey, 'campaigns.leads.duplicates', {});
+    expect(JSON.stringify(theirs.body)).not.toContain(one.id);
+    const merged = await s.call(s.ours.memberKey, 'campaigns.leads.merge', { survivorId: one.id, mergedId: two.id });
+    expect(merged.status).toBe(200);
+    const after = await s.call<{ groups: { leads: { id: string }[] }[] }>(s.ours.memberKey, 'campaigns.leads.duplicates', { kind: 'email' });
+    expect(JSON.stringify(after.body)).not.toContain(two.id);
   });
 });

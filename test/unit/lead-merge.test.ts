@@ -253,3 +253,43 @@ describe('campaigns.leads.unmerge', () => {
     await p.h.expectRefused(p.h.call('campaigns.leads.unmerge', { survivorId: p.survivor.id, mergedId: p.merged.id, undo: out.undo }), 'CONFLICT');
   });
 });
+
+describe('campaigns.leads.duplicates', () => {
+  it('lists same-key groups and possible duplicates by name and company, paged, without merged leads', async () => {
+    const h = await makeHarness();
+    const a = await h.addLead({ firstName: 'Eve', lastName: 'Mail', email: 'Eve.Mail@Example.COM', company: 'Initech' });
+    const b = await h.addLead({ firstName: 'Evelyn', lastName: 'Mail', email: 'eve.mail@example.com' });
+    const c = await h.addLead({ firstName: 'Ann', lastName: 'Lee', socialUrl: 'https://www.linkedin.com/in/ann-lee/' });
+    const d = await h.addLead({ firstName: 'Ann', lastName: 'Lee', socialUrl: 'http://de.linkedin.com/in/Ann-Lee?trk=x' });
+    const e = await h.addLead({ firstName: 'Bo', lastName: 'Ng', company: 'Globex', email: 'bo@globex.test' });
+    const f = await h.addLead({ firstName: 'bo', lastName: 'ng', company: 'Globex', email: 'bo.ng@globex.test' });
+    await h.addLead({ firstName: 'Solo', lastName: 'Person', email: 'solo@x.test' });
+
+    const all = await h.call('campaigns.leads.duplicates', {});
+    const sets = all.groups.map((g) => [g.kind, g.certain, g.leads.map((l) => l.id).sort()] as const);
+    expect(sets).toContainEqual(['profile', true, [c.id, d.id].sort()]);
+    expect(sets).toContainEqual(['email', true, [a.id, b.id].sort()]);
+    expect(all.nextCursor).toBeNull();
+    expect(sets).toContainEqual(['nameCompany', false, [e.id, f.id].sort()]);
+    expect(sets.filter(([k]) => k === 'nameCompany').flatMap(([, , ids]) => ids)).not.toContain(c.id);
+    expect(all.groups[0]?.kind).toBe('profile');
+
+    // One group a page: every group is reached exactly once through the cursor.
+    const paged: string[] = [];
+    let cursor: string | null = null;
+    for (let i = 0; i < 20; i++) {
+      const page: Awaited<ReturnType<typeof h.call<'campaigns.leads.duplicates'>>> = await h.call('campaigns.leads.duplicates', { limit: 1, ...(cursor ? { cursor } : {}) });
+      expect(page.groups.length).toBeLessThanOrEqual(1);
+      paged.push(...page.groups.map((g) => `${g.kind}/${g.key}`));
+      cursor = page.nextCursor;
+      if (!cursor) break;
+    }
+    expect(paged).toEqual(all.groups.map((g) => `${g.kind}/${g.key}`));
+
+    // After a merge the pair is gone.
+    await h.call('campaigns.leads.merge', { survivorId: a.id, mergedId: b.id });
+    const emails = await h.call('campaigns.leads.duplicates', { kind: 'email' });
+    expect(emails.groups.flatMap((g) => g.leads.map((l) => l.id))).not.toContain(b.id);
+    await h.expectRefused(h.call('campaigns.leads.duplicates', { cursor: 'nonsense' }), 'INVALID_INPUT');
+  });
+});
