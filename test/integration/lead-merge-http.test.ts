@@ -49,7 +49,7 @@ describe.each(BACKENDS)('campaigns.leads.merge over HTTP (%s)', (backend) => {
   }
 
   beforeAll(async () => {
-    s = await startTestServer(backend);
+    s = await startTestServer(backend, { webhooks: { allowHttp: true, policy: { allowPrivate: true }, delivery: { pollMs: 60_000, timeoutMs: 1_000 } } });
     fx = await seedFixtures(s.db, s.ours, s.clock.now().toISOString(), 'Acme');
     foreign = await seedFixtures(s.db, s.theirs, s.clock.now().toISOString(), 'Globex');
   });
@@ -63,6 +63,10 @@ describe.each(BACKENDS)('campaigns.leads.merge over HTTP (%s)', (backend) => {
     const note = await s.call<{ id: string }>(s.ours.memberKey, 'leadActivities.create', { leadId: mergedId, content: 'From the booth' });
     expect(note.status).toBe(200);
     const preMerge = await pullLead(mergedId);
+    // An endpoint, so the outbox keeps the workspace's events (nothing listens: delivery is not tested here).
+    const hook = await s.call(s.ours.ownerKey, 'webhooks.create', { url: 'http://127.0.0.1:9/merged', events: ['lead.merged'] });
+    expect(hook.status).toBe(200);
+    const mergedEvents = async () => (await s.sql.query<{ body: string }>(`SELECT body FROM webhook_events WHERE workspace_id = $1 AND type = 'lead.merged'`, [s.ours.workspaceId])).map((r) => JSON.parse(r.body) as { data: Record<string, unknown> });
 
     const before = await s.snapshot(s.ours.workspaceId);
     const seq = await s.maxSeq(s.ours.workspaceId);
@@ -84,7 +88,11 @@ describe.each(BACKENDS)('campaigns.leads.merge over HTTP (%s)', (backend) => {
     }
     expect(await s.snapshot(s.ours.workspaceId)).toEqual(before);
 
+    expect(await mergedEvents()).toEqual([]);
     const real = await s.call<Record<string, unknown>>(s.ours.memberKey, 'campaigns.leads.merge', { survivorId, mergedId });
+    const events = await mergedEvents();
+    expect(events).toHaveLength(1);
+    expect(events[0]?.data).toMatchObject({ mergedLeadId: mergedId, lead: { id: survivorId, email: 'eve@merge.test' }, mergedLead: { email: 'evelyn@merge.test' } });
     expect(real.status).toBe(200);
     expect({ ...real.body, dryRun: true }).toEqual(dry.body);
     expect(real.body).toMatchObject({ moved: { notes: 1 }, lead: { company: 'Initech', email: 'eve@merge.test' } });
