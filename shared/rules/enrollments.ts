@@ -46,6 +46,16 @@ export const enrollmentRules: readonly Rule<'enrollments'>[] = [
     }
   },
 
+  async function mergedLeadsRunNothing({ before, after }, { read }) {
+    // A merged lead is a tombstone: its person is contacted through the survivor only.
+    const active = (s: string | undefined) => s === 'IN_PROGRESS' || s === 'PAUSED';
+    if (!after || !active(after.status) || (before && active(before.status) && before.leadId === after.leadId)) return;
+    const lead = await read.get('leads', after.leadId);
+    if (lead?.mergedIntoId) {
+      throw new DomainError('NOT_FOUND', `Lead ${lead.id} was merged into lead ${lead.mergedIntoId}; enroll that lead instead.`, { what: 'Lead', id: lead.id, mergedIntoId: lead.mergedIntoId });
+    }
+  },
+
   async function oneEnrollmentPerLeadAndCampaign({ before, after }, { read }) {
     // Judged when an enrollment moves to another lead (a merge); a new enrollment is looked up by
     // the operations that create it.

@@ -4,11 +4,13 @@
  * leads back. */
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../../shared/errors.ts';
-import { newEnrollment, newLeadGroup, newMessage } from '../../shared/model/factories.ts';
+import { newEnrollment, newLeadGroup, newMessage, newStep } from '../../shared/model/factories.ts';
 import type { Enrollment, Lead, Message, Stage } from '../../shared/model/index.ts';
 import { MAX_MERGE_MOVES } from '../../shared/ops/lead-merge.ts';
 import { eventsOf } from '../../shared/webhooks/events.ts';
+import { validateChange } from '../../shared/rules/index.ts';
 import { makeHarness } from '../support/harness.ts';
+import { engineWorld } from './engine-fixtures.ts';
 import type { Harness } from '../support/harness.ts';
 
 async function stages(h: Harness): Promise<Record<string, Stage>> {
@@ -291,5 +293,45 @@ describe('campaigns.leads.duplicates', () => {
     const emails = await h.call('campaigns.leads.duplicates', { kind: 'email' });
     expect(emails.groups.flatMap((g) => g.leads.map((l) => l.id))).not.toContain(b.id);
     await h.expectRefused(h.call('campaigns.leads.duplicates', { cursor: 'nonsense' }), 'INVALID_INPUT');
+  });
+});
+
+describe('a merged lead is contacted through its survivor only', () => {
+  it('is never started by a running campaign of its lead group, nor counted among its leads', async () => {
+    const w = await engineWorld();
+    const sender = await w.h.addSender();
+    const c = await w.h.addCampaign({ senderIds: [sender.id], steps: [newStep(w.h.ids.uuid(), 'SEND_MESSAGE', { content: 'Hi {{First name|there}}' })] });
+    const keep = await w.h.addLead({ firstName: 'Keep', email: 'k@x.test' });
+    const gone = await w.h.addLead({ firstName: 'Gone', email: 'g@x.test' });
+    await w.h.call('campaigns.leads.merge', { survivorId: keep.id, mergedId: gone.id });
+    const activity = await w.h.call('campaigns.getActivity', { campaignId: c.id });
+    expect(activity.groupLeads.notStarted).toBe(1);
+    await w.start(c);
+    const runner = w.runner({ spacing: { minSeconds: 60, jitterSeconds: 0 } });
+    for (let i = 0; i < 3; i++) {
+      await runner.tick();
+      w.h.clock.advance(3600_000);
+    }
+    const sent = await w.messages({ campaignId: c.id, direction: 'out' });
+    expect(sent.map((m) => m.leadId)).toEqual([keep.id]);
+    const { docs } = await w.h.store.query('enrollments', { where: { op: 'eq', field: 'leadId', value: gone.id } });
+    expect(docs).toEqual([]);
+  });
+
+  it('refuses a running enrollment of a merged lead (the rules, for every writer)', async () => {
+    const h = await makeHarness();
+    const c = await h.addCampaign();
+    const s = await h.addLead({ email: 's@x.test' });
+    const m = await h.addLead({ email: 'm@x.test' });
+    await h.call('campaigns.leads.merge', { survivorId: s.id, mergedId: m.id });
+    const e = newEnrollment(h.stamp(), m.id, c.id);
+    await expect(validateChange({ collection: 'enrollments', before: null, after: e }, { actor: h.owner, read: h.store, now: h.clock.now() })).rejects.toMatchObject({ code: 'NOT_FOUND', details: { mergedIntoId: s.id } });
+    await expect(validateChange({ collection: 'enrollments', before: null, after: { ...e, status: 'STOPPED', stoppedReason: 'merged', nextActionAt: null } }, { actor: h.owner, read: h.store, now: h.clock.now() })).resolves.toBeUndefined();
+    // A note, task or enrollment does not change lead except between a merged lead and its survivor.
+    const other = await h.addLead({ email: 'o@x.test' });
+    const note = await h.call('leadActivities.create', { leadId: s.id, content: 'mine' });
+    const stored = await h.store.get('activities', note.id);
+    if (!stored) throw new Error('no note');
+    await expect(validateChange({ collection: 'activities', before: stored, after: { ...stored, leadId: other.id } }, { actor: h.owner, read: h.store, now: h.clock.now() })).rejects.toMatchObject({ code: 'RULE_VIOLATION' });
   });
 });
