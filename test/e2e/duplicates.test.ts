@@ -1,6 +1,7 @@
 /** Duplicates journey: two leads of one person made by hand show as a pair in the Duplicates view
  * (g d), the side-by-side preview says what a merge does, Merge makes them one, Undo from the toast
- * brings both back, and the m key merges again. */
+ * brings both back, and the m key merges again while the merged lead's panel is open, which then
+ * shows the survivor. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { closeDemoApp, openDemoApp, screenshot } from './support/app.ts';
@@ -52,12 +53,17 @@ describe('duplicates', () => {
     await toast(/^Undone: Dora Double is a lead of its own again/).waitFor();
     await pairRow().waitFor();
 
-    // The m key merges the selected pair.
+    // The m key merges the selected pair; the lead panel showing the merged lead follows to the survivor.
     await pairRow().click();
-    await page.getByTestId('merge-side-by-side').waitFor();
+    await page.getByTestId('merge-side-by-side').getByRole('link', { name: /^Merged: / }).click();
+    const panel = page.getByTestId('lead-panel');
+    await panel.getByRole('link', { name: 'dora.d@twin.example' }).waitFor();
     await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
     await page.keyboard.press('m');
     await pairRow().waitFor({ state: 'detached' });
+    await panel.getByRole('link', { name: 'dora@twin.example' }).waitFor();
+    await screenshot(page, 'duplicates-panel-follows-survivor');
+    await page.getByRole('button', { name: 'Close lead' }).click();
     // One Dora Double is left in the leads table, with both leads' data.
     await page.keyboard.press('g');
     await page.keyboard.press('l');
