@@ -19,6 +19,7 @@ import type { Synchronous } from './storage/sqlite/file.ts';
 import { migrateFromPersistedMemory } from './storage/sqlite/migrate.ts';
 import type { MigrationProgress } from './storage/sqlite/migrate.ts';
 import { getRxStorageSqlite } from './storage/sqlite/storage.ts';
+import { upgradeStoreLayouts } from './storage/sqlite/layout-upgrade.ts';
 import { STORE_LAYOUT, TEXT_SEARCH } from './store-layout.ts';
 
 type Json = Record<string, unknown>;
@@ -79,6 +80,12 @@ export function migrationStrategies(version: number): MigrationStrategies {
   return out;
 }
 
+/** The current schema of each collection with a Store layout (the tables upgradeStoreLayouts brings
+ * to that layout). */
+const LAYOUT_SCHEMAS: Record<string, RxJsonSchema<Json>> = Object.fromEntries(
+  Object.keys(STORE_LAYOUT).flatMap((c) => (c in COLLECTIONS ? [[c, COLLECTIONS[c as CollectionName].schema as unknown as RxJsonSchema<Json>]] : [])),
+);
+
 /** The RxDB database name of a workspace (also its file name). */
 export const localDatabaseName = (workspaceId: string): string => `crm-${workspaceId.toLowerCase()}`;
 
@@ -92,6 +99,10 @@ export async function openLocalDatabase(opts: OpenLocalDatabaseOptions): Promise
   // A folder written by the previous storage moves into this one once; the old file stays where
   // it was (the new file's presence is what makes this happen once).
   await migrateFromPersistedMemory({ directory: opts.dir, databaseName: name, textSearch: TEXT_SEARCH, storeLayout: STORE_LAYOUT, onProgress: opts.onMigration });
+  // A file written with another Store layout (a version before the identity keys' columns) gets
+  // the new columns and indexes here, batch by batch with progress, not in one synchronous step
+  // at the first read of each collection.
+  await upgradeStoreLayouts({ directory: opts.dir, databaseName: name, storeLayout: STORE_LAYOUT, schemas: LAYOUT_SCHEMAS, onProgress: opts.onMigration });
   const rx = await createRxDatabase({
     name,
     storage: getRxStorageSqlite({ directory: opts.dir, synchronous: opts.synchronous, textSearch: TEXT_SEARCH, storeLayout: STORE_LAYOUT }),

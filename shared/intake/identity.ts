@@ -3,10 +3,11 @@
  * else email (its key: `emailKey`); full name + company only flags a possible duplicate for the
  * user to decide. These are the only identity rules: every entry (shared/intake) compares keys.
  *
- * Keys compare values; a store holds spellings. Every entry stores a profile URL in one spelling
- * (`canonicalProfileUrl`), and the variants below are the spellings a lead may have been stored
- * with (the canonical one, and the http/www/final-slash/case forms older entries wrote as given),
- * so a lookup is a few exact `in` conditions on an indexed field, never a read of every lead.
+ * Keys compare values; a lead holds spellings. Every entry stores a profile URL in one spelling
+ * (`canonicalProfileUrl`), but older entries, other desktops and replicated edits may hold any other.
+ * So every store computes the keys of each lead it writes (`storedKeys`) and indexes them per
+ * workspace: a look-up is one probe per key (`KEY_FIELDS` in a condition), whatever the spelling
+ * the lead was stored with, never a list of spellings nor a read of every lead.
  */
 
 /** A profile URL without scheme, `www.`, country subdomain of LinkedIn, query, fragment or final
@@ -91,88 +92,6 @@ function oneSpelling(m: string): string {
 const ASCII = /^[\x20-\x7e]*$/;
 const CANONICAL_LINKEDIN = /^https:\/\/www\.linkedin\.com\/[A-Za-z0-9_\-/]+[A-Za-z0-9_-]$/;
 
-/** Capitalises the first letter of each part of a name ("jane.doe-smith" -> "Jane.Doe-Smith"). */
-function titleCase(s: string): string {
-  let out = '';
-  let start = true;
-  for (const ch of s) {
-    out += start ? ch.toUpperCase() : ch;
-    start = ch === ' ' || ch === '.' || ch === '-' || ch === "'" || ch === '_';
-  }
-  return out;
-}
-
-/** Spellings of an email a lead may have been stored with: as written, lower-case, or with the
- * name and the domain capitalised as people type them (`Jane.Doe@Acme.com`). Matching itself
- * ignores case; these only find the candidates. */
-export function emailVariants(email: string): string[] {
-  const e = email.trim();
-  const lower = e.toLowerCase();
-  const at = lower.lastIndexOf('@');
-  if (at <= 0) return e === lower ? [e] : [e, lower];
-  const local = lower.slice(0, at);
-  const domain = lower.slice(at + 1);
-  const name = titleCase(local);
-  const site = domain.charAt(0).toUpperCase() + domain.slice(1);
-  return [...new Set([e, lower, `${name}@${domain}`, `${name}@${site}`, `${e.slice(0, at)}@${domain}`, `${local}@${e.slice(at + 1)}`])];
-}
-
-/** Spellings of a profile URL a lead may have been stored with (see addProfileVariants). */
-export function profileVariants(url: string): string[] {
-  return [...addProfileVariants(url, new Set())];
-}
-
-/**
- * Spellings of a profile URL a lead may have been stored with, added to `out` (an import collects
- * the spellings of thousands of rows in one set):
- * - what every entry stores: the canonical spelling of the URL as written, of its key (the path in
- *   lower case, escapes in their one spelling) and of its key with the slug's parts capitalised
- *   (`/in/Jane-Doe`, as people type a name), each with and without `www.`;
- * - what entries stored as given before: the key and the path as written, each with and without
- *   https/http, `www.` and a final slash.
- * A stored spelling none of these covers (a country subdomain, a query string or other capitals
- * kept from an older entry) is not found: the store has no index of the key itself.
- */
-export function addProfileVariants(url: string, out: Set<string>): Set<string> {
-  const raw = url.trim();
-  let asWritten: string;
-  let key: string;
-  if (CANONICAL_LINKEDIN.test(raw)) {
-    // The canonical spelling itself: no query, fragment, final slash or escape.
-    out.add(raw);
-    asWritten = raw.slice(12);
-    key = asWritten.toLowerCase();
-  } else {
-    out.add(raw);
-    out.add(canonicalProfileUrl(raw));
-    // The path as written (LinkedIn slugs may carry capitals) and as compared.
-    asWritten = raw.replace(/^[a-z]+:\/\//i, '').replace(/^www\./i, '').replace(/[?#].*$/, '').replace(/\/+$/, '');
-    key = profileKey(raw);
-  }
-  const slash = key.lastIndexOf('/');
-  const titled = slash > 0 ? key.slice(0, slash + 1) + titleCase(key.slice(slash + 1)) : key;
-  for (const path of titled === key ? [key] : [key, titled]) {
-    out.add(canonicalProfileUrl(`https://www.${path}`));
-    out.add(canonicalProfileUrl(`https://${path}`));
-  }
-  addPrefixed(key, out);
-  if (asWritten !== key) addPrefixed(asWritten, out);
-  return out;
-}
-
-function addPrefixed(path: string, out: Set<string>): void {
-  for (const prefix of ['https://www.', 'https://', 'http://www.', 'http://', '']) {
-    out.add(prefix + path);
-    out.add(`${prefix}${path}/`);
-  }
-}
-
-/** Spellings of a full name a lead may have been stored with. */
-export function nameVariants(fullName: string): string[] {
-  const n = fullName.trim().replace(/\s+/g, ' ');
-  return [...new Set([n, n.toLowerCase(), titleCase(n.toLowerCase()), n.toUpperCase()])];
-}
-
 /** The three identity keys as stored and indexed beside a lead in every store (PostgreSQL columns,
  * the desktop's Store columns, the memory store's hash indexes): each store computes them with this
  * function whenever it writes a lead, whatever wrote it, so they are never part of the replicated
@@ -223,4 +142,20 @@ export function keyKindOf(field: string): IdentityKind | null {
  * non-empty `mergedIntoId`; read defensively, the field is optional). */
 export function isLiveIdentity(doc: unknown): boolean {
   return textOf(doc, 'mergedIntoId') === '';
+}
+
+const LOOKS_LIKE_EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const LOOKS_LIKE_PROFILE = /^(?:[a-z][a-z0-9+.-]*:\/\/)?(?:www\.|[a-z]{2,3}\.)?linkedin\.com\/\S+$|^[a-z][a-z0-9+.-]*:\/\/\S+$/i;
+
+/** The identity a search text names, when it is an email address or a profile URL in any spelling
+ * (`JANE@acme.com `, `de.linkedin.com/in/jane-doe/?trk=x`): search finds that person's lead by
+ * its key, first on the page. Null for any other text. */
+export function identityOfSearch(text: string): { kind: 'email' | 'profile'; key: string } | null {
+  const t = text.trim();
+  if (LOOKS_LIKE_EMAIL.test(t)) return { kind: 'email', key: emailKey(t) };
+  if (LOOKS_LIKE_PROFILE.test(t)) {
+    const key = profileKey(t);
+    return key ? { kind: 'profile', key } : null;
+  }
+  return null;
 }

@@ -5,6 +5,7 @@ import { STAGE_CATEGORIES } from '../model/index.ts';
 import type { StageCategory } from '../model/index.ts';
 import type { Lead } from '../model/index.ts';
 import type { Cond, Sort, StoreReader } from '../store.ts';
+import { identityOfSearch, KEY_FIELDS } from '../intake/identity.ts';
 import { sortedCursor, storeCursor } from './params.ts';
 
 export type LeadFilter = { campaignId?: string; tagId?: string; query?: string; pipelineStage?: string };
@@ -85,13 +86,26 @@ export async function leadFilterCond(db: StoreReader, filter: LeadFilter): Promi
   }
 
   const query = filter.query?.trim();
-  if (query) conds.push({ op: 'contains', fields: LEAD_QUERY_FIELDS, value: query });
+  if (query) {
+    const text: Cond = { op: 'contains', fields: LEAD_QUERY_FIELDS, value: query };
+    // An email or a profile URL in any spelling also finds its person through the key, so a search
+    // (and a bulk change of its selection) finds the lead however it was stored.
+    const person = identityCond(query);
+    conds.push(person ? { op: 'or', conds: [text, person] } : text);
+  }
 
   if (filter.pipelineStage !== undefined && filter.pipelineStage.trim() !== '') {
     conds.push(await stageCond(db, filter.pipelineStage));
   }
 
   return { op: 'and', conds };
+}
+
+/** The condition selecting the lead a search text names by identity (an email or a profile URL in
+ * any spelling: one probe of that key's index), or null for any other text. */
+export function identityCond(query: string): Cond | null {
+  const person = identityOfSearch(query);
+  return person ? { op: 'eq', field: KEY_FIELDS[person.kind], value: person.key } : null;
 }
 
 /** Names and companies sort the way people read them (Adam, Émile, eric, Ève, Zed) on every store. */
@@ -108,6 +122,16 @@ export async function leadPage(
   const sortBy = input.sortBy ?? 'createdAt';
   const dir = input.sortOrder ?? 'desc';
   const orderBy: Sort[] = [{ field: sortBy, dir, ...(TEXT_SORTS.has(sortBy) ? { collate: 'text' as const } : {}) }];
-  const page = await db.query('leads', { where, orderBy, limit, cursor: storeCursor(input.cursor, sortBy, dir) });
-  return { docs: page.docs, nextCursor: sortedCursor(sortBy, dir, page.nextCursor) };
+  const cursor = storeCursor(input.cursor, sortBy, dir);
+  const person = input.query ? identityCond(input.query) : null;
+  if (!person) {
+    const page = await db.query('leads', { where, orderBy, limit, cursor });
+    return { docs: page.docs, nextCursor: sortedCursor(sortBy, dir, page.nextCursor) };
+  }
+  // The person the text names comes first on the first page (one probe of its key, within the
+  // other filters), then the other matches in the asked order, on every page without that person.
+  const others: Cond = { op: 'and', conds: [where, { op: 'not', cond: person }] };
+  const found = cursor ? [] : (await db.query('leads', { where: { op: 'and', conds: [where, person] }, orderBy, limit: Math.max(limit - 1, 0) })).docs;
+  const page = limit - found.length > 0 ? await db.query('leads', { where: others, orderBy, limit: limit - found.length, cursor }) : { docs: [], nextCursor: null };
+  return { docs: [...found, ...page.docs], nextCursor: sortedCursor(sortBy, dir, page.nextCursor) };
 }

@@ -8,7 +8,7 @@ import { base64ToBytes, decodeBytes, detectEncoding } from '../../shared/import/
 import { exportHeaders } from '../../shared/import/export.ts';
 import { fieldForHeader, headerKey, suggestMapping } from '../../shared/import/fields.ts';
 import { readCsvBytes } from '../../shared/import/file.ts';
-import { canonicalProfileUrl, emailVariants, nameCompanyKey, profileKey, profileVariants } from '../../shared/intake/identity.ts';
+import { canonicalProfileUrl, emailKey, identityOfSearch, nameCompanyKey, profileKey, storedKeys } from '../../shared/intake/identity.ts';
 import { isProblem, mapRecords, splitFullName } from '../../shared/import/rows.ts';
 import type { MappedRow } from '../../shared/import/rows.ts';
 
@@ -177,11 +177,24 @@ describe('identity keys', () => {
     expect(profileKey('https://de.linkedin.com/in/Jane-Doe/?trk=abc')).toBe('linkedin.com/in/jane-doe');
     expect(profileKey('linkedin.com/in/jane-doe')).toBe('linkedin.com/in/jane-doe');
     expect(canonicalProfileUrl('http://linkedin.com/in/jane-doe/?utm=1')).toBe('https://www.linkedin.com/in/jane-doe');
-    expect(profileVariants('https://www.linkedin.com/in/jane-doe')).toEqual(expect.arrayContaining(['http://linkedin.com/in/jane-doe/', 'linkedin.com/in/jane-doe']));
+    expect(profileKey('HTTP://WWW.LINKEDIN.COM/in/jane%2Ddoe#about')).toBe('linkedin.com/in/jane-doe');
   });
 
-  it('looks emails up in the spellings people store them with', () => {
-    expect(emailVariants('jane.doe@ACME.example')).toEqual(expect.arrayContaining(['jane.doe@acme.example', 'Jane.Doe@acme.example']));
+  it('compares emails without case or surrounding spaces', () => {
+    expect(emailKey(' Jane.Doe@ACME.example\t')).toBe('jane.doe@acme.example');
+  });
+
+  it('keeps the keys a store stores with a lead, null where a lead has none', () => {
+    expect(storedKeys({ socialUrl: 'https://fr.linkedin.com/in/Jane/', email: ' J@X.test', fullName: 'Jane Doe', company: 'Acme SA' })).toEqual({ profile: 'linkedin.com/in/jane', email: 'j@x.test', nameCompany: nameCompanyKey('jane doe', 'acme') });
+    expect(storedKeys({ socialUrl: '', email: '', fullName: 'Jane Doe', company: '' })).toEqual({ profile: null, email: null, nameCompany: null });
+    expect(storedKeys({ id: 'a tag, not a lead' })).toEqual({ profile: null, email: null, nameCompany: null });
+  });
+
+  it('reads a search text as an identity only when it is an email or a profile URL', () => {
+    expect(identityOfSearch(' JANE@Acme.example ')).toEqual({ kind: 'email', key: 'jane@acme.example' });
+    expect(identityOfSearch('de.linkedin.com/in/Jane-Doe/?trk=x')).toEqual({ kind: 'profile', key: 'linkedin.com/in/jane-doe' });
+    expect(identityOfSearch('http://www.linkedin.com/in/jane-doe')).toEqual({ kind: 'profile', key: 'linkedin.com/in/jane-doe' });
+    for (const text of ['Jane Doe', 'acme', 'jane@', '@acme.example', 'linkedin', 'jane doe@acme.example']) expect(identityOfSearch(text), text).toBeNull();
   });
 
   it('compares name and company without case, accents or legal form', () => {

@@ -580,10 +580,10 @@ export function fileLoading(file: StorageFile): boolean {
 export type Purged = { ids: string[]; oddDelta: number[]; storeOddDelta: number[] };
 
 /** The SQL of a Store index over a documents table: live documents only, the id last. */
-const storeIndexSql = (table: string, index: { name: string; columns: readonly string[]; ordered: boolean }): string =>
+export const storeIndexSql = (table: string, index: { name: string; columns: readonly string[]; ordered: boolean }): string =>
   `CREATE INDEX IF NOT EXISTS "${index.name}" ON "${table}" (${index.columns.map((c) => `"${c}"`).join(', ')}${index.ordered ? ', id' : ''}) WHERE deleted = 0`;
 
-const memberTableSql = (table: string): string => `CREATE TABLE IF NOT EXISTS "${table}" (value TEXT NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (value, rid)) WITHOUT ROWID`;
+export const memberTableSql = (table: string): string => `CREATE TABLE IF NOT EXISTS "${table}" (value TEXT NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (value, rid)) WITHOUT ROWID`;
 
 /** Creates the documents table of `setup.name` if needed, or rebuilds its index columns, Store
  * columns and text index when the wanted set differs from the stored one; returns the table's name. */

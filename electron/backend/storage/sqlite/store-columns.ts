@@ -136,7 +136,7 @@ function schemaKind(schema: object, field: string): ValueKind | null {
 const keyOf = (c: { field: string; fold?: boolean }): string => (c.fold ? `fold:${c.field}` : c.field);
 
 /** A layout checked against the collection's schema, with column and table names for `table`. */
-export function resolveLayout(table: string, schema: RxJsonSchema<Doc>, layout: StoreLayout | undefined): ResolvedLayout {
+export function resolveLayout(table: string, schema: object, layout: StoreLayout | undefined): ResolvedLayout {
   if (!layout) return { columns: [], members: [], indexes: [] };
   if (layout.columns.length > 30) throw new Error(`${table}: at most 30 Store columns per collection (the layout has ${layout.columns.length}).`);
   const used = new Set<string>();

@@ -1,0 +1,120 @@
+/**
+ * Brings the Store layout (store-columns.ts) of a file's tables to a new one before the database
+ * opens, with progress, instead of the synchronous rebuild DocTable.open would do on the first use
+ * of a changed layout (which holds the event loop for the whole table: ~1M leads is minutes).
+ *
+ * Per table whose recorded layout differs from the wanted one:
+ * 1. one transaction of DDL: the Store indexes, columns and member tables no longer wanted go, new
+ *    columns are added (filled with 0, which no condition reads before step 3 records the layout);
+ * 2. the rows in batches by rowid, each batch its own transaction: every Store column, odd bit and
+ *    member row computed from the document (a lead's identity keys among them); the event loop
+ *    turns between batches and `onProgress` hears `done` of `total`;
+ * 3. the Store indexes are built (progress says `indexing`) and the new layout is recorded.
+ * A quit or crash before step 3 leaves the old record, so the next open does it again from the
+ * start (each step is idempotent); nothing reads the table meanwhile (the database is not open).
+ */
+import { existsSync } from 'node:fs';
+import { memberTableSql, storeIndexSql } from './doc-table.ts';
+import type { Doc } from './doc-table.ts';
+import { sqliteFilePath, StorageFile } from './file.ts';
+import type { MigrationProgress } from './migrate.ts';
+import { layoutRecord, resolveLayout, storeValues } from './store-columns.ts';
+import type { StoreLayout } from './store-columns.ts';
+
+export type LayoutUpgradeOptions = {
+  directory: string;
+  databaseName: string;
+  /** The storage's storeLayout setting, and the current schema of each of those collections. */
+  storeLayout: Readonly<Record<string, StoreLayout>>;
+  schemas: Readonly<Record<string, { readonly version: number }>>;
+  onProgress?: (p: MigrationProgress) => void;
+  /** Rows per transaction. */
+  batch?: number;
+};
+
+const BATCH = 2000;
+
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** Upgrades every table of the file whose Store layout changed; returns the instance names it
+ * upgraded (none when the file does not exist yet or every layout is current). */
+export async function upgradeStoreLayouts(opts: LayoutUpgradeOptions): Promise<string[]> {
+  const path = sqliteFilePath(opts.directory, opts.databaseName);
+  if (!existsSync(path)) return [];
+  const file = StorageFile.open(path, 'NORMAL');
+  const upgraded: string[] = [];
+  try {
+    const db = file.db;
+    const rows = db.prepare<[], { name: string; tbl: string; layout: string }>('SELECT name, tbl, layout FROM instances ORDER BY name').all();
+    for (const row of rows) {
+      const collection = row.name.slice(0, row.name.lastIndexOf('-'));
+      const layoutSpec = opts.storeLayout[collection];
+      const schema = opts.schemas[collection];
+      // Only the current schema version's table: an older one is migrated (and dropped) by RxDB.
+      if (!layoutSpec || !schema || row.name !== `${collection}-${schema.version}`) continue;
+      const layout = resolveLayout(row.tbl, schema, layoutSpec);
+      const record = layoutRecord(layout);
+      if (row.layout === record) continue;
+      const table = row.tbl;
+      const total = Number(db.prepare(`SELECT count(*) FROM "${table}"`).pluck().get());
+      opts.onProgress?.({ instance: row.name, done: 0, total });
+      file.write(true, () => {
+        const storeWanted = new Set(layout.columns.map((c) => c.column));
+        const indexWanted = new Set(layout.indexes.map((i) => i.name));
+        const memberWanted = new Set(layout.members.map((m) => m.table));
+        for (const name of db.prepare<[string], string>("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?").pluck().all(table)) {
+          if (name.startsWith(`${table}_i_`) && !indexWanted.has(name)) db.exec(`DROP INDEX "${name}"`);
+        }
+        for (const name of db.prepare<[], string>("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all()) {
+          if (name.startsWith(`${table}_m_`) && !memberWanted.has(name)) db.exec(`DROP TABLE "${name}"`);
+        }
+        const present = new Set(db.prepare<[], { name: string }>(`PRAGMA table_info("${table}")`).all().map((c) => c.name));
+        for (const name of present) if (name.startsWith('s_') && !storeWanted.has(name)) db.exec(`ALTER TABLE "${table}" DROP COLUMN "${name}"`);
+        if (!present.has('sodd')) {
+          db.exec(`ALTER TABLE "${table}" ADD COLUMN sodd INTEGER NOT NULL DEFAULT 0`);
+          db.exec(`CREATE INDEX IF NOT EXISTS "${table}_sodd" ON "${table}" (sodd) WHERE sodd <> 0`);
+        }
+        for (const c of layout.columns) if (!present.has(c.column)) db.exec(`ALTER TABLE "${table}" ADD COLUMN "${c.column}" NOT NULL DEFAULT 0`);
+        for (const m of layout.members) {
+          db.exec(memberTableSql(m.table));
+          db.exec(`DELETE FROM "${m.table}"`);
+        }
+      });
+      const update = db.prepare(`UPDATE "${table}" SET sodd = ?${layout.columns.map((c) => `, "${c.column}" = ?`).join('')} WHERE rowid = ?`);
+      const adds = layout.members.map((m) => ({ m, add: db.prepare(`INSERT OR IGNORE INTO "${m.table}" (value, rid) VALUES (?, ?)`) }));
+      const page = db.prepare<[number, number], { rowid: number; id: string; doc: string }>(`SELECT rowid, id, doc FROM "${table}" WHERE rowid > ? ORDER BY rowid LIMIT ?`);
+      const batch = opts.batch ?? BATCH;
+      let done = 0;
+      for (let after = 0; ; ) {
+        const last = file.write(false, () => {
+          const docs = page.all(after, batch);
+          for (const r of docs) {
+            const doc = JSON.parse(r.doc) as Doc;
+            const values: unknown[] = [];
+            const sodd = storeValues(layout, r.id, doc, values, 0);
+            update.run(sodd, ...values, r.rowid);
+            for (const { m, add } of adds) for (const v of m.valuesOf(doc)) add.run(v, r.rowid);
+          }
+          done += docs.length;
+          return docs[docs.length - 1]?.rowid;
+        });
+        if (last === undefined) break;
+        after = last;
+        opts.onProgress?.({ instance: row.name, done, total });
+        await turn();
+      }
+      opts.onProgress?.({ instance: row.name, done, total, indexing: true });
+      for (const i of layout.indexes) {
+        file.write(false, () => db.exec(storeIndexSql(table, i)));
+        await turn();
+      }
+      // Durable: the record says the table is done.
+      file.write(true, () => db.prepare('UPDATE instances SET layout = ? WHERE name = ?').run(record, row.name));
+      opts.onProgress?.({ instance: row.name, done: total, total });
+      upgraded.push(row.name);
+    }
+  } finally {
+    file.release();
+  }
+  return upgraded;
+}
