@@ -4,7 +4,7 @@
  * leads back. */
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../../shared/errors.ts';
-import { newEnrollment, newLeadGroup, newMessage, newStep } from '../../shared/model/factories.ts';
+import { newActivity, newEnrollment, newLeadGroup, newMessage, newStep } from '../../shared/model/factories.ts';
 import type { Enrollment, Lead, Message, Stage } from '../../shared/model/index.ts';
 import { MAX_MERGE_MOVES } from '../../shared/ops/lead-merge.ts';
 import { eventsOf } from '../../shared/webhooks/events.ts';
@@ -166,18 +166,38 @@ describe('campaigns.leads.merge', () => {
     await h.expectRefused(h.call('campaigns.leads.merge', { survivorId: p.survivor.id, mergedId: '00000000-0000-4000-8000-000000000999' }), 'NOT_FOUND');
     await h.expectRefused(h.call('campaigns.leads.merge', { survivorId: '00000000-0000-4000-8000-000000000999', mergedId: p.merged.id }), 'NOT_FOUND');
     // A lead of another workspace is "not found", whichever side it is on.
-    const foreign = await h.call('campaigns.leads.create', { leadGroupId: h.other.leadGroupId, firstName: 'Far', email: 'far@globex.test' } as never, h.foreignOwner).catch(() => null);
-    const foreignId = (foreign as { id?: string } | null)?.id ?? (await h.db.forWorkspace(h.other.workspaceId).query('leads', { limit: 1 })).docs[0]?.id;
-    if (foreignId) {
-      await h.expectRefused(h.call('campaigns.leads.merge', { survivorId: p.survivor.id, mergedId: foreignId }), 'NOT_FOUND');
-      await h.expectRefused(h.call('campaigns.leads.merge', { survivorId: foreignId, mergedId: p.merged.id }), 'NOT_FOUND');
-    }
+    const foreign = await h.call('campaigns.leads.create', { leadGroupId: h.other.leadGroupId, leads: [{ firstName: 'Far', email: 'far@globex.test' }] }, h.foreignOwner);
+    const foreignId = foreign.leadIds[0];
+    expect(foreignId).toBeTruthy();
+    await h.expectRefused(h.call('campaigns.leads.merge', { survivorId: p.survivor.id, mergedId: foreignId ?? '' }), 'NOT_FOUND');
+    await h.expectRefused(h.call('campaigns.leads.merge', { survivorId: foreignId ?? '', mergedId: p.merged.id }), 'NOT_FOUND');
     await h.call('campaigns.leads.merge', { survivorId: p.survivor.id, mergedId: p.merged.id });
     const third = await h.addLead({ email: 'third@example.com' });
     const again = await h.expectRefused(h.call('campaigns.leads.merge', { survivorId: third.id, mergedId: p.merged.id }), 'NOT_FOUND');
     expect(again.details).toMatchObject({ mergedIntoId: p.survivor.id });
     const into = await h.expectRefused(h.call('campaigns.leads.merge', { survivorId: p.merged.id, mergedId: third.id }), 'NOT_FOUND');
     expect(into.details).toMatchObject({ mergedIntoId: p.survivor.id });
+  });
+
+  it('moves a large lead whole: every page of its timeline and conversation', async () => {
+    const h = await makeHarness();
+    const s = await h.addLead({ email: 's@x.test' });
+    const m = await h.addLead({ email: 'm@x.test' });
+    const sender = await h.addSender();
+    const writes = [];
+    for (let i = 0; i < 2_500; i++) {
+      const a = newActivity(h.stamp(), m.id, h.owner.memberId, 'EVENT', `event ${i}`, { metadata: { eventKind: 'message_sent' } });
+      writes.push({ collection: 'activities' as const, id: a.id, before: null, after: a });
+      if (i % 2 === 0) {
+        const msg = newMessage(h.stamp(), { leadId: m.id, sdrProfileId: sender.id, chatId: 'c', direction: 'out', kind: 'message', text: `m${i}`, status: 'sent' });
+        writes.push({ collection: 'messages' as const, id: msg.id, before: null, after: msg });
+      }
+    }
+    await h.seed(writes);
+    const out = await h.call('campaigns.leads.merge', { survivorId: s.id, mergedId: m.id });
+    expect(out.moved).toMatchObject({ events: 2_500, messages: 1_250 });
+    expect(await h.store.count('activities', { op: 'eq', field: 'leadId', value: m.id })).toBe(0);
+    expect(await h.store.count('messages', { op: 'eq', field: 'leadId', value: s.id })).toBe(1_250);
   });
 
   it('refuses a lead with more documents than one merge moves, changing nothing', async () => {
@@ -203,8 +223,9 @@ describe('campaigns.leads.merge', () => {
     expect((await h.call('campaigns.leads.count', { query: 'mail' })).count).toBe(1);
     const inGroup = await h.call('campaigns.leads.search', { campaignId: p.q4.id });
     expect(inGroup.leads.map((l) => l.id)).toEqual([p.survivor.id]);
-    const exported = JSON.stringify(await h.call('campaigns.leads.export', {} as never).catch((e: unknown) => String(e)));
-    expect(exported).not.toContain('Evelyn');
+    const exported = JSON.stringify(await h.call('campaigns.leads.export', { query: 'Mail' }));
+    expect(exported).toContain(p.survivor.id);
+    expect(exported).not.toContain(p.merged.id);
     for (const call of [
       () => h.call('campaigns.leads.get', { leadId: p.merged.id }),
       () => h.call('campaigns.leads.update', { leadId: p.merged.id, jobTitle: 'CEO' }),
