@@ -125,7 +125,10 @@ export async function push(db: PgDatabase, clock: Clock, actor: Actor, c: Collec
         refusals.push({ id, error: new DomainError('NOT_FOUND', `${c} ${id} was not found in this workspace.`, { collection: c, id }) });
         continue;
       }
-      if (c === 'leads' && mine && !mine._deleted && typeof mine.mergedIntoId === 'string') {
+      // A desktop that saw the tombstone and revives it is undoing the merge (campaigns.leads.unmerge):
+      // an ordinary write, judged by the rules.
+      const unmerging = c === 'leads' && row.assumed !== null && !row.next.deleted && row.next.doc.mergedIntoId == null && sameMaster(mine, master(row.assumed.doc, row.assumed.deleted));
+      if (c === 'leads' && mine && !mine._deleted && typeof mine.mergedIntoId === 'string' && !unmerging) {
         // An edit of a merged lead (made offline, or before this desktop pulled the merge).
         const survivor = await survivorOf(tx, id);
         const edited = survivor && row.assumed && !row.next.deleted ? editOnSurvivor(survivor, row.assumed.doc, row.next.doc, now.toISOString()) : null;

@@ -9,6 +9,7 @@ import { newActivity } from '../model/factories.ts';
 import { ENROLLMENT_STATUSES } from '../model/index.ts';
 import type { Enrollment, Lead } from '../model/index.ts';
 import { liveLead, stamp, stopRunningEnrollments } from './campaigns.leads.ts';
+import { mergeRecord } from '../rules/merge.ts';
 import { mutation, opsByName } from './define.ts';
 import { allOfLead, mergedLead, mergeUndoSchema, refuseTooLarge, snapshotOf } from './lead-merge.ts';
 import type { MergeUndo } from './lead-merge.ts';
@@ -171,7 +172,7 @@ const merge = mutation({
       moved.enrollments ? `${moved.enrollments} enrollment${moved.enrollments === 1 ? '' : 's'}` : '',
     ].filter(Boolean);
     await ctx.db.put('activities', newActivity(stamp(ctx), s.id, ctx.actor.memberId, 'EVENT',
-      `Merged ${leadName(m) || 'a duplicate lead'} into this lead${counted.length ? ` (${counted.join(', ')} moved)` : ''}.`,
+      `Merged ${leadName(m) || 'a duplicate lead'} into this lead${counted.length ? ` (${counted.join(', ')} moved)` : ''}. ${mergeRecord(m.id)}`,
       { metadata: { eventKind: 'lead_merged' } }));
 
     const undo: MergeUndo = {

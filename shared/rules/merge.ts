@@ -3,24 +3,34 @@
  * and enrollments otherwise keep their lead for life; these are the one exception, and only between
  * the two leads of a merge. */
 import type { StoreReader } from '../store.ts';
-import { Tx } from '../tx.ts';
 
-/** The state before the commit being judged: a rule's reader shows the commit's final state, and a
- * Tx keeps the store it stages over (the stored state). Null where the reader is not a Tx. */
-const storedState = (read: StoreReader): StoreReader | null => (read instanceof Tx ? read.store : null);
+/** How the survivor's "merged" timeline entry names the merged lead: the lasting record that the
+ * two leads were one, which an undo's moves back are judged by (on a desktop's push the undone
+ * lead is already a lead again when its notes come back: each collection is pushed on its own). */
+export const mergeRecord = (mergedId: string): string => `(Merged lead id ${mergedId}.)`;
 
 /**
  * Whether moving a document from lead `from` to lead `to` is a merge move: `from` is merged into
- * `to` once this commit is in (a merge, or a push redirected to the survivor), or `to` was merged
- * into `from` before this commit and no longer is (an undone merge moving its documents back).
+ * `to` (a merge, or a push redirected to the survivor), or `to` is a lead of its own again that
+ * `from`'s timeline records as merged into it (an undone merge moving its documents back).
  */
 export async function isMergeMove(read: StoreReader, from: string, to: string): Promise<boolean> {
   if (from === to) return false;
   const source = await read.get('leads', from);
   if (source?.mergedIntoId === to) return true;
   const target = await read.get('leads', to);
-  if (!target || target.mergedIntoId != null) return false;
-  const stored = storedState(read);
-  const before = stored ? await stored.get('leads', to) : null;
-  return before?.mergedIntoId === from;
+  if (!target || target.mergedIntoId != null || !source || source.mergedIntoId != null) return false;
+  const { docs } = await read.query('activities', {
+    where: {
+      op: 'and',
+      conds: [
+        { op: 'eq', field: 'leadId', value: from },
+        { op: 'eq', field: 'type', value: 'EVENT' },
+        { op: 'eq', field: 'metadata.eventKind', value: 'lead_merged' },
+        { op: 'contains', fields: ['content'], value: mergeRecord(to) },
+      ],
+    },
+    limit: 1,
+  });
+  return docs.length > 0;
 }

@@ -18,19 +18,19 @@ describe.each(BACKENDS)('campaigns.leads.merge over HTTP (%s)', (backend) => {
   let fx: Fixtures;
   let foreign: Fixtures;
 
-  async function pullLead(id: string): Promise<Doc> {
+  async function pullLead(id: string, collection = 'leads'): Promise<Doc> {
     let checkpoint: unknown = null;
     for (let guard = 0; guard < 100; guard++) {
       const q = new URLSearchParams({ limit: '200' });
       if (checkpoint) q.set('checkpoint', JSON.stringify(checkpoint));
-      const res = await fetch(`${s.url}/replication/leads/pull?${q.toString()}`, { headers: { authorization: `Bearer ${s.ours.memberKey}` } });
+      const res = await fetch(`${s.url}/replication/${collection}/pull?${q.toString()}`, { headers: { authorization: `Bearer ${s.ours.memberKey}` } });
       const page = (await res.json()) as { documents: Doc[]; checkpoint: unknown };
       const hit = page.documents.filter((d) => d.id === id).pop();
       if (hit && page.documents.length < 200) return hit;
       if (page.documents.length < 200) break;
       checkpoint = page.checkpoint;
     }
-    throw new Error(`lead ${id} not pulled`);
+    throw new Error(`${collection} ${id} not pulled`);
   }
   async function push(collection: string, rows: unknown): Promise<{ status: number; body: Doc[] }> {
     const res = await fetch(`${s.url}/replication/${collection}/push`, {
@@ -129,6 +129,30 @@ describe.each(BACKENDS)('campaigns.leads.merge over HTTP (%s)', (backend) => {
     const timeline = await s.call<{ activities: { id: string; content: string }[] }>(s.ours.memberKey, 'leadActivities.list', { leadId: survivorId });
     expect(JSON.stringify(timeline.body)).toContain('Written offline');
     expect(JSON.stringify(timeline.body)).toContain('From the booth');
+
+    // A desktop undoes the merge locally and pushes it, leads first, then the notes moved back (each
+    // collection is pushed on its own): the merged lead comes back and so does its note, unrefused.
+    const survivorNow = await pullLead(survivorId);
+    const tombNow = await pullLead(mergedId);
+    const { mergedIntoId: _m, ...revived } = tombNow;
+    const leadsPush = await push('leads', [
+      { assumedMasterState: tombNow, newDocumentState: { ...revived, updatedAt: s.clock.now().toISOString() } },
+      { assumedMasterState: survivorNow, newDocumentState: { ...survivorNow, company: '', updatedAt: s.clock.now().toISOString() } },
+    ]);
+    expect(leadsPush).toEqual({ status: 200, body: [] });
+    const noteNow = await pullLead(note.body.id, 'activities');
+    expect(noteNow.leadId).toBe(survivorId);
+    const back = await push('activities', [{ assumedMasterState: noteNow, newDocumentState: { ...noteNow, leadId: mergedId } }]);
+    expect(back).toEqual({ status: 200, body: [] });
+    const own = await s.call<{ email: string }>(s.ours.memberKey, 'campaigns.leads.get', { leadId: mergedId });
+    expect(own.status).toBe(200);
+    const mine = await s.call<{ activities: { id: string }[] }>(s.ours.memberKey, 'leadActivities.list', { leadId: mergedId });
+    expect(mine.body.activities.map((x) => x.id)).toContain(note.body.id);
+    // A note of a lead never merged with that one does not move.
+    const stranger = await createLead({ firstName: 'Stan', email: 'stan@merge.test' });
+    const moved = await push('activities', [{ assumedMasterState: { ...noteNow, leadId: mergedId }, newDocumentState: { ...noteNow, leadId: stranger } }]);
+    expect(moved.body).toHaveLength(1);
+    expect(moved.body[0]).toMatchObject({ id: note.body.id, leadId: mergedId });
   });
 
   it("lists two desktops' leads of one person as duplicates, then not after their merge", async () => {
