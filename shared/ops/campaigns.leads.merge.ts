@@ -177,6 +177,7 @@ const merge = mutation({
 
     const undo: MergeUndo = {
       survivorBefore: snapshotOf(s),
+      survivorAfter: snapshotOf(next),
       movedActivityIds: activities.map((a) => a.id),
       movedMessageIds: messages.map((msg) => msg.id),
       enrollmentsBefore: [...rows.keys()].flatMap((id) => {

@@ -5,6 +5,7 @@
  * status they had (unless they changed since the merge). What was sent meanwhile stays sent. */
 import { z } from 'zod';
 import { nowIso } from '../context.ts';
+import { sameJson } from '../json-equal.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { newActivity } from '../model/factories.ts';
 import type { Lead } from '../model/index.ts';
@@ -26,6 +27,8 @@ const unmerge = mutation({
     movedBack: z.object({ activities: z.number().int(), messages: z.number().int(), enrollments: z.number().int() }),
     /** Documents that were no longer on the survivor (deleted, or changed since) and stay where they are. */
     leftAlone: z.number().int(),
+    /** Fields of the survivor the merge had changed and someone changed again since: they keep the newer value. */
+    keptChanges: z.number().int(),
   }),
   dryRun: true,
   async handler(input, ctx) {
@@ -38,9 +41,29 @@ const unmerge = mutation({
     const now = nowIso(ctx);
     const { mergedIntoId: _gone, ...own } = m;
     await ctx.db.put('leads', { ...own, updatedAt: now } satisfies Lead);
-    const { survivorBefore } = input.undo;
-    const restored: Lead = { ...s, ...survivorBefore, variables: { ...survivorBefore.variables }, groupIds: [...survivorBefore.groupIds], updatedAt: now };
-    for (const f of OPTIONAL_LEAD_FIELDS) if (survivorBefore[f] === undefined) delete restored[f];
+    // Each field the merge set is put back, unless it changed since (an edit made after the merge stays).
+    const { survivorBefore, survivorAfter } = input.undo;
+    const restored: Lead = { ...s, variables: { ...s.variables }, groupIds: [...s.groupIds], updatedAt: now };
+    const fields = restored as unknown as Record<string, unknown>;
+    const current = s as unknown as Record<string, unknown>;
+    const was = survivorBefore as Record<string, unknown>;
+    const left = survivorAfter as Record<string, unknown>;
+    let keptChanges = 0;
+    for (const f of new Set([...Object.keys(survivorBefore), ...Object.keys(survivorAfter), ...OPTIONAL_LEAD_FIELDS])) {
+      if (f === 'variables') continue;
+      if (!sameJson(current[f] ?? null, left[f] ?? null)) {
+        if (!sameJson(was[f] ?? null, left[f] ?? null)) keptChanges++;
+        continue;
+      }
+      if (was[f] === undefined) delete fields[f];
+      else fields[f] = was[f];
+    }
+    for (const k of new Set([...Object.keys(survivorBefore.variables), ...Object.keys(survivorAfter.variables)])) {
+      const before = survivorBefore.variables[k];
+      if (s.variables[k] !== survivorAfter.variables[k]) continue;
+      if (before === undefined) delete restored.variables[k];
+      else restored.variables[k] = before;
+    }
     await ctx.db.put('leads', restored);
 
     let leftAlone = 0;
@@ -79,7 +102,7 @@ const unmerge = mutation({
       if (was.leadId === m.id) movedBack.enrollments++;
     }
     await ctx.db.put('activities', newActivity(stamp(ctx), s.id, ctx.actor.memberId, 'EVENT', `The merge with ${leadName(m) || 'a duplicate lead'} was undone.`, { metadata: { eventKind: 'lead_unmerged' } }));
-    return { dryRun: ctx.dryRun, survivorId: s.id, mergedId: m.id, movedBack, leftAlone };
+    return { dryRun: ctx.dryRun, survivorId: s.id, mergedId: m.id, movedBack, leftAlone, keptChanges };
   },
 });
 

@@ -91,6 +91,8 @@ export const enrollmentBeforeSchema = z.object({
 /** What campaigns.leads.unmerge needs to undo one merge: the merge's answer carries it. */
 export const mergeUndoSchema = z.object({
   survivorBefore: survivorSnapshotSchema,
+  /** The same fields as the merge left them: a field changed since keeps its new value on undo. */
+  survivorAfter: survivorSnapshotSchema,
   movedActivityIds: z.array(uuid).max(MAX_MERGE_MOVES),
   movedMessageIds: z.array(uuid).max(MAX_MERGE_MOVES),
   enrollmentsBefore: z.array(enrollmentBeforeSchema).max(MAX_MERGE_MOVES),

@@ -270,6 +270,22 @@ describe('campaigns.leads.unmerge', () => {
     expect((await h.call('campaigns.leads.get', { leadId: p.merged.id })).email).toBe('eve.mail@example.com');
   });
 
+  it('keeps an edit made to the survivor after the merge', async () => {
+    const p = await pair();
+    const { h } = p;
+    const out = await h.call('campaigns.leads.merge', { survivorId: p.survivor.id, mergedId: p.merged.id });
+    expect((await lead(h, p.survivor.id)).company).toBe('Initech');
+    await h.call('campaigns.leads.update', { leadId: p.survivor.id, company: 'Initrode' });
+    const back = await h.call('campaigns.leads.unmerge', { survivorId: p.survivor.id, mergedId: p.merged.id, undo: out.undo });
+    expect(back.keptChanges).toBe(1);
+    const s = await lead(h, p.survivor.id);
+    expect(s.company).toBe('Initrode');
+    // What nobody touched since is as before the merge.
+    expect(s.phone).toBe('');
+    expect(s.groupIds).toEqual([h.main.leadGroupId]);
+    expect(s.tagId).toBeNull();
+  });
+
   it('refuses to undo a merge that did not happen, changing nothing', async () => {
     const p = await pair();
     const out = await p.h.call('campaigns.leads.merge', { survivorId: p.survivor.id, mergedId: p.merged.id, dryRun: true });

@@ -100,7 +100,7 @@ export function DuplicatesScreen() {
         async () => {
           const back = await run('campaigns.leads.unmerge', { survivorId: done.survivorId, mergedId: done.mergedId, undo: done.undo });
           const moved = back.movedBack.activities + back.movedBack.messages + back.movedBack.enrollments;
-          return `Undone: ${name} is a lead of its own again, with ${plural(moved, 'note, message or enrollment', 'notes, messages and enrollments')} moved back.${back.leftAlone > 0 ? ` ${plural(back.leftAlone, 'item')} changed since the merge and stayed with the kept lead.` : ''}`;
+          return `Undone: ${name} is a lead of its own again, with ${plural(moved, 'note, message or enrollment', 'notes, messages and enrollments')} moved back.${back.leftAlone > 0 ? ` ${plural(back.leftAlone, 'item')} changed since the merge and stayed with the kept lead.` : ''}${back.keptChanges > 0 ? ` ${plural(back.keptChanges, 'field')} edited since the merge kept the newer value.` : ''}`;
         },
       );
     } catch (e) {
