@@ -2,7 +2,8 @@
  * The merge across desktops (issue 26, "Done when"): two desktop backends in their own processes take
  * in the same person offline, sync, and the pair shows in Duplicates; one desktop merges it while the
  * other, offline, keeps editing the merged lead (a field, a note, a task); after sync every edit is
- * on the survivor, on both desktops and the server, and nothing was refused.
+ * on the survivor, on both desktops and the server, and nothing was refused; an undo of the merge
+ * made on a desktop syncs too.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,8 @@ let bob: { memberId: string; apiKey: string };
 let a: HeadlessDesktop;
 let b: HeadlessDesktop;
 let leadGroupId = '';
+/** What the first test merged, for the second to undo. */
+let undo: { survivorId: string; mergedId: string; undo: unknown; bNote: string; offlineNote: string } = { survivorId: '', mergedId: '', undo: null, bNote: '', offlineNote: '' };
 
 const getLead = (d: HeadlessDesktop, id: string) => d.call<Lead | null>('$get', { collection: 'leads', id });
 const all = <T,>(d: HeadlessDesktop, collection: string) => d.call<Page<T>>('$query', { collection, query: {} }).then((p) => p.docs);
@@ -78,11 +81,13 @@ describe('a merge while another desktop edits the merged lead offline', () => {
 
     // B goes offline and keeps working on its lead; A merges B's lead into its own.
     await b.call('$pause');
-    const merged = await a.call<{ moved: { notes: number } }>('campaigns.leads.merge', { survivorId, mergedId });
+    const merged = await a.call<{ moved: { notes: number }; undo: unknown }>('campaigns.leads.merge', { survivorId, mergedId });
+    undo = { survivorId, mergedId, undo: merged.undo, bNote: bNote.id, offlineNote: '' };
     expect(merged.moved.notes).toBe(1);
     await a.awaitSync();
     await b.call('campaigns.leads.update', { leadId: mergedId, jobTitle: 'Head of Platform' });
     const offlineNote = await b.call<{ id: string }>('leadActivities.create', { leadId: mergedId, content: 'Called Mira from the train' });
+    undo.offlineNote = offlineNote.id;
     const offlineTask = await b.call<{ id: string }>('leadActivities.taskCreate', { leadId: mergedId, content: 'Send Mira the proposal' });
     await b.call('$resume');
     await bothInSync();
@@ -108,5 +113,29 @@ describe('a merge while another desktop edits the merged lead offline', () => {
     expect(await all(a, 'activities')).toEqual(await all(b, 'activities'));
     const refusals = await fetch(`${server.url}/replication/refusals?since=1970-01-01T00:00:00.000Z`, { headers: { authorization: `Bearer ${bob.apiKey}` } }).then((r) => r.json() as Promise<{ refusals: unknown[] }>);
     expect(refusals.refusals).toEqual([]);
+  }, 180_000);
+
+  it('syncs an undo of the merge made on a desktop: both leads back, on both desktops, nothing refused', async () => {
+    const { survivorId, mergedId } = undo;
+    const back = await a.call<{ movedBack: { activities: number }; keptChanges: number }>('campaigns.leads.unmerge', { survivorId, mergedId, undo: undo.undo });
+    expect(back.movedBack.activities).toBeGreaterThanOrEqual(1);
+    await bothInSync();
+    for (const d of [a, b]) {
+      const m = await getLead(d, mergedId);
+      expect(m?.mergedIntoId ?? null).toBeNull();
+      expect((await d.call<{ email: string }>('campaigns.leads.get', { leadId: mergedId })).email.trim().toLowerCase()).toBe('mira@merge.example');
+      const acts = await all<Activity>(d, 'activities');
+      // The note the merge moved goes back; what was written on the survivor after the merge stays there.
+      expect(acts.find((x) => x.id === undo.bNote)?.leadId).toBe(mergedId);
+      expect(acts.find((x) => x.id === undo.offlineNote)?.leadId).toBe(survivorId);
+      // The survivor's own values are back, and the job title set after the merge is kept.
+      expect(await getLead(d, survivorId)).toMatchObject({ phone: '', jobTitle: 'Head of Platform' });
+    }
+    expect(await all(a, 'leads')).toEqual(await all(b, 'leads'));
+    expect(await all(a, 'activities')).toEqual(await all(b, 'activities'));
+    for (const key of [ws.apiKey, bob.apiKey]) {
+      const refusals = await fetch(`${server.url}/replication/refusals?since=1970-01-01T00:00:00.000Z`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.json() as Promise<{ refusals: unknown[] }>);
+      expect(refusals.refusals).toEqual([]);
+    }
   }, 180_000);
 });
