@@ -242,6 +242,17 @@ describe('campaigns.leads.merge', () => {
   });
 });
 
+describe('after a merge, the person is the survivor', () => {
+  it('lets the survivor take the merged lead\'s email (the tombstone holds nobody\'s identity)', async () => {
+    const p = await pair();
+    const { h } = p;
+    await h.call('campaigns.leads.merge', { survivorId: p.survivor.id, mergedId: p.merged.id });
+    const updated = await h.call('campaigns.leads.update', { leadId: p.survivor.id, email: 'eve.mail@example.com' });
+    expect(updated.email).toBe('eve.mail@example.com');
+    expect((await h.call('campaigns.leads.count', {})).count).toBe((await h.store.count('leads')) - 1);
+  });
+});
+
 describe('campaigns.leads.unmerge', () => {
   it('puts both leads back as they were and moves everything back', async () => {
     const p = await pair();
