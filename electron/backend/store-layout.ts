@@ -2,8 +2,8 @@
  * Which fields of the large collections the desktop keeps in SQLite columns with indexes, for the
  * Store's queries (electron/backend/storage/sqlite/store-columns.ts explains the columns). Read off
  * the queries of shared/ops and shared/engine: every order the leads table offers, the filters of
- * lead search (tag, stage, list membership, text), the import's duplicate look-ups (email,
- * profile URL, name), what the runner reads each tick (due enrollments, a sender's recent
+ * lead search (tag, stage, list membership, text), the identity keys every look-up of a person
+ * probes (shared/intake/identity.ts, computed from the lead on every write), what the runner reads each tick (due enrollments, a sender's recent
  * messages), a lead's timeline and a member's tasks. A field without a column is still found: the
  * Store then tests it in JavaScript on the rows the other conditions leave.
  *
@@ -22,8 +22,8 @@ export const STORE_LAYOUT: Partial<Record<CollectionName, StoreLayout>> = {
       { field: 'createdAt' },
       { field: 'updatedAt' },
       { field: 'lastActivityAt' },
-      // Names and companies: the leads table's order (case and accents folded); the import's
-      // look-up by exact name goes through the same column (folding keeps every exact match).
+      // Names and companies: the leads table's order (case and accents folded); an exact name is
+      // found through the same column (folding keeps every exact match).
       { field: 'fullName', fold: true },
       { field: 'company', fold: true },
       { field: 'rankingScore' },
@@ -31,11 +31,6 @@ export const STORE_LAYOUT: Partial<Record<CollectionName, StoreLayout>> = {
       { field: 'followUpAt' },
       { field: 'tagId' },
       { field: 'pipelineStageId' },
-      { field: 'email' },
-      { field: 'socialUrl' },
-      // Exact names, without an index: found through the folded ones, then counted in SQL.
-      { field: 'fullName' },
-      { field: 'company' },
       // Who a person is: the identity keys (shared/intake/identity.ts), computed from the lead on
       // every write, whatever wrote it (an operation, an import, a pulled change). A look-up of a
       // person is one probe of one of them; duplicateGroups reads them in key order.
@@ -55,7 +50,7 @@ export const STORE_LAYOUT: Partial<Record<CollectionName, StoreLayout>> = {
       // The leads table's orders (LEAD_SORT_FIELDS), each read either way.
       { keys: ['createdAt'] },
       { keys: ['lastActivityAt'], afterLoad: 'any' },
-      { keys: ['fold:fullName'], afterLoad: 'pull' },
+      { keys: ['fold:fullName'], afterLoad: 'any' },
       { keys: ['fold:company'], afterLoad: 'any' },
       { keys: ['rankingScore'], afterLoad: 'any' },
       { keys: ['leadFitScore'], afterLoad: 'any' },
@@ -69,7 +64,8 @@ export const STORE_LAYOUT: Partial<Record<CollectionName, StoreLayout>> = {
       // filters of 1 lead in 10 each leave 1 in 100, which the creation order met only after
       // reading ~5,000 rows from the table for a page (195 ms at 1M leads); within the tag, ~500.
       { keys: ['tagId', 'createdAt'], afterLoad: 'any' },
-      // The import's and the edit check's look-ups of a person (by name: the folded name above).
+      // The look-ups of a person (imports, creation, the edit check, search by email or URL): kept
+      // up during an import, which looks up each call's people among the leads of the calls before.
       { keys: [KEY_FIELDS.profile], ordered: false, afterLoad: 'pull' },
       { keys: [KEY_FIELDS.email], ordered: false, afterLoad: 'pull' },
       { keys: [KEY_FIELDS.nameCompany], ordered: false, afterLoad: 'pull' },

@@ -28,6 +28,7 @@ import autocannon from 'autocannon';
 import Fastify from 'fastify';
 import pg from 'pg';
 import { suggestMapping } from '../../shared/import/fields.ts';
+import { storedKeys } from '../../shared/intake/identity.ts';
 import { MAX_IMPORT_ROWS, readCsvText } from '../../shared/import/file.ts';
 import { newLead } from '../../shared/model/factories.ts';
 import { createWorkspace } from '../../sync-server/admin.ts';
@@ -166,14 +167,16 @@ async function rawInsert(open: OpenOptions): Promise<number> {
         const [firstName = '', lastName = '', jobTitle = '', company = '', email = '', , phone = '', socialUrl = ''] = exportRow(at + k);
         return newLead({ id: randomUUID(), workspaceId, now }, groupId, { firstName, lastName, jobTitle, company, email, phone, socialUrl });
       });
-      batches.push(JSON.stringify(leads.map((l) => ({ id: l.id, doc: l }))));
+      // With the identity key columns every lead write fills (migration 017): the same rows.
+      batches.push(JSON.stringify(leads.map((l) => ({ id: l.id, doc: l, ...storedKeys(l) }))));
     }
     const started = performance.now();
     for (const batch of batches) {
       await sql.transaction(async (tx) => {
         await tx.query(
-          `INSERT INTO documents (collection, id, workspace_id, seq, deleted, doc)
-           SELECT 'leads', w.id, $2, nextval('documents_seq'), false, w.doc FROM jsonb_to_recordset($1::jsonb) AS w(id text, doc jsonb)`,
+          `INSERT INTO documents (collection, id, workspace_id, seq, deleted, doc, profile_key, email_key, name_company_key)
+           SELECT 'leads', w.id, $2, nextval('documents_seq'), false, w.doc, w.profile, w.email, w."nameCompany"
+             FROM jsonb_to_recordset($1::jsonb) AS w(id text, doc jsonb, profile text, email text, "nameCompany" text)`,
           [batch, workspaceId],
         );
       });

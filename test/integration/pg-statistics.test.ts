@@ -5,6 +5,7 @@
  * the third 146 s. After the first import calls through the API, on a table whose autovacuum is off,
  * the statements the store sends for the import's candidate lookups, for lookups by id and for a
  * lead search must use their indexes, and the server must have gathered statistics itself. */
+import { KEY_FIELDS } from '../../shared/intake/identity.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SqlExecutor } from '../../sync-server/db.ts';
 import { PgStore } from '../../sync-server/pg-store.ts';
@@ -86,6 +87,20 @@ describe.each(BACKENDS)('planner statistics on a fresh database (%s)', (backend)
     const count = await plans((store) => store.count('leads', { op: 'in', field: 'socialUrl', values: urls }));
     expect(count).toContain('leads_social_url');
     expect(count).not.toMatch(/Seq Scan on documents|leads_tag|leads_stage|leads_created/);
+  });
+
+  it("probes the identity key indexes once per key for an import's look-ups (and a short list, a single key)", async () => {
+    for (const [kind, index] of [['profile', 'leads_profile_key'], ['email', 'leads_email_key'], ['nameCompany', 'leads_name_company_key']] as const) {
+      const keys = Array.from({ length: 300 }, (_, i) => `${emailLocalPart(i * 7)}-${kind}`);
+      const long = await plans((store) => store.query('leads', { where: { op: 'in', field: KEY_FIELDS[kind], values: keys } }));
+      expect(long, kind).toContain(index);
+      expect(long).toMatch(/Nested Loop/);
+      expect(long).not.toMatch(/Seq Scan on documents|leads_tag|leads_stage|leads_created|documents_workspace/);
+      const one = await plans((store) => store.query('leads', { where: { op: 'eq', field: KEY_FIELDS[kind], value: keys[0] ?? '' } }));
+      expect(one, kind).toContain(index);
+      const few = await plans((store) => store.count('leads', { op: 'in', field: KEY_FIELDS[kind], values: keys.slice(0, 10) }));
+      expect(few, kind).toContain(index);
+    }
   });
 
   it('finds documents by id on the primary key', async () => {

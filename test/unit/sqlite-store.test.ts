@@ -21,6 +21,7 @@ import type { DocTable } from '../../electron/backend/storage/sqlite/doc-table.t
 import { layoutProblems } from '../../electron/backend/storage/sqlite/store-columns.ts';
 import { sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
 import { STORE_LAYOUT } from '../../electron/backend/store-layout.ts';
+import { KEY_FIELDS } from '../../shared/intake/identity.ts';
 import { MemoryDatabase } from '../../shared/memory-store.ts';
 import { newLead } from '../../shared/model/factories.ts';
 import { COLLECTIONS } from '../../shared/model/index.ts';
@@ -306,6 +307,8 @@ describe('bulk loads', () => {
       const queries: Query[] = [
         { orderBy: [{ field: 'fullName', dir: 'asc', collate: 'text' }], limit: 40 },
         { where: { op: 'in', field: 'email', values: ['b7@bulk.test', 'b700@bulk.test'] } },
+        // The look-up of a person by key, on an index the load keeps.
+        { where: { op: 'in', field: KEY_FIELDS.email, values: ['b7@bulk.test', 'b700@bulk.test'] } },
         { where: { op: 'contains', fields: LEAD_QUERY_FIELDS, value: 'jones' }, orderBy: [{ field: 'rankingScore', dir: 'desc' }], limit: 25 },
       ];
       const same = async (): Promise<void> => {
@@ -349,6 +352,7 @@ describe('bulk loads', () => {
       table.finishLoading();
       for (const i of table.layout.indexes) expect(indexesInFile(table)).toContain(i.name);
       expect((await db3.store.query('leads', { where: { op: 'in', field: 'email', values: ['b5@bulk.test'] } })).docs.map((l) => l.id)).toEqual([lead2(5).id]);
+      expect((await db3.store.query('leads', { where: { op: 'eq', field: KEY_FIELDS.email, value: 'b5@bulk.test' } })).docs.map((l) => l.id)).toEqual([lead2(5).id]);
     } finally {
       await db3.close();
       rmSync(dir3, { recursive: true, force: true });
