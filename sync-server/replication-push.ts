@@ -9,12 +9,20 @@
  * desktop ran that check on its replica when the lead entered. Two desktops that each took in the
  * same person offline hold two leads with work of their own (enrollments, messages sent, notes);
  * refusing the second would make it a tombstone on its desktop and lose that work, so such a pair
- * is one for a merge, not a refusal. */
+ * is one for a merge, not a refusal.
+ *
+ * The one rewrite: a push that edits or references a lead merged into another (campaigns.leads.merge)
+ * is applied to the survivor (shared/merge-redirect.ts). An edit of the tombstone becomes the same
+ * edit of the survivor, and the tombstone comes back as a refusal-shaped conflict, so the desktop
+ * takes it (no reason is recorded: nothing was refused). A new note, task, message or enrollment of
+ * the merged lead is stored as the survivor's and comes back as a conflict holding the stored
+ * document, which a creation's conflict handler takes as is. */
 import type { z } from 'zod';
 import type { Actor, Clock } from '../shared/context.ts';
 import { DomainError, isDomainError } from '../shared/errors.ts';
+import { editOnSurvivor, enrollmentForSurvivor, survivorOf } from '../shared/merge-redirect.ts';
 import { sameJson } from '../shared/json-equal.ts';
-import type { CollectionName } from '../shared/model/index.ts';
+import type { CollectionName, Enrollment } from '../shared/model/index.ts';
 import { schemaProblem } from '../shared/model/validate.ts';
 import { validateChange } from '../shared/rules/index.ts';
 import type { Change } from '../shared/rules/index.ts';
@@ -117,6 +125,38 @@ export async function push(db: PgDatabase, clock: Clock, actor: Actor, c: Collec
         refusals.push({ id, error: new DomainError('NOT_FOUND', `${c} ${id} was not found in this workspace.`, { collection: c, id }) });
         continue;
       }
+      // A desktop that saw the tombstone and revives it is undoing the merge (campaigns.leads.unmerge):
+      // an ordinary write, judged by the rules.
+      const unmerging = c === 'leads' && row.assumed !== null && !row.next.deleted && row.next.doc.mergedIntoId == null && sameMaster(mine, master(row.assumed.doc, row.assumed.deleted));
+      if (c === 'leads' && mine && !mine._deleted && typeof mine.mergedIntoId === 'string' && !unmerging) {
+        // An edit of a merged lead (made offline, or before this desktop pulled the merge).
+        const survivor = await survivorOf(tx, id);
+        const edited = survivor && row.assumed && !row.next.deleted ? editOnSurvivor(survivor, row.assumed.doc, row.next.doc, now.toISOString()) : null;
+        if (survivor && edited) {
+          try {
+            await validateChange({ collection: 'leads', before: survivor, after: edited }, { actor, read: tx, now });
+            await tx.put('leads', edited);
+            if (current.has(survivor.id)) current.set(survivor.id, master(edited, false));
+          } catch (e) {
+            if (!isDomainError(e)) throw e;
+            refusals.push({ id: survivor.id, error: e });
+          }
+        }
+        conflicts.push(mine);
+        continue;
+      }
+      let redirected = false;
+      if (mine === null && !row.next.deleted && (c === 'activities' || c === 'messages' || c === 'enrollments') && typeof row.next.doc.leadId === 'string') {
+        // A new document of a merged lead becomes the survivor's.
+        const survivor = await survivorOf(tx, row.next.doc.leadId);
+        if (survivor) {
+          const at = now.toISOString();
+          row.next.doc = c === 'enrollments'
+            ? (await enrollmentForSurvivor(tx, row.next.doc as Enrollment, survivor, at))
+            : { ...row.next.doc, leadId: survivor.id };
+          redirected = true;
+        }
+      }
       const assumed = row.assumed ? master(row.assumed.doc, row.assumed.deleted) : null;
       if (!sameMaster(mine, assumed)) {
         // Changed on the server since the client last saw it: the client merges and pushes again.
@@ -138,6 +178,7 @@ export async function push(db: PgDatabase, clock: Clock, actor: Actor, c: Collec
       if (after) await tx.put(c, after as never);
       else await tx.remove(c, id);
       current.set(id, master(row.next.doc, row.next.deleted));
+      if (redirected) conflicts.push(master(row.next.doc, false));
     }
 
     const writes = tx.writes();

@@ -37,11 +37,16 @@ export const STORE_LAYOUT: Partial<Record<CollectionName, StoreLayout>> = {
       { field: KEY_FIELDS.profile },
       { field: KEY_FIELDS.email },
       { field: KEY_FIELDS.nameCompany },
+      // Set on a lead merged into another (a tombstone): every search and count leaves those out
+      // (lead-search.ts NOT_MERGED), which without a column would read every lead it counts.
+      { field: 'mergedIntoId' },
     ],
     members: ['groupIds'],
     indexes: [
       // Counting the workspace's leads without reading them.
       { keys: ['workspaceId'], ordered: false, narrows: false },
+      // ... and its leads of their own (not merged into another), which every count asks for.
+      { keys: ['workspaceId', 'mergedIntoId'], ordered: false, narrows: false },
       // The leads table's orders (LEAD_SORT_FIELDS), each read either way.
       { keys: ['createdAt'] },
       { keys: ['lastActivityAt'], afterLoad: 'any' },

@@ -163,6 +163,11 @@ export function createGroupStarter(core: RunnerCore) {
       for (const lead of leads) {
         if (out.length >= room) break;
         const es = byLead.get(lead.id) ?? [];
+        // A lead merged into another is a tombstone: its survivor (which joined the group) is started instead.
+        if (lead.mergedIntoId) {
+          pool.candidates.delete(lead.id);
+          continue;
+        }
         if (!lead.groupIds.includes(c.leadGroupId) || es.some((e) => e.campaignId === c.id)) {
           pool.candidates.delete(lead.id);
           if (es.some((e) => e.campaignId === c.id)) pool.enrolled.add(lead.id);

@@ -81,7 +81,8 @@ export const leadSchema = {
   title: 'leads',
   // 1: optional fields added since the first release (see migrationStrategies in electron/backend/local-db.ts).
   // 2: unsubscribedAt, unsubscribeSource (optional).
-  version: 2,
+  // 3: mergedIntoId (optional).
+  version: 3,
   primaryKey: 'id',
   type: 'object',
   properties: {
@@ -130,6 +131,11 @@ export const leadSchema = {
     blocklisted: { type: 'boolean' },
     /** Custom and built-in variable values by variable type (column) id. */
     variables: { type: 'object', additionalProperties: { type: 'string' } },
+    /** Set when this lead was merged into another (campaigns.leads.merge): the lead is a tombstone
+     * naming its survivor. Searches leave it out, operations naming it answer NOT_FOUND with the
+     * survivor's id, and a push that edits or references it is applied to the survivor. Absent or
+     * null: a lead of its own. */
+    mergedIntoId: NULLABLE_ID,
   },
   required: [
     ...BASE_REQUIRED,

@@ -351,11 +351,13 @@ const getActivity = query({
 /** The lead group's leads with no enrollment in the campaign: how many will start, and the ones
  * skipped with why (the runner's own rules, shared/engine/group-leads.ts). */
 async function groupLeadsOf(ctx: Ctx, c: Campaign, limit: number, only?: SkipReason): Promise<{ total: number; notStarted: number; skippedTotal: number; skippedByReason: Partial<Record<SkipReason, number>>; skipped: { leadId: string; leadName: string; reason: SkipReason; explanation: string }[] }> {
-  const [{ docs: leads }, { docs: mine }, { docs: stages }] = await Promise.all([
+  const [{ docs: groupLeads }, { docs: mine }, { docs: stages }] = await Promise.all([
     ctx.db.query('leads', { where: { op: 'has', field: 'groupIds', value: c.leadGroupId } }),
     ctx.db.query('enrollments', { where: { op: 'eq', field: 'campaignId', value: c.id } }),
     ctx.db.query('stages'),
   ]);
+  // A lead merged into another is its survivor now (which joined the group): not a lead to count or start.
+  const leads = groupLeads.filter((l) => !l.mergedIntoId);
   const enrolled = new Set(mine.map((e) => e.leadId));
   const waiting = leads.filter((l) => !enrolled.has(l.id)).sort(pickingOrder(c));
   const { docs: theirs } = waiting.length > 0 ? await ctx.db.query('enrollments', { where: { op: 'in', field: 'leadId', values: waiting.map((l) => l.id) } }) : { docs: [] };

@@ -23,10 +23,25 @@ export const stamp = (ctx: Ctx) => ({ id: ctx.ids.uuid(), workspaceId: ctx.actor
 /** Most ids one request may name (import rows, delete, flags). */
 export const MAX_LEADS_PER_REQUEST = 1000;
 
+/** The NOT_FOUND of a lead merged into another (API contract, "Operations beyond the
+ * specification"): details.mergedIntoId names the survivor, so a client holding the old id can follow it. */
+export const mergedLeadNotFound = (lead: Lead & { mergedIntoId: string }): DomainError =>
+  new DomainError('NOT_FOUND', `Lead ${lead.id} was merged into lead ${lead.mergedIntoId}; use that lead instead.`, { what: 'Lead', id: lead.id, mergedIntoId: lead.mergedIntoId });
+
+export const isMerged = (lead: Lead): lead is Lead & { mergedIntoId: string } => typeof lead.mergedIntoId === 'string';
+
+/** The lead an operation names: absent, foreign and merged leads are NOT_FOUND (a merged one with
+ * the survivor's id). Every operation reads the lead it names through this. */
 export async function liveLead(ctx: Ctx, leadId: string): Promise<Lead> {
   const lead = await ctx.db.get('leads', leadId);
   if (!lead) throw notFound('Lead', leadId);
+  if (isMerged(lead)) throw mergedLeadNotFound(lead);
   return lead;
+}
+
+/** The leads of a list of ids that an operation may change: merged leads count as missing. */
+export async function liveLeads(ctx: Ctx, ids: readonly string[]): Promise<Lead[]> {
+  return (await ctx.db.getMany('leads', ids)).filter((l) => !isMerged(l));
 }
 
 export type StopReason = 'lead_lost' | 'lead_deleted' | 'do_not_contact' | 'blocklisted' | 'meeting_booked';
@@ -314,7 +329,7 @@ const deleteOp = mutation({
   dryRun: true,
   async handler(input, ctx) {
     const ids = [...new Set(input.leadIds)];
-    const found = await ctx.db.getMany('leads', ids);
+    const found = await liveLeads(ctx, ids);
     for (const lead of found) await ctx.db.remove('leads', lead.id);
     await stopRunningEnrollments(ctx, found.map((l) => l.id), 'lead_deleted');
     return { dryRun: ctx.dryRun, deleted: found.length, skippedMissing: ids.length - found.length };
@@ -344,7 +359,7 @@ const setBlocklisted = mutation({
 /** Sets doNotContact or blocklisted on the named leads; setting either stops their running sequences. */
 async function setFlag(ctx: Ctx, leadIds: readonly string[], flag: 'doNotContact' | 'blocklisted', value: boolean): Promise<{ changed: number; skippedMissing: number }> {
   const ids = [...new Set(leadIds)];
-  const found = await ctx.db.getMany('leads', ids);
+  const found = await liveLeads(ctx, ids);
   const now = nowIso(ctx);
   let changed = 0;
   for (const lead of found) {

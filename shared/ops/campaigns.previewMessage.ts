@@ -6,6 +6,7 @@ import { columnByName, columnValue, parseMergeFields } from '../merge-fields.ts'
 import type { Lead, LeadGroup, Step } from '../model/index.ts';
 import { isMessageStep, STEP_LABELS, walk } from '../sequence.ts';
 import { loadCampaign, loadGroup } from './campaign-views.ts';
+import { liveLead } from './campaigns.leads.ts';
 import { opsByName, query } from './define.ts';
 import { uuid } from './params.ts';
 
@@ -70,8 +71,7 @@ const previewMessage = query({
     const c = await loadCampaign(ctx, input.campaignId);
     const step = c.steps.find((s) => s.id === input.stepId);
     if (!step) throw notFound('Step', input.stepId);
-    const lead = await ctx.db.get('leads', input.leadId);
-    if (!lead) throw notFound('Lead', input.leadId);
+    const lead = await liveLead(ctx, input.leadId);
     if (!lead.groupIds.includes(c.leadGroupId)) {
       throw new DomainError('NOT_FOUND', `${lead.fullName || 'This lead'} is not one of the leads of campaign "${c.name}".`, { what: 'Lead', id: lead.id, campaignId: c.id });
     }

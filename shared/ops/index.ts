@@ -16,6 +16,9 @@ import { ops as campaignsLeadsBulkEnrollInCampaignOps } from './campaigns.leads.
 import { ops as campaignsLeadsCreateOps } from './campaigns.leads.create.ts';
 import { ops as campaignsLeadsExportOps } from './campaigns.leads.export.ts';
 import { ops as campaignsLeadsImportOps } from './campaigns.leads.import.ts';
+import { ops as campaignsLeadsDuplicatesOps } from './campaigns.leads.duplicates.ts';
+import { ops as campaignsLeadsMergeOps } from './campaigns.leads.merge.ts';
+import { ops as campaignsLeadsUnmergeOps } from './campaigns.leads.unmerge.ts';
 import { ops as campaignsLeadsResendUnknownOps } from './campaigns.leads.resendUnknown.ts';
 import { ops as campaignsLeadsSendMessageOps } from './campaigns.leads.sendMessage.ts';
 import { ops as campaignsLeadsUnenrollOps } from './campaigns.leads.unenroll.ts';
@@ -54,7 +57,7 @@ export const operations = combine(
   leadActivitiesOps,
   campaignsLeadsOps, campaignsLeadsCreateOps, campaignsLeadsUpdateOps, campaignsLeadsSendMessageOps, campaignsLeadsImportOps,
   campaignsLeadsExportOps, campaignsLeadsBulkEnrollInCampaignOps, campaignsLeadsBulkChangeSenderOps, campaignsLeadsUnenrollOps,
-  campaignsLeadsResendUnknownOps,
+  campaignsLeadsResendUnknownOps, campaignsLeadsMergeOps, campaignsLeadsUnmergeOps, campaignsLeadsDuplicatesOps,
   campaignsGetBasicOps, campaignsOps, campaignsUpdateSendersOps, campaignsUpdateScheduleOps, campaignsGetEnrollmentsOps,
   campaignsGetActivityOps, campaignsGetStepMetricsOps, campaignsPreviewMessageOps, campaignsDuplicateOps,
   campaignsAddSequenceStepOps, campaignsUpdateSequenceMessageOps,

@@ -58,10 +58,14 @@ async function stageCond(db: StoreReader, raw: string): Promise<Cond> {
   return includeUnstaged ? { op: 'or', conds: [{ op: 'eq', field: 'pipelineStageId', value: null }, inStages] } : inStages;
 }
 
+/** Leads of their own, not merged into another (a missing mergedIntoId counts as null in every store). */
+export const NOT_MERGED: Cond = { op: 'eq', field: 'mergedIntoId', value: null };
+
 /** The Cond selecting the workspace's live leads that match the filter. Throws NOT_FOUND for an
  * unknown campaign or tag id, INVALID_INPUT for an unknown pipelineStage. */
 export async function leadFilterCond(db: StoreReader, filter: LeadFilter): Promise<Cond> {
-  const conds: Cond[] = [];
+  // A lead merged into another is a tombstone: never listed, counted or exported.
+  const conds: Cond[] = [NOT_MERGED];
 
   if (filter.campaignId !== undefined) {
     // A campaign's leads are the leads linked to its lead group, enrolled or not (API contract,

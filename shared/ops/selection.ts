@@ -43,7 +43,8 @@ export async function resolveSelection(db: StoreReader, scope: Scope, selection:
   if (selection.mode === 'ids') {
     if (scope.kind === 'campaign' && !(await db.get('campaigns', scope.campaignId))) throw notFound('Campaign', scope.campaignId);
     const ids = [...new Set(selection.leadIds)];
-    const found = await db.getMany('leads', ids);
+    // A lead merged into another counts as missing: the survivor is the one to act on.
+    const found = (await db.getMany('leads', ids)).filter((l) => l.mergedIntoId == null);
     const byId = new Map(found.map((l) => [l.id, l]));
     const leads: Lead[] = [];
     const missingIds: string[] = [];

@@ -2,6 +2,7 @@
 import { DomainError } from '../errors.ts';
 import { sameJson } from '../json-equal.ts';
 import type { Activity } from '../model/index.ts';
+import { isMergeMove } from './merge.ts';
 import type { Rule } from './types.ts';
 
 const statusOf = (a: Activity): string | undefined => a.metadata.taskStatus;
@@ -11,10 +12,13 @@ const TASK_EDITABLE: readonly (keyof Activity)[] = ['content', 'dueAt', 'remindA
 const assigneeOf = (a: Activity): string | undefined => a.metadata.assigneeId;
 
 export const activityRules: readonly Rule<'activities'>[] = [
-  function identityIsFixed({ before, after }) {
+  async function identityIsFixed({ before, after }, { read }) {
     if (!before || !after) return;
-    if (before.leadId !== after.leadId || before.userId !== after.userId || before.type !== after.type) {
+    if (before.userId !== after.userId || before.type !== after.type) {
       throw new DomainError('RULE_VIOLATION', 'An activity keeps its lead, author and type.', { activityId: after.id });
+    }
+    if (before.leadId !== after.leadId && !(await isMergeMove(read, before.leadId, after.leadId))) {
+      throw new DomainError('RULE_VIOLATION', 'An activity keeps its lead, author and type (it moves only with a merge of its lead).', { activityId: after.id });
     }
   },
 
@@ -46,9 +50,12 @@ export const activityRules: readonly Rule<'activities'>[] = [
     }
   },
 
-  function noteOwnership({ before, after }, { actor }) {
+  async function noteOwnership({ before, after }, { actor, read }) {
     const note = before ?? after;
     if (!note || note.type !== 'NOTE' || !before) return;
+    // A merge moves every note of the merged lead to the survivor, whoever wrote it; nothing else of
+    // the note may change in that move.
+    if (after && before.leadId !== after.leadId && sameJson({ ...before, leadId: after.leadId, updatedAt: after.updatedAt }, after) && (await isMergeMove(read, before.leadId, after.leadId))) return;
     if (before.userId !== actor.memberId) {
       throw new DomainError('NOT_AUTHOR', after ? 'Only the author of a note may edit it.' : 'Only the author of a note may delete it.', {
         activityId: before.id,

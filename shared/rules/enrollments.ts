@@ -2,12 +2,15 @@
  * and campaign of the workspace, and the assigned sender is one of the campaign's senders. They judge
  * each change on its own, so a replication push from a desktop gets the same answer as an operation. */
 import { DomainError } from '../errors.ts';
+import { isMergeMove } from './merge.ts';
 import type { Rule } from './types.ts';
 
 export const enrollmentRules: readonly Rule<'enrollments'>[] = [
-  function identityIsFixed({ before, after }) {
+  async function identityIsFixed({ before, after }, { read }) {
     if (!before || !after) return;
-    if (before.leadId !== after.leadId || before.campaignId !== after.campaignId) {
+    // A merge moves the merged lead's enrollments to the survivor (and its undo moves them back).
+    const moved = before.leadId !== after.leadId && !(await isMergeMove(read, before.leadId, after.leadId));
+    if (moved || before.campaignId !== after.campaignId) {
       throw new DomainError('RULE_VIOLATION', 'An enrollment keeps its lead and campaign; enroll the lead again instead.', { enrollmentId: after.id });
     }
   },
@@ -40,6 +43,29 @@ export const enrollmentRules: readonly Rule<'enrollments'>[] = [
         enrollmentId: after.id,
         sdrProfileId: after.sdrProfileId,
       });
+    }
+  },
+
+  async function mergedLeadsRunNothing({ before, after }, { read }) {
+    // A merged lead is a tombstone: its person is contacted through the survivor only.
+    const active = (s: string | undefined) => s === 'IN_PROGRESS' || s === 'PAUSED';
+    if (!after || !active(after.status) || (before && active(before.status) && before.leadId === after.leadId)) return;
+    const lead = await read.get('leads', after.leadId);
+    if (lead?.mergedIntoId) {
+      throw new DomainError('NOT_FOUND', `Lead ${lead.id} was merged into lead ${lead.mergedIntoId}; enroll that lead instead.`, { what: 'Lead', id: lead.id, mergedIntoId: lead.mergedIntoId });
+    }
+  },
+
+  async function oneEnrollmentPerLeadAndCampaign({ before, after }, { read }) {
+    // Judged when an enrollment moves to another lead (a merge); a new enrollment is looked up by
+    // the operations that create it.
+    if (!before || !after || before.leadId === after.leadId) return;
+    const same = await read.query('enrollments', {
+      where: { op: 'and', conds: [{ op: 'eq', field: 'leadId', value: after.leadId }, { op: 'eq', field: 'campaignId', value: after.campaignId }, { op: 'neq', field: 'id', value: after.id }] },
+      limit: 1,
+    });
+    if (same.docs[0]) {
+      throw new DomainError('RULE_VIOLATION', 'The lead is enrolled in this campaign already; one enrollment per lead and campaign.', { leadId: after.leadId, campaignId: after.campaignId, enrollmentId: same.docs[0].id });
     }
   },
 

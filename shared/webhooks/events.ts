@@ -22,6 +22,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'lead.sequence_finished',
   'lead.email_bounced',
   'lead.unsubscribed',
+  'lead.merged',
   'campaign.started',
   'campaign.paused',
 ] as const;
@@ -40,6 +41,7 @@ export const WEBHOOK_EVENT_LABELS: Record<WebhookEventType, string> = {
   'lead.sequence_finished': "A lead's sequence finished (completed or stopped, with the reason)",
   'lead.email_bounced': "A lead's email bounced",
   'lead.unsubscribed': 'A lead unsubscribed',
+  'lead.merged': 'A duplicate lead was merged into another',
   'campaign.started': 'A campaign started',
   'campaign.paused': 'A campaign paused',
 };
@@ -103,6 +105,9 @@ type Data = {
   };
   'lead.email_bounced': { lead: LeadSummary; email: string; reason: string | null; bouncedAt: string };
   'lead.unsubscribed': { lead: LeadSummary; source: Lead['unsubscribeSource'] | null; unsubscribedAt: string };
+  /** `lead` is the survivor (as it is after the merge), `mergedLead` the tombstone's data; an id
+   * held for mergedLeadId now answers NOT_FOUND with details.mergedIntoId = lead.id. */
+  'lead.merged': { lead: LeadSummary; mergedLead: LeadSummary; mergedLeadId: string; mergedAt: string };
   'campaign.started': { campaignId: string; name: string; startedAt: string };
   'campaign.paused': {
     campaignId: string;
@@ -138,6 +143,7 @@ export function referencesOf(writes: readonly AnyWrite[]): { leadIds: string[]; 
       for (const id of [w.before.pipelineStageId, w.after.pipelineStageId]) if (id !== null) stageIds.add(id);
     }
     if (w.collection === 'messages' || w.collection === 'activities' || w.collection === 'enrollments') leadIds.add(w.after.leadId);
+    if (w.collection === 'leads' && w.after.mergedIntoId) leadIds.add(w.after.mergedIntoId);
   }
   // A lead the commit wrote itself is taken from the write.
   for (const w of writes) if (w.collection === 'leads') leadIds.delete(w.id);
@@ -270,6 +276,9 @@ function leadEvents(before: Lead, after: Lead, leadOf: LeadOf, stageOf: (id: str
   }
   if (after.emailBouncedAt && !before.emailBouncedAt) {
     out.push({ type: 'lead.email_bounced', timestamp: at, data: { lead: leadOf(after.id), email: after.email, reason: after.emailBounceReason ?? null, bouncedAt: after.emailBouncedAt } });
+  }
+  if (after.mergedIntoId && !before.mergedIntoId) {
+    out.push({ type: 'lead.merged', timestamp: at, data: { lead: leadOf(after.mergedIntoId), mergedLead: leadOf(after.id), mergedLeadId: after.id, mergedAt: at } });
   }
   if (after.unsubscribedAt && after.unsubscribedAt !== before.unsubscribedAt) {
     out.push({ type: 'lead.unsubscribed', timestamp: at, data: { lead: leadOf(after.id), source: after.unsubscribeSource ?? null, unsubscribedAt: after.unsubscribedAt } });

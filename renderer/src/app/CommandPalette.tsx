@@ -22,6 +22,7 @@ export function CommandPalette() {
     };
     return [
       { id: 'go-leads', group: 'Go to', label: 'Leads', hint: 'g l', perform: after(() => a.go('leads')) },
+      { id: 'go-duplicates', group: 'Go to', label: 'Duplicates: merge leads of one person', hint: 'g d', perform: after(() => a.go('duplicates')) },
       { id: 'go-pipeline', group: 'Go to', label: 'Pipeline board', hint: 'g p', perform: after(() => a.go('pipeline')) },
       { id: 'go-tasks', group: 'Go to', label: 'Tasks', hint: 'g t', perform: after(() => a.go('tasks')) },
       { id: 'go-triage', group: 'Go to', label: 'Triage: catch-ups due', hint: 'g r', perform: after(() => a.go('triage')) },

@@ -8,6 +8,7 @@ import type { Screen } from '../state/app-store.ts';
 
 const ITEMS: { screen: Screen; label: string; keys: string }[] = [
   { screen: 'leads', label: 'Leads', keys: 'g l' },
+  { screen: 'duplicates', label: 'Duplicates', keys: 'g d' },
   { screen: 'pipeline', label: 'Pipeline', keys: 'g p' },
   { screen: 'inbox', label: 'Inbox', keys: 'g i' },
   { screen: 'tasks', label: 'Tasks', keys: 'g t' },

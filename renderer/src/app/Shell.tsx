@@ -4,6 +4,7 @@ import { backendConnection, bridge } from '../bridge/index.ts';
 import { useApp } from '../state/app-store.ts';
 import type { Screen } from '../state/app-store.ts';
 import { LeadsScreen } from '../screens/leads/LeadsScreen.tsx';
+import { DuplicatesScreen } from '../screens/duplicates/DuplicatesScreen.tsx';
 import { LeadPanel } from '../screens/lead/LeadPanel.tsx';
 import { PipelineBoard } from '../screens/pipeline/PipelineBoard.tsx';
 import { TasksScreen } from '../screens/tasks/TasksScreen.tsx';
@@ -22,6 +23,7 @@ import { useShortcuts } from './shortcuts.ts';
 
 const SCREEN_VIEWS: Record<Screen, () => React.JSX.Element> = {
   leads: LeadsScreen,
+  duplicates: DuplicatesScreen,
   pipeline: PipelineBoard,
   inbox: InboxScreen,
   tasks: TasksScreen,

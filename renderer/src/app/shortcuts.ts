@@ -1,10 +1,10 @@
-/** Keyboard shortcuts: g l / g p / g t / g r / g s to move, / to search, ? for help, Ctrl/Cmd+K for
+/** Keyboard shortcuts: g l / g d / g p / g t / g r / g s to move, / to search, ? for help, Ctrl/Cmd+K for
  * the command palette, Escape to close the lead panel. Letters are ignored while typing in a field. */
 import { useEffect } from 'react';
 import { useApp } from '../state/app-store.ts';
 import type { Screen } from '../state/app-store.ts';
 
-const GO: Record<string, Screen> = { l: 'leads', p: 'pipeline', i: 'inbox', t: 'tasks', r: 'triage', c: 'campaigns', e: 'senders', o: 'social', s: 'settings' };
+const GO: Record<string, Screen> = { l: 'leads', d: 'duplicates', p: 'pipeline', i: 'inbox', t: 'tasks', r: 'triage', c: 'campaigns', e: 'senders', o: 'social', s: 'settings' };
 
 function typing(target: EventTarget | null): boolean {
   const el = target as HTMLElement | null;
@@ -56,6 +56,7 @@ export const SHORTCUTS: { keys: string; what: string }[] = [
   { keys: 'Ctrl K / ⌘ K', what: 'Command palette' },
   { keys: '/', what: 'Search leads' },
   { keys: 'g l', what: 'Go to leads' },
+  { keys: 'g d', what: 'Go to duplicates (merge leads of one person)' },
   { keys: 'g p', what: 'Go to the pipeline board' },
   { keys: 'g i', what: 'Go to the reply inbox' },
   { keys: 'g t', what: 'Go to tasks' },
@@ -68,6 +69,7 @@ export const SHORTCUTS: { keys: string; what: string }[] = [
   { keys: 'x', what: 'Select the current lead' },
   { keys: 'Enter', what: 'Open the current lead' },
   { keys: 'n', what: 'New lead (on the leads screen)' },
+  { keys: 'j k / s / m', what: 'Duplicates: move, swap which lead is kept, merge' },
   { keys: 'j k / r / e / Enter', what: 'Inbox: move, reply, mark done (or back), open the lead' },
   { keys: '1 2 3 4 5 6 / 0', what: 'Inbox: label the reply interested, not interested, out of office, wrong person, unsubscribe, other / clear the label' },
   { keys: 'Esc', what: 'Close the lead panel or a dialog' },

@@ -4,7 +4,7 @@
 import { create } from 'zustand';
 import type { SessionInfo, SyncStatus } from '../../../electron/bridge.ts';
 
-export const SCREENS = ['leads', 'pipeline', 'inbox', 'tasks', 'triage', 'campaigns', 'senders', 'social', 'settings'] as const;
+export const SCREENS = ['leads', 'duplicates', 'pipeline', 'inbox', 'tasks', 'triage', 'campaigns', 'senders', 'social', 'settings'] as const;
 export type Screen = (typeof SCREENS)[number];
 
 export type SortBy = 'createdAt' | 'lastActivityAt' | 'fullName' | 'company' | 'rankingScore' | 'leadFitScore' | 'followUpAt';

@@ -1,4 +1,5 @@
 /** The lead detail panel: who the person is, where they stand, and everything that happened. */
+import { useEffect } from 'react';
 import { bridge } from '../../bridge/index.ts';
 import { ErrorText } from '../../components/ErrorText.tsx';
 import { initials } from '../../lib/format.ts';
@@ -14,6 +15,11 @@ export function LeadPanel({ leadId, overlay }: { leadId: string; overlay: boolea
   const openLead = useApp((s) => s.openLead);
   const lead = useOp('campaigns.leads.get', { leadId });
   const d = lead.data;
+  // A lead merged into another (here or on another desktop) answers with its survivor: show that one.
+  const survivorId = lead.error?.code === 'NOT_FOUND' ? lead.error.details.mergedIntoId : undefined;
+  useEffect(() => {
+    if (typeof survivorId === 'string' && survivorId !== leadId) openLead(survivorId);
+  }, [survivorId, leadId, openLead]);
   return (
     <aside className={`panel${overlay ? ' overlay' : ''}`} aria-label="Lead detail" data-testid="lead-panel">
       <div className="panel-head">

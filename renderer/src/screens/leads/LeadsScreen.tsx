@@ -89,6 +89,7 @@ function LeadsView(props: {
 }) {
   const { pager, selection, setSelection, dialog, setDialog, exporting, exportError, runExport } = props;
   const filters = useApp((s) => s.filters);
+  const go = useApp((s) => s.go);
   useSyncExternalStore(pager.subscribe, pager.getVersion);
   const { query, campaignId, tagId, pipelineStage } = searchInput(filters);
   // Leads made or imported while a campaign is shown go to its list by default.
@@ -110,6 +111,7 @@ function LeadsView(props: {
         <button className="btn" onClick={() => setDialog('new')} title="New lead (n)">New lead</button>
         <button className="btn" onClick={() => setDialog('import')}>Import CSV</button>
         <button className="btn" onClick={() => void runExport()} disabled={exporting !== null}>{exporting ?? 'Export CSV'}</button>
+        <button className="btn" onClick={() => go('duplicates')} title="Leads of one person, to merge (g d)">Duplicates</button>
       </div>
       <LeadFiltersBar />
       {exportError && <div style={{ margin: '0 16px 10px' }}><ErrorText error={exportError} /></div>}
