@@ -98,12 +98,29 @@ export class LeadIndex {
     this.add(after, keys);
   }
 
+  /** Keys a merged lead held, with the id of its survivor: a person who arrives with the merged
+   * lead's email or profile URL is the survivor (kept as ids, so the survivor's current version is
+   * found after the call changes it). A live lead holding the key wins. */
+  private readonly aliases = { profile: new Map<string, string>(), email: new Map<string, string>() };
+
+  /** Files a merged lead's keys to its survivor (which must be in the index). */
+  alias(merged: Lead, survivorId: string): void {
+    const keys = this.keys(merged);
+    if (keys.profile && !this.aliases.profile.has(keys.profile)) this.aliases.profile.set(keys.profile, survivorId);
+    if (keys.email && !this.aliases.email.has(keys.email)) this.aliases.email.set(keys.email, survivorId);
+  }
+
+  private aliased(kind: 'profile' | 'email', key: string): Lead | undefined {
+    const id = this.aliases[kind].get(key);
+    return id === undefined ? undefined : this.byId.get(id);
+  }
+
   /** The lead holding a profile key, email key or name-and-company key ('' finds none). */
   profile(key: string): Lead | undefined {
-    return key ? this.byProfile.get(key) : undefined;
+    return key ? (this.byProfile.get(key) ?? this.aliased('profile', key)) : undefined;
   }
   email(key: string): Lead | undefined {
-    return key ? this.byEmail.get(key) : undefined;
+    return key ? (this.byEmail.get(key) ?? this.aliased('email', key)) : undefined;
   }
   nameCompany(key: string): Lead | undefined {
     return key ? this.byNameCompany.get(key) : undefined;
@@ -137,18 +154,24 @@ async function holders(db: StoreReader, kind: IdentityKind, keys: ReadonlySet<st
  * keys, each one probe of the store's index of that key (stored with every lead, whatever spelling
  * it was written in). An arrival already found skips the later look-ups, unless its value there
  * differs from its lead's (then the look-up tells whether the value is another lead's, a conflict).
- * A lead merged into another (a `mergedIntoId`) is nobody's: its survivor is.
+ * A lead merged into another (a `mergedIntoId`) is nobody's: its survivor is (addSurvivors).
  */
 export async function findLeads(db: StoreReader, arrivals: readonly Arrival[], keys: readonly IdentityKeys[], index: LeadIndex, opts: { nameAndCompany: boolean }): Promise<void> {
-  const add = (docs: Lead[]) => {
-    for (const l of docs.sort(oldestFirst)) if (!index.byId.has(l.id) && isLiveIdentity(l)) index.add(l);
+  const add = async (docs: Lead[]) => {
+    const merged: Lead[] = [];
+    for (const l of docs.sort(oldestFirst)) {
+      if (index.byId.has(l.id)) continue;
+      if (isLiveIdentity(l)) index.add(l);
+      else if (l.mergedIntoId) merged.push(l);
+    }
+    if (merged.length > 0) await addSurvivors(db, merged, index);
   };
   const resolved = (i: number): Lead | undefined => {
     const a = arrivals[i] as Arrival;
     return (a.id ? index.byId.get(a.id) : undefined) ?? index.person(keys[i] as IdentityKeys);
   };
   const ids = arrivals.flatMap((a) => (a.id ? [a.id] : []));
-  if (ids.length > 0) add(await db.getMany('leads', ids));
+  if (ids.length > 0) await add(await db.getMany('leads', ids));
 
   const profiles = new Set<string>();
   keys.forEach((k, i) => {
@@ -157,7 +180,7 @@ export async function findLeads(db: StoreReader, arrivals: readonly Arrival[], k
     if (lead && lead.socialUrl && profileKey(lead.socialUrl) === k.profile) return;
     profiles.add(k.profile);
   });
-  if (profiles.size > 0) add(await holders(db, 'profile', profiles));
+  if (profiles.size > 0) await add(await holders(db, 'profile', profiles));
 
   const emails = new Set<string>();
   keys.forEach((k, i) => {
@@ -166,14 +189,49 @@ export async function findLeads(db: StoreReader, arrivals: readonly Arrival[], k
     if (lead && lead.email && emailKey(lead.email) === k.email) return;
     emails.add(k.email);
   });
-  if (emails.size > 0) add(await holders(db, 'email', emails));
+  if (emails.size > 0) await add(await holders(db, 'email', emails));
 
   if (!opts.nameAndCompany) return;
   const names = new Set<string>();
   keys.forEach((k, i) => {
     if (k.nameCompany && !resolved(i)) names.add(k.nameCompany);
   });
-  if (names.size > 0) add(await holders(db, 'nameCompany', names));
+  if (names.size > 0) await add(await holders(db, 'nameCompany', names));
+}
+
+/** A merge may be merged again: survivors are followed this many steps at most. */
+const MAX_MERGE_HOPS = 8;
+
+/**
+ * Adds the survivors of merged leads found by key, and files each merged lead's profile and email
+ * keys to its survivor: the survivor kept its own values where both had one, so the merged lead's
+ * address is no longer on any live lead, yet it is still the same person.
+ */
+async function addSurvivors(db: StoreReader, merged: readonly Lead[], index: LeadIndex): Promise<void> {
+  const survivorOf = new Map<string, string>();
+  let pending = merged.map((m) => m.mergedIntoId ?? '').filter((id) => id !== '');
+  for (const m of merged) if (m.mergedIntoId) survivorOf.set(m.id, m.mergedIntoId);
+  for (let hop = 0; hop < MAX_MERGE_HOPS && pending.length > 0; hop++) {
+    const wanted = [...new Set(pending)].filter((id) => !index.byId.has(id));
+    const next: string[] = [];
+    for (const l of (await db.getMany('leads', wanted)).sort(oldestFirst)) {
+      if (isLiveIdentity(l)) index.add(l);
+      else if (l.mergedIntoId) {
+        survivorOf.set(l.id, l.mergedIntoId);
+        next.push(l.mergedIntoId);
+      }
+    }
+    pending = next;
+  }
+  for (const m of merged) {
+    let id = m.id;
+    for (let hop = 0; hop < MAX_MERGE_HOPS && !index.byId.has(id); hop++) {
+      const to = survivorOf.get(id);
+      if (to === undefined) break;
+      id = to;
+    }
+    if (index.byId.has(id)) index.alias(m, id);
+  }
 }
 
 /**

@@ -253,6 +253,28 @@ describe('after a merge, the person is the survivor', () => {
   });
 });
 
+describe('after a merge, an entry with the merged lead\'s address is the survivor', () => {
+  it('finds the survivor for a create, an import and a second merge\'s chain, and creates no lead', async () => {
+    const p = await pair();
+    const { h } = p;
+    await h.call('campaigns.leads.merge', { survivorId: p.survivor.id, mergedId: p.merged.id });
+    // The survivor kept its own email; the merged lead's address is on no live lead, yet it is Eve.
+    expect((await lead(h, p.survivor.id)).email).toBe('eve@example.com');
+    const before = await h.store.count('leads');
+    const created = await h.call('campaigns.leads.create', { leadGroupId: p.otherGroup.id, leads: [{ firstName: 'Evelyn', email: ' EVE.MAIL@example.com ' }] });
+    expect(created).toMatchObject({ created: 0, duplicates: 1 });
+    expect(await h.store.count('leads')).toBe(before);
+    expect((await lead(h, p.survivor.id)).groupIds).toContain(p.otherGroup.id);
+
+    // Merged again: a third lead took the survivor in; the first merged lead's address leads to it.
+    const third = await h.addLead({ firstName: 'E.', lastName: 'Mail', email: 'e.mail@example.org' });
+    await h.call('campaigns.leads.merge', { survivorId: third.id, mergedId: p.survivor.id });
+    const again = await h.call('campaigns.leads.create', { leadGroupId: p.otherGroup.id, leads: [{ email: 'Eve.Mail@Example.com' }, { email: 'eve@example.com' }] });
+    expect(again).toMatchObject({ created: 0, duplicates: 2 });
+    expect(await h.store.count('leads')).toBe(before + 1);
+  });
+});
+
 describe('campaigns.leads.unmerge', () => {
   it('puts both leads back as they were and moves everything back', async () => {
     const p = await pair();
