@@ -54,6 +54,13 @@ export const REVIEWED: Reviewed[] = [
     reason: "A lead's profile link opens in the system browser through the bridge. It is imported data, so main's scheme check is what keeps a javascript: or file: link from opening; tested with both.",
   },
   {
+    check: 'OPEN_EXTERNAL_JS_CHECK',
+    file: 'renderer/src/screens/senders/OAuthSignIn.tsx',
+    code: 'bridge.openExternal(begun.authorizationUrl)',
+    reason:
+      "The mailbox sign-in opens the provider's authorization page in the system browser (RFC 8252: never in the app's own window). The URL is the backend's answer to sdrProfiles.oauth.begin, built from the provider's discovery document, whose issuer must be https (http on loopback only); main's scheme check applies as for every link. test/integration/oauth-desktop-flow.test.ts.",
+  },
+  {
     check: 'AUXCLICK_JS_CHECK',
     file: 'electron/main.ts',
     code: 'const w = new BrowserWindow({',
