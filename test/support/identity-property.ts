@@ -7,8 +7,7 @@
 import fc from 'fast-check';
 import { expect } from 'vitest';
 import type { Actor } from '../../shared/context.ts';
-import type { Channel, PostReadResult, SocialPostItem } from '../../shared/engine/channel.ts';
-import { ChannelFailure, channelHostOf } from '../../shared/engine/channel.ts';
+import { channelHostOf } from '../../shared/engine/channel.ts';
 import { isDomainError } from '../../shared/errors.ts';
 import { emailKey, KEY_FIELDS, profileKey } from '../../shared/intake/identity.ts';
 import { newLead, newLeadGroup, newSender } from '../../shared/model/factories.ts';
@@ -20,28 +19,12 @@ import type { Store } from '../../shared/store.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { FakeClock, seededRandom, sequentialIds } from './deterministic.ts';
 import { testSecrets } from './harness.ts';
+import { PostChannel } from './intake-identity-case.ts';
 import type { OpenStore } from './intake-identity-case.ts';
 
 /** Writes a lead document as replication does on this store (a push to the server, a pulled
  * document on the desktop), or as any other writer would (the memory store: a commit). */
 export type ReplicatedWrite = (workspaceId: string, actor: Actor, lead: Lead) => Promise<void>;
-
-class PostChannel implements Channel {
-  commenters: SocialPostItem[] = [];
-  async send(): Promise<never> {
-    throw new ChannelFailure('unsupported', 'This channel only reads posts.');
-  }
-  async poll(_s: unknown, cursor: string | null) {
-    return { events: [], cursor: cursor ?? '0' };
-  }
-  async readPost(_s: unknown, _url: string, part: 'comments' | 'reactions'): Promise<PostReadResult> {
-    const items = part === 'comments' ? this.commenters : [];
-    return { items, total: items.length, searchesUsed: part === 'comments' ? 1 : 0, stoppedEarly: false };
-  }
-  canSendMessage(): boolean {
-    return true;
-  }
-}
 
 const SLUG_CHARS = 'abcdefghijklmnopqrstuvwxyz0123456789';
 

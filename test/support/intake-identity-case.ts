@@ -22,7 +22,7 @@ import { testSecrets } from './harness.ts';
 export type OpenStore = <T>(workspaceId: string, fn: (store: Store) => Promise<T>) => Promise<T>;
 
 /** A post-reading channel whose every post has the commenters set in `commenters`. */
-class PostChannel implements Channel {
+export class PostChannel implements Channel {
   commenters: SocialPostItem[] = [];
 
   async send(): Promise<never> {
