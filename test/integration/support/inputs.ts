@@ -36,6 +36,10 @@ export function idFor(field: string, opName: string, f: Fixtures): string | stri
       return f.leadId;
     case 'leadIds':
       return [f.leadId];
+    case 'survivorId':
+      return f.leadId;
+    case 'mergedId':
+      return f.otherLeadId;
     case 'campaignId':
       return f.campaignId;
     case 'campaignIds':
