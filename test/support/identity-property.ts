@@ -7,19 +7,12 @@
 import fc from 'fast-check';
 import { expect } from 'vitest';
 import type { Actor } from '../../shared/context.ts';
-import { channelHostOf } from '../../shared/engine/channel.ts';
 import { isDomainError } from '../../shared/errors.ts';
 import { emailKey, KEY_FIELDS, profileKey } from '../../shared/intake/identity.ts';
-import { newLead, newLeadGroup, newSender } from '../../shared/model/factories.ts';
+import { newLead } from '../../shared/model/factories.ts';
 import type { Lead } from '../../shared/model/index.ts';
-import { execute } from '../../shared/ops/execute.ts';
-import type { OpInput, OpName, OpOutput } from '../../shared/ops/index.ts';
 import { leadPage } from '../../shared/ops/lead-search.ts';
-import type { Store } from '../../shared/store.ts';
-import { workspaceCreation } from '../../shared/workspace-setup.ts';
-import { FakeClock, seededRandom, sequentialIds } from './deterministic.ts';
-import { testSecrets } from './harness.ts';
-import { PostChannel } from './intake-identity-case.ts';
+import { intakeWorld } from './intake-identity-case.ts';
 import type { OpenStore } from './intake-identity-case.ts';
 
 /** Writes a lead document as replication does on this store (a push to the server, a pulled
@@ -73,26 +66,7 @@ type Entry = 'create' | 'import' | 'post' | 'update' | 'replicated';
 const entryArb = fc.constantFrom<Entry>('create', 'import', 'post', 'update', 'replicated');
 
 export async function checkIdentityProperty(open: OpenStore, replicated: ReplicatedWrite, opts: { numRuns: number; seed?: number }): Promise<void> {
-  const ids = sequentialIds(90);
-  const clock = new FakeClock();
-  const creation = workspaceCreation(ids, clock.now().toISOString(), { name: 'Prop', owner: { name: 'Olive Owner', email: 'olive@prop.test' }, subscriptionStatus: 'active' });
-  const WS = creation.workspaceId;
-  const actor: Actor = { workspaceId: WS, memberId: creation.ownerId, role: 'owner' };
-  const channel = new PostChannel();
-  const now = clock.now().toISOString();
-  const stamp = () => ({ id: ids.uuid(), workspaceId: WS, now });
-  const sender = newSender(stamp(), { name: 'Poster', ownerMemberId: creation.ownerId, channel: 'http' });
-  const list = newLeadGroup(stamp(), 'Again', () => ids.uuid());
-  await open(WS, (store) =>
-    store.commit([...creation.writes, { collection: 'senders', id: sender.id, before: null, after: sender }, { collection: 'leadGroups', id: list.id, before: null, after: list }]),
-  );
-  const env = (store: Store) => ({ actor, store, clock, ids, random: seededRandom(5), secrets: testSecrets, channels: channelHostOf({ http: channel }) });
-  const call = <N extends OpName>(name: N, input: OpInput<N>): Promise<OpOutput<N>> => open(WS, (store) => execute(name, input, env(store)));
-  let posts = 0;
-  const postWith = (profileUrl: string, author: string) => {
-    channel.commenters = [{ author, text: 'Great post', date: now, authorDetails: { headline: 'Founder at Acme', profileUrl } }];
-    return `https://social.example/posts/${++posts}`;
-  };
+  const { WS, actor, clock, ids, creation, sender, list, call, postWith } = await intakeWorld(open, { name: 'Prop', email: 'olive@prop.test', ids: 90 });
   const holders = (kind: 'profile' | 'email', key: string): Promise<Lead[]> =>
     open(WS, async (store) => (await store.query('leads', { where: { op: 'eq', field: KEY_FIELDS[kind], value: key } })).docs);
   let run = 0;

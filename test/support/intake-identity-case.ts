@@ -13,7 +13,7 @@ import { newLead, newLeadGroup, newSender } from '../../shared/model/factories.t
 import type { Lead } from '../../shared/model/index.ts';
 import { execute } from '../../shared/ops/execute.ts';
 import type { OpInput, OpName, OpOutput } from '../../shared/ops/index.ts';
-import type { Store } from '../../shared/store.ts';
+import type { AnyWrite, Store } from '../../shared/store.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { FakeClock, seededRandom, sequentialIds } from './deterministic.ts';
 import { testSecrets } from './harness.ts';
@@ -65,10 +65,13 @@ const PEOPLE = [
   },
 ] as const;
 
-export async function expectOnePersonThroughEveryEntry(open: OpenStore): Promise<void> {
-  const ids = sequentialIds(70);
+/** A workspace for the identity tests: its owner, a second lead list, a sender reading posts from
+ * `channel` (`postWith` sets a post's one commenter and names a new post), and `call` running an
+ * operation in one unit of work of `open`. `seed` writes more documents with the workspace. */
+export async function intakeWorld(open: OpenStore, opts: { name: string; email: string; ids: number; seed?: (stamp: () => { id: string; workspaceId: string; now: string }, leadGroupId: string) => AnyWrite[] }) {
+  const ids = sequentialIds(opts.ids);
   const clock = new FakeClock();
-  const creation = workspaceCreation(ids, clock.now().toISOString(), { name: 'Acme', owner: { name: 'Olive Owner', email: 'olive@acme.test' }, subscriptionStatus: 'active' });
+  const creation = workspaceCreation(ids, clock.now().toISOString(), { name: opts.name, owner: { name: 'Olive Owner', email: opts.email }, subscriptionStatus: 'active' });
   const WS = creation.workspaceId;
   const actor: Actor = { workspaceId: WS, memberId: creation.ownerId, role: 'owner' };
   const channel = new PostChannel();
@@ -76,25 +79,36 @@ export async function expectOnePersonThroughEveryEntry(open: OpenStore): Promise
   const stamp = () => ({ id: ids.uuid(), workspaceId: WS, now });
   const sender = newSender(stamp(), { name: 'Poster', ownerMemberId: creation.ownerId, channel: 'http' });
   const list = newLeadGroup(stamp(), 'Again', () => ids.uuid());
-  const bystander = newLead(stamp(), creation.leadGroupId, { firstName: 'By', lastName: 'Stander', socialUrl: 'https://www.linkedin.com/in/by-stander' });
-  const legacy = newLead(stamp(), creation.leadGroupId, { firstName: 'Otto', lastName: 'Timer', socialUrl: 'http://linkedin.com/in/old-timer/' });
+  const more = opts.seed?.(stamp, creation.leadGroupId) ?? [];
   await open(WS, (store) =>
-    store.commit([
-      ...creation.writes,
-      { collection: 'senders', id: sender.id, before: null, after: sender },
-      { collection: 'leadGroups', id: list.id, before: null, after: list },
-      { collection: 'leads', id: bystander.id, before: null, after: bystander },
-      { collection: 'leads', id: legacy.id, before: null, after: legacy },
-    ]),
+    store.commit([...creation.writes, { collection: 'senders', id: sender.id, before: null, after: sender }, { collection: 'leadGroups', id: list.id, before: null, after: list }, ...more]),
   );
-
   const env = (store: Store) => ({ actor, store, clock, ids, random: seededRandom(3), secrets: testSecrets, channels: channelHostOf({ http: channel }) });
   const call = <N extends OpName>(name: N, input: OpInput<N>): Promise<OpOutput<N>> => open(WS, (store) => execute(name, input, env(store)));
   let posts = 0;
-  const readPostWith = (profileUrl: string, author: string) => {
+  const postWith = (profileUrl: string, author: string) => {
     channel.commenters = [{ author, text: 'Great post', date: now, authorDetails: { headline: 'Founder at Acme', profileUrl } }];
     return `https://social.example/posts/${++posts}`;
   };
+  return { WS, actor, clock, ids, creation, sender, list, call, postWith };
+}
+
+export async function expectOnePersonThroughEveryEntry(open: OpenStore): Promise<void> {
+  const seeded: Lead[] = [];
+  const { WS, creation, sender, list, call, postWith: readPostWith } = await intakeWorld(open, {
+    name: 'Acme',
+    email: 'olive@acme.test',
+    ids: 70,
+    seed: (stamp, leadGroupId) => {
+      seeded.push(
+        newLead(stamp(), leadGroupId, { firstName: 'By', lastName: 'Stander', socialUrl: 'https://www.linkedin.com/in/by-stander' }),
+        newLead(stamp(), leadGroupId, { firstName: 'Otto', lastName: 'Timer', socialUrl: 'http://linkedin.com/in/old-timer/' }),
+      );
+      return seeded.map((l) => ({ collection: 'leads' as const, id: l.id, before: null, after: l }));
+    },
+  });
+  const [bystander, legacy] = seeded;
+  if (!bystander || !legacy) throw new Error('the seeded leads are missing');
   const allLeads = (): Promise<Lead[]> => open(WS, async (store) => (await store.query('leads')).docs);
 
   // Each person enters first through one entry, with one spelling.
