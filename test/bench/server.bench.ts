@@ -17,7 +17,7 @@
  * (e.g. `pglite,off`) picks databases, BENCH_VERBOSE=1 prints every import call, BENCH_KEEP=1 keeps
  * the PostgreSQL schemas (for EXPLAIN afterwards).
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -40,6 +40,8 @@ import { migrate } from '../../sync-server/migrate.ts';
 import { PgDatabase } from '../../sync-server/pg-database.ts';
 import { nodeSecrets } from '../../sync-server/secrets.ts';
 import { seededRandom } from '../support/deterministic.ts';
+import { startChildServer, stopChildServer } from './support/child-server.ts';
+import { scratchSchemas } from './support/scratch-schemas.ts';
 import { COMMON_SURNAME, emailLocalPart, exportRow, generatedExport } from './support/generated-export.ts';
 import { run as webhookLatency } from './webhook-latency.ts';
 
@@ -112,23 +114,7 @@ async function serveRole(role: string): Promise<void> {
   process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));
 }
 
-async function startChild(role: string, env: Record<string, string>): Promise<{ proc: ChildProcess; url: string }> {
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
-  const proc = spawn(process.execPath, ['--import', 'tsx', SELF], { env: { ...process.env, ...env, BENCH_ROLE: role, PORT: String(port) }, stdio: ['ignore', 'inherit', 'inherit'] });
-  const url = `http://127.0.0.1:${port}`;
-  const probe = role === 'bare' ? '/bare' : '/healthz';
-  for (let i = 0; i < 600; i++) {
-    if (proc.exitCode !== null) throw new Error(`${role} server exited with ${proc.exitCode}`);
-    try {
-      if ((await fetch(url + probe)).ok) return { proc, url };
-    } catch {
-      // Not up yet.
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  proc.kill('SIGKILL');
-  throw new Error(`${role} server did not start`);
-}
+const startChild = (role: string, env: Record<string, string>) => startChildServer(SELF, { ...env, BENCH_ROLE: role }, role === 'bare' ? '/bare' : '/healthz');
 
 /** CPU time the process has used (user + system), in ms, from /proc (Linux; null elsewhere): what a
  * request costs the server whatever else shares the machine. */
@@ -140,13 +126,6 @@ function cpuMs(pid: number | undefined): number | null {
   } catch {
     return null;
   }
-}
-
-async function stopChild(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null) return;
-  const exited = new Promise((r) => proc.on('close', r));
-  proc.kill('SIGTERM');
-  await exited;
 }
 
 async function cannon(opts: autocannon.Options): Promise<Scenario> {
@@ -326,29 +305,7 @@ function targets(): Target[] {
   const url = process.env.DATABASE_URL;
   if (url) {
     for (const autovacuum of ['off', 'on'] as const) {
-      const schemas: string[] = [];
-      out.push({
-        name: `PostgreSQL, autovacuum ${autovacuum}`,
-        autovacuum,
-        open: () => {
-          const schema = `bench_${process.pid}_${randomBytes(3).toString('hex')}`;
-          schemas.push(schema);
-          return { databaseUrl: url, schema };
-        },
-        async cleanup() {
-          const client = new pg.Client({ connectionString: url });
-          await client.connect();
-          try {
-            // BENCH_KEEP=1 leaves them for a look with EXPLAIN afterwards (their names are printed).
-            for (const s of schemas.splice(0)) {
-              if (process.env.BENCH_KEEP) process.stdout.write(`kept schema ${s}\n`);
-              else await client.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
-            }
-          } finally {
-            await client.end();
-          }
-        },
-      });
+      out.push({ name: `PostgreSQL, autovacuum ${autovacuum}`, autovacuum, ...scratchSchemas(url, 'bench') });
     }
   }
   // BENCH_TARGETS=pglite,off,on picks some of them (matched against their names).
@@ -472,7 +429,7 @@ async function runOn(t: Target, bare: Scenario, pgb: Pgbench | null, rows: Row[]
       { backend: t.name, title: 'search a rare email fragment, another lead each time', value: `p50 ${fmt(rare.p50)} ms, p99 ${fmt(rare.p99)} ms, ${fmt(rare.rps)} req/s = ${ofPgbench(rare)}${fmt(pct(rare), 1)}% of bare${trips(rare)}${failed(rare)}`, baseline: base, target: 'p50 <= 20 ms, p99 <= 60 ms', met: rare.p50 <= 20 && rare.p99 <= 60 && rare.failed === 0 },
     );
   } finally {
-    await stopChild(c.proc);
+    await stopChildServer(c.proc);
   }
 }
 
@@ -483,7 +440,7 @@ export async function run(): Promise<void> {
     const b = await startChild('bare', {});
     bareProc = b.proc;
     const bare = await cannon({ url: `${b.url}/bare` });
-    await stopChild(b.proc);
+    await stopChildServer(b.proc);
     bareProc = null;
     if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
     const url = process.env.DATABASE_URL;
@@ -513,7 +470,7 @@ export async function run(): Promise<void> {
     );
     await webhookLatency();
   } finally {
-    if (bareProc) await stopChild(bareProc);
+    if (bareProc) await stopChildServer(bareProc);
     for (const t of all) await t.cleanup().catch(() => undefined);
   }
 }

@@ -14,14 +14,11 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { createWorkspace } from '../../sync-server/admin.ts';
 import { buildServer } from '../../sync-server/app.ts';
@@ -31,6 +28,8 @@ import { migrate } from '../../sync-server/migrate.ts';
 import { PgDatabase } from '../../sync-server/pg-database.ts';
 import { nodeSecrets } from '../../sync-server/secrets.ts';
 import { seededRandom } from '../support/deterministic.ts';
+import { startChildServer, stopChildServer } from './support/child-server.ts';
+import { scratchSchemas } from './support/scratch-schemas.ts';
 
 const CHANGES = Number(process.env.WEBHOOK_BENCH_CHANGES ?? 500);
 const CLIENT_COUNTS = (process.env.WEBHOOK_BENCH_CLIENTS ?? '1,10').split(',').map(Number).filter((n) => n > 0);
@@ -102,30 +101,6 @@ async function serve(): Promise<void> {
   process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));
 }
 
-async function startServer(open: OpenOptions): Promise<{ proc: ChildProcess; url: string }> {
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
-  const proc = spawn(process.execPath, ['--import', 'tsx', SELF], { env: { ...process.env, WEBHOOK_BENCH_ROLE: 'server', BENCH_OPEN: JSON.stringify(open), PORT: String(port) }, stdio: ['ignore', 'inherit', 'inherit'] });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
-    if (proc.exitCode !== null) throw new Error(`the server exited with ${proc.exitCode}`);
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) return { proc, url };
-    } catch {
-      // Not up yet.
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  proc.kill('SIGKILL');
-  throw new Error('the server did not start');
-}
-
-async function stopServer(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null) return;
-  const exited = new Promise((r) => proc.on('close', r));
-  proc.kill('SIGTERM');
-  await exited;
-}
-
 /** Measurements on one database: a new workspace, CHANGES leads, one endpoint, then each client count in turn. */
 export async function measureWebhookLatency(store: string, open: OpenOptions, changes = CHANGES, clientCounts = CLIENT_COUNTS): Promise<WebhookLatency[]> {
   // The endpoint's secret is sealed with CREDENTIALS_KEY; a run without one uses a key of its own.
@@ -139,7 +114,7 @@ export async function measureWebhookLatency(store: string, open: OpenOptions, ch
     await sql.close();
   }
   const rx = await startReceiver();
-  const server = await startServer(open);
+  const server = await startChildServer(SELF, { WEBHOOK_BENCH_ROLE: 'server', BENCH_OPEN: JSON.stringify(open) }, '/healthz');
   try {
     const { url } = server;
     const key = apiKey;
@@ -205,7 +180,7 @@ export async function measureWebhookLatency(store: string, open: OpenOptions, ch
     }
     return out;
   } finally {
-    await stopServer(server.proc);
+    await stopChildServer(server.proc);
     await rx.close();
   }
 }
@@ -226,24 +201,7 @@ function targets(): Target[] {
   });
   const url = process.env.DATABASE_URL;
   if (url) {
-    const schemas: string[] = [];
-    out.push({
-      store: 'PostgreSQL',
-      open: () => {
-        const schema = `hookbench_${process.pid}_${randomBytes(3).toString('hex')}`;
-        schemas.push(schema);
-        return { databaseUrl: url, schema };
-      },
-      async cleanup() {
-        const client = new pg.Client({ connectionString: url });
-        await client.connect();
-        try {
-          for (const s of schemas.splice(0)) await client.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
-        } finally {
-          await client.end();
-        }
-      },
-    });
+    out.push({ store: 'PostgreSQL', ...scratchSchemas(url, 'hookbench') });
   }
   return out;
 }
