@@ -6,8 +6,8 @@ import type { Actor, Secrets } from '../../shared/context.ts';
 import { DomainError } from '../../shared/errors.ts';
 import type { ErrorCode } from '../../shared/errors.ts';
 import { MemoryDatabase } from '../../shared/memory-store.ts';
-import type { Lead, Sender, Campaign, Step, Role } from '../../shared/model/index.ts';
-import { newCampaign, newLead, newSender, newStep } from '../../shared/model/factories.ts';
+import type { Lead, Sender, Campaign, Step, Role, Enrollment, Stage } from '../../shared/model/index.ts';
+import { newCampaign, newEnrollment, newLead, newSender, newStep } from '../../shared/model/factories.ts';
 import { execute } from '../../shared/ops/execute.ts';
 import type { OpName, OpInput, OpOutput } from '../../shared/ops/index.ts';
 import type { AnyWrite, Store } from '../../shared/store.ts';
@@ -113,4 +113,17 @@ export async function makeHarness(opts: { channels?: ChannelHost | null; subscri
     db, clock, ids, random, store, main, other, owner, member, admin, foreignOwner,
     call, expectRefused, seed, stamp, addMember, addLead, addSender, addCampaign, now,
   };
+}
+
+/** The workspace's pipeline stages by category (NEW, CONTACTED, ..., LOST). */
+export async function stagesByCategory(h: Harness): Promise<Record<string, Stage>> {
+  const { docs } = await h.store.query('stages', {});
+  return Object.fromEntries(docs.map((s) => [s.category, s]));
+}
+
+/** Seeds an enrollment of a lead in a campaign (default: in progress, due now). */
+export async function seedEnrollment(h: Harness, leadId: string, campaignId: string, fields: Partial<Enrollment> = {}): Promise<Enrollment> {
+  const e = newEnrollment(h.stamp(), leadId, campaignId, fields);
+  await h.seed([{ collection: 'enrollments', id: e.id, before: null, after: e }]);
+  return e;
 }

@@ -5,24 +5,13 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../../shared/errors.ts';
 import { newActivity, newEnrollment, newLeadGroup, newMessage, newStep } from '../../shared/model/factories.ts';
-import type { Enrollment, Lead, Message, Stage } from '../../shared/model/index.ts';
+import type { Lead, Message } from '../../shared/model/index.ts';
 import { MAX_MERGE_MOVES } from '../../shared/ops/lead-merge.ts';
 import { eventsOf } from '../../shared/webhooks/events.ts';
 import { validateChange } from '../../shared/rules/index.ts';
-import { makeHarness } from '../support/harness.ts';
+import { makeHarness, seedEnrollment as enroll, stagesByCategory as stages } from '../support/harness.ts';
 import { engineWorld } from './engine-fixtures.ts';
 import type { Harness } from '../support/harness.ts';
-
-async function stages(h: Harness): Promise<Record<string, Stage>> {
-  const { docs } = await h.store.query('stages', {});
-  return Object.fromEntries(docs.map((s) => [s.category, s]));
-}
-
-async function enroll(h: Harness, leadId: string, campaignId: string, fields: Partial<Enrollment> = {}): Promise<Enrollment> {
-  const e = newEnrollment(h.stamp(), leadId, campaignId, fields);
-  await h.seed([{ collection: 'enrollments', id: e.id, before: null, after: e }]);
-  return e;
-}
 
 async function message(h: Harness, leadId: string, sdrProfileId: string, text: string): Promise<Message> {
   const m = newMessage(h.stamp(), { leadId, sdrProfileId, chatId: `chat-${leadId}`, direction: 'out', kind: 'message', text, status: 'sent' });

@@ -1,20 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { newEnrollment, newLeadGroup, newMessage } from '../../shared/model/factories.ts';
-import type { Enrollment, Lead, Message, Stage } from '../../shared/model/index.ts';
+import { newLeadGroup, newMessage } from '../../shared/model/factories.ts';
+import type { Lead, Message } from '../../shared/model/index.ts';
 import { validateChange } from '../../shared/rules/index.ts';
-import { makeHarness } from '../support/harness.ts';
+import { makeHarness, seedEnrollment as enroll, stagesByCategory as stages } from '../support/harness.ts';
 import type { Harness } from '../support/harness.ts';
-
-async function stages(h: Harness): Promise<Record<string, Stage>> {
-  const { docs } = await h.store.query('stages', {});
-  return Object.fromEntries(docs.map((s) => [s.category, s]));
-}
-
-async function enroll(h: Harness, leadId: string, campaignId: string, fields: Partial<Enrollment> = {}): Promise<Enrollment> {
-  const e = newEnrollment(h.stamp(), leadId, campaignId, fields);
-  await h.seed([{ collection: 'enrollments', id: e.id, before: null, after: e }]);
-  return e;
-}
 
 async function message(h: Harness, fields: Pick<Message, 'leadId' | 'sdrProfileId' | 'chatId' | 'direction'> & Partial<Message>): Promise<Message> {
   const m = newMessage(h.stamp(), { kind: 'message', text: 'hello', status: fields.direction === 'in' ? 'received' : 'sent', ...fields });
