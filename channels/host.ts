@@ -14,6 +14,7 @@ import type { HttpConnectorChannel } from './http-connector.ts';
 import { createImapChannel, imapConfig } from './imap.ts';
 import type { ImapChannel, ImapChannelOptions, InboundMatch, InboundMatcher } from './imap.ts';
 import { createOAuthTokens, isOAuthSender } from './oauth-tokens.ts';
+import type { RenewalLock } from './oauth-tokens.ts';
 import { createSmtpChannel, smtpMessageId } from './smtp.ts';
 import type { MailLogin, SmtpChannel, SmtpChannelOptions } from './smtp.ts';
 
@@ -30,6 +31,8 @@ export type HostChannelsOptions = {
   tokenFor: SecretOf;
   /** Writes a mailbox's renewed OAuth grant back where its secret is kept (channels/oauth-tokens.ts). */
   saveSecret?: (sender: Sender, secret: string) => Promise<void>;
+  /** Keeps renewals of one sender's OAuth grant one at a time (default: within this process). */
+  renewalLock?: RenewalLock;
   /** Timeout of each network call (the channels' defaults otherwise). */
   timeoutMs?: number;
   /** IMAP polling intervals (channels/imap.ts); tests shorten them. */
@@ -109,6 +112,7 @@ export function createHostChannels(opts: HostChannelsOptions): HostChannels {
   const tokens = createOAuthTokens({
     read: async (sender) => opts.smtpPasswordFor(sender),
     ...(opts.saveSecret ? { save: opts.saveSecret } : {}),
+    ...(opts.renewalLock ? { lock: opts.renewalLock } : {}),
     ...(opts.network?.fetch ? { fetch: opts.network.fetch } : {}),
     ...(opts.now ? { now: opts.now } : {}),
     ...(opts.log ? { log: opts.log } : {}),

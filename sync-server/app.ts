@@ -37,7 +37,7 @@ import { parseCorsOrigins, registerOperatorPlugins } from './operator.ts';
 import { SharedRateLimiter, rateLimitHeaders } from './rate-limit.ts';
 import { registerReplication } from './replication.ts';
 import { nodeSecrets } from './secrets.ts';
-import { forgetPending, registerOAuthCallback, serverOAuthPort } from './oauth.ts';
+import { forgetPending, registerOAuthCallback, serverOAuthPort, serverRenewalLock } from './oauth.ts';
 import type { ServerOAuthOptions } from './oauth.ts';
 import { oauthClientSettingsFromEnv } from '../channels/oauth.ts';
 import type { OAuthClientSettings } from '../channels/oauth.ts';
@@ -153,6 +153,7 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   const checkResolve = opts.senderCheck?.resolve ?? dnsResolver();
   // A mailbox signed in with OAuth is checked with a fresh access token (XOAUTH2): renewed as the
   // runner renews it (token calls through the same guard), the new grant sealed back through `tx`.
+  const renewalLock = serverRenewalLock(sql);
   const verifierFor = (tx: SqlExecutor) => createSenderVerifier({
     hostedBy: 'server',
     resolve: checkResolve,
@@ -164,6 +165,7 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
       ...(credentials ? { save: (s: Sender, secret: string) => credentials.port(tx).set(s.workspaceId, s.id, secret, { at: clock.now().toISOString(), by: 'system' }) } : {}),
       fetch: guardedFetch(hostPolicy),
       now: () => clock.now().getTime(),
+      lock: renewalLock,
     })),
     network: { smtpGetSocket: guardedSmtpSocket(hostPolicy), ...(hostPolicy.allowPrivate ? {} : { imapLookup: guardedLookup(hostPolicy) }) },
   });

@@ -12,6 +12,8 @@ import type { Clock, Ids, OAuthConnectPort, Secrets, SenderHostCheck, SenderVeri
 import { isDomainError } from '../shared/errors.ts';
 import { execute, prepareOperation } from '../shared/ops/execute.ts';
 import { createOAuthConnect } from '../channels/oauth-connect.ts';
+import { processRenewalLock } from '../channels/oauth-tokens.ts';
+import type { RenewalLock } from '../channels/oauth-tokens.ts';
 import type { PendingStore } from '../channels/oauth-connect.ts';
 import type { OAuthClientSettings, PendingAuthorization } from '../channels/oauth.ts';
 import { openSecret, sealSecret } from '../channels/secret-codec.ts';
@@ -19,6 +21,28 @@ import type { CredentialsKey } from '../channels/secret-codec.ts';
 import type { ServerCredentials } from './credentials.ts';
 import type { SqlDatabase, SqlExecutor } from './db.ts';
 import type { PgDatabase } from './pg-database.ts';
+
+/** The advisory lock class of OAuth renewals (key: the sender's id); beside pg-store.ts's writer lock. */
+export const OAUTH_RENEWAL_LOCK_CLASS = 728;
+
+/**
+ * Renewals of a sender's OAuth grant one at a time across this server's processes
+ * (channels/oauth-tokens.ts says why): on PostgreSQL a transaction holding an advisory lock on the
+ * sender around the renewal (read, refresh at the provider, write back on other connections); the
+ * provider's answer is bounded by the token request's timeout. PGlite is one process, which holds
+ * its data directory alone, so the process's own lock is the whole of it (and a transaction there
+ * would hold the only connection the write-back needs).
+ */
+export function serverRenewalLock(sql: SqlDatabase): RenewalLock {
+  if (sql.kind === 'pglite') return processRenewalLock;
+  const across = advisoryRenewalLock(sql);
+  return (senderId, work) => processRenewalLock(senderId, () => across(senderId, work));
+}
+
+/** The PostgreSQL part of serverRenewalLock: other processes' renewals of the sender wait. */
+export function advisoryRenewalLock(sql: SqlDatabase): RenewalLock {
+  return (senderId, work) => sql.transaction(() => work(), { lock: { classId: OAUTH_RENEWAL_LOCK_CLASS, key: senderId } });
+}
 
 const stateHash = (state: string): string => createHash('sha256').update(state).digest('hex');
 const sealId = (hash: string): string => `oauth-pending:${hash}`;

@@ -28,6 +28,7 @@ import type { Spacing, TickReport } from '../shared/engine/runner.ts';
 import type { Sender } from '../shared/model/index.ts';
 import { imapCredentialId } from '../shared/ops/credentials.ts';
 import { createHostChannels } from '../channels/host.ts';
+import { serverRenewalLock } from './oauth.ts';
 import type { HostChannels } from '../channels/host.ts';
 import { smtpConfig } from '../channels/smtp.ts';
 import { CredentialUnreadable } from './credentials.ts';
@@ -107,6 +108,7 @@ export function createServerRunner(opts: ServerRunnerOptions): ServerRunner {
   const log = opts.log ?? quiet;
   const senderHosts = opts.senderHosts ?? { allowPrivate: privateHostsAllowed() };
   const hosted = new Map<string, Hosted>();
+  const renewalLock = serverRenewalLock(sql);
   let scanTimer: ReturnType<typeof setTimeout> | null = null;
   let scanning: Promise<string[]> | null = null;
   let stopped = false;
@@ -143,6 +145,7 @@ export function createServerRunner(opts: ServerRunnerOptions): ServerRunner {
       tokenFor: (sender) => secretOf(workspaceId, sender),
       // A mailbox's renewed OAuth grant, sealed like the password it replaces.
       saveSecret: (sender, secret) => credentials.port(sql).set(workspaceId, sender.id, secret, { at: clock.now().toISOString(), by: 'system' }),
+      renewalLock,
     });
     const channels: ChannelHost = guardChannelHost(
       { channelFor: (s) => (!isServerHosted(s) ? null : hostChannels.forKind(s.channel)) },

@@ -25,7 +25,7 @@ export type TestOidc = {
 
 export const MAIL_SERVER_CLIENT = { id: 'mailserver', secret: 'mailserver-introspection-secret' };
 
-export async function startOidc(opts: { accessTokenTtl: number; clientSecret?: string }): Promise<TestOidc> {
+export async function startOidc(opts: { accessTokenTtl: number; clientSecret?: string; rotateRefreshToken?: boolean }): Promise<TestOidc> {
   let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.end();
   const server: Server = createServer((req, res) => handler(req, res));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -61,8 +61,9 @@ export async function startOidc(opts: { accessTokenTtl: number; clientSecret?: s
       },
     },
     ttl: { AccessToken: opts.accessTokenTtl, IdToken: 600, AuthorizationCode: 60, RefreshToken: 3600, Interaction: 600, Session: 600, Grant: 3600 },
-    // Rotation would make every refresh write a new secret: keep one refresh token, as Google does.
-    rotateRefreshToken: false,
+    // By default one refresh token, as Google keeps it. With rotation (Microsoft's way, and the OAuth
+    // security BCP's), every refresh answers a new one, and a spent one coming back revokes the grant.
+    rotateRefreshToken: opts.rotateRefreshToken ?? false,
   });
   handler = provider.callback();
   const basic = `Basic ${Buffer.from(`${MAIL_SERVER_CLIENT.id}:${MAIL_SERVER_CLIENT.secret}`).toString('base64')}`;
