@@ -13,6 +13,7 @@ import { createHttpConnector } from './http-connector.ts';
 import type { HttpConnectorChannel } from './http-connector.ts';
 import { createImapChannel, imapConfig } from './imap.ts';
 import type { ImapChannel, ImapChannelOptions, InboundMatch, InboundMatcher } from './imap.ts';
+import { emailKey, KEY_FIELDS } from '../shared/intake/identity.ts';
 import { createOAuthTokens, isOAuthSender } from './oauth-tokens.ts';
 import type { RenewalLock } from './oauth-tokens.ts';
 import { createSmtpChannel, smtpMessageId } from './smtp.ts';
@@ -72,10 +73,11 @@ export function storeMatcher(store: StoreReader): InboundMatcher {
       return m ? { leadId: m.leadId, chatId: m.chatId } : null;
     },
     async byAddress(sender, address, before): Promise<InboundMatch | null> {
-      const wanted = address.trim().toLowerCase();
+      const wanted = emailKey(address);
       if (!wanted.includes('@')) return null;
-      const { docs: candidates } = await store.query('leads', { where: { op: 'contains', fields: ['email'], value: wanted } });
-      const leads = candidates.filter((l) => l.email.trim().toLowerCase() === wanted);
+      // One probe of the email key (shared/intake/identity.ts): a lead stored in any case or with
+      // spaces around its address is found, as every look-up of a person finds it.
+      const { docs: leads } = await store.query('leads', { where: { op: 'eq', field: KEY_FIELDS.email, value: wanted } });
       if (leads.length === 0) return null;
       // Only a lead this sender emailed before the message arrived: an old thread or a stranger
       // with the same address is not a reply to our outreach.
