@@ -231,3 +231,13 @@ export class MetaCodec {
     }
   }
 }
+
+/** @internal How the assumed-master state of a collection document is stored in the meta tables
+ * following its table: by reference, as a copy, or not at all (tests). */
+export function masterStateStorage(db: SqliteDatabase, forkTable: string, docId: string): 'reference' | 'copy' | 'none' {
+  for (const meta of links(db).get(forkTable) ?? []) {
+    const json = db.prepare<[string], string>(`SELECT doc FROM "${meta}" WHERE id = ?`).pluck().get(stateRowId(docId));
+    if (json !== undefined) return (JSON.parse(json) as Json)['docData'] === IMPLICIT ? 'reference' : 'copy';
+  }
+  return 'none';
+}
