@@ -15,6 +15,8 @@
  * 100,000 leads by default; `BENCH_LEADS=1000000 npm run bench -- desktop` runs the 1M targets
  * (issue 22: reopen <= 300 ms, rss <= 400 MB at 1M; <= 150 ms and <= 250 MB at 100k).
  * `npx tsx test/bench/desktop.bench.ts` runs it alone; test/bench/run.ts calls run().
+ * `BENCH_DESKTOP_SYNC_ONLY=1` stops after the sync and the file's bytes per lead (comparing sync
+ * speed before and after a change without the minutes of search and propagation).
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -22,7 +24,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { openLocalDatabase } from '../../electron/backend/local-db.ts';
+import { localDatabaseName, openLocalDatabase } from '../../electron/backend/local-db.ts';
+import { sqliteFilePath } from '../../electron/backend/storage/sqlite/file.ts';
+import { spaceLines } from './support/sqlite-space.ts';
 import type { LocalDatabase } from '../../electron/backend/local-db.ts';
 import type { ReopenResult, SyncResult } from './support/desktop-child.ts';
 import { cpuMs, PULL_BATCH } from './support/desktop-measure.ts';
@@ -65,8 +69,10 @@ const mb = (n: number) => `${(n / 1e6).toFixed(0)} MB`;
  * and loaded its modules more slowly, which the app does not. */
 async function buildChild(): Promise<string> {
   const { build } = await import('esbuild');
-  // Inside the project, so the bundle's package imports resolve from its node_modules.
-  const outfile = fileURLToPath(new URL('../../node_modules/.cache/outreach-crm-bench/desktop-child.mjs', import.meta.url));
+  // Inside the project, so the bundle's package imports resolve from its node_modules; one per
+  // checkout (worktrees share node_modules, and a bench running in another one must not swap it).
+  const checkout = fileURLToPath(new URL('../..', import.meta.url)).replace(/[^A-Za-z0-9]+/g, '-');
+  const outfile = fileURLToPath(new URL(`../../node_modules/.cache/outreach-crm-bench/${checkout}desktop-child.mjs`, import.meta.url));
   await build({
     entryPoints: [fileURLToPath(new URL('./support/desktop-child.ts', import.meta.url))],
     outfile,
@@ -319,6 +325,9 @@ export async function run(): Promise<void> {
       `desktop: memory of the desktop process after that sync: rss ${mb(synced.rss)}, heap ${mb(synced.heap)}; after a forced GC rss ${mb(synced.rssAfterGc)}, heap ${mb(synced.heapAfterGc)} ` +
         `(target rss <= ${mb(TARGET.rss)}: ${ok(synced.rss <= TARGET.rss)})`,
     );
+    line(`desktop: bytes of the synced desktop's file by storage instance, table and index (SQLite's dbstat), per lead of ${synced.leads}:`);
+    for (const l of spaceLines(sqliteFilePath(dir, localDatabaseName(who.workspaceId)), synced.leads)) line(`  ${l}`);
+    if (process.env.BENCH_DESKTOP_SYNC_ONLY === '1') return;
     const reopened = await child<ReopenResult>(['reopen-child', dir, who.workspaceId, who.actor.memberId]);
     line(
       `desktop: reopening the synced desktop (${reopened.leads} leads) in a fresh process: open ${ms(reopened.openMs)}, first ${reopened.rows} rows of campaigns.leads.search ${ms(reopened.firstRowsMs)} ` +

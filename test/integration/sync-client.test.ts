@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openLocalDatabase } from '../../electron/backend/local-db.ts';
 import type { LocalDatabase } from '../../electron/backend/local-db.ts';
@@ -21,6 +22,8 @@ import type { Actor } from '../../shared/context.ts';
 import { newLead } from '../../shared/model/factories.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { HeadlessDesktop } from './sync-processes.ts';
+import { masterStateStorage } from '../../electron/backend/storage/sqlite/master-states.ts';
+import { sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
 import { COLLECTIONS } from '../../shared/model/index.ts';
 import type { Lead } from '../../shared/model/index.ts';
 
@@ -193,6 +196,14 @@ const GROUP = 'a0000000-0000-4000-8000-0000000000c1';
 let dir: string;
 let server: FakeServer;
 let db: LocalDatabase;
+
+/** How the local leads table's replication stores a lead's assumed-master state. */
+function masterState(leadId: string): 'reference' | 'copy' | 'none' {
+  const leads = sqliteInstanceOf(db.rx.collections['leads']?.storageInstance);
+  if (!leads) throw new Error('not the SQLite storage');
+  const { file, table } = leads.internalsForTests;
+  return masterStateStorage(file.db, table.table, leadId);
+}
 let sync: Sync | null = null;
 
 const lead = (n: number, fields: Partial<Lead> = {}): Lead =>
@@ -301,8 +312,12 @@ describe('replication client against the protocol', () => {
     await s.awaitInSync();
     await s.pause();
     const id = lead(2).id;
+    // The pulled lead's assumed-master state is stored as a reference to the lead itself (no copy:
+    // storage/sqlite/master-states.ts); the local edit keeps the pulled state as a copy first.
+    expect(masterState(id)).toBe('reference');
     const before = (await db.store.get('leads', id)) as Lead;
     await db.store.commit([{ collection: 'leads', id, before, after: { ...before, jobTitle: 'Local title', company: 'Local wins?' } }]);
+    expect(masterState(id)).toBe('copy');
     const other = lead(3);
     await db.store.commit([{ collection: 'leads', id: other.id, before: (await db.store.get('leads', other.id)) as Lead, after: { ...other, phone: '+1 555' } }]);
     await until('pending', () => s.status().pending === 2);
@@ -427,4 +442,61 @@ describe('headless desktop process', () => {
       await d.close();
     }
   }, 120_000);
+
+  it('resumes an initial sync killed with SIGKILL in the middle of a pulled load: no lead lost or twice, a local edit made during it reaches the server', async () => {
+    let n = 0;
+    const ids = { uuid: () => `c0000000-0000-4000-8000-${String(++n).padStart(12, '0')}` };
+    const created = workspaceCreation(ids, NOW, { name: 'Killed load', owner: { name: 'Kira', email: 'kira@example.test' }, subscriptionStatus: 'active' });
+    for (const w of created.writes) if (w.after) server.write(w.collection, w.after as unknown as Json);
+    server.keyMember = created.ownerId;
+    const TOTAL = 16_000;
+    const bulkLead = (i: number): Lead =>
+      newLead({ id: `c1000000-0000-4000-8000-${String(i).padStart(12, '0')}`, workspaceId: created.workspaceId, now: NOW }, created.leadGroupId, { firstName: `Bulk${i}`, email: `bulk${i}@example.test` });
+    for (let i = 0; i < TOTAL; i++) server.write('leads', bulkLead(i) as unknown as Json);
+    const data = join(dir, 'killed-load');
+    let d = await HeadlessDesktop.start({ server: server.url, key: KEY, dataDir: data });
+    try {
+      // Killed once some pulled pages are stored and others are still to come.
+      let stored = 0;
+      for (let tries = 0; tries < 3000 && (stored === 0 || stored >= TOTAL); tries++) {
+        stored = await d.call<number>('$count', { collection: 'leads' });
+        if (stored > 0 && stored < TOTAL) break;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      expect(stored).toBeGreaterThan(0);
+      expect(stored).toBeLessThan(TOTAL);
+      await d.kill('SIGKILL');
+      d = await HeadlessDesktop.start({ server: server.url, key: KEY, dataDir: data });
+      // An edit of a lead pulled before the kill, while the rest of the load is pulled.
+      const edited = (await d.call<{ docs: Lead[] }>('$query', { collection: 'leads', query: { limit: 1 } })).docs[0];
+      if (!edited) throw new Error('no lead survived the kill');
+      await d.call('campaigns.leads.setLeadFollowUp', { leadId: edited.id, followUpAt: '2027-03-01T09:00:00.000Z' });
+      await d.awaitSync(120_000);
+      await until('every lead pulled', async () => (await d.call<number>('$count', { collection: 'leads' })) >= TOTAL, 120_000);
+      const all = (await d.call<{ docs: Lead[] }>('$query', { collection: 'leads', query: { limit: TOTAL + 10 } })).docs;
+      expect(all.length).toBe(TOTAL);
+      expect(new Set(all.map((l) => l.id)).size).toBe(TOTAL);
+      for (const l of all) if (l.id !== edited.id) expect({ firstName: l.firstName, email: l.email, followUpAt: l.followUpAt }).toEqual({ firstName: server.get('leads', l.id)?.firstName, email: server.get('leads', l.id)?.email, followUpAt: server.get('leads', l.id)?.followUpAt });
+      expect((await d.call<Lead>('$get', { collection: 'leads', id: edited.id })).followUpAt).toBe('2027-03-01T09:00:00.000Z');
+      await until('the edit on the server', () => server.get('leads', edited.id)?.followUpAt === '2027-03-01T09:00:00.000Z', 30_000);
+      expect((await d.call<{ pending: number }>('$status')).pending).toBe(0);
+    } finally {
+      await d.close();
+    }
+    // Reopened: every index of the leads table is there and the file is consistent.
+    const file = new Database(join(data, `crm-${created.workspaceId}.rxdb.sqlite`), { readonly: true });
+    try {
+      expect(file.pragma('integrity_check', { simple: true })).toBe('ok');
+      const leadsTable = file.prepare<[], string>("SELECT tbl FROM instances WHERE name LIKE 'leads-%'").pluck().get() ?? '';
+      expect(file.prepare<[string], number>('SELECT loading FROM instances WHERE tbl = ?').pluck().get(leadsTable)).toBe(0);
+      expect(Number(file.prepare(`SELECT count(*) FROM "${leadsTable}"`).pluck().get())).toBe(TOTAL);
+      // One assumed-master state per lead, nearly all by reference to the lead.
+      const meta = file.prepare<[string], string>('SELECT meta FROM master_links WHERE fork = ?').pluck().get(leadsTable) ?? '';
+      const states = file.prepare<[], { byRef: number; all: number }>(`SELECT sum(json_extract(doc, '$.docData') = '=fork') AS byRef, count(*) AS "all" FROM "${meta}" WHERE json_extract(doc, '$.isCheckpoint') = '0'`).get();
+      expect(states?.all).toBe(TOTAL);
+      expect(states?.byRef).toBeGreaterThan(TOTAL - 10);
+    } finally {
+      file.close();
+    }
+  }, 300_000);
 });

@@ -11,6 +11,10 @@
  *   search  lead text search (FTS5 trigram) newest first, 50 rows: a common last name, a rare
  *           email fragment, a one-letter text: p50/p99 over repeated runs;
  *   migrate the persisted-memory file of the baseline into this storage (migrate.ts), then reopen it.
+ *   replicate  N leads written as RxDB's replication stores a pulled page: the page into the
+ *           collection, then each document's assumed-master state into the replication's meta
+ *           instance (rxdb's downstream.ts): seconds, CPU, and the file's bytes per lead by table
+ *           and index (`npx tsx test/bench/support/sqlite-storage-measure.ts replicate-only [LEADS]`).
  * `npx tsx test/bench/support/sqlite-storage-measure.ts [LEADS]` (default 100000). Not part of
  * `npm run bench` yet: the desktop does not use this storage until the switch-over.
  */
@@ -19,7 +23,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { createRxDatabase, now } from 'rxdb';
+import { createRxDatabase, getRxReplicationMetaInstanceSchema, now, randomToken } from 'rxdb';
 import type { RxCollection, RxDatabase, RxDocumentData, RxJsonSchema, RxStorage } from 'rxdb';
 import { RxDBMigrationSchemaPlugin } from 'rxdb/plugins/migration-schema';
 import { addRxPlugin } from 'rxdb';
@@ -33,6 +37,8 @@ import { COLLECTIONS } from '../../../shared/model/index.ts';
 import type { Lead } from '../../../shared/model/index.ts';
 import { LEAD_QUERY_FIELDS } from '../../../shared/ops/lead-search.ts';
 import { seededRandom } from '../../support/deterministic.ts';
+import { STORE_LAYOUT, TEXT_SEARCH } from '../../../electron/backend/store-layout.ts';
+import { spaceLines } from './sqlite-space.ts';
 
 addRxPlugin(RxDBMigrationSchemaPlugin);
 
@@ -107,6 +113,40 @@ async function writeChild(kind: Kind, dir: string, count: number) {
   return { seconds, docsPerSecond: Math.round(count / seconds), rss: m.rss, heap: m.heapUsed, rssAfterGc: collected.rss, heapAfterGc: collected.heapUsed };
 }
 
+async function replicateChild(dir: string, count: number) {
+  // As the desktop stores leads: its schema, text search and Store layout (local-db.ts).
+  const storage = getRxStorageSqlite({ directory: dir, textSearch: TEXT_SEARCH, storeLayout: STORE_LAYOUT });
+  const db: Db = await createRxDatabase({ name: NAME, storage, multiInstance: false });
+  await db.addCollections({ leads: { schema: COLLECTIONS.leads.schema as unknown as RxJsonSchema<Lead> } });
+  const schema = db.leads.storageInstance.schema;
+  const meta = await storage.createStorageInstance<Record<string, unknown>>({
+    databaseInstanceToken: randomToken(10),
+    databaseName: NAME,
+    collectionName: 'rx-replication-meta-bench',
+    schema: getRxReplicationMetaInstanceSchema(schema, false) as never,
+    options: {},
+    multiInstance: false,
+    devMode: false,
+  });
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  for (const page of leadPages(count)) {
+    const res = await db.leads.storageInstance.bulkWrite(page.map((document) => ({ document })), 'replication-downstream-bench');
+    if (res.error.length > 0) throw new Error(`${res.error.length} write errors`);
+    const rows = page.map((d) => {
+      const { _meta: _m, _rev: _r, _attachments: _a, ...docData } = d;
+      return { document: { id: `${d.id}|0`, isCheckpoint: '0', itemId: d.id, docData, _attachments: {}, _deleted: false, _rev: `1-${d.id.slice(-8)}`, _meta: { lwt: now() } } };
+    });
+    const m = await meta.bulkWrite(rows as never, 'replication-down-write-meta');
+    if (m.error.length > 0) throw new Error(`${m.error.length} meta write errors`);
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(c0);
+  await meta.close();
+  await db.close();
+  return { seconds, docsPerSecond: Math.round(count / seconds), cpuSeconds: (cpu.user + cpu.system) / 1e6 };
+}
+
 async function migrateChild(dir: string) {
   const t0 = performance.now();
   let calls = 0;
@@ -157,7 +197,8 @@ async function searchChild(dir: string) {
 /** This file bundled as the app bundles its backend (packages stay imports). */
 async function bundle(): Promise<string> {
   const { build } = await import('esbuild');
-  const outfile = fileURLToPath(new URL('../../../node_modules/.cache/outreach-crm-bench/sqlite-storage-measure.mjs', import.meta.url));
+  const checkout = fileURLToPath(new URL('../../..', import.meta.url)).replace(/[^A-Za-z0-9]+/g, '-');
+  const outfile = fileURLToPath(new URL(`../../../node_modules/.cache/outreach-crm-bench/${checkout}sqlite-storage-measure.mjs`, import.meta.url));
   await build({ entryPoints: [fileURLToPath(import.meta.url)], outfile, bundle: true, platform: 'node', format: 'esm', target: 'node22.12', packages: 'external', logLevel: 'warning' });
   return outfile;
 }
@@ -177,8 +218,20 @@ const ms = (n: number) => `${n < 10 ? n.toFixed(2) : Math.round(n)} ms`;
 const load = () => `load ${loadavg().map((l) => l.toFixed(1)).join(' ')}`;
 
 async function main(): Promise<void> {
-  const count = Number(process.argv[2] ?? 100_000);
+  const replicateOnly = process.argv[2] === 'replicate-only';
+  const count = Number(process.argv[replicateOnly ? 3 : 2] ?? 100_000);
   const script = await bundle();
+  if (replicateOnly) {
+    const dir = mkdtempSync(join(tmpdir(), 'sqlite-replicate-'));
+    try {
+      const r = await child<Awaited<ReturnType<typeof replicateChild>>>(script, ['replicate', dir, String(count)]);
+      process.stdout.write(`sqlite: ${count} leads stored as pulled pages (collection, then meta instance): ${r.seconds.toFixed(1)} s, ${r.docsPerSecond} docs/s, CPU ${r.cpuSeconds.toFixed(1)} s (${load()})\n`);
+      for (const l of spaceLines(sqliteFilePath(dir, NAME), count)) process.stdout.write(`  ${l}\n`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return;
+  }
   const root = mkdtempSync(join(tmpdir(), 'sqlite-measure-'));
   const line = (t: string) => process.stdout.write(`${t}\n`);
   try {
@@ -210,6 +263,7 @@ async function childMain(mode: string, args: string[]): Promise<unknown> {
   if (mode === 'reopen' && (a === 'sqlite' || a === 'persisted-memory') && b) return reopenChild(a, b);
   if (mode === 'search' && a) return searchChild(a);
   if (mode === 'migrate' && a) return migrateChild(a);
+  if (mode === 'replicate' && a && b) return replicateChild(a, Number(b));
   throw new Error(`usage: sqlite-storage-measure [LEADS] | write KIND DIR N | reopen KIND DIR | search DIR | migrate DIR`);
 }
 
@@ -217,7 +271,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const [mode, ...rest] = process.argv.slice(2);
   // As the desktop process does (local-db.ts): V8's young generation stays small while loading.
   limitYoungGeneration();
-  const run = mode === 'write' || mode === 'reopen' || mode === 'search' || mode === 'migrate' ? childMain(mode, rest).then((r) => process.stdout.write(`RESULT ${JSON.stringify(r)}\n`)) : main();
+  const run = mode === 'write' || mode === 'reopen' || mode === 'search' || mode === 'migrate' || mode === 'replicate' ? childMain(mode, rest).then((r) => process.stdout.write(`RESULT ${JSON.stringify(r)}\n`)) : main();
   run.catch((e: unknown) => {
     process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
     process.exit(1);

@@ -44,6 +44,7 @@ import { TextIndex } from './fts.ts';
 import type { TextOrder } from './fts.ts';
 import { indexColumns, indexName } from './index-columns.ts';
 import type { IndexColumn, KeyRange } from './index-columns.ts';
+import { forkOf, isMetaSchema, link, materialize, materializeAll, MetaCodec, metaFollows, unlink } from './master-states.ts';
 import { layoutRecord, resolveLayout, storeOddOf, storeValues } from './store-columns.ts';
 import type { MemberTable, ResolvedLayout, StoreColumn, StoreLayout } from './store-columns.ts';
 
@@ -122,6 +123,9 @@ export class DocTable {
   private loadTimer: ReturnType<typeof setTimeout> | null = null;
   /** @internal Rows read by scans since open, for tests and benchmarks. */
   rowsScanned = 0;
+  readonly schema: RxJsonSchema<Doc>;
+  /** A replication meta table's assumed-master states stored by reference (master-states.ts). */
+  private readonly masters: MetaCodec | null;
 
   private constructor(
     readonly file: StorageFile,
@@ -131,6 +135,8 @@ export class DocTable {
     setup: TableSetup,
   ) {
     const db = file.db;
+    this.schema = setup.schema;
+    this.masters = isMetaSchema(setup.schema) ? masterCodec(file, table, setup.schema) : null;
     this.cache = new DocCache<Doc>(setup.cacheSize);
     this.primaryPath = getPrimaryFieldOfPrimaryKey(setup.schema.primaryKey);
     this.columns = indexColumns(setup.schema);
@@ -308,9 +314,12 @@ export class DocTable {
         const r = rows[i] as { rowid: number; id: string };
         const json = byRowid.get(r.rowid);
         if (json === undefined) throw new Error(`${this.name}: row ${r.rowid} (${r.id}) vanished while it was read.`);
-        const doc = JSON.parse(json) as Doc;
-        docs[i] = doc;
-        if (cache) this.cache.set(r.id, doc);
+        docs[i] = JSON.parse(json) as Doc;
+      }
+      this.masters?.decode(missing.map((i) => docs[i] as Doc));
+      for (const i of missing) {
+        const r = rows[i] as { rowid: number; id: string };
+        if (cache) this.cache.set(r.id, docs[i] as Doc);
         else fresh[i] = true;
       }
     }
@@ -336,7 +345,11 @@ export class DocTable {
   }
 
   private parse(id: string, json: string): Doc {
-    return this.cache.get(id) ?? (JSON.parse(json) as Doc);
+    const hit = this.cache.get(id);
+    if (hit) return hit;
+    const doc = JSON.parse(json) as Doc;
+    this.masters?.decode([doc]);
+    return doc;
   }
 
   /** The stored documents of these ids (deleted ones included), by id. Found documents are cached. */
@@ -348,15 +361,25 @@ export class DocTable {
       if (hit) out.set(id, hit);
       else missing.push(id);
     }
+    const read: Doc[] = [];
     if (missing.length <= 4) {
       for (const id of missing) {
         if (out.has(id)) continue;
         const json = this.getOne.get(id);
-        if (json !== undefined) out.set(id, JSON.parse(json) as Doc);
+        if (json !== undefined) {
+          const doc = JSON.parse(json) as Doc;
+          out.set(id, doc);
+          read.push(doc);
+        }
       }
     } else {
-      for (const row of this.getMany.iterate(JSON.stringify(missing))) out.set(row.id, JSON.parse(row.doc) as Doc);
+      for (const row of this.getMany.iterate(JSON.stringify(missing))) {
+        const doc = JSON.parse(row.doc) as Doc;
+        out.set(row.id, doc);
+        read.push(doc);
+      }
     }
+    this.masters?.decode(read);
     for (const id of missing) {
       const doc = out.get(id);
       if (doc) this.cache.set(id, doc);
@@ -391,13 +414,18 @@ export class DocTable {
       }
       if (dropped.length > 0) this.file.db.prepare('UPDATE instances SET loading = 1 WHERE name = ?').run(this.name);
     }
+    // Meta rows referencing a replaced document keep its old state (master-states.ts).
+    const replaced: { id: string; doc: Doc }[] = [];
+    for (const r of rows) if (r.before) replaced.push({ id: String((r.before as Record<string, unknown>)[this.primaryPath]), doc: r.before });
+    materialize(this.file.db, this.table, replaced);
+    const json = this.masters ? this.masters.encode(rows.map((r) => r.doc)) : null;
     let seq = this.lastSeq;
     const oddDelta = this.columns.map(() => 0);
     const storeOddDelta = this.storeUnfaithful.map(() => 0);
     const store = this.layout.columns;
     const values: unknown[] = new Array<unknown>(7 + store.length + this.columns.length);
     const rowids: (number | bigint)[] = [];
-    for (const { before, doc } of rows) {
+    for (const [n, { before, doc }] of rows.entries()) {
       const odd = this.oddOf(doc);
       const id = String((doc as Record<string, unknown>)[this.primaryPath]);
       const sodd = storeValues(this.layout, id, doc, values, 7);
@@ -407,7 +435,7 @@ export class DocTable {
       values[3] = doc._meta.lwt;
       values[4] = odd;
       values[5] = sodd;
-      values[6] = JSON.stringify(doc);
+      values[6] = json ? json[n] : JSON.stringify(doc);
       for (let i = 0; i < this.columns.length; i++) values[7 + store.length + i] = (this.columns[i] as IndexColumn).keyOf(doc);
       rowids.push(this.upsert.get(...values) as number | bigint);
       this.countOdd(odd, 1, oddDelta);
@@ -518,6 +546,9 @@ export class DocTable {
   /** Deletes tombstones whose last write is at or before `maxLwt`; returns their ids. Must run
    * inside the file's write transaction. */
   purge(maxLwt: number): Purged {
+    // Meta rows referencing a purged tombstone keep its state (master-states.ts).
+    const purging = this.prepared('purging', () => `SELECT id, doc FROM "${this.table}" WHERE deleted = 1 AND lwt <= ?`);
+    materialize(this.file.db, this.table, (purging.all(maxLwt) as { id: string; doc: string }[]).map((r) => ({ id: r.id, doc: JSON.parse(r.doc) as Doc })));
     // Tombstones have no text rows and no member rows (both are written for live documents only).
     const stmt = this.prepared('purge', () => `DELETE FROM "${this.table}" WHERE deleted = 1 AND lwt <= ? RETURNING id, odd, sodd`);
     const oddDelta = this.columns.map(() => 0);
@@ -554,6 +585,8 @@ export class DocTable {
   /** Deletes the table, its text index and its registry entry. Must run inside a transaction. */
   drop(): void {
     const db = this.file.db;
+    materializeAll(db, this.table);
+    unlink(db, this.table);
     if (this.text) db.exec(`DROP TABLE IF EXISTS "${this.text.table}"`);
     for (const m of this.layout.members) db.exec(`DROP TABLE IF EXISTS "${m.table}"`);
     db.exec(`DROP TABLE IF EXISTS "${this.table}"`);
@@ -568,6 +601,30 @@ export class DocTable {
     this.loading = false;
     this.missing.clear();
   }
+}
+
+/**
+ * The codec of a replication meta table (master-states.ts): the collection table it follows, from
+ * the file's link, or found among the file's open tables and linked now; null when none is, or when
+ * several could be.
+ */
+function masterCodec(file: StorageFile, table: string, schema: RxJsonSchema<Doc>): MetaCodec | null {
+  const db = file.db;
+  const linked = forkOf(db, table);
+  if (linked === undefined) {
+    const candidates = [...(TABLES.get(file)?.values() ?? [])].filter((t) => t.table !== table && metaFollows(schema, t.schema));
+    if (candidates.length !== 1) return null;
+    file.write(true, () => link(db, table, (candidates[0] as DocTable).table));
+  } else if (db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(linked) === undefined) {
+    throw new Error(`${table}: its replication states follow table ${linked}, which the file does not hold (the file was changed outside this app).`);
+  }
+  return new MetaCodec(db, table, (forkTable, ids) => {
+    const open = [...(TABLES.get(file)?.values() ?? [])].find((t) => t.table === forkTable);
+    if (open) return open.get(ids);
+    const out = new Map<string, Doc>();
+    for (const r of db.prepare<[string], { id: string; doc: string }>(`SELECT id, doc FROM "${forkTable}" WHERE id IN (SELECT value FROM json_each(?))`).iterate(JSON.stringify(ids))) out.set(r.id, JSON.parse(r.doc) as Doc);
+    return out;
+  });
 }
 
 /** Whether a table of the file is in a bulk load whose indexes are still to be built. */
