@@ -1,12 +1,16 @@
-import { StrictMode } from 'react';
-import { createRoot } from 'react-dom/client';
-import { App } from './app/App.tsx';
+/** The page's entry: small on purpose. It opens the bridge and asks for the first screen's data
+ * (the session, and the leads table's first page when the window opens on it), then loads React
+ * and the app, a chunk of their own, while the backend answers. */
+import { bridge } from './bridge/index.ts';
+import { startLeadPager } from './screens/leads/lead-pager.ts';
+import { searchInput } from './screens/leads/selection.ts';
+import { useApp } from './state/app-store.ts';
 import './styles/app.css';
 
-const root = document.getElementById('root');
-if (!root) throw new Error('The page has no #root element.');
-createRoot(root).render(
-  <StrictMode>
-    <App />
-  </StrictMode>,
-);
+// The session first: its answer is immediate, and the app's frame can be drawn while the backend
+// runs the page's query. An unanswered session is asked again by the app (App.tsx).
+const session = bridge.session.get();
+session.catch(() => undefined);
+const { screen, filters } = useApp.getState();
+if (screen === 'leads') startLeadPager(searchInput(filters));
+void import('./app/mount.tsx').then((app) => app.mount(session));

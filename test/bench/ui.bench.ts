@@ -2,24 +2,113 @@
  * UI benchmark: the leads table over 100,000 leads (`BENCH_LEADS=1000000` for a million) in the
  * desktop's local database (RxDB on the SQLite storage), served by the web host and drawn by
  * Debian's Chromium.
- * - time to the first rendered rows after opening the app (target <= 300 ms),
+ * - first rows from navigation (target <= 300 ms): from the navigation's start (performance's time
+ *   origin) to the end of the first frame painted with a row of the table in it. A script added
+ *   before the page's own sees the row inserted (MutationObserver), waits for the next animation
+ *   frame and posts a task from it, which runs once that frame is painted. Measured on five fresh
+ *   browser contexts (no HTTP or code cache): the first right after the app started, then four more;
+ *   the breakdown says when the scripts arrived, the socket opened, the first page's query was sent
+ *   and answered, and the row was inserted. Also the JavaScript the page had loaded by then, and the
+ *   production build's chunks;
  * - time to the first rows after changing the sort (a new query over all 100k),
  * - frame times while scrolling fast through the list, pages loading as it goes (target: no frame
  *   over 50 ms).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import type { Browser, Page } from 'playwright-core';
+import { RENDERER_DIST } from '../../scripts/build-app.ts';
 import { ensureRendererBuilt, launchBrowser, startApp } from '../e2e/support/app.ts';
 
 const LEADS = Number(process.env.BENCH_LEADS ?? process.env.UI_BENCH_LEADS ?? 100_000);
+const NAVIGATIONS = 5;
 
 const pct = (xs: number[], p: number): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0;
 };
 const ms = (n: number) => `${n.toFixed(1)} ms`;
+const kb = (n: number) => `${(n / 1024).toFixed(1)} KB`;
+
+/** Runs in the page before its own scripts (a string: the page must not see the bundler's helpers).
+ * Marks, in performance.now() ms: scripts' socket opened, the leads search's first subscribe sent and
+ * first answer received, the first row inserted and painted. */
+const FIRST_ROWS_PROBE = `(() => {
+  const marks = (window.__firstRows = {});
+  const mark = (k) => { if (!(k in marks)) marks[k] = performance.now(); };
+  const searchSubs = new Set();
+  const Native = WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(url, protocols) {
+      super(url, protocols);
+      this.addEventListener('open', () => mark('socketOpen'));
+      this.addEventListener('message', (ev) => {
+        const m = JSON.parse(String(ev.data));
+        if (m.t === 'push' && searchSubs.has(m.id)) mark('firstPageReceived');
+      });
+    }
+    send(data) {
+      const m = JSON.parse(data);
+      if (m.t === 'sub' && m.op === 'campaigns.leads.search') { searchSubs.add(m.id); mark('firstPageAsked'); }
+      super.send(data);
+    }
+  };
+  new MutationObserver((_, observer) => {
+    if (!document.querySelector('.table [data-lead-id]')) return;
+    observer.disconnect();
+    mark('rowInserted');
+    requestAnimationFrame(() => {
+      const channel = new MessageChannel();
+      channel.port1.onmessage = () => mark('rowPainted');
+      channel.port2.postMessage(0);
+    });
+  }).observe(document, { subtree: true, childList: true });
+})();`;
+
+type FirstRows = { marks: Record<string, number>; scriptsLoaded: number; js: { name: string; bytes: number }[]; busy: { task: number; script: number } };
+
+/** Opens the app in a fresh context and measures its first rows; the page stays open. */
+async function openMeasured(browser: Browser, url: string): Promise<{ page: Page; result: FirstRows }> {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  const page = await context.newPage();
+  await page.addInitScript({ content: FIRST_ROWS_PROBE });
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('Performance.enable');
+  await page.goto(url);
+  await page.waitForFunction(() => 'rowPainted' in ((window as unknown as { __firstRows: object }).__firstRows), undefined, { timeout: 60_000 });
+  // The page's main thread's busy time so far (a round trip after the row was painted): less
+  // sensitive to other processes on the machine than the wall time.
+  const { metrics } = await cdp.send('Performance.getMetrics');
+  const metric = (name: string) => (metrics.find((x) => x.name === name)?.value ?? NaN) * 1000;
+  const busy = { task: metric('TaskDuration'), script: metric('ScriptDuration') };
+  await cdp.detach();
+  const measured = await page.evaluate((): Omit<FirstRows, 'busy'> => {
+    const marks = (window as unknown as { __firstRows: Record<string, number> }).__firstRows;
+    const painted = marks.rowPainted ?? Infinity;
+    const scripts = performance.getEntriesByType('resource').filter((e) => e.name.endsWith('.js') && e.startTime < painted) as PerformanceResourceTiming[];
+    return {
+      marks,
+      scriptsLoaded: Math.max(0, ...scripts.map((e) => e.responseEnd)),
+      js: scripts.map((e) => ({ name: e.name.split('/').pop() ?? e.name, bytes: e.decodedBodySize })),
+    };
+  });
+  return { page, result: { ...measured, busy } };
+}
+
+/** The production build's JavaScript chunks (renderer/dist/assets), largest first. */
+function chunkSizes(): { name: string; bytes: number; gzip: number }[] {
+  const dir = join(RENDERER_DIST, 'assets');
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.js'))
+    .map((f) => {
+      const body = readFileSync(join(dir, f));
+      return { name: f, bytes: statSync(join(dir, f)).size, gzip: gzipSync(body).length };
+    })
+    .sort((a, b) => b.bytes - a.bytes);
+}
 
 export async function run(): Promise<void> {
   await ensureRendererBuilt();
@@ -31,14 +120,31 @@ export async function run(): Promise<void> {
   const app = await startApp({ dataDir });
   const browser = await launchBrowser();
   try {
-    const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-    const page = await context.newPage();
+    const chunks = chunkSizes();
+    const total = chunks.reduce((n, c) => n + c.bytes, 0);
+    console.log(`ui: renderer build: ${chunks.length} JavaScript chunk(s), ${kb(total)} in all; largest: ${chunks.slice(0, 4).map((c) => `${c.name} ${kb(c.bytes)} (gzip ${kb(c.gzip)})`).join(', ')}`);
 
-    // Opening the app: navigation start to the first row on screen.
-    await page.goto(app.url);
-    await page.locator('.table [data-lead-id]').first().waitFor({ timeout: 60_000 });
-    const firstRows = await page.evaluate(() => performance.now());
-    console.log(`ui: first rows rendered ${ms(firstRows)} after opening the app (target <= 300 ms: ${firstRows <= 300 ? 'met' : 'NOT met'})`);
+    // Opening the app: navigation start to the first painted frame with a row, on fresh contexts.
+    let current: Page | undefined;
+    const samples: FirstRows[] = [];
+    for (let i = 0; i < NAVIGATIONS; i++) {
+      if (current) await current.context().close();
+      const opened = await openMeasured(browser, app.url);
+      current = opened.page;
+      samples.push(opened.result);
+    }
+    if (!current) throw new Error('no navigation measured');
+    const page = current;
+    const painted = samples.map((s) => s.marks.rowPainted ?? NaN);
+    const later = painted.slice(1);
+    const median = pct(later, 50);
+    console.log(`ui: first rows from navigation (row painted): ${painted.map((p) => p.toFixed(0)).join(', ')} ms (the first right after the app started); median of the later ${later.length}: ${ms(median)} (target <= 300 ms: ${median <= 300 ? 'met' : 'NOT met'})`);
+    const m = (k: string) => pct(samples.slice(1).map((s) => (k === 'scriptsLoaded' ? s.scriptsLoaded : s.marks[k] ?? NaN)), 50).toFixed(0);
+    console.log(`ui: first rows, medians from navigation: scripts loaded ${m('scriptsLoaded')} ms, socket open ${m('socketOpen')}, first page asked ${m('firstPageAsked')}, answered ${m('firstPageReceived')}, row inserted ${m('rowInserted')}, painted ${m('rowPainted')}`);
+    const busy = (k: 'task' | 'script') => pct(samples.slice(1).map((s) => s.busy[k]), 50).toFixed(0);
+    console.log(`ui: first rows, the page's main thread busy until then (median, CDP Performance metrics): ${busy('task')} ms in tasks, ${busy('script')} ms of it running JavaScript`);
+    const js = samples[samples.length - 1]?.js ?? [];
+    console.log(`ui: JavaScript loaded before the first rows: ${kb(js.reduce((n, c) => n + c.bytes, 0))} in ${js.length} file(s) (${js.map((c) => `${c.name} ${kb(c.bytes)}`).join(', ')})`);
 
     // A new query over every lead: sort by name.
     const resort = await page.evaluate(async () => {

@@ -1,12 +1,14 @@
 /** The window: the first-run choice until a workspace is open, then the CRM. */
 import { useEffect } from 'react';
+import type { SessionInfo } from '../../../electron/bridge.ts';
 import { backendConnection, bridge } from '../bridge/index.ts';
 import { useApp } from '../state/app-store.ts';
 import { FirstRun } from '../screens/first-run/FirstRun.tsx';
 import { Opening } from '../screens/first-run/Opening.tsx';
 import { Shell } from './Shell.tsx';
 
-export function App() {
+/** `firstSession`: a session request already on its way (main.tsx), used by the first load. */
+export function App({ firstSession }: { firstSession?: Promise<SessionInfo> }) {
   const session = useApp((s) => s.session);
   const setSession = useApp((s) => s.setSession);
   const setSync = useApp((s) => s.setSync);
@@ -15,11 +17,15 @@ export function App() {
     const stopSession = bridge.session.subscribe(setSession);
     const stopSync = bridge.syncStatus.subscribe(setSync);
     let cancelled = false;
-    const load = () =>
-      bridge.session.get().then(
+    let first = firstSession;
+    const load = () => {
+      const asked = first ?? bridge.session.get();
+      first = undefined;
+      return asked.then(
         (s) => !cancelled && setSession(s),
         () => !cancelled && setTimeout(load, 500),
       );
+    };
     void load();
     // After the web host restarts, the open workspace may have changed: ask again.
     const stopConnection = backendConnection.subscribe((state) => {
@@ -31,7 +37,7 @@ export function App() {
       stopSync();
       stopConnection();
     };
-  }, [setSession, setSync]);
+  }, [setSession, setSync, firstSession]);
 
   if (!session) return <div className="first-run"><p className="muted">Opening…</p></div>;
   if (session.state === 'none') return <FirstRun dataDir={session.dataDir} />;

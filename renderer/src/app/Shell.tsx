@@ -1,38 +1,13 @@
 /** The CRM layout: left navigation, top search, the current screen, the lead panel and overlays. */
-import { useEffect, useState } from 'react';
+import { Suspense, useEffect, useState } from 'react';
 import { backendConnection, bridge } from '../bridge/index.ts';
 import { useApp } from '../state/app-store.ts';
-import type { Screen } from '../state/app-store.ts';
-import { LeadsScreen } from '../screens/leads/LeadsScreen.tsx';
-import { DuplicatesScreen } from '../screens/duplicates/DuplicatesScreen.tsx';
-import { LeadPanel } from '../screens/lead/LeadPanel.tsx';
-import { PipelineBoard } from '../screens/pipeline/PipelineBoard.tsx';
-import { TasksScreen } from '../screens/tasks/TasksScreen.tsx';
-import { InboxScreen } from '../screens/inbox/InboxScreen.tsx';
-import { TriageScreen } from '../screens/triage/TriageScreen.tsx';
-import { SettingsScreen } from '../screens/settings/SettingsScreen.tsx';
-import { CampaignsScreen } from '../screens/campaigns/CampaignsScreen.tsx';
-import { SendersScreen } from '../screens/senders/SendersScreen.tsx';
-import { SocialScreen } from '../screens/social/SocialScreen.tsx';
-import { CommandPalette } from './CommandPalette.tsx';
 import { Nav } from './Nav.tsx';
-import { ShortcutsHelp } from './ShortcutsHelp.tsx';
+import { firstScreenShown } from './first-screen.ts';
+import { CommandPalette, LeadPanel, SCREEN_VIEWS, ShortcutsHelp } from './screens.ts';
 import { Toasts } from './Toasts.tsx';
 import { TopBar } from './TopBar.tsx';
 import { useShortcuts } from './shortcuts.ts';
-
-const SCREEN_VIEWS: Record<Screen, () => React.JSX.Element> = {
-  leads: LeadsScreen,
-  duplicates: DuplicatesScreen,
-  pipeline: PipelineBoard,
-  inbox: InboxScreen,
-  tasks: TasksScreen,
-  triage: TriageScreen,
-  campaigns: CampaignsScreen,
-  senders: SendersScreen,
-  social: SocialScreen,
-  settings: SettingsScreen,
-};
 
 export function Shell() {
   const screen = useApp((s) => s.screen);
@@ -58,6 +33,10 @@ export function Shell() {
     [],
   );
   useShortcuts();
+  // The leads table says when its first rows are drawn; another screen has no such signal.
+  useEffect(() => {
+    if (screen !== 'leads') firstScreenShown();
+  }, [screen]);
   const View = SCREEN_VIEWS[screen];
   return (
     <div className="app">
@@ -66,12 +45,16 @@ export function Shell() {
       <main className="main">
         <div className="screen">
           {conn !== 'open' && <div className="banner" role="status">The connection to the app backend dropped; reconnecting… Changes you make now wait until it is back.</div>}
-          <View />
+          <Suspense fallback={<p className="muted" role="status">Loading…</p>}>
+            <View />
+          </Suspense>
         </div>
-        {leadId && <LeadPanel leadId={leadId} overlay={screen !== 'leads'} />}
+        <Suspense fallback={null}>{leadId && <LeadPanel leadId={leadId} overlay={screen !== 'leads'} />}</Suspense>
       </main>
-      {paletteOpen && <CommandPalette />}
-      {helpOpen && <ShortcutsHelp />}
+      <Suspense fallback={null}>
+        {paletteOpen && <CommandPalette />}
+        {helpOpen && <ShortcutsHelp />}
+      </Suspense>
       <Toasts />
     </div>
   );

@@ -1,23 +1,27 @@
 /** Leads: filters, the virtualized table, bulk actions on the selection, a new lead by hand (`n`),
  * CSV import and export. */
-import { useEffect, useMemo, useState, useSyncExternalStore } from 'react';
+import { Suspense, useEffect, useMemo, useState, useSyncExternalStore } from 'react';
 import { ErrorText } from '../../components/ErrorText.tsx';
+import { lazyChunk } from '../../lib/lazy-chunk.ts';
 import { useOp } from '../../lib/ops.ts';
 import { useCampaigns } from '../../lib/workspace-data.ts';
 import { useApp } from '../../state/app-store.ts';
 import { BulkBar } from './BulkBar.tsx';
-import type { BulkAction } from './BulkBar.tsx';
-import { BulkStageDialog } from './BulkStageDialog.tsx';
-import { BulkTagDialog } from './BulkTagDialog.tsx';
-import { ChangeSenderDialog } from './ChangeSenderDialog.tsx';
-import { EnrollDialog } from './EnrollDialog.tsx';
 import { exportLeadsCsv } from './csv-export.ts';
-import { ImportDialog } from './ImportDialog.tsx';
+import type { BulkAction } from './BulkBar.tsx';
 import { LeadFiltersBar } from './LeadFiltersBar.tsx';
-import { LeadPager } from './lead-pager.ts';
+import { openLeadPager } from './lead-pager.ts';
+import type { LeadPager } from './lead-pager.ts';
 import { ColumnChooser, LeadsTable } from './LeadsTable.tsx';
-import { NewLeadDialog } from './NewLeadDialog.tsx';
 import { searchInput, Selection } from './selection.ts';
+
+// The dialogs (CSV parsing among them) are not needed to show the table.
+const BulkStageDialog = lazyChunk(() => import('./BulkStageDialog.tsx').then((m) => m.BulkStageDialog));
+const BulkTagDialog = lazyChunk(() => import('./BulkTagDialog.tsx').then((m) => m.BulkTagDialog));
+const ChangeSenderDialog = lazyChunk(() => import('./ChangeSenderDialog.tsx').then((m) => m.ChangeSenderDialog));
+const EnrollDialog = lazyChunk(() => import('./EnrollDialog.tsx').then((m) => m.EnrollDialog));
+const ImportDialog = lazyChunk(() => import('./ImportDialog.tsx').then((m) => m.ImportDialog));
+const NewLeadDialog = lazyChunk(() => import('./NewLeadDialog.tsx').then((m) => m.NewLeadDialog));
 
 export function LeadsScreen() {
   const filters = useApp((s) => s.filters);
@@ -28,7 +32,7 @@ export function LeadsScreen() {
   // Created in an effect (not a memo) so its subscriptions end exactly when the view lets go of it.
   const [pager, setPager] = useState<LeadPager | null>(null);
   useEffect(() => {
-    const p = new LeadPager(input);
+    const p = openLeadPager(input);
     setPager(p);
     return () => p.dispose();
   }, [input]);
@@ -117,12 +121,14 @@ function LeadsView(props: {
       {exportError && <div style={{ margin: '0 16px 10px' }}><ErrorText error={exportError} /></div>}
       {!selection.isEmpty && <BulkBar selection={selection} pager={pager} onSelection={setSelection} onAction={setDialog} />}
       <LeadsTable pager={pager} selection={selection} onSelection={setSelection} />
-      {dialog === 'import' && <ImportDialog onClose={() => setDialog(null)} defaultGroupId={campaignGroupId} />}
-      {dialog === 'new' && <NewLeadDialog onClose={() => setDialog(null)} defaultGroupId={campaignGroupId} />}
-      {dialog === 'enroll' && <EnrollDialog selection={selection} filters={filters} onClose={() => setDialog(null)} onDone={() => setSelection(Selection.none())} />}
-      {dialog === 'sender' && <ChangeSenderDialog selection={selection} filters={filters} onClose={() => setDialog(null)} onDone={() => setSelection(Selection.none())} />}
-      {dialog === 'tag' && <BulkTagDialog selection={selection} filters={filters} pager={pager} onClose={() => setDialog(null)} />}
-      {dialog === 'stage' && <BulkStageDialog selection={selection} filters={filters} pager={pager} onClose={() => setDialog(null)} />}
+      <Suspense fallback={null}>
+        {dialog === 'import' && <ImportDialog onClose={() => setDialog(null)} defaultGroupId={campaignGroupId} />}
+        {dialog === 'new' && <NewLeadDialog onClose={() => setDialog(null)} defaultGroupId={campaignGroupId} />}
+        {dialog === 'enroll' && <EnrollDialog selection={selection} filters={filters} onClose={() => setDialog(null)} onDone={() => setSelection(Selection.none())} />}
+        {dialog === 'sender' && <ChangeSenderDialog selection={selection} filters={filters} onClose={() => setDialog(null)} onDone={() => setSelection(Selection.none())} />}
+        {dialog === 'tag' && <BulkTagDialog selection={selection} filters={filters} pager={pager} onClose={() => setDialog(null)} />}
+        {dialog === 'stage' && <BulkStageDialog selection={selection} filters={filters} pager={pager} onClose={() => setDialog(null)} />}
+      </Suspense>
     </>
   );
 }

@@ -3,6 +3,7 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { memo, useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
 import type { KeyboardEvent } from 'react';
+import { firstScreenShown } from '../../app/first-screen.ts';
 import { StagePill, TagPill } from '../../components/StagePill.tsx';
 import { relative, shortDate } from '../../lib/format.ts';
 import { useTags } from '../../lib/workspace-data.ts';
@@ -200,6 +201,11 @@ export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager
   useEffect(() => {
     pager.setVisible(firstIndex, lastIndex);
   }, [pager, firstIndex, lastIndex, count]);
+
+  const shown = pager.loadedCount > 0;
+  useEffect(() => {
+    if (shown) firstScreenShown();
+  }, [shown]);
 
   const tagName = useCallback((id: string | null) => (id ? tags.get(id) : undefined), [tags]);
 

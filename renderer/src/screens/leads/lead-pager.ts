@@ -172,6 +172,28 @@ function keepUnchanged(old: LeadRow[] | null, next: LeadRow[]): LeadRow[] {
   });
 }
 
+/** A pager made before the leads screen exists (`startLeadPager`), waiting to be taken by it. */
+let started: { key: string; pager: LeadPager } | null = null;
+
+/** Makes the pager the leads screen will show for `input` now, so that its first page is asked for
+ * while the rest of the app still loads (main.tsx, before React). Its first `openLeadPager` takes it. */
+export function startLeadPager(input: Omit<SearchInput, 'cursor' | 'limit'>): void {
+  started?.pager.dispose();
+  started = { key: JSON.stringify(input), pager: new LeadPager(input) };
+}
+
+/** The pager for `input`: the one `startLeadPager` made when it asked for the same input, no screen
+ * took it yet and it holds no error (asked before a workspace was open, its answer was "no
+ * workspace": the backend runs it again when one opens, but the screen would show that error
+ * until then), else a new one. Whoever calls it disposes of the pager. */
+export function openLeadPager(input: Omit<SearchInput, 'cursor' | 'limit'>): LeadPager {
+  const early = started;
+  started = null;
+  if (early && early.key === JSON.stringify(input) && early.pager.error === null) return early.pager;
+  early?.pager.dispose();
+  return new LeadPager(input);
+}
+
 /** Fetches every lead of a filter, page by page (export, "select all matching" actions). */
 export async function* allLeads(input: Omit<SearchInput, 'cursor' | 'limit'>, pageSize = 200): AsyncGenerator<LeadRow[]> {
   let cursor: string | undefined;
