@@ -13,7 +13,8 @@
  *   headless desktops in their own processes.
  * Every line prints its target and the machine's load average (other work shares the cores).
  * 100,000 leads by default; `BENCH_LEADS=1000000 npm run bench -- desktop` runs the 1M targets
- * (issue 22: reopen <= 300 ms, rss <= 400 MB at 1M; <= 150 ms and <= 250 MB at 100k).
+ * (issue 22: reopen <= 300 ms at 1M, <= 150 ms at 100k; issue 27: rss <= 300 MB at 1M, <= 250 MB at
+ * 100k). The memory line says what the rss is made of (test/bench/support/process-memory.ts).
  * `npx tsx test/bench/desktop.bench.ts` runs it alone; test/bench/run.ts calls run().
  * `BENCH_DESKTOP_SYNC_ONLY=1` stops after the sync and the file's bytes per lead (comparing sync
  * speed before and after a change without the minutes of search and propagation).
@@ -30,6 +31,7 @@ import { spaceLines } from './support/sqlite-space.ts';
 import type { LocalDatabase } from '../../electron/backend/local-db.ts';
 import type { ReopenResult, SyncResult } from './support/desktop-child.ts';
 import { cpuMs, PULL_BATCH } from './support/desktop-measure.ts';
+import { formatBreakdown } from './support/process-memory.ts';
 import { seededRandom } from '../support/deterministic.ts';
 import { identifyKey } from '../../electron/backend/server-client.ts';
 import { newLead } from '../../shared/model/factories.ts';
@@ -44,7 +46,7 @@ import { nodeSecrets } from '../../sync-server/secrets.ts';
 
 const LEADS = Number(process.env.BENCH_LEADS ?? process.env.BENCH_DESKTOP_LEADS ?? 100_000);
 /** The issue's targets, by scale (the 1M ones apply from 1M leads). */
-const TARGET = LEADS >= 1_000_000 ? { reopenMs: 300, rss: 400e6 } : { reopenMs: 150, rss: 250e6 };
+const TARGET = LEADS >= 1_000_000 ? { reopenMs: 300, rss: 300e6 } : { reopenMs: 150, rss: 250e6 };
 /** A lead number present at any scale, whose email fragment `-<n>@` matches that lead only. */
 const RARE = Math.floor(LEADS * 0.48213);
 const SEARCH_RUNS = 300;
@@ -322,9 +324,11 @@ export async function run(): Promise<void> {
         `the indexes the load left out built ${synced.indexedSeconds.toFixed(1)} s later; ${load()})`,
     );
     line(
-      `desktop: memory of the desktop process after that sync: rss ${mb(synced.rss)}, heap ${mb(synced.heap)}; after a forced GC rss ${mb(synced.rssAfterGc)}, heap ${mb(synced.heapAfterGc)} ` +
-        `(target rss <= ${mb(TARGET.rss)}: ${ok(synced.rss <= TARGET.rss)})`,
+      `desktop: memory of the desktop process 0.5 s after that sync: rss ${mb(synced.rss)}, heap ${mb(synced.heap)} (target rss <= ${mb(TARGET.rss)}: ${ok(synced.rss <= TARGET.rss)}); ` +
+        `once its indexes were built and it sat idle 10 s: rss ${mb(synced.rssIdle)}; after a forced GC (for reference) rss ${mb(synced.rssAfterGc)}, heap ${mb(synced.heapAfterGc)}`,
     );
+    if (synced.breakdown) line(`  memory 0.5 s after the sync: ${formatBreakdown(synced.breakdown)}`);
+    if (synced.breakdownIdle) line(`  memory when idle: ${formatBreakdown(synced.breakdownIdle)}`);
     line(`desktop: bytes of the synced desktop's file by storage instance, table and index (SQLite's dbstat), per lead of ${synced.leads}:`);
     for (const l of spaceLines(sqliteFilePath(dir, localDatabaseName(who.workspaceId)), synced.leads)) line(`  ${l}`);
     if (process.env.BENCH_DESKTOP_SYNC_ONLY === '1') return;

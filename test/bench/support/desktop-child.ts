@@ -2,10 +2,12 @@
  * The desktop benchmark's desktop-only child processes (test/bench/desktop.bench.ts bundles this file
  * with esbuild, as the app's backend is bundled, and runs it with plain node):
  *   sync-child URL KEY DIR                  an empty desktop syncs from the server; time and memory after
+ *                                           (BENCH_HEAP_SNAPSHOT=path also writes a heap snapshot then)
  *   reopen-child DIR WORKSPACE MEMBER       a fresh process opens the synced desktop, first page of leads
  * Each prints one line `RESULT <json>`.
  */
 import { randomUUID } from 'node:crypto';
+import { writeHeapSnapshot } from 'node:v8';
 import { openLocalDatabase } from '../../../electron/backend/local-db.ts';
 import { startSync } from '../../../electron/backend/replication.ts';
 import { identifyKey } from '../../../electron/backend/server-client.ts';
@@ -13,9 +15,28 @@ import { execute } from '../../../shared/ops/execute.ts';
 import { nodeSecrets } from '../../../sync-server/secrets.ts';
 import { seededRandom } from '../../support/deterministic.ts';
 import { cpuMs, PULL_BATCH } from './desktop-measure.ts';
+import { memoryBreakdown } from './process-memory.ts';
+import type { MemoryBreakdown } from './process-memory.ts';
 
 
-export type SyncResult = { leads: number; seconds: number; cpuSeconds: number; indexedSeconds: number; rss: number; heap: number; rssAfterGc: number; heapAfterGc: number };
+export type SyncResult = {
+  leads: number;
+  seconds: number;
+  cpuSeconds: number;
+  indexedSeconds: number;
+  /** A moment (0.5 s) after the sync, no forced collection. */
+  rss: number;
+  heap: number;
+  /** What that rss is made of; null off Linux. */
+  breakdown: MemoryBreakdown | null;
+  /** Once the indexes a load leaves out are built and the process has been idle IDLE_MS (what the
+   * app holds while the user works after a sync), still without a forced collection. */
+  rssIdle: number;
+  breakdownIdle: MemoryBreakdown | null;
+  /** After a forced full collection, for reference (not a figure the app reaches by itself). */
+  rssAfterGc: number;
+  heapAfterGc: number;
+};
 export type ReopenResult = { leads: number; openMs: number; firstRowsMs: number; firstRowsCpuMs: number; rows: number; rss: number; heap: number };
 
 
@@ -23,6 +44,9 @@ const memory = () => {
   const m = process.memoryUsage();
   return { rss: m.rss, heap: m.heapUsed };
 };
+/** How long the synced desktop stays idle before its memory is read again: past V8's memory
+ * reducer, which starts 8 s after an allocation-heavy phase ends (--gc-memory-reducer-start-delay-ms). */
+const IDLE_MS = 10_000;
 const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
 
 /** Child mode: an empty desktop syncs from the server; prints the time and the memory after it. */
@@ -36,18 +60,24 @@ async function syncChild(url: string, key: string, dir: string): Promise<SyncRes
   const seconds = (performance.now() - t0) / 1000;
   const cpuSeconds = cpuMs(c0) / 1000;
   const leads = await db.store.count('leads');
-  // Memory as the app would hold it a moment after the sync (no forced collection), then after one.
+  // Memory as the app would hold it a moment after the sync (no forced collection).
   await new Promise((r) => setTimeout(r, 500));
   const settled = memory();
-  gc();
-  const collected = memory();
+  const breakdown = memoryBreakdown();
   // The indexes a bulk load leaves out are built once pulls have been quiet for a moment.
   const i0 = performance.now();
   await db.indexed();
   const indexedSeconds = (performance.now() - i0) / 1000;
+  await new Promise((r) => setTimeout(r, IDLE_MS));
+  const idle = memory();
+  const breakdownIdle = memoryBreakdown();
+  gc();
+  const collected = memory();
+  const snapshot = process.env.BENCH_HEAP_SNAPSHOT;
+  if (snapshot) writeHeapSnapshot(snapshot);
   await sync.stop();
   await db.close();
-  return { leads, seconds, cpuSeconds, indexedSeconds, rss: settled.rss, heap: settled.heap, rssAfterGc: collected.rss, heapAfterGc: collected.heap };
+  return { leads, seconds, cpuSeconds, indexedSeconds, rss: settled.rss, heap: settled.heap, breakdown, rssIdle: idle.rss, breakdownIdle, rssAfterGc: collected.rss, heapAfterGc: collected.heap };
 }
 
 /** Child mode: a fresh process opens the synced desktop and asks for the leads table's first page. */
