@@ -319,6 +319,15 @@ export async function run(): Promise<void> {
       `desktop: memory of the desktop process after that sync: rss ${mb(synced.rss)}, heap ${mb(synced.heap)}; after a forced GC rss ${mb(synced.rssAfterGc)}, heap ${mb(synced.heapAfterGc)} ` +
         `(target rss <= ${mb(TARGET.rss)}: ${ok(synced.rss <= TARGET.rss)})`,
     );
+    const blocked = (d: { maxMs: number; p99Ms: number }) => `longest ${ms(d.maxMs)}, p99 ${ms(d.p99Ms)}`;
+    line(
+      `desktop: the desktop process's event loop blocked during that sync: ${blocked(synced.loopSync)}; during the index builds after it: ${blocked(synced.loopBuilds)} ` +
+        `(monitorEventLoopDelay; target longest <= 50 ms: ${ok(Math.max(synced.loopSync.maxMs, synced.loopBuilds.maxMs) <= 50)}; ${load()})`,
+    );
+    line(
+      `desktop: re-sort of the leads table by name (first 50) right after that sync: ${ms(synced.resortAfterSyncMs)}; during the index builds: ${ms(synced.resortDuringBuildsMs)} ` +
+        `(target <= 300 ms: ${ok(Math.max(synced.resortAfterSyncMs, synced.resortDuringBuildsMs) <= 300)})`,
+    );
     const reopened = await child<ReopenResult>(['reopen-child', dir, who.workspaceId, who.actor.memberId]);
     line(
       `desktop: reopening the synced desktop (${reopened.leads} leads) in a fresh process: open ${ms(reopened.openMs)}, first ${reopened.rows} rows of campaigns.leads.search ${ms(reopened.firstRowsMs)} ` +
