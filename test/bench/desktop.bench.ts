@@ -17,7 +17,7 @@
  * `npx tsx test/bench/desktop.bench.ts` runs it alone; test/bench/run.ts calls run().
  */
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -66,7 +66,10 @@ const mb = (n: number) => `${(n / 1e6).toFixed(0)} MB`;
 async function buildChild(): Promise<string> {
   const { build } = await import('esbuild');
   // Inside the project, so the bundle's package imports resolve from its node_modules.
-  const outfile = fileURLToPath(new URL('../../node_modules/.cache/outreach-crm-bench/desktop-child.mjs', import.meta.url));
+  // Named after this checkout: worktrees share one node_modules, and two benches running at once
+  // from two checkouts would otherwise run each other's bundle.
+  const checkout = createHash('sha256').update(fileURLToPath(new URL('../..', import.meta.url))).digest('hex').slice(0, 12);
+  const outfile = fileURLToPath(new URL(`../../node_modules/.cache/outreach-crm-bench/desktop-child-${checkout}.mjs`, import.meta.url));
   await build({
     entryPoints: [fileURLToPath(new URL('./support/desktop-child.ts', import.meta.url))],
     outfile,
