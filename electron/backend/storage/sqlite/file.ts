@@ -272,6 +272,8 @@ class StatementWorker {
       if (m.error === undefined) p.ok();
       else p.fail(Object.assign(new Error(m.error), { code: m.code }));
       if (this.pending.size === 0) {
+        // Idle: the thread alone does not keep the process alive (see run).
+        this.thread.unref();
         this.idle = setTimeout(() => void this.close(), WORKER_IDLE_MS);
         this.idle.unref();
       }
@@ -290,6 +292,8 @@ class StatementWorker {
   run(sql: string): Promise<void> {
     if (this.idle) clearTimeout(this.idle);
     this.idle = null;
+    // While a statement runs, the process waits for it (a caller awaits its promise).
+    this.thread.ref();
     const id = ++this.next;
     return new Promise<void>((ok, fail) => {
       this.pending.set(id, { ok, fail });
@@ -301,7 +305,11 @@ class StatementWorker {
   async close(): Promise<void> {
     if (this.idle) clearTimeout(this.idle);
     this.idle = null;
-    if (!this.ended) this.thread.postMessage({ close: true });
+    if (!this.ended) {
+      // Awaited (a closing file waits for the connection to close): keep the process up meanwhile.
+      this.thread.ref();
+      this.thread.postMessage({ close: true });
+    }
     this.ended = true;
     await this.exited;
   }
