@@ -61,6 +61,10 @@ export type SyncStatus = {
   refusals: SyncRefusal[];
   /** Why the connection is down, in words. */
   error: string | null;
+  /** Long work under way, in words, while it runs: documents of the first pull received so far
+   * ("12,000 synced"; the server's pull pages tell no total), or an index being built ("Building
+   * the index of leads by full name"). */
+  activity?: string;
 };
 
 export type ConnectInput = { url: string; apiKey: string };

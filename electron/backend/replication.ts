@@ -158,6 +158,8 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
   };
   /** Conflicts resolved by taking the server's document, until that write lands in the fork. */
   const tookServerState = new Map<string, Doc>();
+  let watchingBuilds = false;
+  const unwatch: (() => void)[] = [];
   for (const c of opts.collections ?? REPLICATED_COLLECTIONS) {
     const collection = rx.collections[c] as RxCollection<Json> | undefined;
     if (!collection) throw new Error(`The local database has no ${c} collection.`);
@@ -177,6 +179,7 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
         handler: async (checkpoint, batchSize) => {
           const page = await pages.take(checkpoint ?? null, batchSize).catch(fail);
           status.requestOk();
+          status.pulledPage(c, page.documents.length, page.documents.length >= batchSize);
           if (page.documents.length >= batchSize) {
             // A full page means more is waiting: ask for the next one now, and let the request go
             // out before RxDB stores this page (its storing runs as one long chain of promise
@@ -204,6 +207,11 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
     // Pending: local writes (anything but the replication's own downstream writes) until the server
     // has the document's current state.
     const instance = localInstanceOf(collection.storageInstance);
+    // Index builds of the database's file (one file: watched through the first collection).
+    if (instance && !watchingBuilds) {
+      watchingBuilds = true;
+      unwatch.push(instance.watchBuilds((what) => status.buildingIndex(what)));
+    }
     if (instance) {
       subs.push(
         instance.changeStream().subscribe((bulk) => {
@@ -298,6 +306,7 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
       await stopStreams();
       await Promise.all(lanes.map((l) => l.state.cancel()));
       for (const s of subs) s.unsubscribe();
+      for (const u of unwatch) u();
       for (const l of lanes) l.stream.complete();
     },
   };

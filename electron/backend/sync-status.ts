@@ -1,7 +1,8 @@
 /**
  * The sync status a desktop shows: online or offline (and why), local changes the server has not
- * acknowledged yet, the last successful exchange, and pushes the server refused with its reasons.
- * Replication feeds it events; the UI subscribes (the bridge's SyncStatus shape).
+ * acknowledged yet, the last successful exchange, pushes the server refused with its reasons, and
+ * long work under way (a first pull's progress, an index build after it). Replication feeds it
+ * events; the UI subscribes (the bridge's SyncStatus shape).
  */
 import type { SyncRefusal, SyncStatus } from '../bridge.ts';
 
@@ -23,6 +24,12 @@ export class SyncStatusTracker {
   private readonly downStreams = new Set<string>();
   private readonly listeners = new Set<(s: SyncStatus) => void>();
   private emitQueued = false;
+  /** Collections pulling page after full page (a first pull, or catching up), and the documents
+   * they received since it began. */
+  private readonly catchingUp = new Set<string>();
+  private caughtUp = 0;
+  /** The index the storage builds now, in words. */
+  private building: string | null = null;
   private last: SyncStatus;
 
   constructor(private readonly now: () => Date = () => new Date()) {
@@ -49,6 +56,7 @@ export class SyncStatusTracker {
       lastSyncedAt: this.lastSyncedAt,
       refusals: [...this.refusals],
       error: this.fatal ?? (this.stopped ? 'Sync is paused.' : offline ? this.error : null),
+      ...(this.catchingUp.size > 0 ? { activity: `${this.caughtUp.toLocaleString('en-US')} synced` } : this.building ? { activity: `Building the index of ${this.building}` } : {}),
     };
   }
 
@@ -69,6 +77,21 @@ export class SyncStatusTracker {
     this.everConnected = true;
     this.requestFailing = false;
     this.lastSyncedAt = this.now().toISOString();
+    this.changed();
+  }
+
+  /** A pull page of `documents` arrived for `collection`; `full`: more are waiting. */
+  pulledPage(collection: string, documents: number, full: boolean): void {
+    if (!full && !this.catchingUp.has(collection)) return;
+    if (full) this.catchingUp.add(collection);
+    else this.catchingUp.delete(collection);
+    this.caughtUp = this.catchingUp.size > 0 || full ? this.caughtUp + documents : 0;
+    this.changed();
+  }
+
+  /** The local database builds an index (in words: "leads by full name"), or none (null). */
+  buildingIndex(what: string | null): void {
+    this.building = what;
     this.changed();
   }
 

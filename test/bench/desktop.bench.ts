@@ -20,7 +20,7 @@
  * speed before and after a change without the minutes of search and propagation).
  */
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -71,10 +71,11 @@ const mb = (n: number) => `${(n / 1e6).toFixed(0)} MB`;
  * and loaded its modules more slowly, which the app does not. */
 async function buildChild(): Promise<string> {
   const { build } = await import('esbuild');
-  // Inside the project, so the bundle's package imports resolve from its node_modules; one per
-  // checkout (worktrees share node_modules, and a bench running in another one must not swap it).
-  const checkout = fileURLToPath(new URL('../..', import.meta.url)).replace(/[^A-Za-z0-9]+/g, '-');
-  const outfile = fileURLToPath(new URL(`../../node_modules/.cache/outreach-crm-bench/${checkout}desktop-child.mjs`, import.meta.url));
+  // Inside the project, so the bundle's package imports resolve from its node_modules.
+  // Named after this checkout: worktrees share one node_modules, and two benches running at once
+  // from two checkouts would otherwise run each other's bundle.
+  const checkout = createHash('sha256').update(fileURLToPath(new URL('../..', import.meta.url))).digest('hex').slice(0, 12);
+  const outfile = fileURLToPath(new URL(`../../node_modules/.cache/outreach-crm-bench/desktop-child-${checkout}.mjs`, import.meta.url));
   await build({
     entryPoints: [fileURLToPath(new URL('./support/desktop-child.ts', import.meta.url))],
     outfile,
@@ -329,6 +330,15 @@ export async function run(): Promise<void> {
     );
     if (synced.breakdown) line(`  memory 0.5 s after the sync: ${formatBreakdown(synced.breakdown)}`);
     if (synced.breakdownIdle) line(`  memory when idle: ${formatBreakdown(synced.breakdownIdle)}`);
+    const blocked = (d: { maxMs: number; p99Ms: number }) => `longest ${ms(d.maxMs)}, p99 ${ms(d.p99Ms)}`;
+    line(
+      `desktop: the desktop process's event loop blocked during that sync: ${blocked(synced.loopSync)}; during the index builds after it: ${blocked(synced.loopBuilds)} ` +
+        `(monitorEventLoopDelay; target longest <= 50 ms: ${ok(Math.max(synced.loopSync.maxMs, synced.loopBuilds.maxMs) <= 50)}; ${load()})`,
+    );
+    line(
+      `desktop: re-sort of the leads table by name (first 50) right after that sync: ${ms(synced.resortAfterSyncMs)}; during the index builds: ${ms(synced.resortDuringBuildsMs)} ` +
+        `(target <= 300 ms: ${ok(Math.max(synced.resortAfterSyncMs, synced.resortDuringBuildsMs) <= 300)})`,
+    );
     line(`desktop: bytes of the synced desktop's file by storage instance, table and index (SQLite's dbstat), per lead of ${synced.leads}:`);
     for (const l of spaceLines(sqliteFilePath(dir, localDatabaseName(who.workspaceId)), synced.leads)) line(`  ${l}`);
     if (process.env.BENCH_DESKTOP_SYNC_ONLY === '1') return;

@@ -16,6 +16,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createRxDatabase, fillWithDefaultSettings, normalizeMangoQuery, now, prepareQuery, randomToken } from 'rxdb';
 import type { MangoQuery, RxCollection, RxDatabase, RxDocumentData, RxJsonSchema, RxStorage } from 'rxdb';
 import { replicateRxCollection } from 'rxdb/plugins/replication';
+import { BULK_ROWS } from '../../electron/backend/storage/sqlite/doc-table.ts';
 import { StorageLockedError, sqliteFilePath } from '../../electron/backend/storage/sqlite/file.ts';
 import { AtomicWriteConflict, writeAtomically } from '../../electron/backend/storage/sqlite/instance.ts';
 import { getRxStorageSqlite, sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
@@ -415,4 +416,89 @@ describe('SQLite storage: text search', () => {
     const found = sqliteInstanceOf<Item>(again)?.searchText('even 11', 1000);
     expect(found?.sort()).toEqual(rows.filter((d) => d.name.includes('even 11')).map((d) => d.id).sort());
   });
+});
+
+describe('SQLite storage: index builds off the event loop', () => {
+  /** A collection in a bulk load whose deferred indexes are missing, over `rows` rows: 1000 written
+   * as pulled documents (which starts the load), the rest put in with SQL (any content will do for
+   * building an index; it is not read back). */
+  async function loadedTable(rows: number) {
+    const dir = tempDir();
+    const inst = await openInstance<Item>(getRxStorageSqlite({ directory: dir }), filledItems(), { databaseName: 'build', collectionName: 'items' });
+    const sqlite = sqliteInstanceOf<Item>(inst);
+    if (!sqlite) throw new Error('not our storage');
+    const { file, table } = sqlite.internalsForTests;
+    const res = await inst.bulkWrite(Array.from({ length: BULK_ROWS }, (_, i) => ({ document: rowDoc(`p${i}`, `pulled ${i}`, i) })), 'replication-downstream-test');
+    expect(res.error).toEqual([]);
+    expect(table.isLoading).toBe(true);
+    const columns = (file.db.prepare(`PRAGMA table_info("${table.table}")`).all() as { name: string }[]).map((c) => c.name);
+    const value = (c: string): string => (c === 'seq' ? '-x' : c === 'id' ? "'bulk' || x" : c === 'doc' ? "'{}'" : c === 'lwt' ? 'x' : c.startsWith('k') ? 'hex(randomblob(16))' : '0');
+    file.write(false, () =>
+      file.db.exec(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < ${rows - BULK_ROWS})
+        INSERT INTO "${table.table}" (${columns.map((c) => `"${c}"`).join(', ')}) SELECT ${columns.map(value).join(', ')} FROM n`),
+    );
+    return { dir, inst, file, table };
+  }
+
+  it('keeps the event loop turning while an index of a large table is built, queues a write meanwhile and lands it', async () => {
+    const { inst, file, table } = await loadedTable(400_000);
+    // Timer drift: the longest gap between ticks of a 5 ms interval while the builds run.
+    let last = performance.now();
+    let maxGap = 0;
+    const tick = setInterval(() => {
+      const t = performance.now();
+      maxGap = Math.max(maxGap, t - last);
+      last = t;
+    }, 5);
+    const builds: { what: string; ms: number }[] = [];
+    let started = 0;
+    const stop = file.watchBuilds((what) => {
+      if (what !== null) started = performance.now();
+      else if (started > 0) builds.push({ what: 'index', ms: performance.now() - started });
+    });
+    let queued = null as Promise<unknown> | null;
+    let wasQueued = false;
+    const stopWrite = file.watchBuilds((what) => {
+      if (what === null || queued) return;
+      // A local write while the worker holds the write lock: queued, not run into SQLITE_BUSY.
+      queued = inst.bulkWrite([{ document: rowDoc('during', 'written during a build', 7) }], 'test-local-write');
+      wasQueued = file.building;
+    });
+    try {
+      last = performance.now();
+      maxGap = 0;
+      await table.finishLoading();
+      expect(table.isLoading).toBe(false);
+      expect(queued).not.toBeNull();
+      expect(wasQueued).toBe(true);
+      expect(await queued).toEqual({ error: [] });
+    } finally {
+      clearInterval(tick);
+      stop();
+      stopWrite();
+    }
+    const longest = Math.max(...builds.map((b) => b.ms));
+    expect(builds.length).toBeGreaterThan(0);
+    // Generous (the machine is shared): on this thread a build held the loop for its whole length.
+    expect(maxGap, `longest loop gap ${maxGap.toFixed(0)} ms; longest build ${longest.toFixed(0)} ms`).toBeLessThan(Math.max(100, longest / 3));
+    const found = await inst.findDocumentsById(['during'], false);
+    expect(found.map((d) => d.name)).toEqual(['written during a build']);
+    // The index is in the file and the query plan uses it.
+    const names = file.db.prepare<[string], string>("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?").pluck().all(table.table);
+    for (const c of table.columns) expect(names).toContain(`${table.table}_${c.column}`);
+  }, 120_000);
+
+  it('a second app on the same folder is still refused while this one builds an index', async () => {
+    const { dir, file, table } = await loadedTable(50_000);
+    const finishing = table.finishLoading();
+    expect(file.building).toBe(true);
+    const other = new Database(`${sqliteFilePath(dir, 'build')}-lock`, { timeout: 0 });
+    try {
+      expect(() => other.exec('BEGIN IMMEDIATE')).toThrow(/locked|busy/i);
+    } finally {
+      other.close();
+    }
+    await finishing;
+    expect(table.isLoading).toBe(false);
+  }, 60_000);
 });

@@ -60,7 +60,7 @@ describe('the Store across SIGKILL', () => {
       ];
       for (const q of queries) expect(await db.store.query('leads', q), JSON.stringify(q)).toEqual(await ref.query('leads', q));
       const table = sqliteInstanceOf<Lead>(db.rx.collections.leads?.storageInstance)?.internalsForTests.table;
-      table?.finishLoading();
+      await table?.finishLoading();
       expect(table?.isLoading).toBe(false);
       for (const q of queries) expect(await db.store.query('leads', q), JSON.stringify(q)).toEqual(await ref.query('leads', q));
     } finally {

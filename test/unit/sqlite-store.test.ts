@@ -169,7 +169,7 @@ describe('reading what the page shows', () => {
     }
     // The first thousand started a bulk load (below): its indexes are built now, as a quiet
     // moment would. Reopen: nothing in the document cache.
-    leadsTable().finishLoading();
+    await leadsTable().finishLoading();
     await db.close();
     await open();
   }, 60_000);
@@ -349,7 +349,7 @@ describe('bulk loads', () => {
       expect(res.error).toEqual([]);
       const present = indexesInFile(table);
       for (const i of table.layout.indexes.filter((x) => x.afterLoad !== null)) expect(present, i.keys.join()).not.toContain(i.name);
-      table.finishLoading();
+      await table.finishLoading();
       for (const i of table.layout.indexes) expect(indexesInFile(table)).toContain(i.name);
       expect((await db3.store.query('leads', { where: { op: 'in', field: 'email', values: ['b5@bulk.test'] } })).docs.map((l) => l.id)).toEqual([lead2(5).id]);
       expect((await db3.store.query('leads', { where: { op: 'eq', field: KEY_FIELDS.email, value: 'b5@bulk.test' } })).docs.map((l) => l.id)).toEqual([lead2(5).id]);

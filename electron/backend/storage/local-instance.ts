@@ -13,10 +13,13 @@ export type LocalInstance = {
   changeStream(): Observable<EventBulk<RxStorageChangeEvent<Json>, unknown>>;
   /** The stored document (deleted ones included), or undefined. */
   current(id: string): RxDocumentData<Json> | undefined;
+  /** Calls `watcher` with the index the database builds now (in words), or null; returns the
+   * unsubscribe. */
+  watchBuilds(watcher: (what: string | null) => void): () => void;
 };
 
 /** The local storage instance behind an RxDB collection's (wrapped) storage instance, or null. */
 export function localInstanceOf(storageInstance: unknown): LocalInstance | null {
   const sqlite = sqliteInstanceOf<Json>(storageInstance);
-  return sqlite && { changeStream: () => sqlite.changeStream(), current: (id) => sqlite.currentDocuments([id]).get(id) };
+  return sqlite && { changeStream: () => sqlite.changeStream(), current: (id) => sqlite.currentDocuments([id]).get(id), watchBuilds: (watcher) => sqlite.storageFile.watchBuilds(watcher) };
 }

@@ -9,6 +9,8 @@ export function syncSummary(s: SyncStatus | null): { cls: string; text: string }
     case 'local':
       return { cls: 'local', text: 'Local demo · not synced' };
     case 'online':
+      // Long work (a first pull's progress, an index build) instead of a silent, busy table.
+      if (s.activity) return { cls: 'online', text: s.pending > 0 ? `${s.activity} · ${s.pending} pending` : s.activity };
       return { cls: 'online', text: s.pending > 0 ? `Syncing · ${s.pending} pending` : 'Synced' };
     case 'offline':
       return { cls: 'offline', text: s.pending > 0 ? `Offline · ${s.pending} pending` : 'Offline' };

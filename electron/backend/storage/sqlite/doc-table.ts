@@ -25,7 +25,9 @@
  * indexes (RxDB's index columns' and the layout's `afterLoad` ones; in a load of local documents,
  * an import, not the ones it looks people up by) are dropped, in that write's transaction, and
  * built again from sorted keys once no bulk write came for LOAD_QUIET_MS, one
- * index per turn of the event loop (or at once by finishLoading). The documents, their columns,
+ * index after the other, each in the file's worker thread (StorageFile.inWorker: a build is one
+ * statement of up to seconds at 1M rows, which on this thread held the event loop that long; writes
+ * meanwhile wait in the file's queue), or all at once by finishLoading. The documents, their columns,
  * the text index, member tables and the other indexes are written as always; a query meanwhile
  * reads without the missing indexes (the same answers, more rows read). The state is in the file,
  * so a load cut short by a quit is finished after the next open.
@@ -115,12 +117,15 @@ export class DocTable {
   private readonly storeStatements = new Map<string, Statement>();
   /** Indexes built after a load (see the file comment), by name: their SQL, and whether a load of
    * local documents keeps them up. */
-  private readonly deferrable = new Map<string, { sql: string; keptLocally: boolean }>();
+  private readonly deferrable = new Map<string, { sql: string; keptLocally: boolean; label: string }>();
   /** Those not in the file now. */
   private readonly missing = new Set<string>();
   private loading = false;
   private lastBulkAt = 0;
   private loadTimer: ReturnType<typeof setTimeout> | null = null;
+  /** The build under way in the worker, if any. */
+  private building: Promise<void> | null = null;
+  private finishing = false;
   /** @internal Rows read by scans since open, for tests and benchmarks. */
   rowsScanned = 0;
   readonly schema: RxJsonSchema<Doc>;
@@ -164,8 +169,9 @@ export class DocTable {
     for (const odd of db.prepare(`SELECT odd FROM ${t} WHERE odd <> 0`).pluck().iterate() as Iterable<number>) this.countOdd(odd, 1, this.unfaithful);
     this.storeUnfaithful = new Array<number>(this.layout.columns.length + 1).fill(0);
     for (const odd of db.prepare(`SELECT sodd FROM ${t} WHERE sodd <> 0`).pluck().iterate() as Iterable<number>) this.countOdd(odd, 1, this.storeUnfaithful);
-    for (const c of this.columns) this.deferrable.set(`${table}_${c.column}`, { sql: `CREATE INDEX IF NOT EXISTS "${table}_${c.column}" ON ${t} ("${c.column}")`, keptLocally: false });
-    for (const i of this.layout.indexes) if (i.afterLoad) this.deferrable.set(i.name, { sql: storeIndexSql(table, i), keptLocally: i.afterLoad === 'pull' });
+    const collection = name.slice(0, name.lastIndexOf('-'));
+    for (const c of this.columns) this.deferrable.set(`${table}_${c.column}`, { sql: `CREATE INDEX IF NOT EXISTS "${table}_${c.column}" ON ${t} ("${c.column}")`, keptLocally: false, label: indexLabel(collection, c.fields) });
+    for (const i of this.layout.indexes) if (i.afterLoad) this.deferrable.set(i.name, { sql: storeIndexSql(table, i), keptLocally: i.afterLoad === 'pull', label: indexLabel(collection, i.keys) });
     const present = new Set(db.prepare<[string], string>("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?").pluck().all(table));
     for (const name of this.deferrable.keys()) if (!present.has(name)) this.missing.add(name);
     const flagged = db.prepare<[string], number>('SELECT loading FROM instances WHERE name = ?').pluck().get(name) === 1;
@@ -223,10 +229,9 @@ export class DocTable {
     this.loadTimer = null;
   }
 
-  /** Builds the next missing index once the load is quiet, then comes back for the next one (the
-   * event loop turns in between: a build of one index at 1M rows takes about a second). */
+  /** Builds the next missing index once the load is quiet, then comes back for the next one. */
   private buildStep(): void {
-    if (!this.loading || this.refs <= 0 || !this.file.db.open) return;
+    if (!this.loading || this.refs <= 0 || this.building || this.finishing) return;
     const quietFor = Date.now() - this.lastBulkAt;
     if (quietFor < LOAD_QUIET_MS) {
       this.armLoadTimer(LOAD_QUIET_MS - quietFor);
@@ -234,26 +239,43 @@ export class DocTable {
     }
     const next = this.missing.values().next();
     if (next.done) {
-      this.finishLoading();
+      void this.finishLoading().catch(() => this.armLoadTimer());
       return;
     }
-    const sql = this.deferrable.get(next.value)?.sql ?? '';
-    this.file.write(true, () => this.file.db.exec(sql));
-    this.missing.delete(next.value);
-    if (this.missing.size === 0) this.finishLoading();
-    else this.armLoadTimer(0);
+    // A failed build (a full disk) is tried again after a quiet while; reads go on without it.
+    this.build(next.value).then(
+      () => this.armLoadTimer(0),
+      () => this.armLoadTimer(),
+    );
   }
 
-  /** Builds every index a load left out, now (the end of a migration, tests). */
-  finishLoading(): void {
-    if (!this.loading) return;
-    this.stopLoadTimer();
-    this.file.write(true, () => {
-      for (const name of this.missing) this.file.db.exec(this.deferrable.get(name)?.sql ?? '');
-      this.file.db.prepare('UPDATE instances SET loading = 0 WHERE name = ?').run(this.name);
+  /** Builds one missing index in the file's worker thread. */
+  private build(name: string): Promise<void> {
+    const index = this.deferrable.get(name);
+    if (!index) throw new Error(`${this.name}: no deferred index ${name}.`);
+    const run = this.file.inWorker(index.sql, index.label).then(() => {
+      this.missing.delete(name);
     });
-    this.missing.clear();
-    this.loading = false;
+    this.building = run.finally(() => {
+      this.building = null;
+    });
+    return run;
+  }
+
+  /** Builds every index a load left out, now, one after the other in the file's worker thread (the
+   * end of a migration, tests); resolves once the load is over. */
+  async finishLoading(): Promise<void> {
+    if (!this.loading || this.finishing) return;
+    this.stopLoadTimer();
+    this.finishing = true;
+    try {
+      if (this.building) await this.building.catch(() => undefined);
+      for (let next = this.missing.values().next(); !next.done; next = this.missing.values().next()) await this.build(next.value);
+      await this.file.whenFree(() => this.file.write(true, () => this.file.db.prepare('UPDATE instances SET loading = 0 WHERE name = ?').run(this.name)));
+      this.loading = false;
+    } finally {
+      this.finishing = false;
+    }
   }
 
   /** The column of an RxDB index (as a query plan names it), or undefined. */
@@ -625,6 +647,12 @@ function masterCodec(file: StorageFile, table: string, schema: RxJsonSchema<Doc>
     for (const r of db.prepare<[string], { id: string; doc: string }>(`SELECT id, doc FROM "${forkTable}" WHERE id IN (SELECT value FROM json_each(?))`).iterate(JSON.stringify(ids))) out.set(r.id, JSON.parse(r.doc) as Doc);
     return out;
   });
+}
+
+/** "leads by full name": an index's collection and fields in words, for the sync status. */
+function indexLabel(collection: string, keys: readonly string[]): string {
+  const fields = keys.filter((k) => k !== '_deleted' && k !== '_meta.lwt').map((k) => k.replace(/^fold:/, '').replace(/[._]/g, ' ').replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase());
+  return `${collection} by ${fields.join(', ') || 'id'}`;
 }
 
 /** Whether a table of the file is in a bulk load whose indexes are still to be built. */

@@ -1,21 +1,33 @@
 /**
  * One SQLite file per RxDB database (a workspace): opening it, owning it, and committing to it.
  *
- * - One owner: the connection runs in EXCLUSIVE locking mode and takes the write lock at open, so
- *   a second process that opens the file gets a StorageLockedError at once (the OS drops the lock
- *   when the owner dies, even by SIGKILL). Inside one process every storage instance of the file
- *   shares this one connection, as RxDB's storage contract expects (several instances, even of
- *   several RxDB database objects, on one database name); RxDB itself refuses a second
- *   RxDatabase of one name in a process.
+ * - One owner: a small lock database beside the file (`<file>-lock`) is opened in SQLite's
+ *   EXCLUSIVE locking mode and written once, so its connection holds the lock until it closes; a
+ *   second process that opens the folder gets a StorageLockedError at once (the OS drops the lock
+ *   when the owner dies, even by SIGKILL). The lock is on a separate file so that the documents'
+ *   file itself can have a second connection, in a worker thread, for the long statements (below).
+ *   Inside one process every storage instance of the file shares this one main connection, as
+ *   RxDB's storage contract expects (several instances, even of several RxDB database objects, on
+ *   one database name); RxDB itself refuses a second RxDatabase of one name in a process.
  * - WAL; a write is durable before it resolves: synchronous=FULL fsyncs every commit of a local
  *   write. Writes the server also holds (pulled documents, their assumed-master rows, the pull
  *   checkpoint) commit with synchronous=NORMAL: in WAL mode a power cut can only drop a suffix of
  *   commits, and the pull checkpoint is written after the documents it covers, so what is lost is
  *   pulled again; the next local write's fsync covers them too. A killed process loses nothing in
  *   either mode (the WAL is in the OS's page cache).
+ * - Long statements off the event loop: building an index over a large table (a bulk load's
+ *   deferred indexes, doc-table.ts "loading") takes one statement of 0.1-3 s that cannot be cut
+ *   into slices, and better-sqlite3 runs a statement on the calling thread. `build` runs such a
+ *   statement in a worker thread on its own connection to the file; the event loop goes on, reads
+ *   on the main connection see the file as it was before the statement (WAL readers are not blocked
+ *   by a writer), and writes asked for meanwhile (`whenFree`) wait in a queue, in order, instead of
+ *   meeting the worker's write lock (the main connection never busy-waits): each runs when the
+ *   statement has committed, and its promise resolves then.
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import type { Database as SqliteDatabase } from 'better-sqlite3';
 
@@ -48,17 +60,27 @@ const isBusy = (e: unknown): boolean => {
 export class StorageFile {
   private refs = 0;
   private readonly tx: (fn: () => unknown) => unknown;
+  /** Work waiting for a worker statement to end (writes, and further worker statements), in order. */
+  private readonly queue: (() => void)[] = [];
+  /** A worker statement holds the write lock now. */
+  private busy = false;
+  private drainScheduled = false;
+  private worker: StatementWorker | null = null;
+  /** What the worker builds now, in words, and who wants to know. */
+  private buildingNow: string | null = null;
+  private readonly buildWatchers = new Set<(what: string | null) => void>();
 
   private constructor(
     readonly path: string,
     readonly db: SqliteDatabase,
+    private readonly lock: SqliteDatabase,
     readonly synchronous: Synchronous,
   ) {
     this.tx = db.transaction((fn: () => unknown) => fn());
   }
 
   /** Opens (creating it if needed) and locks the file; throws StorageLockedError if another
-   * process owns it. A file already open in this process is shared. */
+   * process owns it. A file already open in this process (or still closing) is shared. */
   static open(path: string, synchronous: Synchronous): StorageFile {
     const existing = OPEN_FILES.get(path);
     if (existing) {
@@ -66,7 +88,15 @@ export class StorageFile {
       return existing;
     }
     mkdirSync(resolve(path, '..'), { recursive: true });
-    const file = new StorageFile(path, openLocked(path, synchronous), synchronous);
+    const lock = takeLock(path);
+    let db: SqliteDatabase;
+    try {
+      db = openFile(path, synchronous);
+    } catch (e) {
+      lock.close();
+      throw e;
+    }
+    const file = new StorageFile(path, db, lock, synchronous);
     file.refs = 1;
     OPEN_FILES.set(path, file);
     return file;
@@ -76,22 +106,30 @@ export class StorageFile {
     this.refs++;
   }
 
-  /** Drops one user; the last one closes the connection (releasing the lock) and, when no storage
-   * instance is left in the file (every one was removed), deletes the file. */
-  release(): void {
+  /** Drops one user; the last one closes the connection (releasing the lock) once a worker
+   * statement under way has ended, and, when no storage instance is left in the file (every one
+   * was removed), deletes the file. An open of the same path meanwhile keeps it open. */
+  async release(): Promise<void> {
     this.refs--;
     if (this.refs > 0) return;
+    await this.whenFree(() => undefined);
+    if (this.refs > 0 || OPEN_FILES.get(this.path) !== this) return;
     OPEN_FILES.delete(this.path);
+    await this.worker?.close();
+    this.worker = null;
     const empty = (this.db.prepare('SELECT count(*) FROM instances').pluck().get() as number) === 0;
     this.db.close();
-    if (empty) for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(this.path + suffix, { force: true });
+    this.lock.close();
+    if (empty) for (const suffix of ['', '-wal', '-shm', '-journal', LOCK_SUFFIX]) rmSync(this.path + suffix, { force: true });
   }
 
   /**
    * Runs `fn` in one transaction: all of it is committed, or (if it throws) nothing. `durable:
-   * false` commits without fsync (writes the server also holds; see the file comment).
+   * false` commits without fsync (writes the server also holds; see the file comment). Only while
+   * the file is free (inside `whenFree`, or where no worker statement can run: opening, tests).
    */
   write<T>(durable: boolean, fn: () => T): T {
+    if (this.busy) throw new Error(`${this.path}: a write was started while a worker statement holds the file (it must wait in whenFree).`);
     const relax = !durable && this.synchronous === 'FULL';
     if (relax) this.db.pragma('synchronous = NORMAL');
     try {
@@ -101,21 +139,215 @@ export class StorageFile {
     }
   }
 
+  /**
+   * Runs `fn` (synchronously, on this thread) once no worker statement holds the file and the work
+   * queued before it has run: at once when the file is free, so a write stays synchronous up to its
+   * returned promise as long as nothing is being built. The promise settles with fn's result.
+   */
+  whenFree<T>(fn: () => T): Promise<T> {
+    if (!this.busy && this.queue.length === 0) {
+      try {
+        return Promise.resolve(fn());
+      } catch (e) {
+        return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+      }
+    }
+    return new Promise<T>((resolveRun, rejectRun) =>
+      this.queue.push(() => {
+        try {
+          resolveRun(fn());
+        } catch (e) {
+          rejectRun(e instanceof Error ? e : new Error(String(e)));
+        }
+      }),
+    );
+  }
+
+  /** Whether a worker statement runs or work waits for one. */
+  get building(): boolean {
+    return this.busy || this.queue.length > 0;
+  }
+
+  /**
+   * Runs one statement (`CREATE INDEX ...`, committed on its own) in the file's worker thread, after
+   * the work queued before it; writes asked for meanwhile wait (see the file comment). Resolves
+   * once it has committed. `what`: the work in words ("leads by full name"), for watchBuilds.
+   */
+  inWorker(sql: string, what: string): Promise<void> {
+    return new Promise<void>((resolveRun, rejectRun) => {
+      const start = (): void => {
+        this.busy = true;
+        this.announce(what);
+        if (!this.worker || this.worker.ended) this.worker = new StatementWorker(this.path, this.synchronous);
+        this.worker.run(sql).then(resolveRun, rejectRun).finally(() => {
+          this.busy = false;
+          this.announce(null);
+          this.scheduleDrain();
+        });
+      };
+      if (!this.busy && this.queue.length === 0) start();
+      else this.queue.push(start);
+    });
+  }
+
+  /** Calls `watcher` with what the worker builds (in words) whenever that changes, null when it
+   * is done; at once with the current state. Returns the unsubscribe. */
+  watchBuilds(watcher: (what: string | null) => void): () => void {
+    this.buildWatchers.add(watcher);
+    watcher(this.buildingNow);
+    return () => this.buildWatchers.delete(watcher);
+  }
+
+  private announce(what: string | null): void {
+    this.buildingNow = what;
+    for (const w of this.buildWatchers) w(what);
+  }
+
+  /** Runs queued work, one item per turn of the event loop (each is one transaction or starts a
+   * worker statement), until the queue is empty or a worker statement holds the file again. */
+  private scheduleDrain(): void {
+    if (this.drainScheduled) return;
+    this.drainScheduled = true;
+    setImmediate(() => {
+      this.drainScheduled = false;
+      if (this.busy) return;
+      this.queue.shift()?.();
+      if (this.queue.length > 0) this.scheduleDrain();
+    });
+  }
+
   /** @internal The connection's synchronous setting now (1 NORMAL, 2 FULL), for tests. */
   synchronousNow(): number {
     return Number(this.db.pragma('synchronous', { simple: true }));
   }
 }
 
+/** The lock file's name: the file's path and this. */
+export const LOCK_SUFFIX = '-lock';
+
+/** The file's lock: a small database held in EXCLUSIVE locking mode (see the file comment). */
+function takeLock(path: string): SqliteDatabase {
+  // timeout 0: a folder another process holds must fail at once, not after the busy timeout.
+  const lock = new Database(path + LOCK_SUFFIX, { timeout: 0 });
+  try {
+    lock.pragma('locking_mode = EXCLUSIVE');
+    lock.pragma('journal_mode = OFF');
+    // A write takes the exclusive lock, and EXCLUSIVE locking mode keeps it until close.
+    lock.exec('BEGIN EXCLUSIVE');
+    lock.exec('CREATE TABLE IF NOT EXISTS owner (note TEXT)');
+    lock.exec('COMMIT');
+    return lock;
+  } catch (e) {
+    lock.close();
+    if (isBusy(e)) throw new StorageLockedError(path);
+    throw e;
+  }
+}
+
+/**
+ * A worker thread with its own connection to the file, running one statement at a time. Its code
+ * is plain JavaScript given as a string (so it runs alike from the TypeScript sources, the bundled
+ * backend and tests); it loads the same better-sqlite3 as this thread. Its connection waits for
+ * the write lock with a busy timeout, which blocks only that thread (the main connection's writes
+ * are queued while it works, so it seldom has to). The thread ends after WORKER_IDLE_MS without
+ * work, returning its connection's memory.
+ */
+class StatementWorker {
+  private readonly thread: Worker;
+  private next = 0;
+  private readonly pending = new Map<number, { ok: () => void; fail: (e: Error) => void }>();
+  private readonly exited: Promise<void>;
+  private idle: ReturnType<typeof setTimeout> | null = null;
+  /** The thread has ended or is ending; a new one is needed for more work. */
+  ended = false;
+
+  constructor(path: string, synchronous: Synchronous) {
+    this.thread = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver: DRIVER, path, synchronous } });
+    this.thread.unref();
+    this.exited = new Promise((done) => this.thread.once('exit', () => done()));
+    this.thread.on('message', (m: { id: number; error?: string; code?: string }) => {
+      const p = this.pending.get(m.id);
+      if (!p) return;
+      this.pending.delete(m.id);
+      if (m.error === undefined) p.ok();
+      else p.fail(Object.assign(new Error(m.error), { code: m.code }));
+      if (this.pending.size === 0) {
+        // Idle: the thread alone does not keep the process alive (see run).
+        this.thread.unref();
+        this.idle = setTimeout(() => void this.close(), WORKER_IDLE_MS);
+        this.idle.unref();
+      }
+    });
+    const failAll = (e: Error): void => {
+      for (const p of this.pending.values()) p.fail(e);
+      this.pending.clear();
+    };
+    this.thread.on('error', failAll);
+    this.thread.on('exit', (code) => {
+      this.ended = true;
+      failAll(new Error(`The database's worker thread ended (${code}) before its statement did.`));
+    });
+  }
+
+  run(sql: string): Promise<void> {
+    if (this.idle) clearTimeout(this.idle);
+    this.idle = null;
+    // While a statement runs, the process waits for it (a caller awaits its promise).
+    this.thread.ref();
+    const id = ++this.next;
+    return new Promise<void>((ok, fail) => {
+      this.pending.set(id, { ok, fail });
+      this.thread.postMessage({ id, sql });
+    });
+  }
+
+  /** Ends the thread after the statement it runs (its connection closes). */
+  async close(): Promise<void> {
+    if (this.idle) clearTimeout(this.idle);
+    this.idle = null;
+    if (!this.ended) {
+      // Awaited (a closing file waits for the connection to close): keep the process up meanwhile.
+      this.thread.ref();
+      this.thread.postMessage({ close: true });
+    }
+    this.ended = true;
+    await this.exited;
+  }
+}
+
+const WORKER_IDLE_MS = 2000;
+
+/** The better-sqlite3 this module uses, for the worker to load the same one. */
+const DRIVER = createRequire(import.meta.url).resolve('better-sqlite3');
+
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.driver);
+// A long busy timeout: waiting here blocks only this thread.
+const db = new Database(workerData.path, { timeout: 60000 });
+db.pragma('synchronous = ' + workerData.synchronous);
+db.pragma('cache_size = -4096');
+parentPort.on('message', (m) => {
+  if (m.close) { db.close(); process.exit(0); }
+  try {
+    db.exec(m.sql);
+    parentPort.postMessage({ id: m.id });
+  } catch (e) {
+    parentPort.postMessage({ id: m.id, error: String(e && e.message), code: e && e.code });
+  }
+});
+`;
+
 const OPEN_FILES = new Map<string, StorageFile>();
 
-function openLocked(path: string, synchronous: Synchronous): SqliteDatabase {
-  // timeout 0: a file another process holds must fail at once, not after the busy timeout.
+/** Opens the documents' file (its lock is held: takeLock). */
+function openFile(path: string, synchronous: Synchronous): SqliteDatabase {
+  // timeout 0: this thread never busy-waits. The lock file keeps other processes out, and in this
+  // process the worker's statements are never run beside a write of this connection (whenFree).
   const db = new Database(path, { timeout: 0 });
   try {
-    // EXCLUSIVE before WAL: the lock is held from the first write until close, and WAL then needs
-    // no shared-memory index (no other connection may read anyway).
-    db.pragma('locking_mode = EXCLUSIVE');
+    // Normal locking mode (a file written by an earlier version in EXCLUSIVE mode opens as well):
+    // the worker's connection shares the file, through WAL's shared-memory index (`-shm`).
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${synchronous}`);
     // A checkpoint every ~32 MB of WAL instead of every 4 MB: each checkpoint fsyncs, and an
@@ -127,8 +359,7 @@ function openLocked(path: string, synchronous: Synchronous): SqliteDatabase {
     // the desktop's memory after a sync of 100k leads), while a page it misses comes from the
     // operating system's cache for a read call (no slower sync or page reads were measured).
     db.pragma('cache_size = -4096');
-    // Take the write lock now, so a second opener is refused at open and not at its first write.
-    db.exec('BEGIN EXCLUSIVE');
+    db.exec('BEGIN IMMEDIATE');
     db.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS instances (name TEXT PRIMARY KEY, tbl TEXT NOT NULL UNIQUE, columns TEXT NOT NULL, text_fields TEXT NOT NULL, layout TEXT NOT NULL DEFAULT '', loading INTEGER NOT NULL DEFAULT 0);`);
     // Files written before the Store layout existed: the registry gains its columns (no layout,

@@ -59,16 +59,16 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
     return this.schema as RxJsonSchema<Doc>;
   }
 
+  /** Checked, committed and applied in one go once the file is free (StorageFile.whenFree: at once,
+   * unless a worker thread is building an index; then after it, in the order asked). */
   bulkWrite(rows: BulkWriteRow<RxDocType>[], context: string): Promise<RxStorageBulkWriteResponse<RxDocType>> {
-    try {
+    return this.file.whenFree(() => {
       const planned = this.plan(rows as BulkWriteRow<unknown>[], context);
       let written: Written | null = null;
       if (planned.rows.length > 0) written = this.file.write(!isRefetchableWrite(context), () => this.commit(planned));
       this.apply(planned, written);
-      return Promise.resolve({ error: planned.categorized.errors as RxStorageBulkWriteResponse<RxDocType>['error'] });
-    } catch (e) {
-      return reject(e);
-    }
+      return { error: planned.categorized.errors as RxStorageBulkWriteResponse<RxDocType>['error'] };
+    });
   }
 
   /** Whether a bulk load of this instance's file (any of its tables) still has indexes to build
@@ -220,34 +220,29 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
 
   /** Purges tombstones whose last write is `minimumDeletedTime` ms old or older, all at once. */
   cleanup(minimumDeletedTime: number): Promise<boolean> {
-    try {
+    return this.file.whenFree(() => {
       this.ensureOpen();
       const maxLwt = rxNow() - minimumDeletedTime;
       const purged = this.file.write(true, () => this.table.purge(maxLwt));
       this.table.purged(purged);
-      return Promise.resolve(true);
-    } catch (e) {
-      return reject(e);
-    }
+      return true;
+    });
   }
 
   close(): Promise<void> {
     if (this.closed) return Promise.resolve();
     this.closed = true;
     this.table.release();
-    this.file.release();
-    return Promise.resolve();
+    return this.file.release();
   }
 
-  remove(): Promise<void> {
-    try {
+  async remove(): Promise<void> {
+    await this.file.whenFree(() => {
       this.ensureOpen();
       if (!this.removed) this.file.write(true, () => this.table.drop());
       this.removed = true;
-      return this.close();
-    } catch (e) {
-      return reject(e);
-    }
+    });
+    return this.close();
   }
 }
 
@@ -262,8 +257,9 @@ export class AtomicWriteConflict extends Error {
 /**
  * Writes rows to several storage instances of one database all-or-nothing (the desktop Store's
  * commit spans collections): RxDB's conflict check over every part, one SQLite transaction, then
- * the caches and change events. Synchronous up to the returned promise, so no other write lands
- * in between. Throws AtomicWriteConflict or the disk error; either way nothing was written.
+ * the caches and change events, all in one synchronous run once the file is free (StorageFile.
+ * whenFree), so no other write lands in between. Rejects with AtomicWriteConflict or the disk
+ * error; either way nothing was written.
  */
 export function writeAtomically(parts: readonly { instance: SqliteStorageInstance<unknown>; rows: BulkWriteRow<unknown>[] }[], context: string): Promise<void> {
   try {
@@ -272,21 +268,24 @@ export function writeAtomically(parts: readonly { instance: SqliteStorageInstanc
     const file = first.instance.storageFile;
     if (new Set(parts.map((p) => p.instance)).size !== parts.length) throw new Error('writeAtomically takes one part per storage instance.');
     if (parts.some((p) => p.instance.storageFile !== file)) throw new Error('writeAtomically needs storage instances of one database.');
-    const planned = parts.map((p) => p.instance.plan(p.rows, context));
-    const conflicts = planned.reduce((n, p) => n + p.categorized.errors.length, 0);
-    if (conflicts > 0) throw new AtomicWriteConflict(conflicts);
-    const written = file.write(!isRefetchableWrite(context), () =>
-      parts.map((p, i) => {
-        const plan = planned[i];
-        return plan && plan.rows.length > 0 ? p.instance.commit(plan) : null;
-      }),
-    );
-    parts.forEach((p, i) => {
-      const plan = planned[i];
-      if (plan) p.instance.apply(plan, written[i] ?? null);
-    });
-    return Promise.resolve();
+    return file.whenFree(() => commitAtomically(file, parts, context));
   } catch (e) {
     return reject(e);
   }
+}
+
+function commitAtomically(file: StorageFile, parts: readonly { instance: SqliteStorageInstance<unknown>; rows: BulkWriteRow<unknown>[] }[], context: string): void {
+  const planned = parts.map((p) => p.instance.plan(p.rows, context));
+  const conflicts = planned.reduce((n, p) => n + p.categorized.errors.length, 0);
+  if (conflicts > 0) throw new AtomicWriteConflict(conflicts);
+  const written = file.write(!isRefetchableWrite(context), () =>
+    parts.map((p, i) => {
+      const plan = planned[i];
+      return plan && plan.rows.length > 0 ? p.instance.commit(plan) : null;
+    }),
+  );
+  parts.forEach((p, i) => {
+    const plan = planned[i];
+    if (plan) p.instance.apply(plan, written[i] ?? null);
+  });
 }

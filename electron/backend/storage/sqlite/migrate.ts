@@ -23,7 +23,7 @@ import { INTERNAL_CONTEXT_COLLECTION, INTERNAL_STORAGE_NAME, INTERNAL_STORE_SCHE
 import type { InternalStoreCollectionDocType, RxDocumentData, RxJsonSchema } from 'rxdb';
 import { DocTable } from './doc-table.ts';
 import type { Doc } from './doc-table.ts';
-import { sqliteFilePath, StorageFile, StorageLockedError } from './file.ts';
+import { LOCK_SUFFIX, sqliteFilePath, StorageFile, StorageLockedError } from './file.ts';
 import type { StoreLayout } from './store-columns.ts';
 
 /** The persisted-memory storage's file name for an RxDB database name (its fileNameFor). */
@@ -128,7 +128,7 @@ export async function migrateFromPersistedMemory(opts: MigrationOptions): Promis
     if (!counts.some((c) => schemas.has(c.inst))) throw new Error(`${from} holds no RxDB storage instance this migration recognizes (${counts.map((c) => c.inst).join(', ')}).`);
 
     const tmp = `${to}.migrating`;
-    for (const suffix of ['', '-wal', '-shm']) rmSync(tmp + suffix, { force: true });
+    for (const suffix of ['', '-wal', '-shm', LOCK_SUFFIX]) rmSync(tmp + suffix, { force: true });
     let done = 0;
     const unrecognized: string[] = [];
     const file = StorageFile.open(tmp, 'NORMAL');
@@ -169,7 +169,7 @@ export async function migrateFromPersistedMemory(opts: MigrationOptions): Promis
           if (batch.length > 0) flush();
           if (table.isLoading) {
             opts.onProgress?.({ instance: inst, done, total, indexing: true });
-            table.finishLoading();
+            await table.finishLoading();
           }
         } finally {
           table.release();
@@ -177,11 +177,13 @@ export async function migrateFromPersistedMemory(opts: MigrationOptions): Promis
       }
       file.db.pragma('wal_checkpoint(TRUNCATE)');
     } catch (e) {
-      file.release();
-      for (const suffix of ['', '-wal', '-shm']) rmSync(tmp + suffix, { force: true });
+      await file.release();
+      for (const suffix of ['', '-wal', '-shm', LOCK_SUFFIX]) rmSync(tmp + suffix, { force: true });
       throw e;
     }
-    file.release();
+    await file.release();
+    // The temporary name's lock file; the file's own is made at its first open.
+    rmSync(tmp + LOCK_SUFFIX, { force: true });
     syncFile(tmp);
     renameSync(tmp, to);
     syncFolder(dirname(to));

@@ -50,19 +50,24 @@ export function getRxStorageSqlite(settings: SqliteStorageSettings): RxStorageSq
       ensureRxStorageInstanceParamsAreCorrect(params);
       if (params.schema.attachments) throw new Error(`Collection ${params.collectionName}: this storage does not store attachments (the schema declares them).`);
       const file = StorageFile.open(sqliteFilePath(settings.directory, params.databaseName), synchronous);
-      try {
-        const table = DocTable.open(file, {
-          name: `${params.collectionName}-${params.schema.version}`,
-          schema: params.schema as RxJsonSchema<Doc>,
-          textFields: settings.textSearch?.[params.collectionName] ?? [],
-          cacheSize,
-          layout: settings.storeLayout?.[params.collectionName],
-        });
-        return Promise.resolve(new SqliteStorageInstance<RxDocType>(params.databaseName, params.collectionName, params.schema, params.options, file, table));
-      } catch (e) {
-        file.release();
-        throw e;
-      }
+      // Creating a table writes: after an index build under way in the file's worker, if any.
+      return file
+        .whenFree(() =>
+          DocTable.open(file, {
+            name: `${params.collectionName}-${params.schema.version}`,
+            schema: params.schema as RxJsonSchema<Doc>,
+            textFields: settings.textSearch?.[params.collectionName] ?? [],
+            cacheSize,
+            layout: settings.storeLayout?.[params.collectionName],
+          }),
+        )
+        .then(
+          (table) => new SqliteStorageInstance<RxDocType>(params.databaseName, params.collectionName, params.schema, params.options, file, table),
+          async (e: unknown) => {
+            await file.release();
+            throw e;
+          },
+        );
     } catch (e) {
       return Promise.reject(e instanceof Error ? e : new Error(String(e)));
     }
