@@ -115,6 +115,12 @@ export class LeadIndex {
     return id === undefined ? undefined : this.byId.get(id);
   }
 
+  /** The keys `l` is filed under when this very version of it is in the index (computed once,
+   * when it was added), else computed now. */
+  keysOfLead(l: Lead): IdentityKeys {
+    return this.byId.get(l.id) === l ? (this.keysOf.get(l.id) ?? this.keys(l)) : this.keys(l);
+  }
+
   /** The lead holding a profile key, email key or name-and-company key ('' finds none). */
   profile(key: string): Lead | undefined {
     return key ? (this.byProfile.get(key) ?? this.aliased('profile', key)) : undefined;

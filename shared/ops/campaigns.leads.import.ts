@@ -21,7 +21,6 @@ import { INVALID_CODES, isProblem, mapRecords, recordsFromObjects, ROW_CODES } f
 import type { MappedRow, RowCode } from '../import/rows.ts';
 import { findLeads, keysOf, LeadIndex, linkedTo, NameCompanyKeys } from '../intake/find.ts';
 import type { Arrival, IdentityKeys } from '../intake/find.ts';
-import { emailKey, profileKey } from '../intake/identity.ts';
 import { columnKey, ensureCustomColumns } from '../lead-columns.ts';
 import { newLead } from '../model/factories.ts';
 import type { Lead, LeadGroup, LeadGroupColumn } from '../model/index.ts';
@@ -277,9 +276,10 @@ const importOp = mutation({
       // profile URL or email is a conflict only when the row would give that value to this lead
       // (two leads already sharing an email, an old duplicate, do not stop a row naming one by id).
       let lead = byId ?? byProfile ?? byEmail;
+      // The lead's own keys only when another lead holds one of the row's (rare): the index has them.
       const other = lead
-        ? ([['the profile URL', byProfile, k.profile, lead.socialUrl ? profileKey(lead.socialUrl) : ''], ['the email', byEmail, k.email, lead.email ? emailKey(lead.email) : '']] as const)
-            .find(([, hit, key, own]) => hit !== undefined && hit.id !== lead?.id && key !== own)
+        ? ([['the profile URL', byProfile, k.profile, 'profile'], ['the email', byEmail, k.email, 'email']] as const)
+            .find(([, hit, key, kind]) => hit !== undefined && hit.id !== lead?.id && key !== index.keysOfLead(lead as Lead)[kind])
         : undefined;
       if (lead && other) {
         const [what, hit] = other;
