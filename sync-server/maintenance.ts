@@ -9,14 +9,19 @@
  * never where it is switched off). Without them the planner takes `collection = 'leads' AND
  * workspace_id = $1` for a handful of rows and reads a whole workspace where it should probe an index:
  * measured on a fresh PostgreSQL 15, the second 5,000-row import call took 61-146 s and a lead search
- * 0.5 s at 20k leads. So the server keeps them itself: a commit that grows the documents table by
- * half or more since the last ANALYZE (a first import, a large push) analyses it before its call
- * answers, so the next call is planned on them; on start, a table never analysed (or changed a lot
+ * 0.5 s at 20k leads. So the server keeps them itself: a commit that doubles the documents table
+ * since the last ANALYZE (a first import, a large push) analyses it before its call answers, so the
+ * next call is planned on them (statistics of a table half its size give the same plans: the planner
+ * scales their row counts to the table's current size); on start, a table never analysed (or changed a lot
  * since) is analysed at once. ANALYZE samples a bounded number of rows (0.1-0.6 s at 100k leads).
  *
  * Where nothing else vacuums (PGlite, which has no autovacuum; PostgreSQL with autovacuum off) this
- * also plays autovacuum's part: VACUUM ANALYZE a few seconds after enough changed rows, and at least
- * every `intervalMs` while anything changed. Without it the embedded database kept stale statistics
+ * also plays autovacuum's part: VACUUM ANALYZE once enough rows changed and the writes paused for
+ * 15 s (at most a minute after it became due, as autovacuum looks at a table about once a
+ * minute), and at least every `intervalMs` while anything changed. A bulk import is not vacuumed
+ * between its calls: at 50k leads one VACUUM ANALYZE cost PostgreSQL about as much as inserting a
+ * 5,000-row call, and an import of 100k ran ten of them beside its own writes (on PGlite, in the
+ * server's one thread, ahead of the next call). Without it the embedded database kept stale statistics
  * and, worse, a GIN index built on an empty table reported zero entries forever, so lead search
  * stopped using its trigram index. */
 import type { SqlDatabase } from './db.ts';
@@ -28,6 +33,12 @@ const SWEEP_BATCH = 5_000;
 
 /** A commit of at least this many rows may grow the table enough to analyse it at once. */
 export const BULK_COMMIT_ROWS = 1000;
+
+/** A due VACUUM waits for the writes to pause this long (longer than the gap between two calls of
+ * an import on a busy machine, 7 s at a load average of 15)... */
+const QUIET_MS = 15_000;
+/** ...but not longer than this after it became due (autovacuum_naptime's default). */
+const MAX_WAIT_MS = 60_000;
 
 export type MaintenanceOptions = {
   /** Vacuum soon after this many changed rows (default 5000) or a fifth of the table, whichever is
@@ -55,6 +66,8 @@ export class Maintenance {
   /** Whether this process plays autovacuum's part (PGlite; PostgreSQL with autovacuum off). */
   private vacuums: boolean;
   private soon: NodeJS.Timeout | null = null;
+  /** When the pending VACUUM became due (ms since the epoch), or null. */
+  private dueSince: number | null = null;
   private readonly every: NodeJS.Timeout;
   private readonly sweeper: NodeJS.Timeout;
   private running: Promise<void> | null = null;
@@ -128,13 +141,13 @@ export class Maintenance {
     await this.run();
   }
 
-  /** A commit of this process: counts it and, when it grew the documents table by half or more since
-   * the last ANALYZE, resolves once the table is analysed (the committing call waits for it). */
+  /** A commit of this process: counts it and, when it doubled the documents table since the last
+   * ANALYZE, resolves once the table is analysed (the committing call waits for it). */
   afterCommit(rows: number): Promise<void> | undefined {
     this.noteChanges(rows);
     if (this.stopped) return undefined;
     this.writtenSinceAnalyze += rows;
-    if (rows < BULK_COMMIT_ROWS || this.writtenSinceAnalyze < Math.max(BULK_COMMIT_ROWS, this.analyzedRows / 2)) return undefined;
+    if (rows < BULK_COMMIT_ROWS || this.writtenSinceAnalyze < Math.max(BULK_COMMIT_ROWS, this.analyzedRows)) return undefined;
     return this.analyze();
   }
 
@@ -161,20 +174,27 @@ export class Maintenance {
     this.analyzedRows = Number(row?.n ?? -1);
   }
 
-  /** Counts changed rows; schedules a vacuum when enough accumulated (where this process vacuums). */
+  /** Counts changed rows; once enough accumulated (where this process vacuums), schedules a vacuum
+   * for when the writes pause for QUIET_MS, each further write putting it off, up to MAX_WAIT_MS
+   * after it became due. */
   noteChanges(rows: number): void {
     if (!this.vacuums || this.stopped) return;
     this.changed += rows;
     // Like autovacuum's thresholds: a share of the table, so a large table is not vacuumed after
     // every import call (VACUUM ANALYZE of 100k leads takes about a second).
     const threshold = Math.max(this.opts.rowThreshold ?? 5000, 0.2 * this.analyzedRows);
-    if (this.changed >= threshold && !this.soon) {
-      this.soon = setTimeout(() => {
+    if (this.changed < threshold) return;
+    const now = Date.now();
+    this.dueSince ??= now;
+    if (this.soon) clearTimeout(this.soon);
+    this.soon = setTimeout(
+      () => {
         this.soon = null;
         void this.run();
-      }, 5_000);
-      this.soon.unref();
-    }
+      },
+      Math.max(0, Math.min(QUIET_MS, this.dueSince + MAX_WAIT_MS - now)),
+    );
+    this.soon.unref();
   }
 
   /** VACUUM ANALYZE now where this process plays autovacuum's part; concurrent calls share one run. */
@@ -182,6 +202,11 @@ export class Maintenance {
     if (!this.vacuums || this.stopped) return Promise.resolve();
     if (this.running) return this.running;
     this.changed = 0;
+    this.dueSince = null;
+    if (this.soon) {
+      clearTimeout(this.soon);
+      this.soon = null;
+    }
     const written = this.writtenSinceAnalyze;
     this.running = this.db
       .exec('VACUUM ANALYZE documents')

@@ -15,7 +15,8 @@
  * BENCH_ROLE=bare|crm), so the load generator and the server do not share an event loop.
  * `npx tsx test/bench/server.bench.ts` runs it alone; test/bench/run.ts calls run(). BENCH_TARGETS
  * (e.g. `pglite,off`) picks databases, BENCH_VERBOSE=1 prints every import call, BENCH_KEEP=1 keeps
- * the PostgreSQL schemas (for EXPLAIN afterwards).
+ * the PostgreSQL schemas (for EXPLAIN afterwards), BENCH_ONLY=import measures the import rows alone
+ * (no bare route, pgbench, HTTP scenarios or webhook latency).
  */
 import { execFile } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -52,6 +53,8 @@ const CONNECTIONS = 10;
 const PROFILE_DIR = process.env.BENCH_PROFILE;
 /** BENCH_QUERIES=1: the CRM server counts its database round trips, printed per scenario. */
 const COUNT_QUERIES = process.env.BENCH_QUERIES === '1';
+/** BENCH_ONLY=import: the import rows alone, on every target (a quick look at the import). */
+const IMPORT_ONLY = process.env.BENCH_ONLY === 'import';
 const SELF = fileURLToPath(import.meta.url);
 
 type Scenario = { rps: number; p50: number; p99: number; failed: number };
@@ -69,7 +72,8 @@ async function serveRole(role: string): Promise<void> {
   }
   const open = JSON.parse(process.env.BENCH_OPEN ?? '{}') as OpenOptions;
   let queries = 0;
-  const byText = new Map<string, number>();
+  /** Per statement text: how often it was sent and the milliseconds until its answer (wall time). */
+  const byText = new Map<string, { n: number; ms: number }>();
   if (COUNT_QUERIES) {
     // Every statement a pooled or listening client sends is one round trip to PostgreSQL.
     const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
@@ -79,17 +83,23 @@ async function serveRole(role: string): Promise<void> {
       const q = args[0];
       const text = typeof q === 'string' ? q : typeof q === 'object' && q !== null && 'text' in q ? String(q.text) : '?';
       const short = text.replace(/\s+/g, ' ').trim().slice(0, 90);
-      byText.set(short, (byText.get(short) ?? 0) + 1);
-      return original.apply(this, args);
+      const seen = byText.get(short) ?? { n: 0, ms: 0 };
+      byText.set(short, seen);
+      seen.n++;
+      const started = performance.now();
+      const out = original.apply(this, args);
+      if (out instanceof Promise) void out.finally(() => (seen.ms += performance.now() - started)).catch(() => undefined);
+      return out;
     };
   }
   const app = await buildServer({ open, logLevel: 'warn', rateLimitPerMinute: 1e9 });
   // A static route wins over the operations' `/:name`: the load generator reads the count between scenarios.
   if (COUNT_QUERIES) {
     app.get('/bench-queries', async () => ({ queries }));
-    // The statements sent since the last look, most frequent first (BENCH_QUERIES=1 prints them).
+    // The statements sent since the last look, most frequent first, with their count and the time
+    // until their answers (BENCH_QUERIES=1 prints them).
     app.get('/bench-statements', async () => {
-      const out = [...byText].sort((a, b) => b[1] - a[1]).slice(0, 12);
+      const out = [...byText].sort((a, b) => b[1].n - a[1].n).slice(0, 12);
       byText.clear();
       return out;
     });
@@ -159,15 +169,18 @@ function importCalls(csv: string, leadGroupId: string): string[] {
   return calls;
 }
 
-type Imported = { rate: number; slowest: number; slowestCall: number; calls: number; seconds: number; leadIds: string[]; failed: number };
+type Imported = { rate: number; slowest: number; slowestCall: number; calls: number; seconds: number; leadIds: string[]; failed: number; cpuMs: number | null };
 
 /** The whole export through campaigns.leads.import, one call after the other, as the dialog does. */
-async function importThroughApi(url: string, auth: Record<string, string>, leadGroupId: string, label: string): Promise<Imported> {
+async function importThroughApi(url: string, auth: Record<string, string>, leadGroupId: string, label: string, pid: number | undefined): Promise<Imported> {
   const calls = importCalls(generatedExport(LEADS), leadGroupId);
   const leadIds: string[] = [];
   let slowest = 0;
   let slowestCall = 0;
   let failed = 0;
+  if (PROFILE_DIR) await fetch(`${url}/bench-profile/start`, { method: 'POST' });
+  if (COUNT_QUERIES) await fetch(`${url}/bench-statements`);
+  const cpuBefore = cpuMs(pid);
   const started = performance.now();
   for (const [i, body] of calls.entries()) {
     const t = performance.now();
@@ -187,7 +200,16 @@ async function importThroughApi(url: string, auth: Record<string, string>, leadG
     if (process.env.BENCH_VERBOSE) process.stdout.write(`[${label}] import call ${i + 1}: ${seconds.toFixed(2)} s\n`);
   }
   const seconds = (performance.now() - started) / 1000;
-  return { rate: leadIds.length / seconds, slowest, slowestCall, calls: calls.length, seconds, leadIds, failed };
+  const cpuAfter = cpuMs(pid);
+  if (COUNT_QUERIES) {
+    const statements = await json<[string, { n: number; ms: number }][]>(await fetch(`${url}/bench-statements`));
+    process.stdout.write(
+      `[${label}] import: statements per call, and their ms per call until answered\n${statements.map(([text, k]) => `  ${(k.n / calls.length).toFixed(2)}  ${fmt(k.ms / calls.length).padStart(5)} ms  ${text}`).join('\n')}\n`,
+    );
+  }
+  if (PROFILE_DIR) await fetch(`${url}/bench-profile/stop?name=${`${label}-import`.replace(/[^\w.-]+/g, '_')}`, { method: 'POST' });
+  const cpu = cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore;
+  return { rate: leadIds.length / seconds, slowest, slowestCall, calls: calls.length, seconds, leadIds, failed, cpuMs: cpu };
 }
 
 /** The baseline of the import rows: the same number of lead documents inserted raw into a fresh
@@ -332,7 +354,7 @@ async function json<T>(res: Response): Promise<T> {
 }
 
 /** Every scenario of one database; rows are appended to `rows`. */
-async function runOn(t: Target, bare: Scenario, pgb: Pgbench | null, rows: Row[]): Promise<void> {
+async function runOn(t: Target, bare: Scenario | null, pgb: Pgbench | null, rows: Row[]): Promise<void> {
   const rawBefore = await rawInsert(t.open());
   const open = t.open();
   const { apiKey } = await newWorkspace(open);
@@ -344,7 +366,7 @@ async function runOn(t: Target, bare: Scenario, pgb: Pgbench | null, rows: Row[]
     const groupId = leadGroups[0]?.id;
     if (!groupId) throw new Error('The new workspace has no lead list.');
 
-    const imported = await importThroughApi(c.url, auth, groupId, t.name);
+    const imported = await importThroughApi(c.url, auth, groupId, t.name, c.proc.pid);
     // The raw baseline again right after: on a shared machine the load moves during a long import,
     // and a baseline from one side only made the ratio swing (27% and 90% of raw on PGlite in two
     // runs an hour apart). The mean of both is the ratio's denominator; both are printed.
@@ -358,11 +380,12 @@ async function runOn(t: Target, bare: Scenario, pgb: Pgbench | null, rows: Row[]
       },
       {
         backend: t.name, title: 'import: leads/s over the whole file',
-        value: `${fmt(imported.rate)} leads/s (${fmt(imported.seconds, 1)} s) = ${fmt((imported.rate / raw) * 100)}% of raw`,
+        value: `${fmt(imported.rate)} leads/s (${fmt(imported.seconds, 1)} s) = ${fmt((imported.rate / raw) * 100)}% of raw${imported.cpuMs === null ? '' : `; server CPU ${fmt(imported.cpuMs / 1000, 1)} s`}`,
         baseline: `raw INSERT ${fmt(rawBefore)} / ${fmt(rawAfter)} rows/s (before / after)`, target: '>= 5,000 leads/s', met: imported.rate >= 5000 && imported.failed === 0,
       },
     );
-    if (t.importOnly) return;
+    // Without the bare route (BENCH_ONLY=import) there are no HTTP rows.
+    if (t.importOnly || !bare) return;
 
     const tags: string[] = [];
     for (const name of ['Hot', 'Warm', 'Cold', 'Partner']) tags.push((await json<{ id: string }>(await fetch(`${c.url}/tags.create`, { method: 'POST', headers: post, body: JSON.stringify({ name }) }))).id);
@@ -385,8 +408,8 @@ async function runOn(t: Target, bare: Scenario, pgb: Pgbench | null, rows: Row[]
       const cpuAfter = cpuMs(c.proc.pid);
       const after = COUNT_QUERIES ? await count() : 0;
       if (COUNT_QUERIES) {
-        const statements = await json<[string, number][]>(await fetch(`${c.url}/bench-statements`));
-        process.stdout.write(`[${t.name}] ${name}: statements per request\n${statements.map(([text, k]) => `  ${(k / Math.max(1, s.rps * SECONDS)).toFixed(2)}  ${text}`).join('\n')}\n`);
+        const statements = await json<[string, { n: number; ms: number }][]>(await fetch(`${c.url}/bench-statements`));
+        process.stdout.write(`[${t.name}] ${name}: statements per request\n${statements.map(([text, k]) => `  ${(k.n / Math.max(1, s.rps * SECONDS)).toFixed(2)}  ${text}`).join('\n')}\n`);
       }
       if (PROFILE_DIR) await fetch(`${c.url}/bench-profile/stop?name=${tag}`, { method: 'POST' });
       // The scenario's requests: requests.average is per second, over SECONDS.
@@ -437,15 +460,18 @@ export async function run(): Promise<void> {
   const all = targets();
   let bareProc: ChildProcess | null = null;
   try {
-    const b = await startChild('bare', {});
-    bareProc = b.proc;
-    const bare = await cannon({ url: `${b.url}/bare` });
-    await stopChildServer(b.proc);
-    bareProc = null;
+    let bare: Scenario | null = null;
+    if (!IMPORT_ONLY) {
+      const b = await startChild('bare', {});
+      bareProc = b.proc;
+      bare = await cannon({ url: `${b.url}/bare` });
+      await stopChildServer(b.proc);
+      bareProc = null;
+    }
     if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
     const url = process.env.DATABASE_URL;
     // PostgreSQL's own write transaction, measured in this run, beside the server's writes.
-    const pgb = url && process.env.BENCH_PGBENCH !== '0' ? await pgbenchN(url) : null;
+    const pgb = url && process.env.BENCH_PGBENCH !== '0' && !IMPORT_ONLY ? await pgbenchN(url) : null;
 
     const rows: Row[] = [];
     for (const t of all) {
@@ -456,7 +482,7 @@ export async function run(): Promise<void> {
       process.stdout.write(`[${t.name}] done in ${fmt((performance.now() - started) / 1000)} s, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}\n`);
     }
 
-    process.stdout.write(`\nbare Fastify JSON route: ${fmt(bare.rps)} req/s, p50 ${fmt(bare.p50)} ms (the HTTP baseline, measured in this run)\n`);
+    if (bare) process.stdout.write(`\nbare Fastify JSON route: ${fmt(bare.rps)} req/s, p50 ${fmt(bare.p50)} ms (the HTTP baseline, measured in this run)\n`);
     if (pgb) process.stdout.write(`pgbench -N, ${CONNECTIONS} clients, scale 10, scratch database: ${fmt(pgb.tps)} tps, ${fmt(pgb.latencyMs, 2)} ms a transaction (the database's own write baseline, this run)\n`);
     process.stdout.write('\n');
     const w = [28, 56, 96, 44, 34];
@@ -468,7 +494,7 @@ export async function run(): Promise<void> {
     process.stdout.write(
       `(${CONNECTIONS} connections, ${SECONDS} s per HTTP scenario, rate limit lifted for the run, no VACUUM or ANALYZE by the benchmark; failed counts non-2xx answers and socket errors${process.env.DATABASE_URL ? '' : '; set DATABASE_URL to measure PostgreSQL too'})\n`,
     );
-    await webhookLatency();
+    if (!IMPORT_ONLY) await webhookLatency();
   } finally {
     if (bareProc) await stopChildServer(bareProc);
     for (const t of all) await t.cleanup().catch(() => undefined);
