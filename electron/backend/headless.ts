@@ -13,7 +13,8 @@
  * server, as if the network went away), `$get` ({collection, id}), `$query` ({collection, query}),
  * `$count` ({collection, where}), `$waitFor` ({collection, id, field, value, timeoutMs}: answers when the
  * document's field has that value; does not hold up later requests), `$rawCommit` ({writes}: a commit without the rules, to play a
- * misbehaving client; only with --allow-raw), `$close`.
+ * misbehaving client; only with --allow-raw), `$indexed` (answers once the indexes a bulk load left out
+ * are built), `$close`.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -130,6 +131,9 @@ async function main(): Promise<void> {
         return db.store.get(input.collection as CollectionName, String(input.id));
       case '$query':
         return db.store.query(input.collection as CollectionName, (input.query ?? {}) as Query);
+      case '$indexed':
+        await db.indexed();
+        return { indexed: true };
       case '$count':
         return db.store.count(input.collection as CollectionName, input.where as Cond | undefined);
       case '$waitFor': {

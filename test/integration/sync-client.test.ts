@@ -446,6 +446,10 @@ describe('headless desktop process', () => {
   it('resumes an initial sync killed with SIGKILL in the middle of a pulled load: no lead lost or twice, a local edit made during it reaches the server', async () => {
     let n = 0;
     const ids = { uuid: () => `c0000000-0000-4000-8000-${String(++n).padStart(12, '0')}` };
+    // A server of its own: a desktop opens the first workspace its server lists, and the shared one
+    // holds the earlier tests' workspaces.
+    const server = new FakeServer();
+    await server.listen();
     const created = workspaceCreation(ids, NOW, { name: 'Killed load', owner: { name: 'Kira', email: 'kira@example.test' }, subscriptionStatus: 'active' });
     for (const w of created.writes) if (w.after) server.write(w.collection, w.after as unknown as Json);
     server.keyMember = created.ownerId;
@@ -483,7 +487,15 @@ describe('headless desktop process', () => {
     } finally {
       await d.close();
     }
-    // Reopened: every index of the leads table is there and the file is consistent.
+    // Reopened: the load's index builds go on (the state is in the file) and finish; then every index
+    // of the leads table is there and the file is consistent.
+    const again = await HeadlessDesktop.start({ server: server.url, key: KEY, dataDir: data });
+    try {
+      await again.call('$indexed');
+    } finally {
+      await again.close();
+      await server.close();
+    }
     const file = new Database(join(data, `crm-${created.workspaceId}.rxdb.sqlite`), { readonly: true });
     try {
       expect(file.pragma('integrity_check', { simple: true })).toBe('ok');

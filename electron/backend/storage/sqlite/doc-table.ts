@@ -170,8 +170,10 @@ export class DocTable {
     this.storeUnfaithful = new Array<number>(this.layout.columns.length + 1).fill(0);
     for (const odd of db.prepare(`SELECT sodd FROM ${t} WHERE sodd <> 0`).pluck().iterate() as Iterable<number>) this.countOdd(odd, 1, this.storeUnfaithful);
     const collection = name.slice(0, name.lastIndexOf('-'));
-    for (const c of this.columns) this.deferrable.set(`${table}_${c.column}`, { sql: `CREATE INDEX IF NOT EXISTS "${table}_${c.column}" ON ${t} ("${c.column}")`, keptLocally: false, label: indexLabel(collection, c.fields) });
+    // Built in this order after a load: the Store's indexes first (the orders of the leads table, the
+    // board, tasks: what the user sorts by), then RxDB's own.
     for (const i of this.layout.indexes) if (i.afterLoad) this.deferrable.set(i.name, { sql: storeIndexSql(table, i), keptLocally: i.afterLoad === 'pull', label: indexLabel(collection, i.keys) });
+    for (const c of this.columns) this.deferrable.set(`${table}_${c.column}`, { sql: `CREATE INDEX IF NOT EXISTS "${table}_${c.column}" ON ${t} ("${c.column}")`, keptLocally: false, label: indexLabel(collection, c.fields) });
     const present = new Set(db.prepare<[string], string>("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?").pluck().all(table));
     for (const name of this.deferrable.keys()) if (!present.has(name)) this.missing.add(name);
     const flagged = db.prepare<[string], number>('SELECT loading FROM instances WHERE name = ?').pluck().get(name) === 1;
