@@ -187,13 +187,22 @@ export class SharedRateLimiter {
     if (!this.sql || !this.shared) return Promise.resolve();
     if (this.syncing) return this.syncing;
     const sql = this.sql;
+    let now: number;
+    try {
+      now = this.now();
+    } catch (err) {
+      // A failing clock (the server's, injected) is reported like a failing database; the counts
+      // stay pending and go with a later batch. From a timer, a throw here would be uncaught.
+      this.opts.onError?.(err);
+      this.schedule();
+      return Promise.resolve();
+    }
     const batch = [...this.entries].filter(([, e]) => e.pending > 0).map(([key, e]) => ({ key, n: e.pending }));
     if (batch.length === 0) return Promise.resolve();
     for (const b of batch) {
       const e = this.entries.get(b.key);
       if (e) e.pending -= b.n;
     }
-    const now = this.now();
     this.syncing = sql
       .query<{ key: string; tat_ms: string | number }>(
         `INSERT INTO rate_limits AS r (key, tat_ms)

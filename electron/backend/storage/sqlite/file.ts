@@ -179,11 +179,22 @@ export class StorageFile {
         this.busy = true;
         this.announce(what);
         if (!this.worker || this.worker.ended) this.worker = new StatementWorker(this.path, this.synchronous);
-        this.worker.run(sql).then(resolveRun, rejectRun).finally(() => {
+        // The file is free again before the caller's continuation runs (it may write at once).
+        const done = (): void => {
           this.busy = false;
           this.announce(null);
           this.scheduleDrain();
-        });
+        };
+        this.worker.run(sql).then(
+          () => {
+            done();
+            resolveRun();
+          },
+          (e: unknown) => {
+            done();
+            rejectRun(e instanceof Error ? e : new Error(String(e)));
+          },
+        );
       };
       if (!this.busy && this.queue.length === 0) start();
       else this.queue.push(start);
