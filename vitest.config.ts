@@ -8,6 +8,10 @@ const electronDouble = fileURLToPath(new URL('./test/support/electron-double/ind
 export default defineConfig({
   test: {
     testTimeout: 30_000,
+    // Two test files at a time (vitest's default is one fewer than the cores: one on a 2-core CI
+    // machine). Most files wait on servers, browsers and timers rather than compute, and each uses
+    // its own database schema or folder and port 0, so two side by side share the cores well.
+    maxWorkers: 2,
     // The suites run their SMTP, IMAP and connector servers on 127.0.0.1, which the sync server's
     // runner refuses by default (sync-server/sender-hosts.ts); abuse-limits.test.ts tests the refusal.
     env: { ALLOW_PRIVATE_SENDER_HOSTS: '1' },
