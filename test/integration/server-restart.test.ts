@@ -25,6 +25,10 @@ async function tagNames(t: TestDatabase, workspaceId: string): Promise<Set<strin
   }
 }
 
+/** Each case starts server processes (PGlite's first open is seconds) and waits on them; with two
+ * test files at a time on two cores that can pass the suite's 30 s. */
+const PROCESS_TEST_MS = 90_000;
+
 describe.each(BACKENDS)('restarts (%s)', (backend) => {
   let t: TestDatabase | undefined;
   afterEach(async () => {
@@ -59,7 +63,7 @@ describe.each(BACKENDS)('restarts (%s)', (backend) => {
     } finally {
       await again.close();
     }
-  });
+  }, PROCESS_TEST_MS);
 
   it('loses no acknowledged write when the server process is killed (SIGKILL)', async () => {
     t = testDatabase(backend);
@@ -85,7 +89,7 @@ describe.each(BACKENDS)('restarts (%s)', (backend) => {
     acked.push(...settled.filter((n): n is string => n !== null));
     const names = await tagNames(t, ws.workspaceId);
     for (const name of acked) expect(names.has(name), `${name} was acknowledged`).toBe(true);
-  });
+  }, PROCESS_TEST_MS);
 
   it('finishes in-flight requests on SIGTERM, then exits 0 with the database closed', async () => {
     t = testDatabase(backend);
@@ -115,5 +119,5 @@ describe.each(BACKENDS)('restarts (%s)', (backend) => {
       const again = await runCli(['set-subscription', '--workspace', ws.workspaceId, '--status', 'active'], t.env);
       expect(again.code, again.stderr).toBe(0);
     }
-  });
+  }, PROCESS_TEST_MS);
 });
