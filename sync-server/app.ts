@@ -273,13 +273,15 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
     }
   });
 
-  /** The identity keys' backfill as /healthz and /metrics show it; nothing read once it is done. */
+  /** The identity keys' backfill as /healthz and /metrics show it: its progress while it runs, else
+   * `{state: 'done'}`, read from nothing once this process knows it is done. */
   async function keysStatus(): Promise<BackfillStatus | { state: 'done' }> {
     if (keysGate.finished) return { state: 'done' };
     const status = await backfillStatus(sql);
-    // Settles the gate too: once every workspace is done, no look-up asks again.
-    if (status.state === 'done') await keysGate.check(sql, '');
-    return status;
+    if (status.state !== 'done') return status;
+    // Settles the gate too: no look-up asks again.
+    await keysGate.check(sql, '');
+    return { state: 'done' };
   }
 
   /** Authenticates and applies the key's rate limit; every authenticated route starts here. */
@@ -406,6 +408,7 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
     await backfill.stop();
   });
   await backfill.start();
+  await keysStatus();
   registerBackfillMetrics(metrics, keysStatus);
 
   // One-click unsubscribe without an API key (RFC 8058), and each workspace's publicUrl kept.
@@ -470,7 +473,9 @@ function registerBackfillMetrics(metrics: ServerMetrics, status: () => Promise<B
     labelNames: ['state'] as const,
     registers: [metrics.registry],
     async collect() {
-      const s = await status();
+      // A scrape while the database is away shows the last values (the listener gauge says why).
+      const s = await status().catch(() => null);
+      if (!s) return;
       this.set({ state: 'total' }, 'leadsTotal' in s ? s.leadsTotal : 0);
       this.set({ state: 'done' }, 'leadsDone' in s ? s.leadsDone : 0);
     },
@@ -480,7 +485,8 @@ function registerBackfillMetrics(metrics: ServerMetrics, status: () => Promise<B
     help: 'Workspaces whose leads do not all have their identity keys yet (look-ups by key there answer 503 with Retry-After).',
     registers: [metrics.registry],
     async collect() {
-      const s = await status();
+      const s = await status().catch(() => null);
+      if (!s) return;
       this.set('workspacesLeft' in s ? s.workspacesLeft : 0);
     },
   });

@@ -132,7 +132,7 @@ describe.each(BACKENDS)('a %s database written by the previous version', (backen
     await new IdentityBackfill(sql, { batch: 50 }).runToEnd();
     expect(await backfillStatus(sql)).toMatchObject({ keysWritten: 95 });
     await expectKeysFound(pg.forWorkspace(WS), leads);
-  });
+  }, 90_000);
 });
 
 /** The previous version's desktop layout: no identity key columns, look-ups by email and profile
