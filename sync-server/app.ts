@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import Fastify from 'fastify';
+import { Gauge } from 'prom-client';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock, Ids, Secrets } from '../shared/context.ts';
 import type { ChannelHost } from '../shared/engine/channel.ts';
@@ -24,6 +25,8 @@ import type { Authenticated } from './auth.ts';
 import { openDatabase } from './db.ts';
 import type { OpenOptions, SqlDatabase, SqlExecutor } from './db.ts';
 import { checkIdempotencyKey, claim, purgeExpired, record, requestHash } from './idempotency.ts';
+import { IdentityBackfill, backfillStatus, identityKeysGate, isKeysPending } from './identity-backfill.ts';
+import type { BackfillStatus } from './identity-backfill.ts';
 import type { StoredResponse } from './idempotency.ts';
 import { Maintenance } from './maintenance.ts';
 import { migrate } from './migrate.ts';
@@ -89,6 +92,11 @@ export type ServerOptions = {
   webhooks?: WebhookSettings;
   /** The registered apps for "Sign in with Google / Microsoft" (default: GOOGLE_OAUTH_CLIENT_ID, ...). */
   oauthClients?: OAuthClientSettings;
+  /** The identity keys' backfill after an upgrade (identity-backfill.ts; README "Upgrading a large
+   * workspace"): leads per batch (IDENTITY_BACKFILL_BATCH, default 500), a pause after each batch
+   * (IDENTITY_BACKFILL_PAUSE_MS, default 0), and how long a request that needs a workspace's keys
+   * waits for them before it is answered 503 (IDENTITY_BACKFILL_WAIT_MS, default 8,000). */
+  identityBackfill?: { batch?: number; pauseMs?: number; waitMs?: number };
 };
 
 /** The operator settings of README "Production"; every one also comes from its environment variable. */
@@ -181,6 +189,8 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   });
   const auth = new Authenticator(db, clock, opts.authCacheMs ?? 2_000, operator.authFailuresPerMinute ?? envNumber('AUTH_FAILURES_PER_MINUTE'));
   const retries = opts.conflictRetries ?? 3;
+  const keysGate = identityKeysGate(sql);
+  const keysWaitMs = opts.identityBackfill?.waitMs ?? envCount('IDENTITY_BACKFILL_WAIT_MS') ?? 8_000;
 
   const app = Fastify({
     logger: loggerOptions(opts.logLevel ?? 'info', opts.logStream),
@@ -255,13 +265,24 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   app.get('/healthz', async (_req, reply) => {
     try {
       await sql.query('SELECT 1');
-      return reply.send({ ok: true, database: sql.kind });
+      return reply.send({ ok: true, database: sql.kind, identityKeys: await keysStatus() });
     } catch (e) {
       app.log.error({ err: e }, 'health check failed');
       const err = new DomainError('UNAVAILABLE', 'The database does not answer.', { retryAfterSeconds: RETRY_AFTER_UNAVAILABLE_SECONDS });
       return reply.code(err.status).header('Retry-After', String(RETRY_AFTER_UNAVAILABLE_SECONDS)).send(err.toJSON());
     }
   });
+
+  /** The identity keys' backfill as /healthz and /metrics show it: its progress while it runs, else
+   * `{state: 'done'}`, read from nothing once this process knows it is done. */
+  async function keysStatus(): Promise<BackfillStatus | { state: 'done' }> {
+    if (keysGate.finished) return { state: 'done' };
+    const status = await backfillStatus(sql);
+    if (status.state !== 'done') return status;
+    // Settles the gate too: no look-up asks again.
+    await keysGate.check(sql, '');
+    return { state: 'done' };
+  }
 
   /** Authenticates and applies the key's rate limit; every authenticated route starts here. */
   async function admit(req: FastifyRequest, reply: FastifyReply): Promise<Authenticated> {
@@ -313,6 +334,7 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
       if (idem) await record(tx, who.keyId, idem.key, { status: 200, body });
       return { status: 200, body };
     };
+    let waited = false;
     for (let attempt = 0; ; attempt++) {
       try {
         // Without an idempotency key (whose record is written beside the store) a call may share a
@@ -325,6 +347,12 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
       } catch (e) {
         // A concurrent writer changed what this call read: run it again on the new state.
         if (isDomainError(e) && e.code === 'CONFLICT' && attempt < retries) continue;
+        // It looked a person up by identity key in a workspace whose leads are still getting theirs
+        // after an upgrade: the backfill does this workspace next; once done in time, run it again.
+        if (isKeysPending(e) && !waited) {
+          waited = true;
+          if (keysWaitMs > 0 && (await keysGate.waitFor(sql, who.actor.workspaceId, keysWaitMs))) continue;
+        }
         throw e;
       }
     }
@@ -368,6 +396,20 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
     await webhooks.stop();
   });
   await webhooks.start();
+
+  // Leads written before the identity keys get theirs in the background, while the server serves
+  // (identity-backfill.ts); look-ups by key wait for their workspace (run, above).
+  const backfill = new IdentityBackfill(sql, {
+    batch: opts.identityBackfill?.batch ?? envNumber('IDENTITY_BACKFILL_BATCH'),
+    pauseMs: opts.identityBackfill?.pauseMs ?? envCount('IDENTITY_BACKFILL_PAUSE_MS'),
+    log: app.log,
+  });
+  app.addHook('preClose', async () => {
+    await backfill.stop();
+  });
+  await backfill.start();
+  await keysStatus();
+  registerBackfillMetrics(metrics, keysStatus);
 
   // One-click unsubscribe without an API key (RFC 8058), and each workspace's publicUrl kept.
   const publicUrl = publicUrlSetting(operator.publicUrl !== undefined ? operator.publicUrl : process.env.PUBLIC_URL);
@@ -421,6 +463,35 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   return app;
 }
 
+/** The backfill's progress in /metrics (every process's share, read from the database when scraped). */
+function registerBackfillMetrics(metrics: ServerMetrics, status: () => Promise<BackfillStatus | { state: 'done' }>): void {
+  const name = 'outreach_identity_keys_backfill_leads';
+  if (metrics.registry.getSingleMetric(name)) return;
+  new Gauge({
+    name,
+    help: 'Leads the identity keys backfill visits after an upgrade (state="total") and has visited (state="done"); 0 when there is none.',
+    labelNames: ['state'] as const,
+    registers: [metrics.registry],
+    async collect() {
+      // A scrape while the database is away shows the last values (the listener gauge says why).
+      const s = await status().catch(() => null);
+      if (!s) return;
+      this.set({ state: 'total' }, 'leadsTotal' in s ? s.leadsTotal : 0);
+      this.set({ state: 'done' }, 'leadsDone' in s ? s.leadsDone : 0);
+    },
+  });
+  new Gauge({
+    name: 'outreach_identity_keys_backfill_workspaces_left',
+    help: 'Workspaces whose leads do not all have their identity keys yet (look-ups by key there answer 503 with Retry-After).',
+    registers: [metrics.registry],
+    async collect() {
+      const s = await status().catch(() => null);
+      if (!s) return;
+      this.set('workspacesLeft' in s ? s.workspacesLeft : 0);
+    },
+  });
+}
+
 /**
  * The error boundary: every answer that is not a success has the contract's body
  * `{"error": {"code", "message", "details"}}` and a 4xx status when the request was at fault, whatever
@@ -452,7 +523,8 @@ function installErrorBoundary(app: FastifyInstance, bodyLimit: number): void {
     noteRequest(req, { code: domain.code });
     if (domain.code === 'INTERNAL') req.log.error({ err }, 'request failed');
     else if (domain.code === 'UNAVAILABLE') {
-      req.log.warn({ err: { message: err.message, code: 'code' in err ? err.code : undefined } }, 'request failed: the database is unavailable');
+      if (isKeysPending(domain)) req.log.info({ details: domain.details }, "request refused for now: the workspace's identity keys are being computed");
+      else req.log.warn({ err: { message: err.message, code: 'code' in err ? err.code : undefined } }, 'request failed: the database is unavailable');
       void reply.header('Retry-After', String(domain.details.retryAfterSeconds ?? RETRY_AFTER_UNAVAILABLE_SECONDS));
     } else if (domain.status >= 500) req.log.warn({ err }, 'request failed');
     else if (isDatabaseError(err)) req.log.warn({ err, sqlState: err.code }, 'bad input reached the database');

@@ -2,7 +2,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { SqlDatabase } from './db.ts';
-import { backfillIdentityKeys } from './identity-backfill.ts';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 
@@ -34,8 +33,8 @@ export async function migrate(db: SqlDatabase, migrations = loadMigrations()): P
     });
     if (done) applied.push(m.name);
   }
-  // Existing leads' identity key columns (migration 017), filled in short batches of their own.
-  if (migrations.some((m) => m.name === '017_identity_keys.sql')) await backfillIdentityKeys(db);
+  // Existing leads' identity key columns (migration 017) are filled in the background while the
+  // server serves (identity-backfill.ts; migration 020 lists the workspaces to do).
   return applied;
 }
 

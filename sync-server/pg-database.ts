@@ -11,6 +11,8 @@ import type { DocumentCache } from './doc-cache.ts';
 import { DeferredWrites, PgStore, WRITER_LOCK_CLASS } from './pg-store.ts';
 import type { CommitEvent } from './pg-store.ts';
 import { outboxFor } from './webhooks/outbox.ts';
+import { identityKeysGate } from './identity-backfill.ts';
+import type { IdentityKeysGate } from './identity-backfill.ts';
 import type { Outbox } from './webhooks/outbox.ts';
 
 /** Told of each commit once it is durable; a listener that returns a promise makes the call that
@@ -53,6 +55,8 @@ export class PgDatabase implements StoreProvider {
   private readonly cache: DocumentCache | null;
   private readonly writers: WorkspaceQueue;
   private readonly outbox: Outbox;
+  /** Look-ups by identity key wait for the keys' backfill (identity-backfill.ts). */
+  private readonly keysGate: IdentityKeysGate;
 
   constructor(
     readonly sql: SqlDatabase,
@@ -66,6 +70,7 @@ export class PgDatabase implements StoreProvider {
     }
     this.writers = writers;
     this.outbox = outboxFor(sql);
+    this.keysGate = identityKeysGate(sql);
     let listeners = listenersOf.get(sql);
     if (!listeners) {
       listeners = new Set();
@@ -200,6 +205,7 @@ export class PgDatabase implements StoreProvider {
           for (const fn of fns) {
             const store = new PgStore(fns.length > 1 ? guarded : tx, workspaceId, cache, notify, versions ? new Map(versions) : null, this.outbox, held);
             store.locked = true;
+            store.keysGate = this.keysGate;
             // Statements a call runs itself (not through its Store) may have written: if it then
             // fails, only a rollback of the whole transaction takes them back. They see the
             // writes held before them.
@@ -262,6 +268,7 @@ export class PgDatabase implements StoreProvider {
         const lazy = new LazyReadTransaction(this.sql);
         const version = cache.version;
         const store = new PgStore(lazy, workspaceId, cache);
+        store.keysGate = this.keysGate;
         let out: T;
         try {
           out = await fn(store, lazy);
@@ -272,9 +279,14 @@ export class PgDatabase implements StoreProvider {
       }
     }
     if (cache?.mode === 'validated') {
-      return this.sql.readOnly((tx, first) => fn(new PgStore(tx, workspaceId, cache, false, parseVersions(first)), tx), { first: versionsSql(quoteLiteral(workspaceId)) });
+      return this.sql.readOnly((tx, first) => fn(this.gated(new PgStore(tx, workspaceId, cache, false, parseVersions(first))), tx), { first: versionsSql(quoteLiteral(workspaceId)) });
     }
-    return this.sql.readOnly((tx) => fn(new PgStore(tx, workspaceId, cache), tx));
+    return this.sql.readOnly((tx) => fn(this.gated(new PgStore(tx, workspaceId, cache)), tx));
+  }
+
+  private gated(store: PgStore): PgStore {
+    store.keysGate = this.keysGate;
+    return store;
   }
 
   /** A Store outside any explicit transaction: each read and each commit is its own transaction

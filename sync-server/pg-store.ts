@@ -15,6 +15,7 @@ import { prepared } from './db.ts';
 import type { SqlExecutor } from './db.ts';
 import { CACHED_COLLECTIONS } from './doc-cache.ts';
 import type { CachedDocs, DocumentCache } from './doc-cache.ts';
+import type { IdentityKeysGate } from './identity-backfill.ts';
 import type { Outbox } from './webhooks/outbox.ts';
 
 /** Advisory lock class of the per-workspace writer lock (the second key is the workspace hash). */
@@ -191,6 +192,9 @@ export class PgStore implements Store {
   usedCache = false;
   /** Whether this transaction holds the workspace's writer lock. */
   locked = false;
+  /** Refuses look-ups by identity key while the workspace's leads are being given theirs
+   * (identity-backfill.ts); null: no check (the keys are trusted). */
+  keysGate: IdentityKeysGate | null = null;
 
   constructor(
     private readonly sql: SqlExecutor,
@@ -266,6 +270,7 @@ export class PgStore implements Store {
   }
 
   async query<C extends CollectionName>(c: C, q: Query = {}): Promise<Page<Docs[C]>> {
+    if (this.keysGate && c === 'leads') await this.keysGate.checkCond(this.sql, this.workspaceId, q.where);
     if (this.deferred?.touches(c)) await this.deferred.flush();
     const mem = await this.cached(c);
     if (mem) {
@@ -293,6 +298,7 @@ export class PgStore implements Store {
   }
 
   async count<C extends CollectionName>(c: C, where?: Cond): Promise<number> {
+    if (this.keysGate && c === 'leads') await this.keysGate.checkCond(this.sql, this.workspaceId, where);
     if (this.deferred?.touches(c)) await this.deferred.flush();
     const mem = await this.cached(c);
     if (mem) {
@@ -325,6 +331,7 @@ export class PgStore implements Store {
    * its tombstone is no group. Pages until `limit` groups are found or the keys run out. */
   async duplicateGroups(kind: IdentityKind, opts: DuplicatePageOptions): Promise<DuplicatePage> {
     checkGroupLimit(opts.limit);
+    await this.keysGate?.check(this.sql, this.workspaceId);
     const col = IDENTITY_KEY_COLUMNS[kind];
     let after = opts.cursor ? decodeKeyCursor(opts.cursor) : null;
     const groups: DuplicateGroup[] = [];

@@ -2,7 +2,9 @@
  * (the app's Undo while its toast shows). Both leads come back as they were: the merged lead is a
  * lead again, the survivor's fields, lists, tag, stage and flags are put back, and the notes, tasks,
  * events, messages and enrollments that moved go back to the merged lead, enrollments with the
- * status they had (unless they changed since the merge). What was sent meanwhile stays sent. */
+ * status they had (unless they changed since the merge). What was sent meanwhile stays sent. Webhook
+ * endpoints that chose it get `lead.unmerged`, raised by the merged lead's write like every event
+ * (shared/webhooks/events.ts), in the outbox of the same transaction: a refused undo raises none. */
 import { z } from 'zod';
 import { nowIso } from '../context.ts';
 import { sameJson } from '../json-equal.ts';
@@ -18,7 +20,7 @@ import { dryRun, uuid } from './params.ts';
 const unmerge = mutation({
   name: 'campaigns.leads.unmerge',
   summary:
-    "Undoes campaigns.leads.merge with the undo object its answer gave: the merged lead is a lead again, the survivor's fields, lead lists, tag, stage and flags are put back, and the notes, tasks, events, messages and enrollments that moved return to the merged lead (an enrollment's status too, unless it changed since). Refused with 409 CONFLICT when mergedId is not merged into survivorId. dryRun previews the counts.",
+    "Undoes campaigns.leads.merge with the undo object its answer gave: the merged lead is a lead again, the survivor's fields, lead lists, tag, stage and flags are put back, and the notes, tasks, events, messages and enrollments that moved return to the merged lead (an enrollment's status too, unless it changed since). Raises lead.unmerged (a webhook receiver that applied lead.merged puts both leads back). Refused with 409 CONFLICT when mergedId is not merged into survivorId, raising nothing. dryRun previews the counts.",
   input: z.object({ survivorId: uuid, mergedId: uuid, undo: mergeUndoSchema, dryRun }),
   output: z.object({
     dryRun: z.boolean(),

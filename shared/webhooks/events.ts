@@ -23,6 +23,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'lead.email_bounced',
   'lead.unsubscribed',
   'lead.merged',
+  'lead.unmerged',
   'campaign.started',
   'campaign.paused',
 ] as const;
@@ -42,6 +43,7 @@ export const WEBHOOK_EVENT_LABELS: Record<WebhookEventType, string> = {
   'lead.email_bounced': "A lead's email bounced",
   'lead.unsubscribed': 'A lead unsubscribed',
   'lead.merged': 'A duplicate lead was merged into another',
+  'lead.unmerged': 'A merge was undone: the merged lead is a lead again',
   'campaign.started': 'A campaign started',
   'campaign.paused': 'A campaign paused',
 };
@@ -108,6 +110,10 @@ type Data = {
   /** `lead` is the survivor (as it is after the merge), `mergedLead` the tombstone's data; an id
    * held for mergedLeadId now answers NOT_FOUND with details.mergedIntoId = lead.id. */
   'lead.merged': { lead: LeadSummary; mergedLead: LeadSummary; mergedLeadId: string; mergedAt: string };
+  /** A merge undone (campaigns.leads.unmerge, the app's Undo): `mergedLeadId` is a lead of its own
+   * again, `mergedLead` its data now, `lead` the lead it had been merged into, as it is after the
+   * undo (its fields put back). The same names as lead.merged, so a receiver reverses what that did. */
+  'lead.unmerged': { lead: LeadSummary; mergedLead: LeadSummary; mergedLeadId: string; unmergedAt: string };
   'campaign.started': { campaignId: string; name: string; startedAt: string };
   'campaign.paused': {
     campaignId: string;
@@ -144,6 +150,8 @@ export function referencesOf(writes: readonly AnyWrite[]): { leadIds: string[]; 
     }
     if (w.collection === 'messages' || w.collection === 'activities' || w.collection === 'enrollments') leadIds.add(w.after.leadId);
     if (w.collection === 'leads' && w.after.mergedIntoId) leadIds.add(w.after.mergedIntoId);
+    // An undone merge names the lead it had been merged into (a desktop may push that one apart).
+    if (w.collection === 'leads' && !w.after.mergedIntoId && w.before?.mergedIntoId) leadIds.add(w.before.mergedIntoId);
   }
   // A lead the commit wrote itself is taken from the write.
   for (const w of writes) if (w.collection === 'leads') leadIds.delete(w.id);
@@ -279,6 +287,9 @@ function leadEvents(before: Lead, after: Lead, leadOf: LeadOf, stageOf: (id: str
   }
   if (after.mergedIntoId && !before.mergedIntoId) {
     out.push({ type: 'lead.merged', timestamp: at, data: { lead: leadOf(after.mergedIntoId), mergedLead: leadOf(after.id), mergedLeadId: after.id, mergedAt: at } });
+  }
+  if (before.mergedIntoId && !after.mergedIntoId) {
+    out.push({ type: 'lead.unmerged', timestamp: at, data: { lead: leadOf(before.mergedIntoId), mergedLead: leadOf(after.id), mergedLeadId: after.id, unmergedAt: at } });
   }
   if (after.unsubscribedAt && after.unsubscribedAt !== before.unsubscribedAt) {
     out.push({ type: 'lead.unsubscribed', timestamp: at, data: { lead: leadOf(after.id), source: after.unsubscribeSource ?? null, unsubscribedAt: after.unsubscribedAt } });

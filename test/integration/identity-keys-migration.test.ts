@@ -3,7 +3,8 @@
  * previous version, whose leads have no keys stored, get them, so every look-up by key and the
  * duplicates list find the leads written before; the desktop's layout change goes through the
  * opening's progress (not a silent rebuild at the first read), and the server's backfill in batches
- * that never rewrite a lead (its seq, so replication, is untouched).
+ * that never rewrite a lead (its seq, so replication, is untouched), in the background after the
+ * migrations (identity-backfill.test.ts has the server serving meanwhile).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,7 +23,8 @@ import { COLLECTIONS, REPLICATED_COLLECTIONS } from '../../shared/model/index.ts
 import type { Lead } from '../../shared/model/index.ts';
 import { otherHolder } from '../../shared/intake/find.ts';
 import type { Store } from '../../shared/store.ts';
-import { BACKFILL_NAME, backfillIdentityKeys } from '../../sync-server/identity-backfill.ts';
+import { BACKFILL_NAME, IdentityBackfill, KEYS_PENDING, backfillStatus } from '../../sync-server/identity-backfill.ts';
+import type { BatchDone } from '../../sync-server/identity-backfill.ts';
 import { loadMigrations, migrate } from '../../sync-server/migrate.ts';
 import { PgDatabase } from '../../sync-server/pg-database.ts';
 import { BACKENDS, testDatabase } from './support/db.ts';
@@ -91,31 +93,46 @@ describe.each(BACKENDS)('a %s database written by the previous version', (backen
       await sql.query("INSERT INTO documents (collection, id, workspace_id, seq, deleted, doc) VALUES ('leads', $1, $2, $3, false, $4::jsonb)", [l.id, WS, ++seq, JSON.stringify(l)]);
     }
     const before = await sql.query<{ id: string; seq: string; doc: unknown }>("SELECT id, seq::text AS seq, doc FROM documents WHERE collection = 'leads' ORDER BY id");
-    // The migration, then the backfill it runs (in batches of 2,000 by default; 95 leads here are
-    // one batch, so the batching is shown by a second run with batches of 10 below).
+    // The migrations list the workspace for the backfill and leave the leads as they were.
     const applied = await migrate(sql, all);
     expect(applied).toContain('017_identity_keys.sql');
+    expect(applied).toContain('020_identity_key_backfill.sql');
+    expect(await backfillStatus(sql)).toMatchObject({ state: 'running', workspaces: 1, workspacesLeft: 1, leadsTotal: 95, leadsDone: 0 });
+    const pg = new PgDatabase(sql);
+    // Until it is done, a look-up by key there is refused (retryable); other reads are not.
+    await expect(pg.forWorkspace(WS).count('leads', { op: 'eq', field: KEY_FIELDS.email, value: 'person0@example.com' })).rejects.toMatchObject({ code: 'UNAVAILABLE', details: { reason: KEYS_PENDING, leadsDone: 0, leadsTotal: 95 } });
+    await expect(pg.forWorkspace(WS).duplicateGroups('email', { limit: 5 })).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    expect(await pg.forWorkspace(WS).count('leads')).toBe(95);
+
+    // In batches of 10 along the seq, every lead's keys written once.
+    const batches: BatchDone[] = [];
+    await new IdentityBackfill(sql, { batch: 10, onBatch: (b) => batches.push(b) }).runToEnd();
+    expect(batches.map((b) => b.visited)).toEqual([10, 10, 10, 10, 10, 10, 10, 10, 10, 5]);
+    expect(batches.reduce((n, b) => n + b.updated, 0)).toBe(95);
     expect(await sql.query('SELECT 1 FROM schema_migrations WHERE name = $1', [BACKFILL_NAME])).toHaveLength(1);
+    expect(await backfillStatus(sql)).toMatchObject({ state: 'done', workspacesLeft: 0, leadsTotal: 95, leadsDone: 95, keysWritten: 95 });
     const after = await sql.query<{ id: string; seq: string; doc: unknown }>("SELECT id, seq::text AS seq, doc FROM documents WHERE collection = 'leads' ORDER BY id");
     expect(after).toEqual(before);
     const missing = await sql.query<{ n: number }>("SELECT count(*)::int AS n FROM documents WHERE collection = 'leads' AND (profile_key IS NULL OR email_key IS NULL OR name_company_key IS NULL)");
     expect(missing[0]?.n).toBe(0);
-    const pg = new PgDatabase(sql);
     await expectKeysFound(pg.forWorkspace(WS), leads);
 
-    // Run again (a second server starting): recorded as done, nothing to do.
-    expect(await backfillIdentityKeys(sql)).toBeNull();
-    // From scratch in batches of 10, with progress: every key already right, so nothing written;
-    // then with the keys wiped, all written back.
-    await sql.query('DELETE FROM schema_migrations WHERE name = $1', [BACKFILL_NAME]);
-    const progress: number[] = [];
-    expect(await backfillIdentityKeys(sql, { batch: 10, onProgress: (p) => progress.push(p.done) })).toBe(0);
-    expect(progress).toEqual([10, 20, 30, 40, 50, 60, 70, 80, 90, 95]);
-    await sql.query('DELETE FROM schema_migrations WHERE name = $1', [BACKFILL_NAME]);
+    // Run again (a second server starting): nothing to do.
+    const again = new IdentityBackfill(sql);
+    await again.runToEnd();
+    expect(again.batches).toBe(0);
+    // Listed again with every key already right: read, nothing written; with the keys wiped, all written back.
+    const relist = "UPDATE identity_key_backfill SET after_seq = 0, visited = 0, updated = 0, finished_at = NULL";
+    await sql.query(relist);
+    const reread: BatchDone[] = [];
+    await new IdentityBackfill(sql, { batch: 50, onBatch: (b) => reread.push(b) }).runToEnd();
+    expect(reread.map((b) => [b.visited, b.updated])).toEqual([[50, 0], [45, 0]]);
+    await sql.query(relist);
     await sql.query("UPDATE documents SET profile_key = NULL, email_key = NULL, name_company_key = NULL WHERE collection = 'leads'");
-    expect(await backfillIdentityKeys(sql, { batch: 10 })).toBe(95);
+    await new IdentityBackfill(sql, { batch: 50 }).runToEnd();
+    expect(await backfillStatus(sql)).toMatchObject({ keysWritten: 95 });
     await expectKeysFound(pg.forWorkspace(WS), leads);
-  });
+  }, 90_000);
 });
 
 /** The previous version's desktop layout: no identity key columns, look-ups by email and profile

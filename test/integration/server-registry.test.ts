@@ -121,6 +121,6 @@ describe.each(BACKENDS)('the operation registry over HTTP (%s)', (backend) => {
   it('reports health without a key', async () => {
     const res = await fetch(`${s.url}/healthz`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ ok: true, database: backend });
+    expect(await res.json()).toEqual({ ok: true, database: backend, identityKeys: { state: 'done' } });
   });
 });

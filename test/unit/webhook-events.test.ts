@@ -100,6 +100,37 @@ describe('webhook events from writes', () => {
     expect(eventsOf([update({ collection: 'campaigns', before: c, after: { ...c, name: 'Renamed' } })], refs)).toEqual([]);
   });
 
+  it('a merge raises lead.merged and its undo lead.unmerged, naming the lead it had been merged into even when only the revived lead is written', () => {
+    const dup: Lead = newLead(stamp('lead-dup'), 'group-1', { firstName: 'Ada', lastName: 'L.', email: 'ADA@example.com', company: 'Engines' });
+    const tomb: Lead = { ...dup, mergedIntoId: lead.id, updatedAt: T1 };
+    const [merged] = eventsOf([update({ collection: 'leads', before: dup, after: tomb })], refs);
+    expect(merged).toMatchObject({ type: 'lead.merged', data: { lead: { id: lead.id }, mergedLeadId: dup.id, mergedAt: T1 } });
+    const undoneAt = '2026-11-20T09:06:00.000Z';
+    const { mergedIntoId: _gone, ...revived } = tomb;
+    const back: Lead = { ...revived, updatedAt: undoneAt };
+    const writes = [update({ collection: 'leads', before: tomb, after: back })];
+    // Pushed by a desktop, the revived lead may come alone: the survivor is looked up.
+    expect(referencesOf(writes).leadIds).toEqual([lead.id]);
+    expect(eventsOf(writes, refs)).toEqual([{
+      type: 'lead.unmerged',
+      timestamp: undoneAt,
+      data: {
+        lead: { id: lead.id, fullName: 'Ada Lovelace', firstName: 'Ada', lastName: 'Lovelace', email: 'ada@example.com', company: 'Engines', jobTitle: '', socialUrl: '' },
+        mergedLead: { id: dup.id, fullName: 'Ada L.', firstName: 'Ada', lastName: 'L.', email: 'ADA@example.com', company: 'Engines', jobTitle: '', socialUrl: '' },
+        mergedLeadId: dup.id,
+        unmergedAt: undoneAt,
+      },
+    }]);
+    // With the survivor in the same commit (campaigns.leads.unmerge), its state after the undo.
+    const restored: Lead = { ...lead, company: 'Analytical Engines', updatedAt: undoneAt };
+    const both = eventsOf([...writes, update({ collection: 'leads', before: lead, after: restored })], refs);
+    expect(both.map((e) => e.type)).toEqual(['lead.unmerged']);
+    expect(both[0]?.data).toMatchObject({ lead: { id: lead.id, company: 'Analytical Engines' } });
+    // A tombstone edited (its survivor's push) or deleted is no undo.
+    expect(eventsOf([update({ collection: 'leads', before: tomb, after: { ...tomb, jobTitle: 'CTO' } })], refs)).toEqual([]);
+    expect(eventsOf([{ collection: 'leads', id: tomb.id, before: tomb, after: null }], refs)).toEqual([]);
+  });
+
   it('says which leads and stages to look up, and which writes may raise events at all', () => {
     const reply = newMessage(stamp('msg-9'), { leadId: 'lead-2', sdrProfileId: 's', chatId: 'c', direction: 'in', kind: 'message', text: 'hi', status: 'received' });
     const moved = { ...lead, pipelineStageId: lost.id };
