@@ -25,6 +25,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { BACKEND_YOUNG_GENERATION_MB } from '../../electron/backend/backend-thread.ts';
 import { localDatabaseName, openLocalDatabase } from '../../electron/backend/local-db.ts';
 import { sqliteFilePath } from '../../electron/backend/storage/sqlite/file.ts';
 import { spaceLines } from './support/sqlite-space.ts';
@@ -91,10 +92,10 @@ async function buildChild(): Promise<string> {
 
 let childScript: Promise<string> | null = null;
 
-/** Runs the bundled desktop child in one of its modes; returns its RESULT line. */
-async function child<T>(args: readonly string[]): Promise<T> {
+/** Runs the bundled desktop child in one of its modes (with extra node flags); returns its RESULT line. */
+async function child<T>(args: readonly string[], nodeFlags: readonly string[] = []): Promise<T> {
   childScript ??= buildChild();
-  const proc = spawn(process.execPath, ['--expose-gc', await childScript, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--expose-gc', ...nodeFlags, await childScript, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   proc.stdout.on('data', (b: Buffer) => (out += b.toString()));
@@ -281,6 +282,42 @@ async function propagation(url: string, key: string, root: string): Promise<void
   }
 }
 
+/**
+ * The same sync again, right after the in-process one, with the backend hosted otherwise: in a worker
+ * thread with its isolate's young generation capped as the app's main process hosts it
+ * (electron/backend/backend-thread.ts), and with BENCH_DESKTOP_RSS_VARIANTS=1 also a worker with V8's default limits (what the
+ * thread itself costs), a worker with the old generation capped too, and a process of its own
+ * started with `--max-semi-space-size=8` (what `utilityProcess.fork(..., { execArgv })` would run).
+ * rss and CPU are the whole process's, as for the in-process line.
+ */
+async function hostingVariants(url: string, key: string, root: string, base: SyncResult): Promise<void> {
+  type Variant = { name: string; args: string[]; flags?: string[] };
+  const variants: Variant[] = [{ name: `worker thread, young generation ${BACKEND_YOUNG_GENERATION_MB} MB`, args: ['sync-worker-child', String(BACKEND_YOUNG_GENERATION_MB)] }];
+  if (process.env.BENCH_DESKTOP_RSS_VARIANTS === '1') {
+    variants.push(
+      { name: "worker thread, V8's default limits", args: ['sync-worker-child', '0'] },
+      { name: `worker thread, young generation ${BACKEND_YOUNG_GENERATION_MB} MB, old generation 512 MB`, args: ['sync-worker-child', String(BACKEND_YOUNG_GENERATION_MB), '512'] },
+      { name: 'own process, --max-semi-space-size=8 (utilityProcess)', args: ['sync-child'], flags: ['--max-semi-space-size=8'] },
+    );
+  }
+  const row = (name: string, r: SyncResult) =>
+    `  ${name}: ${r.seconds.toFixed(1)} s, CPU ${r.cpuSeconds.toFixed(1)} s; rss 0.5 s after ${mb(r.rss)} (heap ${mb(r.heap)}), idle ${mb(r.rssIdle)}, after a forced GC ${mb(r.rssAfterGc)}` +
+    (r.worker ? `; the main thread's own heap ${mb(r.worker.mainHeapTotal)} (${mb(r.worker.mainHeapUsed)} used)` : '');
+  line(`desktop: memory after the same sync by how the backend is hosted, one run after the other (${load()}; target rss <= ${mb(TARGET.rss)}):`);
+  line(row('in-process (above)', base));
+  for (const v of variants) {
+    const dir = join(root, `desktop-${v.args.join('-')}`);
+    try {
+      const [mode, ...rest] = v.args;
+      const r = await child<SyncResult>([mode ?? '', url, key, dir, ...rest], v.flags);
+      line(row(v.name, r));
+      if (r.breakdownIdle) line(`    memory when idle: ${formatBreakdown(r.breakdownIdle)}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+}
+
 /** Without the server's replication routes, the search is measured on a desktop seeded locally. */
 async function localOnlySearch(root: string): Promise<void> {
   const c = workspaceCreation({ uuid: () => randomUUID() }, '2026-01-01T00:00:00.000Z', { name: 'Local bench', owner: { name: 'Bench', email: 'bench@local.test' }, subscriptionStatus: 'active' });
@@ -330,6 +367,7 @@ export async function run(): Promise<void> {
     );
     if (synced.breakdown) line(`  memory 0.5 s after the sync: ${formatBreakdown(synced.breakdown)}`);
     if (synced.breakdownIdle) line(`  memory when idle: ${formatBreakdown(synced.breakdownIdle)}`);
+    await hostingVariants(server.url, seeded.bigKey, root, synced);
     const blocked = (d: { maxMs: number; p99Ms: number }) => `longest ${ms(d.maxMs)}, p99 ${ms(d.p99Ms)}`;
     line(
       `desktop: the desktop process's event loop blocked during that sync: ${blocked(synced.loopSync)}; during the index builds after it: ${blocked(synced.loopBuilds)} ` +
