@@ -33,7 +33,7 @@ export function tempDir(prefix = 'crm-electron-'): string {
  * Imports a fresh double and runs `main` (electron/main.ts by default) against it. `before` sets the
  * double up (displays, the single-instance lock, ...) before main's module code runs.
  */
-export async function startMain(opts: { dataDir?: string | null; before?: (electron: Electron) => void | Promise<void>; main?: () => Promise<unknown> } = {}): Promise<Started> {
+export async function startMain(opts: { dataDir?: string | null; before?: (electron: Electron) => unknown; main?: () => Promise<unknown> } = {}): Promise<Started> {
   vi.resetModules();
   const dataDir = opts.dataDir === null ? '' : (opts.dataDir ?? tempDir());
   if (opts.dataDir !== null) vi.stubEnv('DATA_DIR', dataDir);

@@ -6,6 +6,9 @@
  * system's notifications. What the double cannot show is in docs/desktop-checklist.md.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -233,7 +236,7 @@ describe('the tray keeps outreach running; Quit stops it', () => {
     const { BackendThread } = await import('../../electron/backend/backend-thread.ts');
     const order: string[] = [];
     const close = BackendThread.prototype.close;
-    const spy = vi.spyOn(BackendThread.prototype, 'close').mockImplementation(async function (this: InstanceType<typeof BackendThread>) {
+    const spy = vi.spyOn(BackendThread.prototype, 'close').mockImplementation(async function (this: BackendThread) {
       order.push('close:start');
       await new Promise((r) => setTimeout(r, 100));
       await close.call(this);
@@ -254,8 +257,8 @@ describe('the tray keeps outreach running; Quit stops it', () => {
     const { electron } = await started();
     const { BackendThread } = await import('../../electron/backend/backend-thread.ts');
     const close = BackendThread.prototype.close;
-    const kept: InstanceType<typeof BackendThread>[] = [];
-    vi.spyOn(BackendThread.prototype, 'close').mockImplementation(function (this: InstanceType<typeof BackendThread>) {
+    const kept: BackendThread[] = [];
+    vi.spyOn(BackendThread.prototype, 'close').mockImplementation(function (this: BackendThread) {
       kept.push(this);
       return Promise.reject(new Error('the disk went away'));
     });
@@ -272,8 +275,8 @@ describe('the tray keeps outreach running; Quit stops it', () => {
     const { electron } = await started();
     const { BackendThread } = await import('../../electron/backend/backend-thread.ts');
     const close = BackendThread.prototype.close;
-    const kept: InstanceType<typeof BackendThread>[] = [];
-    vi.spyOn(BackendThread.prototype, 'close').mockImplementation(function (this: InstanceType<typeof BackendThread>) {
+    const kept: BackendThread[] = [];
+    vi.spyOn(BackendThread.prototype, 'close').mockImplementation(function (this: BackendThread) {
       kept.push(this);
       return new Promise<void>(() => undefined);
     });
@@ -328,8 +331,13 @@ describe("the backend in a worker thread of main", () => {
   it("reads and forgets the sync server's key through main's keychain store", async () => {
     const dataDir = tempDir();
     const workspaceId = '6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b';
-    const key = 'ocrm_live_0123456789abcdef';
-    writeFileSync(join(dataDir, 'session.json'), JSON.stringify({ kind: 'connected', workspaceId, workspaceName: 'Acme', member: { id: '0b7c5f52-3f8e-4a8e-9d55-1c1f4e9f2a10', name: 'Ann', role: 'owner' }, serverUrl: 'http://127.0.0.1:9' }));
+    const key = 'live_0123456789abcdefghijklmnopqrstuv';
+    // A sync server that is not there (a port just freed): the workspace opens offline.
+    const probe = createServer().listen(0, '127.0.0.1');
+    await once(probe, 'listening');
+    const { port } = probe.address() as AddressInfo;
+    await new Promise((r) => probe.close(r));
+    writeFileSync(join(dataDir, 'session.json'), JSON.stringify({ kind: 'connected', workspaceId, workspaceName: 'Acme', member: { id: '0b7c5f52-3f8e-4a8e-9d55-1c1f4e9f2a10', name: 'Ann', role: 'owner' }, serverUrl: `http://127.0.0.1:${port}` }));
     // As main's store writes it: encrypted by the OS keychain (the double's safeStorage).
     const encrypted = Buffer.from(`keychain:${Buffer.from(key, 'utf8').toString('base64')}`, 'utf8').toString('base64');
     writeFileSync(join(dataDir, 'credentials.json'), JSON.stringify({ [`sync-server:${workspaceId}`]: encrypted }));
