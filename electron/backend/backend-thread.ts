@@ -3,9 +3,9 @@
  * backend-worker.ts is the thread's side). Two reasons:
  * - its memory: the backend's V8 isolate is the thread's own, and a worker's heap limits can be set
  *   when it starts (`resourceLimits`), which the main process's own isolate cannot (its V8 flags are
- *   given on Electron's command line at launch only). The young generation is capped at
- *   BACKEND_YOUNG_GENERATION_MB: V8 grows it to 3 x 16 MB during a sync and keeps it (README,
- *   "Desktop storage", Memory);
+ *   given on Electron's command line at launch only). Both generations are capped (below): in one
+ *   isolate with V8's defaults, a 100k sync left a 34 MB young generation and 90 MB of old space for
+ *   ~35 MB of live objects (README, "Desktop storage", Memory);
  * - its blocking work (SQLite statements, a pulled page's transaction) no longer holds the thread
  *   that runs Electron's windows, menus, tray and IPC.
  * The main process keeps what needs Electron: the OS keychain (the thread asks for the credential
@@ -20,8 +20,16 @@ import type { ServerMessage } from '../bridge.ts';
 import type { CredentialStore } from './credentials.ts';
 
 /** The backend isolate's young generation, MB (V8 splits it into three semi-spaces: 8 MB each, as
- * `--max-semi-space-size=8` gives a whole process). Measured by the desktop bench's hosting lines. */
+ * `--max-semi-space-size=8` gives a whole process; node 24's default is 192 MB, 64 MB semi-spaces).
+ * Measured by the desktop bench's hosting lines. */
 export const BACKEND_YOUNG_GENERATION_MB = 24;
+/** The backend isolate's old generation limit, MB (V8's default here is 4096). Past it the thread
+ * runs out of memory (main then says so and exits: BackendThreadOptions.onExit); the backend holds
+ * ~35-50 MB of live objects after a 100k sync. The limit matters below it: V8 lets the old
+ * generation grow to its live size times a factor that shrinks with the limit (at most 4x from a
+ * 2 GB limit, 1.6x at 1 GB, 1.3x at 256 MB), so garbage of the sync's pages is collected at ~40 MB
+ * of old space instead of ~90 MB. */
+export const BACKEND_OLD_GENERATION_MB = 1024;
 
 /** What the thread is started with. */
 export type BackendWorkerData = { dataDir: string; protection: string };
@@ -59,7 +67,7 @@ export type BackendThreadOptions = {
   /** Called once if the thread ends when it was not asked to (a crash, or out of memory). */
   onExit?: (error: Error) => void;
   log?: (line: string) => void;
-  /** Default: young generation BACKEND_YOUNG_GENERATION_MB, the rest V8's defaults. */
+  /** Default: young generation BACKEND_YOUNG_GENERATION_MB, old BACKEND_OLD_GENERATION_MB, the rest V8's defaults. */
   resourceLimits?: ResourceLimits;
 };
 
@@ -82,7 +90,7 @@ export class BackendThread {
    * with the backend's own message when it could not start. */
   static async start(opts: BackendThreadOptions): Promise<BackendThread> {
     const workerData: BackendWorkerData = { dataDir: opts.dataDir, protection: opts.credentials.protection };
-    const common = { workerData, resourceLimits: opts.resourceLimits ?? { maxYoungGenerationSizeMb: BACKEND_YOUNG_GENERATION_MB } };
+    const common = { workerData, resourceLimits: opts.resourceLimits ?? { maxYoungGenerationSizeMb: BACKEND_YOUNG_GENERATION_MB, maxOldGenerationSizeMb: BACKEND_OLD_GENERATION_MB } };
     const worker = opts.entry.endsWith('.ts')
       ? new Worker(sourceBootstrap(opts.entry), { ...common, eval: true })
       : new Worker(opts.entry, common);

@@ -313,11 +313,12 @@ describe("the backend in a worker thread of main", () => {
     return { ...s, win, outreach, thread: await thread };
   }
 
-  it("runs with its young generation capped, and the window's calls and subscriptions reach it", async () => {
+  it("runs with its heap generations capped, and the window's calls and subscriptions reach it", async () => {
     const { outreach, thread } = await startedWithThread();
-    const { BACKEND_YOUNG_GENERATION_MB } = await import('../../electron/backend/backend-thread.ts');
+    const { BACKEND_OLD_GENERATION_MB, BACKEND_YOUNG_GENERATION_MB } = await import('../../electron/backend/backend-thread.ts');
     expect(thread.thread.threadId).toBeGreaterThan(0);
     expect(thread.thread.resourceLimits?.maxYoungGenerationSizeMb).toBe(BACKEND_YOUNG_GENERATION_MB);
+    expect(thread.thread.resourceLimits?.maxOldGenerationSizeMb).toBe(BACKEND_OLD_GENERATION_MB);
     const opened = await outreach.session.openDemo();
     expect(opened.ok && opened.value.state).toBe('open');
     const pushed: unknown[] = [];

@@ -3,19 +3,14 @@
  * with esbuild, as the app's backend is bundled, and runs it with plain node):
  *   sync-child URL KEY DIR                  an empty desktop syncs from the server; time and memory after
  *                                           (BENCH_HEAP_SNAPSHOT=path also writes a heap snapshot then)
- *   sync-worker-child URL KEY DIR YOUNG_MB [OLD_MB]
- *                                           the same sync in a worker thread whose isolate's young
- *                                           generation (and old generation, if given) is capped by
- *                                           `resourceLimits`, as the Electron main process can host the
- *                                           backend; the main thread only waits (as Electron's would
- *                                           forward IPC). Memory and CPU are the whole process's.
  *   reopen-child DIR WORKSPACE MEMBER       a fresh process opens the synced desktop, first page of leads
- * Each prints one line `RESULT <json>`.
+ * Each prints one line `RESULT <json>`. Run as a worker thread (test/bench/support/desktop-worker-host.ts),
+ * `workerData.args` is the mode and its arguments and the result is posted to the host thread.
  */
 import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { getHeapStatistics, writeHeapSnapshot } from 'node:v8';
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { writeHeapSnapshot } from 'node:v8';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { openLocalDatabase } from '../../../electron/backend/local-db.ts';
 import { startSync } from '../../../electron/backend/replication.ts';
 import { identifyKey } from '../../../electron/backend/server-client.ts';
@@ -44,9 +39,10 @@ export type SyncResult = {
   /** After a forced full collection, for reference (not a figure the app reaches by itself). */
   rssAfterGc: number;
   heapAfterGc: number;
-  /** In a worker (sync-worker-child): the limits it ran with, and the main thread's own heap (its
-   * isolate's pages, which the breakdown's V8 figures, read in the worker, leave out). */
-  worker?: { youngMb: number; oldMb: number | null; mainHeapTotal: number; mainHeapUsed: number };
+  /** In a worker thread (desktop-worker-host.ts): the limits it ran with (0: V8's default), and the
+   * host thread's own heap (its isolate's pages, which the breakdown's V8 figures, read in the
+   * worker, leave out). */
+  worker?: { youngMb: number; oldMb: number; mainHeapTotal: number; mainHeapUsed: number };
 } & Responsiveness;
 export type ReopenResult = { leads: number; openMs: number; firstRowsMs: number; firstRowsCpuMs: number; rows: number; rss: number; heap: number };
 
@@ -151,30 +147,8 @@ async function reopenChild(dir: string, workspaceId: string, memberId: string): 
   return { leads, openMs, firstRowsMs, firstRowsCpuMs, rows: first.leads.length, rss: m.rss, heap: m.heap };
 }
 
-/** Child mode: the sync of syncChild in a worker thread with its heap limits; this thread waits. */
-async function syncInWorker(url: string, key: string, dir: string, youngMb: number, oldMb: number | null): Promise<SyncResult> {
-  const worker = new Worker(new URL(import.meta.url), {
-    workerData: { args: ['sync-child', url, key, dir] },
-    // 0: V8's default for that generation.
-    resourceLimits: { maxYoungGenerationSizeMb: youngMb, ...(oldMb !== null ? { maxOldGenerationSizeMb: oldMb } : {}) },
-  });
-  const result = await new Promise<SyncResult>((resolve, reject) => {
-    worker.once('message', (m: SyncResult) => resolve(m));
-    worker.once('error', reject);
-    worker.once('exit', (code) => reject(new Error(`the sync worker exited (${code}) without a result`)));
-  });
-  await worker.terminate();
-  const main = getHeapStatistics();
-  return { ...result, worker: { youngMb, oldMb, mainHeapTotal: main.total_physical_size, mainHeapUsed: main.used_heap_size } };
-}
-
 async function main(argv: readonly string[]): Promise<unknown> {
   const [mode, ...args] = argv;
-  if (mode === 'sync-worker-child') {
-    const [url, key, dir, young, old] = args;
-    if (!url || !key || !dir || !young) throw new Error('usage: desktop-child sync-worker-child URL KEY DIR YOUNG_MB [OLD_MB]');
-    return syncInWorker(url, key, dir, Number(young), old ? Number(old) : null);
-  }
   if (mode === 'sync-child') {
     const [url, key, dir] = args;
     if (!url || !key || !dir) throw new Error('usage: desktop-child sync-child URL KEY DIR');
@@ -189,8 +163,8 @@ async function main(argv: readonly string[]): Promise<unknown> {
 }
 
 if (!isMainThread) {
-  // A worker of sync-worker-child: its result goes to the thread that started it, an error too (the
-  // worker's 'error' event).
+  // A worker of desktop-worker-host.ts: the result goes to the thread that started it, an error too
+  // (the worker's 'error' event).
   const { args } = workerData as { args: string[] };
   void main(args).then((result) => parentPort?.postMessage(result));
 } else main(process.argv.slice(2)).then(
