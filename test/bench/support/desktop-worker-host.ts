@@ -19,7 +19,8 @@ async function main(): Promise<SyncResult> {
   const oldMb = Number(old);
   const worker = new Worker(childBundle, {
     workerData: { args: ['sync-child', url, key, dir] },
-    resourceLimits: { maxYoungGenerationSizeMb: youngMb, maxOldGenerationSizeMb: oldMb },
+    // A limit left out is V8's default (an explicit 0 old generation would be no heap at all).
+    resourceLimits: { ...(youngMb > 0 ? { maxYoungGenerationSizeMb: youngMb } : {}), ...(oldMb > 0 ? { maxOldGenerationSizeMb: oldMb } : {}) },
   });
   const result = await new Promise<SyncResult>((resolve, reject) => {
     worker.once('message', (m: SyncResult) => resolve(m));
