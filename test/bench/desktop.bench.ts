@@ -14,7 +14,10 @@
  * Every line prints its target and the machine's load average (other work shares the cores).
  * 100,000 leads by default; `BENCH_LEADS=1000000 npm run bench -- desktop` runs the 1M targets
  * (issue 22: reopen <= 300 ms at 1M, <= 150 ms at 100k; issue 27: rss <= 300 MB at 1M, <= 250 MB at
- * 100k). The memory line says what the rss is made of (test/bench/support/process-memory.ts).
+ * 100k). The memory line says what the rss is made of (test/bench/support/process-memory.ts); the
+ * hosting lines after it run the same sync with the backend in a worker thread with capped heap
+ * generations, as the app's main process runs it (electron/backend/backend-thread.ts), and with
+ * BENCH_DESKTOP_RSS_VARIANTS=1 the other ways measured (issue 27, item 5).
  * `npx tsx test/bench/desktop.bench.ts` runs it alone; test/bench/run.ts calls run().
  * `BENCH_DESKTOP_SYNC_ONLY=1` stops after the sync and the file's bytes per lead (comparing sync
  * speed before and after a change without the minutes of search and propagation).
