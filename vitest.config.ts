@@ -30,7 +30,9 @@ export default defineConfig({
         extends: true,
         // The real electron/main.ts and preload.ts (and their bundles) against the double.
         resolve: { alias: [{ find: /^electron$/, replacement: electronDouble }] },
-        test: { name: 'electron', include: ['test/electron/**/*.test.ts'], globalSetup: ['test/electron/global-setup.ts'] },
+        // Each start of main starts the backend's worker thread, a fresh isolate loading its modules
+        // (harness.ts waits up to 60 s for the window on a loaded machine).
+        test: { name: 'electron', include: ['test/electron/**/*.test.ts'], globalSetup: ['test/electron/global-setup.ts'], testTimeout: 90_000 },
       },
     ],
   },

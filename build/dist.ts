@@ -48,12 +48,12 @@ async function validateConfig(): Promise<void> {
 }
 
 /** What the app archive must hold outside node_modules, and what else it may. */
-const APP_FILES = ['/package.json', '/build/electron/main.mjs', '/build/electron/preload.cjs', '/build/icon.png', '/renderer/dist/index.html'];
-const ALLOWED = /^\/(package\.json|build(\/icon\.png|\/electron(\/main\.mjs|\/preload\.cjs)?)?|renderer(\/dist(\/.*)?)?)$/;
+const APP_FILES = ['/package.json', '/build/electron/main.mjs', '/build/electron/backend-worker.mjs', '/build/electron/preload.cjs', '/build/icon.png', '/renderer/dist/index.html'];
+const ALLOWED = /^\/(package\.json|build(\/icon\.png|\/electron(\/main\.mjs|\/backend-worker\.mjs|\/preload\.cjs)?)?|renderer(\/dist(\/.*)?)?)$/;
 
 /** Packs the app for Linux into a temporary folder, with a stand-in for Electron's binary
  * (electronDist) so nothing is downloaded, and checks what the archive holds. */
-function trialPack(main: string): void {
+function trialPack(bundles: readonly string[]): void {
   const asar = require('@electron/asar') as { listPackage(archive: string, options: { isPack: boolean }): string[]; extractFile(archive: string, file: string): Buffer };
   const work = mkdtempSync(join(tmpdir(), 'outreach-dist-check-'));
   try {
@@ -74,7 +74,7 @@ function trialPack(main: string): void {
     if (extra.length > 0) problems.push(`app.asar holds files the app does not run: ${extra.slice(0, 10).join(', ')}${extra.length > 10 ? ', …' : ''}`);
     const entry = (JSON.parse(asar.extractFile(archive, 'package.json').toString('utf8')) as { main?: string }).main;
     if (entry !== 'build/electron/main.mjs') problems.push(`the packaged package.json's main is ${String(entry)}, not build/electron/main.mjs`);
-    for (const p of runtimePackages(main)) if (!files.includes(`/node_modules/${p}/package.json`)) problems.push(`${p} (imported by the main process) is not packed`);
+    for (const p of new Set(bundles.flatMap((b) => runtimePackages(b)))) if (!files.includes(`/node_modules/${p}/package.json`)) problems.push(`${p} (imported by the main process or its backend's thread) is not packed`);
     const binding = join(resources, 'app.asar.unpacked', 'node_modules', 'better-sqlite3', 'prebuilds', `linux-${process.arch}.node`);
     if (!existsSync(binding)) problems.push(`better-sqlite3's binary is not unpacked next to the archive (${binding})`);
     if (problems.length > 0) throw new Error(`The packed app is not right:\n- ${problems.join('\n- ')}`);
@@ -89,8 +89,8 @@ async function check(): Promise<void> {
   await validateConfig();
   const { width, height } = pngSize(ICON);
   if (width < 512 || height < 512) throw new Error(`${ICON} is ${width}x${height}; electron-builder needs at least 512x512 (run: npx tsx build/make-icon.ts).`);
-  const { main, preload } = await buildElectron();
-  for (const f of [main, preload, join(ROOT, 'build', 'icon.png')]) if (!existsSync(f)) throw new Error(`${f} is missing.`);
+  const { main, preload, backendWorker } = await buildElectron();
+  for (const f of [main, preload, backendWorker, join(ROOT, 'build', 'icon.png')]) if (!existsSync(f)) throw new Error(`${f} is missing.`);
   console.log(`build/electron-builder.yml is valid; icon ${width}x${height}; main process and preload bundled (${main}).`);
   if (process.platform !== 'linux') {
     console.log('The trial packing runs on Linux only (there a stand-in for Electron is one file); skipped here.');
@@ -98,7 +98,7 @@ async function check(): Promise<void> {
   }
   await buildRenderer({ log: console.log });
   if (!existsSync(join(RENDERER_DIST, 'index.html'))) throw new Error('The renderer did not build.');
-  trialPack(main);
+  trialPack([main, backendWorker]);
 }
 
 const args = process.argv.slice(2);

@@ -2,7 +2,9 @@
  * The Electron main process, kept thin: one window (size and position remembered), a tray so the
  * outreach runner keeps going when the window is closed, the application menu, a single-instance
  * lock, the sync server's key in the OS keychain (safeStorage), task reminders as the system's
- * notifications, and the backend relayed over IPC. The renderer is sandboxed with context isolation
+ * notifications, and the backend relayed over IPC. The backend runs in a worker thread of this
+ * process (electron/backend/backend-thread.ts: its own V8 heap, with a capped young generation, and
+ * its SQLite work off the thread that runs the windows). The renderer is sandboxed with context isolation
  * and no Node; it sees only `window.outreach`. Tested without Electron's binary by test/electron/
  * (a double of the Electron APIs); what only a real desktop shows is in docs/desktop-checklist.md.
  */
@@ -12,19 +14,20 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import type { Backend } from './backend/backend.ts';
+import { BackendThread } from './backend/backend-thread.ts';
+import type { ThreadConnection } from './backend/backend-thread.ts';
 import { fileCredentialStore } from './backend/credentials.ts';
-import { createDesktopBackend } from './backend/desktop.ts';
-import { openRpcConnection } from './backend/rpc.ts';
-import type { RpcConnection } from './backend/rpc.ts';
-import { defaultDataDir } from './backend/session.ts';
+import { defaultDataDir } from './backend/data-dir.ts';
 import { IPC_FROM_BACKEND, IPC_NOTIFY, IPC_OPEN_EXTERNAL, IPC_TO_BACKEND, NOTICE_LIMITS } from './bridge.ts';
 import type { Notice, ServerMessage, ShellCommand } from './bridge.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** The app's root: main runs bundled as build/electron/main.mjs (npm start, the installers), and
  * from electron/main.ts in tests. */
-const ROOT = basename(HERE) === 'electron' && basename(dirname(HERE)) === 'build' ? join(HERE, '..', '..') : join(HERE, '..');
+const BUNDLED = basename(HERE) === 'electron' && basename(dirname(HERE)) === 'build';
+const ROOT = BUNDLED ? join(HERE, '..', '..') : join(HERE, '..');
+/** The backend's thread: bundled next to main (scripts/build-app.ts), or its source in tests. */
+const BACKEND_WORKER = BUNDLED ? join(HERE, 'backend-worker.mjs') : join(HERE, 'backend', 'backend-worker.ts');
 const RENDERER = join(ROOT, 'renderer', 'dist', 'index.html');
 const RENDERER_URL = pathToFileURL(RENDERER).href;
 const PRELOAD = join(ROOT, 'build', 'electron', 'preload.cjs');
@@ -46,10 +49,10 @@ const PAGE_PERMISSIONS: ReadonlySet<string> = new Set(['notifications']);
 
 let win: BrowserWindow | null = null;
 let tray: Tray | null = null;
-let backend: Backend | null = null;
+let backend: BackendThread | null = null;
 let quitting = false;
 let closing: Promise<void> | null = null;
-const connections = new Map<number, RpcConnection>();
+const connections = new Map<number, ThreadConnection>();
 
 if (!app.requestSingleInstanceLock()) {
   // Another instance owns the data folder (its database file allows one owner): hand over to it.
@@ -304,7 +307,7 @@ function credentials() {
 }
 
 /** Closes the backend within QUIT_TIMEOUT_MS; the exit code says whether it closed cleanly. */
-async function closeBackend(b: Backend): Promise<number> {
+async function closeBackend(b: BackendThread): Promise<number> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeUp = new Promise<'timeout'>((resolve) => {
     timer = setTimeout(() => resolve('timeout'), QUIT_TIMEOUT_MS);
@@ -321,6 +324,18 @@ async function closeBackend(b: Backend): Promise<number> {
   }
 }
 
+/** The backend's thread ended by itself (a crash, or out of memory): the window could only wait for
+ * answers, so say so and exit. The data is safe (every acknowledged write is in the file; an action
+ * of the runner cut short is settled at the next start). */
+function backendStopped(error: Error): void {
+  if (quitting) return;
+  console.error(error.message);
+  backend = null;
+  dialog.showErrorBox('Outreach CRM stopped', `${error.message}\n\nYour data is saved. Start the app again to go on.\n\nData folder: ${DATA_DIR}`);
+  tray?.destroy();
+  app.exit(1);
+}
+
 async function start(): Promise<void> {
   if (process.platform === 'win32') app.setAppUserModelId(APP_ID);
   // The renderer's policy, also in the page's meta tag (which holds however the page is loaded); a
@@ -334,16 +349,22 @@ async function start(): Promise<void> {
     contents.on('will-attach-webview', (e) => e.preventDefault());
   });
 
-  backend = await createDesktopBackend({ dataDir: DATA_DIR, credentials: credentials() });
+  backend = await BackendThread.start({
+    entry: BACKEND_WORKER,
+    dataDir: DATA_DIR,
+    credentials: credentials(),
+    log: (line) => console.error(line),
+    onExit: backendStopped,
+  });
   const b = backend;
   ipcMain.on(IPC_TO_BACKEND, (event: IpcMainEvent, msg: unknown) => {
     if (!fromOurPage(event)) return;
     let conn = connections.get(event.sender.id);
     if (!conn) {
       const contents = event.sender;
-      conn = openRpcConnection(b, (out) => {
+      conn = b.connect((out) => {
         if (!contents.isDestroyed()) contents.send(IPC_FROM_BACKEND, out);
-      }, (line) => console.error(line));
+      });
       connections.set(contents.id, conn);
     }
     conn.receive(msg);

@@ -1,5 +1,5 @@
 /** Builds what `npm start` runs: the renderer (Vite) when its sources are newer than the build, and
- * the Electron main process and preload bundles (esbuild; node_modules stay external). */
+ * the Electron main process, its backend's worker thread and preload bundles (esbuild; node_modules stay external). */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -48,14 +48,16 @@ export async function buildRenderer(opts: { force?: boolean; log?: (line: string
   return true;
 }
 
-export async function buildElectron(): Promise<{ main: string; preload: string }> {
+export async function buildElectron(): Promise<{ main: string; preload: string; backendWorker: string }> {
   const esbuild = await import('esbuild');
   const out = join(ROOT, 'build', 'electron');
   const common = { bundle: true, platform: 'node', target: 'node20', packages: 'external', sourcemap: true, logLevel: 'warning' } as const;
   await esbuild.build({ ...common, entryPoints: [join(ROOT, 'electron', 'main.ts')], format: 'esm', outfile: join(out, 'main.mjs') });
+  // The backend's worker thread (electron/backend/backend-thread.ts), started by main from beside it.
+  await esbuild.build({ ...common, entryPoints: [join(ROOT, 'electron', 'backend', 'backend-worker.ts')], format: 'esm', outfile: join(out, 'backend-worker.mjs') });
   // Sandboxed preloads must be CommonJS and may only require 'electron': bundle everything else in.
   await esbuild.build({ ...common, packages: undefined, external: ['electron'], entryPoints: [join(ROOT, 'electron', 'preload.ts')], format: 'cjs', outfile: join(out, 'preload.cjs') });
-  return { main: join(out, 'main.mjs'), preload: join(out, 'preload.cjs') };
+  return { main: join(out, 'main.mjs'), preload: join(out, 'preload.cjs'), backendWorker: join(out, 'backend-worker.mjs') };
 }
 
 const invokedDirectly = process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url);

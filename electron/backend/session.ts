@@ -5,7 +5,6 @@
  * API key is kept by the CredentialStore (the OS keychain under Electron).
  */
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Actor } from '../../shared/context.ts';
 import type { ChannelHost } from '../../shared/engine/channel.ts';
@@ -19,10 +18,7 @@ import type { LocalDb, OpenLocalDb } from './local-db-port.ts';
 import type { MigrationProgress } from './storage/sqlite/migrate.ts';
 import { ServerClient } from './server-client.ts';
 
-/** The data folder: DATA_DIR, else ~/.outreach-crm. */
-export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
-  return env.DATA_DIR && env.DATA_DIR.trim() !== '' ? env.DATA_DIR : join(homedir(), '.outreach-crm');
-}
+export { defaultDataDir } from './data-dir.ts';
 
 type Saved = {
   kind: WorkspaceKind;

@@ -14,7 +14,10 @@
  * Every line prints its target and the machine's load average (other work shares the cores).
  * 100,000 leads by default; `BENCH_LEADS=1000000 npm run bench -- desktop` runs the 1M targets
  * (issue 22: reopen <= 300 ms at 1M, <= 150 ms at 100k; issue 27: rss <= 300 MB at 1M, <= 250 MB at
- * 100k). The memory line says what the rss is made of (test/bench/support/process-memory.ts).
+ * 100k). The memory line says what the rss is made of (test/bench/support/process-memory.ts); the
+ * hosting lines after it run the same sync with the backend in a worker thread with capped heap
+ * generations, as the app's main process runs it (electron/backend/backend-thread.ts), and with
+ * BENCH_DESKTOP_RSS_VARIANTS=1 the other ways measured (issue 27, item 5).
  * `npx tsx test/bench/desktop.bench.ts` runs it alone; test/bench/run.ts calls run().
  * `BENCH_DESKTOP_SYNC_ONLY=1` stops after the sync and the file's bytes per lead (comparing sync
  * speed before and after a change without the minutes of search and propagation).
@@ -25,6 +28,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { BACKEND_OLD_GENERATION_MB, BACKEND_YOUNG_GENERATION_MB } from '../../electron/backend/backend-thread.ts';
 import { localDatabaseName, openLocalDatabase } from '../../electron/backend/local-db.ts';
 import { sqliteFilePath } from '../../electron/backend/storage/sqlite/file.ts';
 import { spaceLines } from './support/sqlite-space.ts';
@@ -68,33 +72,40 @@ const mb = (n: number) => `${(n / 1e6).toFixed(0)} MB`;
 /** The desktop-only child processes run the desktop as it ships: test/bench/support/desktop-child.ts
  * bundled by esbuild the way `npm run build` bundles the desktop backend (packages stay imports),
  * started with plain `node`. Under tsx the same process held ~47 MB more (the TypeScript loader)
- * and loaded its modules more slowly, which the app does not. */
-async function buildChild(): Promise<string> {
+ * and loaded its modules more slowly, which the app does not. desktop-worker-host.ts, bundled beside
+ * it, runs its sync in a worker thread, as the app's main process runs the backend. */
+async function buildChild(): Promise<{ child: string; host: string }> {
   const { build } = await import('esbuild');
   // Inside the project, so the bundle's package imports resolve from its node_modules.
   // Named after this checkout: worktrees share one node_modules, and two benches running at once
   // from two checkouts would otherwise run each other's bundle.
   const checkout = createHash('sha256').update(fileURLToPath(new URL('../..', import.meta.url))).digest('hex').slice(0, 12);
-  const outfile = fileURLToPath(new URL(`../../node_modules/.cache/outreach-crm-bench/desktop-child-${checkout}.mjs`, import.meta.url));
-  await build({
-    entryPoints: [fileURLToPath(new URL('./support/desktop-child.ts', import.meta.url))],
-    outfile,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node22.12',
-    packages: 'external',
-    logLevel: 'warning',
-  });
-  return outfile;
+  const out = (name: string) => fileURLToPath(new URL(`../../node_modules/.cache/outreach-crm-bench/${name}-${checkout}.mjs`, import.meta.url));
+  const bundles = { child: out('desktop-child'), host: out('desktop-worker-host') };
+  for (const [name, outfile] of [['desktop-child', bundles.child], ['desktop-worker-host', bundles.host]] as const) {
+    await build({
+      entryPoints: [fileURLToPath(new URL(`./support/${name}.ts`, import.meta.url))],
+      outfile,
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node22.12',
+      packages: 'external',
+      logLevel: 'warning',
+    });
+  }
+  return bundles;
 }
 
-let childScript: Promise<string> | null = null;
+let childScripts: Promise<{ child: string; host: string }> | null = null;
 
-/** Runs the bundled desktop child in one of its modes; returns its RESULT line. */
-async function child<T>(args: readonly string[]): Promise<T> {
-  childScript ??= buildChild();
-  const proc = spawn(process.execPath, ['--expose-gc', await childScript, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** Runs the bundled desktop child in one of its modes (with extra node flags), or with `host` the
+ * worker host with these arguments after the child's path; returns its RESULT line. */
+async function child<T>(args: readonly string[], nodeFlags: readonly string[] = [], host = false): Promise<T> {
+  childScripts ??= buildChild();
+  const scripts = await childScripts;
+  const entry = host ? [scripts.host, scripts.child] : [scripts.child];
+  const proc = spawn(process.execPath, ['--expose-gc', ...nodeFlags, ...entry, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   proc.stdout.on('data', (b: Buffer) => (out += b.toString()));
@@ -281,6 +292,46 @@ async function propagation(url: string, key: string, root: string): Promise<void
   }
 }
 
+/**
+ * The same sync again, right after the in-process one, with the backend hosted otherwise: in a worker
+ * thread with its isolate's generations capped, as the app's main process hosts it
+ * (electron/backend/backend-thread.ts), from a host thread that loads nothing of the backend
+ * (desktop-worker-host.ts); with BENCH_DESKTOP_RSS_VARIANTS=1 also a worker with V8's default
+ * limits (what the thread itself costs), with only the young generation capped, with the old one
+ * capped at 512 MB, and a process of its own started with `--max-semi-space-size=8` (what
+ * `utilityProcess.fork(..., { execArgv })` would run). rss and CPU are the whole process's, as for
+ * the in-process line.
+ */
+async function hostingVariants(url: string, key: string, root: string, base: SyncResult): Promise<void> {
+  type Variant = { name: string; args: string[]; flags?: string[]; host?: boolean };
+  const worker = (young: number, old: number): string[] => [String(young), String(old)];
+  const app = `worker thread as the app runs it (young generation ${BACKEND_YOUNG_GENERATION_MB} MB, old ${BACKEND_OLD_GENERATION_MB} MB)`;
+  const variants: Variant[] = [{ name: app, args: worker(BACKEND_YOUNG_GENERATION_MB, BACKEND_OLD_GENERATION_MB), host: true }];
+  if (process.env.BENCH_DESKTOP_RSS_VARIANTS === '1') {
+    variants.push(
+      { name: "worker thread, V8's default limits", args: worker(0, 0), host: true },
+      { name: `worker thread, young generation ${BACKEND_YOUNG_GENERATION_MB} MB, old default`, args: worker(BACKEND_YOUNG_GENERATION_MB, 0), host: true },
+      { name: `worker thread, young generation ${BACKEND_YOUNG_GENERATION_MB} MB, old 512 MB`, args: worker(BACKEND_YOUNG_GENERATION_MB, 512), host: true },
+      { name: 'own process, --max-semi-space-size=8 (as utilityProcess.fork with execArgv would start it)', args: [], flags: ['--max-semi-space-size=8'] },
+    );
+  }
+  const row = (name: string, r: SyncResult) =>
+    `  ${name}: ${r.seconds.toFixed(1)} s, CPU ${r.cpuSeconds.toFixed(1)} s; rss 0.5 s after ${mb(r.rss)} (heap ${mb(r.heap)}), idle ${mb(r.rssIdle)}, after a forced GC ${mb(r.rssAfterGc)}` +
+    (r.worker ? `; the main thread's own heap ${mb(r.worker.mainHeapTotal)} (${mb(r.worker.mainHeapUsed)} used)` : '');
+  line(`desktop: memory after the same sync by how the backend is hosted, one run after the other (${load()}; target rss <= ${mb(TARGET.rss)}):`);
+  line(row('in-process (above)', base));
+  for (const [i, v] of variants.entries()) {
+    const dir = join(root, `desktop-hosting-${i}`);
+    try {
+      const r = await child<SyncResult>(v.host ? [...v.args, url, key, dir] : ['sync-child', url, key, dir], v.flags, v.host);
+      line(row(v.name, r));
+      if (r.breakdownIdle) line(`    memory when idle: ${formatBreakdown(r.breakdownIdle)}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+}
+
 /** Without the server's replication routes, the search is measured on a desktop seeded locally. */
 async function localOnlySearch(root: string): Promise<void> {
   const c = workspaceCreation({ uuid: () => randomUUID() }, '2026-01-01T00:00:00.000Z', { name: 'Local bench', owner: { name: 'Bench', email: 'bench@local.test' }, subscriptionStatus: 'active' });
@@ -339,6 +390,7 @@ export async function run(): Promise<void> {
       `desktop: re-sort of the leads table by name (first 50) right after that sync: ${ms(synced.resortAfterSyncMs)}; during the index builds: ${ms(synced.resortDuringBuildsMs)} ` +
         `(target <= 300 ms: ${ok(Math.max(synced.resortAfterSyncMs, synced.resortDuringBuildsMs) <= 300)})`,
     );
+    await hostingVariants(server.url, seeded.bigKey, root, synced);
     line(`desktop: bytes of the synced desktop's file by storage instance, table and index (SQLite's dbstat), per lead of ${synced.leads}:`);
     for (const l of spaceLines(sqliteFilePath(dir, localDatabaseName(who.workspaceId)), synced.leads)) line(`  ${l}`);
     if (process.env.BENCH_DESKTOP_SYNC_ONLY === '1') return;

@@ -60,6 +60,6 @@ describe('the bundled main process and preload', () => {
     win.close();
     await eventually(() => existsSync(join(home, '.outreach-crm', 'window-state.json')), 5000, 'the window state in the home folder');
     expect(readdirSync(ROOT)).toEqual(before);
-    expect(readdirSync(join(ROOT, 'build', 'electron')).sort()).toEqual(['main.mjs', 'main.mjs.map', 'preload.cjs', 'preload.cjs.map']);
+    expect(readdirSync(join(ROOT, 'build', 'electron')).sort()).toEqual(['backend-worker.mjs', 'backend-worker.mjs.map', 'main.mjs', 'main.mjs.map', 'preload.cjs', 'preload.cjs.map']);
   });
 });

@@ -10,7 +10,7 @@ declare module 'vitest' {
   // Only an interface can be augmented.
   // eslint-disable-next-line @typescript-eslint/consistent-type-definitions
   export interface ProvidedContext {
-    electronBundle: { main: string; preload: string };
+    electronBundle: { main: string; preload: string; backendWorker: string };
   }
 }
 

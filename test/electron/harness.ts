@@ -33,12 +33,12 @@ export function tempDir(prefix = 'crm-electron-'): string {
  * Imports a fresh double and runs `main` (electron/main.ts by default) against it. `before` sets the
  * double up (displays, the single-instance lock, ...) before main's module code runs.
  */
-export async function startMain(opts: { dataDir?: string | null; before?: (electron: Electron) => void; main?: () => Promise<unknown> } = {}): Promise<Started> {
+export async function startMain(opts: { dataDir?: string | null; before?: (electron: Electron) => unknown; main?: () => Promise<unknown> } = {}): Promise<Started> {
   vi.resetModules();
   const dataDir = opts.dataDir === null ? '' : (opts.dataDir ?? tempDir());
   if (opts.dataDir !== null) vi.stubEnv('DATA_DIR', dataDir);
   const electron = await import('../support/electron-double/index.ts');
-  opts.before?.(electron);
+  await opts.before?.(electron);
   await (opts.main ?? (() => import('../../electron/main.ts')))();
   const started = { electron, dataDir };
   running.push(started);
@@ -61,9 +61,11 @@ export function within<T>(p: Promise<T>, ms: number): Promise<T | 'timeout'> {
   return Promise.race([p, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), ms))]);
 }
 
-/** The window main makes once its backend is up. */
+/** The window main makes once its backend is up. The backend starts in a worker thread, a fresh
+ * isolate that loads its modules (through tsx, from the sources) at every start: seconds on a loaded
+ * machine. */
 export function mainWindow(electron: Electron): Promise<BrowserWindowDouble> {
-  return eventually(() => electron.double.windows[0], 15_000, 'the main window');
+  return eventually(() => electron.double.windows[0], 60_000, 'the main window');
 }
 
 function isBridge(v: unknown): v is Bridge {

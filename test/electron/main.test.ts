@@ -5,11 +5,15 @@
  * instance, the tray keeping outreach running, Quit, window placement, and task reminders as the
  * system's notifications. What the double cannot show is in docs/desktop-checklist.md.
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { IPC_NOTIFY, NOTICE_LIMITS } from '../../electron/bridge.ts';
+import type { BackendThread } from '../../electron/backend/backend-thread.ts';
 import type { Notice, SessionInfo, ShellCommand } from '../../electron/bridge.ts';
 import { eventually, mainWindow, openPage, startMain, stopAll, tempDir, within } from './harness.ts';
 import type { Electron } from './harness.ts';
@@ -229,10 +233,10 @@ describe('the tray keeps outreach running; Quit stops it', () => {
 
   it('Quit closes the backend, then exits with 0 (a second Quit waits for the same close)', async () => {
     const { electron } = await started();
-    const { Backend } = await import('../../electron/backend/backend.ts');
+    const { BackendThread } = await import('../../electron/backend/backend-thread.ts');
     const order: string[] = [];
-    const close = Backend.prototype.close;
-    const spy = vi.spyOn(Backend.prototype, 'close').mockImplementation(async function (this: InstanceType<typeof Backend>) {
+    const close = BackendThread.prototype.close;
+    const spy = vi.spyOn(BackendThread.prototype, 'close').mockImplementation(async function (this: BackendThread) {
       order.push('close:start');
       await new Promise((r) => setTimeout(r, 100));
       await close.call(this);
@@ -251,10 +255,10 @@ describe('the tray keeps outreach running; Quit stops it', () => {
 
   it('Quit exits with 1 when closing the backend fails', async () => {
     const { electron } = await started();
-    const { Backend } = await import('../../electron/backend/backend.ts');
-    const close = Backend.prototype.close;
-    const kept: InstanceType<typeof Backend>[] = [];
-    vi.spyOn(Backend.prototype, 'close').mockImplementation(function (this: InstanceType<typeof Backend>) {
+    const { BackendThread } = await import('../../electron/backend/backend-thread.ts');
+    const close = BackendThread.prototype.close;
+    const kept: BackendThread[] = [];
+    vi.spyOn(BackendThread.prototype, 'close').mockImplementation(function (this: BackendThread) {
       kept.push(this);
       return Promise.reject(new Error('the disk went away'));
     });
@@ -269,10 +273,10 @@ describe('the tray keeps outreach running; Quit stops it', () => {
 
   it('Quit exits with 1 after a time limit when the backend does not close', async () => {
     const { electron } = await started();
-    const { Backend } = await import('../../electron/backend/backend.ts');
-    const close = Backend.prototype.close;
-    const kept: InstanceType<typeof Backend>[] = [];
-    vi.spyOn(Backend.prototype, 'close').mockImplementation(function (this: InstanceType<typeof Backend>) {
+    const { BackendThread } = await import('../../electron/backend/backend-thread.ts');
+    const close = BackendThread.prototype.close;
+    const kept: BackendThread[] = [];
+    vi.spyOn(BackendThread.prototype, 'close').mockImplementation(function (this: BackendThread) {
       kept.push(this);
       return new Promise<void>(() => undefined);
     });
@@ -287,6 +291,72 @@ describe('the tray keeps outreach running; Quit stops it', () => {
     vi.useRealTimers();
     vi.restoreAllMocks();
     for (const b of kept) await close.call(b);
+  });
+});
+
+describe("the backend in a worker thread of main", () => {
+  /** Starts main with BackendThread.start watched, and returns the thread it started. */
+  async function startedWithThread(opts: Parameters<typeof startMain>[0] = {}) {
+    let watched: Promise<BackendThread> | null = null;
+    const s = await startMain({
+      ...opts,
+      before: async (e) => {
+        await opts.before?.(e);
+        const { BackendThread: Thread } = await import('../../electron/backend/backend-thread.ts');
+        const start = Thread.start.bind(Thread);
+        vi.spyOn(Thread, 'start').mockImplementation((o) => (watched = start(o)));
+      },
+    });
+    const win = await mainWindow(s.electron);
+    const { outreach } = await openPage(win);
+    const thread = await eventually(() => watched, 5000, 'the backend thread');
+    return { ...s, win, outreach, thread: await thread };
+  }
+
+  it("runs with its heap generations capped, and the window's calls and subscriptions reach it", async () => {
+    const { outreach, thread } = await startedWithThread();
+    const { BACKEND_OLD_GENERATION_MB, BACKEND_YOUNG_GENERATION_MB } = await import('../../electron/backend/backend-thread.ts');
+    expect(thread.thread.threadId).toBeGreaterThan(0);
+    expect(thread.thread.resourceLimits?.maxYoungGenerationSizeMb).toBe(BACKEND_YOUNG_GENERATION_MB);
+    expect(thread.thread.resourceLimits?.maxOldGenerationSizeMb).toBe(BACKEND_OLD_GENERATION_MB);
+    const opened = await outreach.session.openDemo();
+    expect(opened.ok && opened.value.state).toBe('open');
+    const pushed: unknown[] = [];
+    const stop = outreach.subscribe('inbox.counts', {}, (r) => pushed.push(r));
+    await eventually(() => pushed.length > 0, 5000, 'the first push of a subscription');
+    stop();
+    const counts = await outreach.call('inbox.counts', {});
+    expect(counts.ok).toBe(true);
+  });
+
+  it("reads and forgets the sync server's key through main's keychain store", async () => {
+    const dataDir = tempDir();
+    const workspaceId = '6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b';
+    const key = 'live_0123456789abcdefghijklmnopqrstuv';
+    // A sync server that is not there (a port just freed): the workspace opens offline.
+    const probe = createServer().listen(0, '127.0.0.1');
+    await once(probe, 'listening');
+    const { port } = probe.address() as AddressInfo;
+    await new Promise((r) => probe.close(r));
+    writeFileSync(join(dataDir, 'session.json'), JSON.stringify({ kind: 'connected', workspaceId, workspaceName: 'Acme', member: { id: '0b7c5f52-3f8e-4a8e-9d55-1c1f4e9f2a10', name: 'Ann', role: 'owner' }, serverUrl: `http://127.0.0.1:${port}` }));
+    // As main's store writes it: encrypted by the OS keychain (the double's safeStorage).
+    const encrypted = Buffer.from(`keychain:${Buffer.from(key, 'utf8').toString('base64')}`, 'utf8').toString('base64');
+    writeFileSync(join(dataDir, 'credentials.json'), JSON.stringify({ [`sync-server:${workspaceId}`]: encrypted }));
+    vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    const { outreach } = await startedWithThread({ dataDir });
+    const info = await outreach.session.get();
+    expect(info.state === 'open' && info.apiKeyPrefix).toBe(key.slice(0, 12));
+    const closed = await outreach.session.close();
+    expect(closed.ok && closed.value.state).toBe('none');
+    expect(existsSync(join(dataDir, 'credentials.json'))).toBe(false);
+  });
+
+  it('a thread that ends by itself is said in a dialog, and the app exits with 1', async () => {
+    const { electron, dataDir, thread } = await startedWithThread();
+    vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    await thread.thread.terminate();
+    expect(await within(electron.double.exited, 5000)).toBe(1);
+    expect(electron.double.errorBoxes).toEqual([{ title: 'Outreach CRM stopped', content: expect.stringContaining(dataDir) }]);
   });
 });
 

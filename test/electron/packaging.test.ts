@@ -44,6 +44,7 @@ const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) a
 let config: BuilderConfig;
 /** Built once for the project by global-setup.ts. */
 const bundledMain = inject('electronBundle').main;
+const bundledWorker = inject('electronBundle').backendWorker;
 
 beforeAll(async () => {
   config = await configApi.getConfig(ROOT, join(ROOT, 'build', 'electron-builder.yml'), null);
@@ -109,10 +110,10 @@ describe('npm run dist: build/electron-builder.yml', () => {
 
   it('packs the bundled main process, the preload, the built renderer and the icon; no sources, tests or source maps', () => {
     const packed = matcher(filePatterns());
-    for (const needed of ['package.json', 'build/electron/main.mjs', 'build/electron/preload.cjs', 'build/icon.png', 'renderer/dist/index.html', 'renderer/dist/assets/index-0a1b2c3d.js', 'renderer/dist/assets/index-0a1b2c3d.css']) {
+    for (const needed of ['package.json', 'build/electron/main.mjs', 'build/electron/backend-worker.mjs', 'build/electron/preload.cjs', 'build/icon.png', 'renderer/dist/index.html', 'renderer/dist/assets/index-0a1b2c3d.js', 'renderer/dist/assets/index-0a1b2c3d.css']) {
       expect(packed(needed), needed).toBe(true);
     }
-    const allowed = /^(package\.json|build\/icon\.png|build\/electron\/(main\.mjs|preload\.cjs)|renderer\/dist\/.+)$/;
+    const allowed = /^(package\.json|build\/icon\.png|build\/electron\/(main\.mjs|backend-worker\.mjs|preload\.cjs)|renderer\/dist\/.+)$/;
     const extra = projectFiles().filter((f) => packed(f) && !allowed.test(f));
     expect(extra).toEqual([]);
     for (const source of ['electron/main.ts', 'electron/preload.ts', 'shared/ops/index.ts', 'sync-server/app.ts', 'test/electron/main.test.ts', 'renderer/src/main.tsx', 'docs/packaging.md', 'README.md', 'build/electron/main.mjs.map', 'renderer/dist/assets/index-0a1b2c3d.js.map', 'build/dist.ts']) {
@@ -120,8 +121,8 @@ describe('npm run dist: build/electron-builder.yml', () => {
     }
   });
 
-  it('packs every package the bundled main process imports: production dependencies, not excluded', () => {
-    const imports = runtimePackages(bundledMain);
+  it('packs every package the bundled main process and its backend thread import: production dependencies, not excluded', () => {
+    const imports = [...new Set([...runtimePackages(bundledMain), ...runtimePackages(bundledWorker)])].sort();
     expect(imports).toContain('better-sqlite3');
     expect(imports).toContain('rxdb');
     expect(imports.filter((p) => pkg.dependencies[p] === undefined)).toEqual([]);

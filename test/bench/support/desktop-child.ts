@@ -4,11 +4,13 @@
  *   sync-child URL KEY DIR                  an empty desktop syncs from the server; time and memory after
  *                                           (BENCH_HEAP_SNAPSHOT=path also writes a heap snapshot then)
  *   reopen-child DIR WORKSPACE MEMBER       a fresh process opens the synced desktop, first page of leads
- * Each prints one line `RESULT <json>`.
+ * Each prints one line `RESULT <json>`. Run as a worker thread (test/bench/support/desktop-worker-host.ts),
+ * `workerData.args` is the mode and its arguments and the result is posted to the host thread.
  */
 import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { writeHeapSnapshot } from 'node:v8';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { openLocalDatabase } from '../../../electron/backend/local-db.ts';
 import { startSync } from '../../../electron/backend/replication.ts';
 import { identifyKey } from '../../../electron/backend/server-client.ts';
@@ -37,6 +39,10 @@ export type SyncResult = {
   /** After a forced full collection, for reference (not a figure the app reaches by itself). */
   rssAfterGc: number;
   heapAfterGc: number;
+  /** In a worker thread (desktop-worker-host.ts): the limits it ran with (0: V8's default), and the
+   * host thread's own heap (its isolate's pages, which the breakdown's V8 figures, read in the
+   * worker, leave out). */
+  worker?: { youngMb: number; oldMb: number; mainHeapTotal: number; mainHeapUsed: number };
 } & Responsiveness;
 export type ReopenResult = { leads: number; openMs: number; firstRowsMs: number; firstRowsCpuMs: number; rows: number; rss: number; heap: number };
 
@@ -141,8 +147,8 @@ async function reopenChild(dir: string, workspaceId: string, memberId: string): 
   return { leads, openMs, firstRowsMs, firstRowsCpuMs, rows: first.leads.length, rss: m.rss, heap: m.heap };
 }
 
-async function main(): Promise<unknown> {
-  const [mode, ...args] = process.argv.slice(2);
+async function main(argv: readonly string[]): Promise<unknown> {
+  const [mode, ...args] = argv;
   if (mode === 'sync-child') {
     const [url, key, dir] = args;
     if (!url || !key || !dir) throw new Error('usage: desktop-child sync-child URL KEY DIR');
@@ -156,7 +162,12 @@ async function main(): Promise<unknown> {
   throw new Error(`desktop-child: unknown mode ${mode ?? '(none)'}`);
 }
 
-main().then(
+if (!isMainThread) {
+  // A worker of desktop-worker-host.ts: the result goes to the thread that started it, an error too
+  // (the worker's 'error' event).
+  const { args } = workerData as { args: string[] };
+  void main(args).then((result) => parentPort?.postMessage(result));
+} else main(process.argv.slice(2)).then(
   (result) => process.stdout.write(`RESULT ${JSON.stringify(result)}\n`),
   (e: unknown) => {
     process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
