@@ -392,6 +392,25 @@ function take(table: DocTable, rows: RowRef[], pred: ((d: unknown) => boolean) |
   }
 }
 
+/**
+ * A page from the head a bulk load keeps of `order` while its index is missing (load-heads.ts):
+ * into `out` when the head's rows after `place` hold the page (or are all the rows there are);
+ * false, with `out` untouched, when there is no such head or it cannot fill the page.
+ */
+function fromHead(table: DocTable, order: Order, place: Place | null, pred: ((d: unknown) => boolean) | null, want: number, cache: boolean, out: StoreAnswer): boolean {
+  const dir = order.keys[0]?.dir;
+  if (!dir || order.tie !== 'asc' || order.keys.some((k) => k.dir !== dir)) return false;
+  const head = table.heads.find(order.keys.map((k) => (k.column as StoreColumn).key), dir);
+  const rows = head?.after(place);
+  if (!rows) return false;
+  const page: StoreAnswer = { docs: [], fresh: [] };
+  take(table, rows.rows, pred, want, cache, page);
+  if (page.docs.length < want && !rows.all) return false;
+  out.docs.push(...page.docs);
+  out.fresh.push(...page.fresh);
+  return true;
+}
+
 export function storeQuery(table: DocTable, read: StoreRead): StoreAnswer {
   const out: StoreAnswer = { docs: [], fresh: [] };
   const want = read.limit;
@@ -419,7 +438,9 @@ export function storeQuery(table: DocTable, read: StoreRead): StoreAnswer {
     // The SQL of the whole condition only here: a long `in` list costs to write.
     const rowForm = read.where ? condSql(table, read.where, 'row') : { sql: '1', params: [], exact: true };
     if (rowForm.sql === '0' && rowForm.exact) return out;
-    if (walk && order) {
+    if (!walk && order && want !== Infinity && fromHead(table, order, place, pred, want, read.cache, out)) {
+      // A page of the first rows of an order whose index a load left out.
+    } else if (walk && order) {
       const chunkOf = (): number => (rowForm.exact ? Math.max(1, Math.min(want - out.docs.length, t.chunk * 8)) : t.chunk);
       for (const rows of walkRows(table, walk, rowForm, order, place, chunkOf)) {
         take(table, rows, pred, want, read.cache, out);
