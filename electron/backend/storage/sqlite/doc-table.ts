@@ -214,6 +214,11 @@ export class DocTable {
     this.changes.complete();
   }
 
+  /** The sequence number of the last committed write. */
+  get seq(): number {
+    return this.lastSeq;
+  }
+
   /** Whether an index (by name) is in the file now: not one a load is still to build. */
   indexReady(name: string): boolean {
     return !this.missing.has(name);
