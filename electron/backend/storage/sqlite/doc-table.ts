@@ -179,7 +179,9 @@ export class DocTable {
     // Built in this order after a load: the Store's indexes first (the orders of the leads table, the
     // board, tasks: what the user sorts by), then RxDB's own.
     for (const i of this.layout.indexes) if (i.afterLoad) this.deferrable.set(i.name, { sql: storeIndexSql(table, i), keptLocally: i.afterLoad === 'pull', label: indexLabel(collection, i.keys) });
-    for (const i of this.layout.indexes) if (i.afterLoad && i.ordered) this.headKeys.set(i.name, i.columns.map((c) => this.layout.columns.findIndex((x) => x.column === c)));
+    // Heads of the orders a page is read in (one key: the leads table's columns), not of indexes
+    // that give an order within a pinned first key (a tag's leads by creation).
+    for (const i of this.layout.indexes) if (i.afterLoad && i.ordered && i.keys.length === 1) this.headKeys.set(i.name, i.columns.map((c) => this.layout.columns.findIndex((x) => x.column === c)));
     for (const c of this.columns) this.deferrable.set(`${table}_${c.column}`, { sql: `CREATE INDEX IF NOT EXISTS "${table}_${c.column}" ON ${t} ("${c.column}")`, keptLocally: false, label: indexLabel(collection, c.fields) });
     const present = new Set(db.prepare<[string], string>("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?").pluck().all(table));
     for (const name of this.deferrable.keys()) if (!present.has(name)) this.missing.add(name);

@@ -33,6 +33,8 @@ export type HeadRow = { r: number; id: string; k: SqlValue[] };
 /** A row's place in an order (its keys as stored, and its id). */
 export type HeadPlace = { k: readonly SqlValue[]; id: string };
 
+const WIDE = /[\ud800-\uffff]/;
+
 const typeRank = (v: SqlValue): number => (typeof v === 'number' ? 0 : typeof v === 'string' ? 1 : 2);
 
 /** Two strings in code point order (SQLite's BINARY order of their UTF-8 bytes), without
@@ -69,7 +71,11 @@ export class OrderHead {
   readonly rows: HeadRow[];
   private readonly ids = new Map<string, HeadRow>();
   /** Every live row before this one is in `rows`; null: every live row is. */
-  private bound: HeadPlace | null;
+  private bound: HeadPlace | null = null;
+  /** Per key of the bound: a string without a character from U+D800 on, which JavaScript's `<`
+   * then compares with any string in code point order (the orders differ only where both strings
+   * hold such a character at the first difference): the cheap comparison every written row makes. */
+  private narrow: boolean[] = [];
 
   /** `rows`: the first rows in this order as read from the index, HEAD_ROWS + 1 of them when the
    * table holds that many (the last then becomes the bound). `positions`: where the index's keys
@@ -80,7 +86,7 @@ export class OrderHead {
     private readonly positions: readonly number[],
     rows: HeadRow[],
   ) {
-    this.bound = rows.length > HEAD_ROWS ? (rows[HEAD_ROWS] as HeadRow) : null;
+    if (rows.length > HEAD_ROWS) this.setBound(rows[HEAD_ROWS] as HeadRow);
     this.rows = rows.slice(0, HEAD_ROWS);
     for (const r of this.rows) this.ids.set(r.id, r);
   }
@@ -105,10 +111,17 @@ export class OrderHead {
     if (bound === null) return true;
     const sign = this.dir === 'asc' ? 1 : -1;
     for (let i = 0; i < this.positions.length; i++) {
-      const c = compareStored(values[at + (this.positions[i] as number)] as SqlValue, bound.k[i] as SqlValue);
+      const v = values[at + (this.positions[i] as number)] as SqlValue;
+      const b = bound.k[i] as SqlValue;
+      const c = this.narrow[i] && typeof v === 'string' ? (v === b ? 0 : v < (b as string) ? -1 : 1) : compareStored(v, b);
       if (c !== 0) return sign * c < 0;
     }
     return compareCodePoints(id, bound.id) < 0;
+  }
+
+  private setBound(place: HeadPlace): void {
+    this.bound = place;
+    this.narrow = place.k.map((k) => typeof k === 'string' && !WIDE.test(k));
   }
 
   /** The index's keys among a row's Store values (see touches). */
@@ -129,7 +142,7 @@ export class OrderHead {
     if (this.rows.length > HEAD_ROWS) {
       const last = this.rows.pop() as HeadRow;
       this.ids.delete(last.id);
-      this.bound = last;
+      this.setBound(last);
     }
   }
 
