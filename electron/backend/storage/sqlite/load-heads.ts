@@ -17,8 +17,9 @@
  * A page after a cursor before the bound is then the list's rows after the cursor that pass the
  * condition (store-query.ts): the same rows in the same order as SQL would give, since the keys
  * are the stored column values and compareStored is SQLite's order of them. A page it cannot fill
- * (a rare filter, a deep page past the bound) is read as before. A load cut short by a quit has no
- * heads after the next open (its reads are the plain plan until its indexes are built).
+ * (a rare filter, a deep page past the bound) is read as before, in the file's reader thread when
+ * the table is large (store-query.ts, storeQueryOffLoop). A load cut short by a quit has no heads
+ * after the next open: its pages are read that way until its indexes are built.
  */
 import type { SqlValue, StoreIndex } from './store-columns.ts';
 

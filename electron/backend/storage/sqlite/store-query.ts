@@ -12,7 +12,10 @@
  *   right when they are few. Each such condition is counted up to a cap ~ sqrt(L x N) (the point
  *   where both cost about the same); the smallest under the cap is read, else the index is walked.
  * Without a usable index for the order, or without a limit, the smallest condition under a larger
- * cap is read, else SQLite plans the query itself.
+ * cap is read, else SQLite plans the query itself. While a bulk load has left the order's index
+ * out, a page within the first rows the load keeps of that order (load-heads.ts) is read from
+ * them; a page SQLite would have to sort the whole table for is read in the file's reader thread
+ * when the table is large (storeQueryOffLoop), not on the event loop.
  *
  * Ties of the order are broken by id ascending. An index (keys..., id) read backwards gives ties
  * in descending id order, so a descending order is read in groups of equal keys: a chunk read
