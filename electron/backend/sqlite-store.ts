@@ -152,7 +152,7 @@ class SqliteStore implements Store {
     if (!instance || (limit !== undefined && limit <= 0)) return { docs: [], nextCursor: null };
     // One more than the page, to know whether another page follows.
     const want = limit === undefined ? Infinity : limit + 1;
-    const { docs, fresh } = instance.storeQuery({ where: this.scoped(q.where), orderBy, cursor, limit: want, cache: limit !== undefined });
+    const { docs, fresh } = await instance.storeQueryOffLoop({ where: this.scoped(q.where), orderBy, cursor, limit: want, cache: limit !== undefined });
     const more = limit !== undefined && docs.length > limit;
     const page = more ? docs.slice(0, limit) : docs;
     const last = page[page.length - 1];

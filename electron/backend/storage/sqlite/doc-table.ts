@@ -45,10 +45,12 @@ import type { StorageFile } from './file.ts';
 import { TextIndex } from './fts.ts';
 import type { TextOrder } from './fts.ts';
 import { indexColumns, indexName } from './index-columns.ts';
+import { HEAD_ROWS, LoadHeads, OrderHead } from './load-heads.ts';
+import type { HeadChanges, HeadRow } from './load-heads.ts';
 import type { IndexColumn, KeyRange } from './index-columns.ts';
 import { forkOf, isMetaSchema, link, materialize, materializeAll, MetaCodec, metaFollows, unlink } from './master-states.ts';
 import { layoutRecord, resolveLayout, storeOddOf, storeValues } from './store-columns.ts';
-import type { MemberTable, ResolvedLayout, StoreColumn, StoreLayout } from './store-columns.ts';
+import type { MemberTable, ResolvedLayout, SqlValue, StoreColumn, StoreIndex, StoreLayout } from './store-columns.ts';
 
 export type Doc = RxDocumentData<unknown>;
 
@@ -74,7 +76,7 @@ export type TableSetup = {
 export type RowWrite = { before: Doc | undefined; doc: Doc };
 
 /** What a committed write changes in memory (applied only once SQLite committed it). */
-export type Written = { lastSeq: number; rows: readonly RowWrite[]; oddDelta: number[]; storeOddDelta: number[]; bulk: boolean; dropped: readonly string[] };
+export type Written = { lastSeq: number; rows: readonly RowWrite[]; oddDelta: number[]; storeOddDelta: number[]; bulk: boolean; dropped: readonly string[]; heads: HeadChanges | null };
 
 /** Rows in one write that make it a bulk write (an initial sync's pull page, an import call). */
 export const BULK_ROWS = 1000;
@@ -120,6 +122,10 @@ export class DocTable {
   private readonly deferrable = new Map<string, { sql: string; keptLocally: boolean; label: string }>();
   /** Those not in the file now. */
   private readonly missing = new Set<string>();
+  /** The first rows of the orders whose index a load dropped (load-heads.ts), and where each such
+   * index's keys are among a written row's Store values. */
+  readonly heads = new LoadHeads();
+  private readonly headKeys = new Map<string, number[]>();
   private loading = false;
   private lastBulkAt = 0;
   private loadTimer: ReturnType<typeof setTimeout> | null = null;
@@ -173,6 +179,9 @@ export class DocTable {
     // Built in this order after a load: the Store's indexes first (the orders of the leads table, the
     // board, tasks: what the user sorts by), then RxDB's own.
     for (const i of this.layout.indexes) if (i.afterLoad) this.deferrable.set(i.name, { sql: storeIndexSql(table, i), keptLocally: i.afterLoad === 'pull', label: indexLabel(collection, i.keys) });
+    // Heads of the orders a page is read in (one key: the leads table's columns), not of indexes
+    // that give an order within a pinned first key (a tag's leads by creation).
+    for (const i of this.layout.indexes) if (i.afterLoad && i.ordered && i.keys.length === 1) this.headKeys.set(i.name, i.columns.map((c) => this.layout.columns.findIndex((x) => x.column === c)));
     for (const c of this.columns) this.deferrable.set(`${table}_${c.column}`, { sql: `CREATE INDEX IF NOT EXISTS "${table}_${c.column}" ON ${t} ("${c.column}")`, keptLocally: false, label: indexLabel(collection, c.fields) });
     const present = new Set(db.prepare<[string], string>("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?").pluck().all(table));
     for (const name of this.deferrable.keys()) if (!present.has(name)) this.missing.add(name);
@@ -205,6 +214,11 @@ export class DocTable {
     this.stopLoadTimer();
     if (TABLES.get(this.file)?.get(this.name) === this) TABLES.get(this.file)?.delete(this.name);
     this.changes.complete();
+  }
+
+  /** The sequence number of the last committed write. */
+  get seq(): number {
+    return this.lastSeq;
   }
 
   /** Whether an index (by name) is in the file now: not one a load is still to build. */
@@ -257,6 +271,7 @@ export class DocTable {
     if (!index) throw new Error(`${this.name}: no deferred index ${name}.`);
     const run = this.file.inWorker(index.sql, index.label).then(() => {
       this.missing.delete(name);
+      this.heads.drop(name);
     });
     this.building = run.finally(() => {
       this.building = null;
@@ -430,9 +445,12 @@ export class DocTable {
     const bulk = rows.length >= BULK_ROWS;
     // A bulk write into a table holding fewer rows than it brings starts a load (file comment).
     const dropped: string[] = [];
+    const started: OrderHead[] = [];
     if (bulk && !this.loading && this.deferrable.size > 0 && this.rowEstimate() < rows.length) {
       for (const [name, index] of this.deferrable) {
         if (index.keptLocally && !pulled) continue;
+        const ordered = this.headKeys.has(name) ? this.layout.indexes.find((i) => i.name === name) : undefined;
+        if (ordered && this.indexReady(name)) started.push(...this.startHeads(ordered));
         this.file.db.exec(`DROP INDEX IF EXISTS "${name}"`);
         dropped.push(name);
       }
@@ -449,6 +467,8 @@ export class DocTable {
     const store = this.layout.columns;
     const values: unknown[] = new Array<unknown>(7 + store.length + this.columns.length);
     const rowids: (number | bigint)[] = [];
+    const heads = this.heads.size > 0 || started.length > 0 ? this.heads.all(started) : [];
+    const headChanges: HeadChanges['changes'] = [];
     for (const [n, { before, doc }] of rows.entries()) {
       const odd = this.oddOf(doc);
       const id = String((doc as Record<string, unknown>)[this.primaryPath]);
@@ -461,7 +481,11 @@ export class DocTable {
       values[5] = sodd;
       values[6] = json ? json[n] : JSON.stringify(doc);
       for (let i = 0; i < this.columns.length; i++) values[7 + store.length + i] = (this.columns[i] as IndexColumn).keyOf(doc);
-      rowids.push(this.upsert.get(...values) as number | bigint);
+      const rowid = this.upsert.get(...values) as number | bigint;
+      rowids.push(rowid);
+      for (const head of heads) {
+        if (head.touches(id, values, 7, !doc._deleted)) headChanges.push({ head, id, row: doc._deleted ? null : { r: Number(rowid), id, k: head.keysOf(values, 7) } });
+      }
       this.countOdd(odd, 1, oddDelta);
       this.countOdd(sodd, 1, storeOddDelta);
       if (before) {
@@ -483,7 +507,7 @@ export class DocTable {
     // twice as expensive (measured: 76 vs 39 µs of CPU per lead).
     const text = this.text;
     if (text) rows.forEach((r, i) => text.put(rowids[i] as number | bigint, r.before, r.doc));
-    return { lastSeq: seq, rows, oddDelta, storeOddDelta, bulk, dropped };
+    return { lastSeq: seq, rows, oddDelta, storeOddDelta, bulk, dropped, heads: heads.length > 0 ? { started, changes: headChanges } : null };
   }
 
   /** Applies a write that SQLite committed. */
@@ -495,9 +519,22 @@ export class DocTable {
       this.loading = true;
       for (const name of w.dropped) this.missing.add(name);
     }
+    if (w.heads) this.heads.commit(w.heads);
     if (w.bulk) this.lastBulkAt = Date.now();
     if (this.loading) this.armLoadTimer();
     for (const { doc } of w.rows) this.cache.set(String((doc as Record<string, unknown>)[this.primaryPath]), doc);
+  }
+
+  /** The first rows of an ordered Store index, either way, read from it before a load drops it
+   * (inside that load's first write: the table holds fewer rows than the load brings). */
+  private startHeads(index: StoreIndex): OrderHead[] {
+    return (['asc', 'desc'] as const).map((dir) => {
+      const keys = index.columns.map((c, i) => `"${c}" AS k${i}`).join(', ');
+      const by = [...index.columns.map((c) => `"${c}" ${dir.toUpperCase()}`), 'id ASC'].join(', ');
+      const read = this.file.db.prepare(`SELECT rowid AS r, id, ${keys} FROM "${this.table}" INDEXED BY "${index.name}" WHERE deleted = 0 ORDER BY ${by} LIMIT ?`);
+      const rows = (read.all(HEAD_ROWS + 1) as Record<string, unknown>[]).map((row): HeadRow => ({ r: row.r as number, id: row.id as string, k: index.columns.map((_, i) => row[`k${i}`] as SqlValue) }));
+      return new OrderHead(index, dir, this.headKeys.get(index.name) as number[], rows);
+    });
   }
 
   private prepared(key: string, sql: () => string): Statement {
@@ -624,6 +661,7 @@ export class DocTable {
     this.stopLoadTimer();
     this.loading = false;
     this.missing.clear();
+    this.heads.clear();
   }
 }
 

@@ -66,6 +66,8 @@ export class StorageFile {
   private busy = false;
   private drainScheduled = false;
   private worker: StatementWorker | null = null;
+  /** A second thread for reads that would hold the event loop (readInWorker). */
+  private reader: StatementWorker | null = null;
   /** What the worker builds now, in words, and who wants to know. */
   private buildingNow: string | null = null;
   private readonly buildWatchers = new Set<(what: string | null) => void>();
@@ -117,6 +119,8 @@ export class StorageFile {
     OPEN_FILES.delete(this.path);
     await this.worker?.close();
     this.worker = null;
+    await this.reader?.close();
+    this.reader = null;
     const empty = (this.db.prepare('SELECT count(*) FROM instances').pluck().get() as number) === 0;
     this.db.close();
     this.lock.close();
@@ -201,6 +205,18 @@ export class StorageFile {
     });
   }
 
+  /**
+   * Runs read-only statements in one read transaction (one snapshot of the file) in a second
+   * worker thread with its own connection, beside any build (WAL readers do not wait for a writer)
+   * and beside this thread's writes: for a read that would hold the event loop (a sort of the whole
+   * table while its index is missing, store-query.ts). Resolves with each statement's rows; blobs
+   * come back as Uint8Array.
+   */
+  readInWorker(reads: readonly { sql: string; params: readonly unknown[] }[]): Promise<Record<string, unknown>[][]> {
+    if (!this.reader || this.reader.ended) this.reader = new StatementWorker(this.path, this.synchronous);
+    return this.reader.read(reads);
+  }
+
   /** Calls `watcher` with what the worker builds (in words) whenever that changes, null when it
    * is done; at once with the current state. Returns the unsubscribe. */
   watchBuilds(watcher: (what: string | null) => void): () => void {
@@ -266,7 +282,7 @@ function takeLock(path: string): SqliteDatabase {
 class StatementWorker {
   private readonly thread: Worker;
   private next = 0;
-  private readonly pending = new Map<number, { ok: () => void; fail: (e: Error) => void }>();
+  private readonly pending = new Map<number, { ok: (rows: unknown) => void; fail: (e: Error) => void }>();
   private readonly exited: Promise<void>;
   private idle: ReturnType<typeof setTimeout> | null = null;
   /** The thread has ended or is ending; a new one is needed for more work. */
@@ -276,11 +292,11 @@ class StatementWorker {
     this.thread = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver: DRIVER, path, synchronous } });
     this.thread.unref();
     this.exited = new Promise((done) => this.thread.once('exit', () => done()));
-    this.thread.on('message', (m: { id: number; error?: string; code?: string }) => {
+    this.thread.on('message', (m: { id: number; error?: string; code?: string; rows?: unknown }) => {
       const p = this.pending.get(m.id);
       if (!p) return;
       this.pending.delete(m.id);
-      if (m.error === undefined) p.ok();
+      if (m.error === undefined) p.ok(m.rows);
       else p.fail(Object.assign(new Error(m.error), { code: m.code }));
       if (this.pending.size === 0) {
         // Idle: the thread alone does not keep the process alive (see run).
@@ -301,14 +317,23 @@ class StatementWorker {
   }
 
   run(sql: string): Promise<void> {
+    return this.post({ sql }).then(() => undefined);
+  }
+
+  /** Rows of read-only statements, all read in one transaction. */
+  read(reads: readonly { sql: string; params: readonly unknown[] }[]): Promise<Record<string, unknown>[][]> {
+    return this.post({ reads }) as Promise<Record<string, unknown>[][]>;
+  }
+
+  private post(message: object): Promise<unknown> {
     if (this.idle) clearTimeout(this.idle);
     this.idle = null;
     // While a statement runs, the process waits for it (a caller awaits its promise).
     this.thread.ref();
     const id = ++this.next;
-    return new Promise<void>((ok, fail) => {
+    return new Promise<unknown>((ok, fail) => {
       this.pending.set(id, { ok, fail });
-      this.thread.postMessage({ id, sql });
+      this.thread.postMessage({ id, ...message });
     });
   }
 
@@ -338,9 +363,25 @@ const Database = require(workerData.driver);
 const db = new Database(workerData.path, { timeout: 60000 });
 db.pragma('synchronous = ' + workerData.synchronous);
 db.pragma('cache_size = -4096');
+// Blobs arrive as Uint8Array; the driver binds Buffers.
+const param = (p) => (p instanceof Uint8Array && !Buffer.isBuffer(p) ? Buffer.from(p.buffer, p.byteOffset, p.byteLength) : p);
+const statements = new Map();
+const prepared = (sql) => {
+  let s = statements.get(sql);
+  if (!s) {
+    if (statements.size >= 64) statements.delete(statements.keys().next().value);
+    statements.set(sql, (s = db.prepare(sql)));
+  }
+  return s;
+};
+const readAll = db.transaction((reads) => reads.map((r) => prepared(r.sql).all(...r.params.map(param))));
 parentPort.on('message', (m) => {
   if (m.close) { db.close(); process.exit(0); }
   try {
+    if (m.reads) {
+      parentPort.postMessage({ id: m.id, rows: readAll(m.reads) });
+      return;
+    }
     db.exec(m.sql);
     parentPort.postMessage({ id: m.id });
   } catch (e) {

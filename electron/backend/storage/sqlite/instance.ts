@@ -19,7 +19,7 @@ import type { ChangeBulk, Doc, DocTable, RowWrite, SqliteCheckpoint, Written } f
 import { isRefetchableWrite } from '../../rxdb-internals.ts';
 import type { StorageFile } from './file.ts';
 import { runCount, runQuery } from './query.ts';
-import { storeCount, storeQuery } from './store-query.ts';
+import { storeCount, storeQuery, storeQueryOffLoop } from './store-query.ts';
 import type { StoreAnswer, StoreRead } from './store-query.ts';
 import type { Cond, DuplicatePage, DuplicatePageOptions } from '../../../../shared/store.ts';
 import { KEY_FIELDS } from '../../../../shared/intake/identity.ts';
@@ -175,6 +175,13 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
   storeQuery(read: StoreRead): StoreAnswer {
     this.ensureOpen();
     return storeQuery(this.table, read);
+  }
+
+  /** storeQuery, reading a page that would sort a large table (its order's index missing during a
+   * bulk load) in the file's reader thread instead of on the event loop. */
+  storeQueryOffLoop(read: StoreRead): Promise<StoreAnswer> {
+    this.ensureOpen();
+    return storeQueryOffLoop(this.table, read);
   }
 
   /** Groups of live documents sharing an identity key (store-duplicates.ts). */

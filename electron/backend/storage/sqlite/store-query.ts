@@ -12,7 +12,10 @@
  *   right when they are few. Each such condition is counted up to a cap ~ sqrt(L x N) (the point
  *   where both cost about the same); the smallest under the cap is read, else the index is walked.
  * Without a usable index for the order, or without a limit, the smallest condition under a larger
- * cap is read, else SQLite plans the query itself.
+ * cap is read, else SQLite plans the query itself. While a bulk load has left the order's index
+ * out, a page within the first rows the load keeps of that order (load-heads.ts) is read from
+ * them; a page SQLite would have to sort the whole table for is read in the file's reader thread
+ * when the table is large (storeQueryOffLoop), not on the event loop.
  *
  * Ties of the order are broken by id ascending. An index (keys..., id) read backwards gives ties
  * in descending id order, so a descending order is read in groups of equal keys: a chunk read
@@ -26,6 +29,7 @@ import { compileCond, cursorProbe, sortKeyCompare } from '../../../../shared/que
 import type { CursorState } from '../../../../shared/query.ts';
 import type { Cond, Sort } from '../../../../shared/store.ts';
 import type { Doc, DocTable } from './doc-table.ts';
+import { compareCodePoints, compareStored } from './load-heads.ts';
 import { encodeKey, kindOf } from './store-columns.ts';
 import type { SqlValue, StoreColumn, StoreIndex } from './store-columns.ts';
 import { condSql, conditionColumn, foldedColumn, foldedInList, matchExpression, textCondition, trigramSearchable } from './store-sql.ts';
@@ -48,6 +52,11 @@ export const STORE_QUERY_TUNING = {
    * counted like any condition, since its values may each hold many rows (a stage category's few
    * stage ids hold a tenth of the leads each). */
   countedInList: 64,
+  /** From this many rows on, a page SQLite must sort the whole table for (its order's index is
+   * missing) is read in the file's reader thread (storeQueryOffLoop): ~1 µs a row on this thread. */
+  offLoopRows: 20_000,
+  /** Rows past the page such a read takes, so writes committed while it ran can be merged in. */
+  offLoopMargin: 64,
 };
 
 export type StoreRead = {
@@ -278,13 +287,19 @@ function candidateRows(table: DocTable, d: Driver, where: Sql, order: Order | nu
   return rowRefs(run(table, sql, params), order?.keys.length ?? 0);
 }
 
+/** The rows of `where` after `place` in `order`, as SQLite plans them (rowid, id, keys). */
+function orderedSql(table: DocTable, where: Sql, order: Order, place: Place | null, limit: number): { sql: string; params: SqlValue[] } {
+  const after = place ? afterSql(order, place) : null;
+  const sql = `SELECT t.rowid AS r, t.id AS id${keysSelect(order)} FROM ${q(table.table)} AS t WHERE t.deleted = 0 AND (${where.sql})${after ? ` AND (${after.sql})` : ''} ORDER BY ${orderSql(order)}${limit !== Infinity ? ' LIMIT ?' : ''}`;
+  return { sql, params: [...where.params, ...(after?.params ?? []), ...(limit !== Infinity ? [limit] : [])] };
+}
+
 /** Rows SQLite finds by its own plan, in order; or, without an order, every row in rowid chunks. */
 function* planRows(table: DocTable, where: Sql, order: Order | null, place: Place | null, limit: number): Generator<RowRef[]> {
   const t = q(table.table);
   if (order) {
-    const after = place ? afterSql(order, place) : null;
-    const sql = `SELECT t.rowid AS r, t.id AS id${keysSelect(order)} FROM ${t} AS t WHERE t.deleted = 0 AND (${where.sql})${after ? ` AND (${after.sql})` : ''} ORDER BY ${orderSql(order)}${limit !== Infinity ? ' LIMIT ?' : ''}`;
-    yield rowRefs(run(table, sql, [...where.params, ...(after?.params ?? []), ...(limit !== Infinity ? [limit] : [])]), order.keys.length);
+    const page = orderedSql(table, where, order, place, limit);
+    yield rowRefs(run(table, page.sql, page.params), order.keys.length);
     return;
   }
   // One statement, read in batches (a condition read as a set is then read once, not per batch).
@@ -392,7 +407,111 @@ function take(table: DocTable, rows: RowRef[], pred: ((d: unknown) => boolean) |
   }
 }
 
+/**
+ * A page from the head a bulk load keeps of `order` while its index is missing (load-heads.ts):
+ * into `out` when the head's rows after `place` hold the page (or are all the rows there are);
+ * false, with `out` untouched, when there is no such head or it cannot fill the page.
+ */
+function fromHead(table: DocTable, order: Order, place: Place | null, pred: ((d: unknown) => boolean) | null, want: number, cache: boolean, out: StoreAnswer): boolean {
+  const dir = order.keys[0]?.dir;
+  if (!dir || order.tie !== 'asc' || order.keys.some((k) => k.dir !== dir)) return false;
+  const head = table.heads.find(order.keys.map((k) => (k.column as StoreColumn).key), dir);
+  const rows = head?.after(place);
+  if (!rows) return false;
+  const page: StoreAnswer = { docs: [], fresh: [] };
+  take(table, rows.rows, pred, want, cache, page);
+  if (page.docs.length < want && !rows.all) return false;
+  out.docs.push(...page.docs);
+  out.fresh.push(...page.fresh);
+  return true;
+}
+
+/** A page of an order SQL gives that no index serves (nor a head): SQLite reads and sorts every
+ * match, ~1 µs a row (0.6-0.9 s at 1M leads). */
+type Scan = { order: Order; place: Place | null; setForm: Sql; rowForm: Sql; want: number; pred: ((d: unknown) => boolean) | null; cache: boolean };
+
 export function storeQuery(table: DocTable, read: StoreRead): StoreAnswer {
+  const r = answerOrScan(table, read);
+  return 'docs' in r ? r : scanHere(table, r);
+}
+
+/**
+ * storeQuery, except that a page SQLite would sort the whole table for, in a table of
+ * offLoopRows or more, is read in the file's reader thread (StorageFile.readInWorker) while this
+ * thread's event loop goes on: the rows of the page, and the table's last sequence number, from one
+ * snapshot. Writes committed here while it ran (rows with a later sequence number) are merged in,
+ * so the page is the one the table holds when it resolves; when they moved too many of its rows
+ * out, it is read again (after three tries, here).
+ */
+export async function storeQueryOffLoop(table: DocTable, read: StoreRead): Promise<StoreAnswer> {
+  const first = answerOrScan(table, read);
+  if ('docs' in first) return first;
+  if (table.rowEstimate() < STORE_QUERY_TUNING.offLoopRows) return scanHere(table, first);
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const page = await scanInWorker(table, first);
+    // A write meanwhile made a key of the order odd (store-columns.ts): JavaScript orders now.
+    if (!sqlOrder(table, read.orderBy)) return storeQuery(table, read);
+    if (page) return page;
+  }
+  return scanHere(table, first);
+}
+
+function scanHere(table: DocTable, s: Scan): StoreAnswer {
+  const out: StoreAnswer = { docs: [], fresh: [] };
+  for (const rows of planRows(table, s.setForm, s.order, s.place, s.want)) take(table, rows, s.pred, s.want, s.cache, out);
+  return out;
+}
+
+/** Rows in an order: its keys (as stored) each in its direction, then the id in the tie's. */
+function compareRows(order: Order): (a: RowRef, b: RowRef) => number {
+  return (a, b) => {
+    for (let i = 0; i < order.keys.length; i++) {
+      const c = compareStored(a.k[i] as SqlValue, b.k[i] as SqlValue);
+      if (c !== 0) return (order.keys[i] as Key).dir === 'asc' ? c : -c;
+    }
+    const c = compareCodePoints(a.id, b.id);
+    return order.tie === 'asc' ? c : -c;
+  };
+}
+
+/** A value read in the worker: blobs arrive as Uint8Array. */
+const fromWorker = (row: Record<string, unknown>): Record<string, unknown> => {
+  for (const [k, v] of Object.entries(row)) if (v instanceof Uint8Array && !Buffer.isBuffer(v)) row[k] = Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+  return row;
+};
+
+/** The page of `s` read in the reader thread, with the writes since its snapshot merged in; null
+ * when it must be read again. */
+async function scanInWorker(table: DocTable, s: Scan): Promise<StoreAnswer | null> {
+  const n = s.order.keys.length;
+  const limit = s.want + STORE_QUERY_TUNING.offLoopMargin;
+  const page = orderedSql(table, s.setForm, s.order, s.place, limit);
+  const [snapshot, rows] = await table.file.readInWorker([{ sql: `SELECT coalesce(max(seq), 0) AS s FROM ${q(table.table)}`, params: [] }, page]);
+  const seq = Number(snapshot?.[0]?.s ?? 0);
+  let refs = rowRefs((rows ?? []).map(fromWorker), n);
+  // From here on synchronous: the table does not change under the merge.
+  if (table.seq > seq) {
+    const after = s.place ? afterSql(s.order, s.place) : null;
+    const sql = `SELECT t.rowid AS r, t.id AS id${keysSelect(s.order)}, (t.deleted = 0 AND (${s.rowForm.sql})${after ? ` AND (${after.sql})` : ''}) AS ok FROM ${q(table.table)} AS t WHERE t.seq > ?`;
+    const changed = run(table, sql, [...s.rowForm.params, ...(after?.params ?? []), seq]);
+    const ids = new Set(changed.map((c) => c.id as string));
+    const kept = refs.filter((r) => !ids.has(r.id));
+    // A full read whose unchanged rows no longer fill the page may miss rows past its end.
+    if (refs.length === limit && kept.length < s.want) return null;
+    refs = [...kept, ...rowRefs(changed.filter((c) => c.ok === 1), n)].sort(compareRows(s.order));
+  }
+  const out: StoreAnswer = { docs: [], fresh: [] };
+  try {
+    take(table, refs.slice(0, s.want), s.pred, s.want, s.cache, out);
+  } catch {
+    // A row of the snapshot is gone (a purge of tombstones since): read again.
+    return null;
+  }
+  return out;
+}
+
+/** A read's answer, or the scan it needs (see Scan). */
+function answerOrScan(table: DocTable, read: StoreRead): StoreAnswer | Scan {
   const out: StoreAnswer = { docs: [], fresh: [] };
   const want = read.limit;
   if (want <= 0) return out;
@@ -419,7 +538,9 @@ export function storeQuery(table: DocTable, read: StoreRead): StoreAnswer {
     // The SQL of the whole condition only here: a long `in` list costs to write.
     const rowForm = read.where ? condSql(table, read.where, 'row') : { sql: '1', params: [], exact: true };
     if (rowForm.sql === '0' && rowForm.exact) return out;
-    if (walk && order) {
+    if (!walk && order && want !== Infinity && fromHead(table, order, place, pred, want, read.cache, out)) {
+      // A page of the first rows of an order whose index a load left out.
+    } else if (walk && order) {
       const chunkOf = (): number => (rowForm.exact ? Math.max(1, Math.min(want - out.docs.length, t.chunk * 8)) : t.chunk);
       for (const rows of walkRows(table, walk, rowForm, order, place, chunkOf)) {
         take(table, rows, pred, want, read.cache, out);
@@ -427,6 +548,7 @@ export function storeQuery(table: DocTable, read: StoreRead): StoreAnswer {
       }
     } else {
       const setForm = read.where ? condSql(table, read.where, 'set') : rowForm;
+      if (order && rowForm.exact && want !== Infinity) return { order, place, setForm, rowForm, want, pred, cache: read.cache };
       for (const rows of planRows(table, setForm, order, place, order && rowForm.exact ? want : Infinity)) {
         take(table, rows, pred, order ? want : Infinity, read.cache, out);
         if (order && out.docs.length >= want) break;

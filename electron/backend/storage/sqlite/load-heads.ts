@@ -1,0 +1,214 @@
+/**
+ * The first rows of each order a bulk load left without its index (doc-table.ts, "loading"), kept
+ * in memory until the index is built, so that the leads table re-sorted by name during an initial
+ * sync, or while its indexes are built after it, reads one bounded page instead of the whole table.
+ * Without them such a read scanned and sorted every row on the event loop: 0.6-0.9 s at 1M leads,
+ * for the first 50 rows (test/bench/desktop.bench.ts).
+ *
+ * A head is kept for each ordered Store index a load drops, in both directions of its keys (ties by
+ * id ascending, as the Store orders them): a sorted list of rows and a bound, with the invariant
+ * "every live row that comes before the bound in this order is in the list" (no bound: every live
+ * row is). It starts from the index itself in the transaction that drops it (the table holds fewer
+ * rows than the load brings, so that read is short), and every committed write updates it: a row
+ * before the bound is inserted, the list keeps HEAD_ROWS rows (the last one out becomes the bound),
+ * a row that is deleted or moves past the bound leaves it. A random-order load touches a head about
+ * HEAD_ROWS x ln(rows / HEAD_ROWS) times in all; any other row costs one comparison with the bound.
+ *
+ * A page after a cursor before the bound is then the list's rows after the cursor that pass the
+ * condition (store-query.ts): the same rows in the same order as SQL would give, since the keys
+ * are the stored column values and compareStored is SQLite's order of them. A page it cannot fill
+ * (a rare filter, a deep page past the bound) is read as before, in the file's reader thread when
+ * the table is large (store-query.ts, storeQueryOffLoop). A load cut short by a quit has no heads
+ * after the next open: its pages are read that way until its indexes are built.
+ */
+import type { SqlValue, StoreIndex } from './store-columns.ts';
+
+/** Rows kept per order and direction: a page of 50 under a filter that one row in ten passes. */
+export const HEAD_ROWS = 1000;
+
+export type Dir = 'asc' | 'desc';
+
+/** A row in a head: rowid, id and the index's key values as stored. */
+export type HeadRow = { r: number; id: string; k: SqlValue[] };
+
+/** A row's place in an order (its keys as stored, and its id). */
+export type HeadPlace = { k: readonly SqlValue[]; id: string };
+
+const WIDE = /[\ud800-\uffff]/;
+
+const typeRank = (v: SqlValue): number => (typeof v === 'number' ? 0 : typeof v === 'string' ? 1 : 2);
+
+/** Two strings in code point order (SQLite's BINARY order of their UTF-8 bytes), without
+ * allocating: UTF-16 order differs only where a surrogate meets a unit from U+E000 on. */
+export function compareCodePoints(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    let x = a.charCodeAt(i);
+    let y = b.charCodeAt(i);
+    if (x === y) continue;
+    if (x >= 0xd800 && y >= 0xd800) {
+      // Surrogates (U+D800-U+DFFF) stand for code points above U+FFFF.
+      x = x < 0xe000 ? x + 0x2000 : x - 0x800;
+      y = y < 0xe000 ? y + 0x2000 : y - 0x800;
+    }
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+/** SQLite's order of two stored values: numbers, then text (BINARY), then blobs. */
+export function compareStored(a: SqlValue, b: SqlValue): number {
+  const ra = typeRank(a);
+  const rb = typeRank(b);
+  if (ra !== rb) return ra - rb;
+  if (typeof a === 'number') return a === b ? 0 : a < (b as number) ? -1 : 1;
+  if (typeof a === 'string') return compareCodePoints(a, b as string);
+  return Buffer.compare(a, b as Buffer);
+}
+
+/** A Store index's first rows in one direction (see the file comment). */
+export class OrderHead {
+  /** In order. */
+  readonly rows: HeadRow[];
+  private readonly ids = new Map<string, HeadRow>();
+  /** Every live row before this one is in `rows`; null: every live row is. */
+  private bound: HeadPlace | null = null;
+  /** Per key of the bound: a string without a character from U+D800 on, which JavaScript's `<`
+   * then compares with any string in code point order (the orders differ only where both strings
+   * hold such a character at the first difference): the cheap comparison every written row makes. */
+  private narrow: boolean[] = [];
+
+  /** `rows`: the first rows in this order as read from the index, HEAD_ROWS + 1 of them when the
+   * table holds that many (the last then becomes the bound). `positions`: where the index's keys
+   * are among a written row's Store values. */
+  constructor(
+    readonly index: StoreIndex,
+    readonly dir: Dir,
+    private readonly positions: readonly number[],
+    rows: HeadRow[],
+  ) {
+    if (rows.length > HEAD_ROWS) this.setBound(rows[HEAD_ROWS] as HeadRow);
+    this.rows = rows.slice(0, HEAD_ROWS);
+    for (const r of this.rows) this.ids.set(r.id, r);
+  }
+
+  /** The order of two places: the keys in this head's direction, then the id ascending. */
+  compare(a: HeadPlace, b: HeadPlace): number {
+    const sign = this.dir === 'asc' ? 1 : -1;
+    for (let i = 0; i < a.k.length; i++) {
+      const c = compareStored(a.k[i] as SqlValue, b.k[i] as SqlValue);
+      if (c !== 0) return sign * c;
+    }
+    return compareCodePoints(a.id, b.id);
+  }
+
+  /** Whether a write of this row may change the head: it is in it, or it is live and comes
+   * before the bound. `values`: the row's Store values (storeValues), from `at` on. Called for
+   * every written row while the head is kept: compares without allocating. */
+  touches(id: string, values: readonly unknown[], at: number, live: boolean): boolean {
+    if (this.ids.has(id)) return true;
+    if (!live) return false;
+    const bound = this.bound;
+    if (bound === null) return true;
+    const sign = this.dir === 'asc' ? 1 : -1;
+    for (let i = 0; i < this.positions.length; i++) {
+      const v = values[at + (this.positions[i] as number)] as SqlValue;
+      const b = bound.k[i] as SqlValue;
+      const c = this.narrow[i] && typeof v === 'string' ? (v === b ? 0 : v < (b as string) ? -1 : 1) : compareStored(v, b);
+      if (c !== 0) return sign * c < 0;
+    }
+    return compareCodePoints(id, bound.id) < 0;
+  }
+
+  private setBound(place: HeadPlace): void {
+    this.bound = place;
+    this.narrow = place.k.map((k) => typeof k === 'string' && !WIDE.test(k));
+  }
+
+  /** The index's keys among a row's Store values (see touches). */
+  keysOf(values: readonly unknown[], at: number): SqlValue[] {
+    return this.positions.map((p) => values[at + p] as SqlValue);
+  }
+
+  /** Applies a committed write of a row (`row` null: the row is no longer live). */
+  apply(id: string, row: HeadRow | null): void {
+    const old = this.ids.get(id);
+    if (old) {
+      this.rows.splice(this.position(old) - 1, 1);
+      this.ids.delete(id);
+    }
+    if (!row || (this.bound !== null && this.compare(row, this.bound) >= 0)) return;
+    this.rows.splice(this.position(row), 0, row);
+    this.ids.set(row.id, row);
+    if (this.rows.length > HEAD_ROWS) {
+      const last = this.rows.pop() as HeadRow;
+      this.ids.delete(last.id);
+      this.setBound(last);
+    }
+  }
+
+  /** How many rows of the list come at or before `place`. */
+  private position(place: HeadPlace): number {
+    let lo = 0;
+    let hi = this.rows.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.compare(this.rows[mid] as HeadRow, place) <= 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /**
+   * The live rows after `place` (from the first without one) that the head holds, in order, and
+   * whether they are all the live rows after it (no bound); null when `place` is not before the
+   * bound (the rows after it are not known here).
+   */
+  after(place: HeadPlace | null): { rows: HeadRow[]; all: boolean } | null {
+    if (place && this.bound !== null && this.compare(place, this.bound) >= 0) return null;
+    return { rows: place ? this.rows.slice(this.position(place)) : this.rows.slice(), all: this.bound === null };
+  }
+}
+
+/** A write's changes to the heads, applied once SQLite has committed it. */
+export type HeadChanges = { started: OrderHead[]; changes: { head: OrderHead; id: string; row: HeadRow | null }[] };
+
+/** The heads of one documents table, by index name. */
+export class LoadHeads {
+  private readonly byIndex = new Map<string, OrderHead[]>();
+
+  get size(): number {
+    return this.byIndex.size;
+  }
+
+  /** Every head, those a write starts included. */
+  all(started: readonly OrderHead[]): OrderHead[] {
+    return [...[...this.byIndex.values()].flat(), ...started];
+  }
+
+  /** The head of an order over these Store column keys, all in direction `dir`, ties by id
+   * ascending, if one is kept. */
+  find(keys: readonly string[], dir: Dir): OrderHead | undefined {
+    for (const heads of this.byIndex.values()) {
+      const head = heads.find((h) => h.dir === dir);
+      if (head && head.index.keys.length === keys.length && head.index.keys.every((k, i) => k === keys[i])) return head;
+    }
+    return undefined;
+  }
+
+  /** Applies a committed write. */
+  commit(w: HeadChanges): void {
+    // A load's heads replace any an earlier load left.
+    for (const h of w.started) this.byIndex.set(h.index.name, w.started.filter((x) => x.index.name === h.index.name));
+    for (const c of w.changes) c.head.apply(c.id, c.row);
+  }
+
+  /** The index is built (or the table dropped): its heads are not needed any more. */
+  drop(index: string): void {
+    this.byIndex.delete(index);
+  }
+
+  clear(): void {
+    this.byIndex.clear();
+  }
+}
