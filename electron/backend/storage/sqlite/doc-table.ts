@@ -84,6 +84,10 @@ export const BULK_ROWS = 1000;
 /** How long after its last bulk write a load counts as over. */
 export const LOAD_QUIET_MS = 1500;
 
+/** The quiet window in force (LOAD_QUIET_MS; a test that checks reads during a load widens it, so a
+ * slow machine does not end the load under it). */
+export const LOAD_TUNING = { quietMs: LOAD_QUIET_MS };
+
 /** Prepared statements of the Store's queries kept per table. */
 const STORE_STATEMENTS = 300;
 
@@ -231,7 +235,7 @@ export class DocTable {
     return this.loading;
   }
 
-  private armLoadTimer(delay = LOAD_QUIET_MS): void {
+  private armLoadTimer(delay = LOAD_TUNING.quietMs): void {
     if (this.loadTimer) return;
     this.loadTimer = setTimeout(() => {
       this.loadTimer = null;
@@ -249,8 +253,8 @@ export class DocTable {
   private buildStep(): void {
     if (!this.loading || this.refs <= 0 || this.building || this.finishing) return;
     const quietFor = Date.now() - this.lastBulkAt;
-    if (quietFor < LOAD_QUIET_MS) {
-      this.armLoadTimer(LOAD_QUIET_MS - quietFor);
+    if (quietFor < LOAD_TUNING.quietMs) {
+      this.armLoadTimer(LOAD_TUNING.quietMs - quietFor);
       return;
     }
     const next = this.missing.values().next();
