@@ -32,6 +32,12 @@ describe('the document codec', () => {
       { doc: { id: 'm1', _meta: { lwt: LWT + 1 } }, id: 'm1' },
       { doc: { id: 'm2', _meta: { lwt: LWT, other: 1 } }, id: 'm2' },
       { doc: { id: 'm3', _meta: { lwt: String(LWT) } }, id: 'm3' },
+      // A replication meta row: its item id is its id without `|0`; revisions by height and token
+      // (a height that is not canonical is a value).
+      { doc: { id: 'abcdef-1|0', itemId: 'abcdef-1', _rev: '12-rx_storage_replication_ab', next: '7-rx_storage_replication_ab' }, id: 'abcdef-1|0' },
+      { doc: { id: 'r1', _rev: '01-x' }, id: 'r1' },
+      { doc: { id: 'r2', _rev: '1-' }, id: 'r2' },
+      { doc: { id: 'r3', _rev: 'x-1' }, id: 'r3' },
       // Repeated strings, the id among them, stored once.
       { doc: { id: 'repeated-id', a: 'repeated-id', b: 'same text', c: 'same text', d: 'short', e: 'short', f: ['same text'] }, id: 'repeated-id' },
       { doc: { z: 1, a: null, m: '', n: 0, f: false, t: true, e: {}, l: [], o: { x: [1, { y: null }] }, s: 'é\u{1F600}"\\', u: undefined, neg: -0, big: 1e300, id: 'k' }, id: 'k' },
@@ -77,7 +83,7 @@ describe('the document codec', () => {
     db.exec('CREATE TABLE docs (id TEXT PRIMARY KEY, doc TEXT NOT NULL)');
     const codec = new DocCodec(db);
     const put = db.prepare('INSERT INTO docs (id, doc) VALUES (?, ?)');
-    const doc = { id: 'a', shapeOnlyHere: 1 };
+    const doc = { id: 'a', shapeOnlyHere: 1, _rev: '1-tokenOnlyHere' };
     // The first write that uses the shape fails after encoding: nothing of it is in the file.
     expect(() =>
       db.transaction(() => {
@@ -87,6 +93,7 @@ describe('the document codec', () => {
       })(),
     ).toThrow('disk full');
     expect(db.prepare('SELECT count(*) FROM doc_shapes').pluck().get()).toBe(0);
+    expect(db.prepare('SELECT count(*) FROM doc_strings').pluck().get()).toBe(0);
     // The next write of the same shape (known in memory now) writes it again.
     db.transaction(() => {
       put.run('a', codec.encode(doc, { id: 'a', lwt: 1 }, 'id'));

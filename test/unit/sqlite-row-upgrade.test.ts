@@ -9,7 +9,7 @@ import Database from 'better-sqlite3';
 import { fillWithDefaultSettings, getRxReplicationMetaInstanceSchema, normalizeMangoQuery, now, prepareQuery } from 'rxdb';
 import type { RxDocumentData, RxJsonSchema, RxStorage } from 'rxdb';
 import { describe, expect, it } from 'vitest';
-import { DocCodec, SHAPES_TABLE } from '../../electron/backend/storage/sqlite/doc-codec.ts';
+import { DocCodec, SHAPES_TABLE, STRINGS_TABLE } from '../../electron/backend/storage/sqlite/doc-codec.ts';
 import { sqliteFilePath } from '../../electron/backend/storage/sqlite/file.ts';
 import { upgradeRowFormats } from '../../electron/backend/storage/sqlite/layout-upgrade.ts';
 import { masterStateStorage } from '../../electron/backend/storage/sqlite/master-states.ts';
@@ -58,7 +58,7 @@ function toPreviousLayout(path: string): void {
           db.exec(`CREATE INDEX "${tbl}_${k}" ON "${tbl}" ("${k}")`);
         }
       }
-      db.exec(`DROP TABLE ${SHAPES_TABLE}; DELETE FROM meta WHERE key LIKE 'row-format:%'`);
+      db.exec(`DROP TABLE ${SHAPES_TABLE}; DROP TABLE ${STRINGS_TABLE}; DELETE FROM meta WHERE key LIKE 'row-format:%'`);
     })();
   } finally {
     db.close();
