@@ -19,7 +19,7 @@ import type { Synchronous } from './storage/sqlite/file.ts';
 import { migrateFromPersistedMemory } from './storage/sqlite/migrate.ts';
 import type { MigrationProgress } from './storage/sqlite/migrate.ts';
 import { getRxStorageSqlite } from './storage/sqlite/storage.ts';
-import { upgradeRowFormats, upgradeStoreLayouts } from './storage/sqlite/layout-upgrade.ts';
+import { upgradeStoreLayouts } from './storage/sqlite/layout-upgrade.ts';
 import { STORE_LAYOUT, TEXT_SEARCH } from './store-layout.ts';
 
 type Json = Record<string, unknown>;
@@ -102,10 +102,9 @@ export async function openLocalDatabase(opts: OpenLocalDatabaseOptions): Promise
   // A file written with another Store layout (a version before the identity keys' columns) gets
   // the new columns and indexes here, batch by batch with progress, not in one synchronous step
   // at the first read of each collection.
-  // Rows an earlier version wrote (documents as JSON objects) are rewritten in this version's
-  // smaller layout, batch by batch with progress.
-  await upgradeRowFormats({ directory: opts.dir, databaseName: name, onProgress: opts.onMigration });
-  await upgradeStoreLayouts({ directory: opts.dir, databaseName: name, storeLayout: STORE_LAYOUT, schemas: LAYOUT_SCHEMAS, onProgress: opts.onMigration });
+  // Rows an earlier version wrote (documents as JSON objects, RxDB's index strings in every row) are
+  // first rewritten in this version's smaller layout, the same way (upgradeRowFormats).
+  await upgradeStoreLayouts({ directory: opts.dir, databaseName: name, storeLayout: STORE_LAYOUT, schemas: LAYOUT_SCHEMAS, onProgress: opts.onMigration, rowFormats: true });
   const rx = await createRxDatabase({
     name,
     storage: getRxStorageSqlite({ directory: opts.dir, synchronous: opts.synchronous, textSearch: TEXT_SEARCH, storeLayout: STORE_LAYOUT }),

@@ -10,6 +10,7 @@ import { fillWithDefaultSettings, getRxReplicationMetaInstanceSchema, normalizeM
 import type { RxDocumentData, RxJsonSchema, RxStorage } from 'rxdb';
 import { describe, expect, it } from 'vitest';
 import { DocCodec, SHAPES_TABLE, STRINGS_TABLE } from '../../electron/backend/storage/sqlite/doc-codec.ts';
+import { localDatabaseName, openLocalDatabase } from '../../electron/backend/local-db.ts';
 import { sqliteFilePath } from '../../electron/backend/storage/sqlite/file.ts';
 import { upgradeRowFormats } from '../../electron/backend/storage/sqlite/layout-upgrade.ts';
 import { masterStateStorage } from '../../electron/backend/storage/sqlite/master-states.ts';
@@ -170,6 +171,31 @@ describe('a file written with the previous row layout', () => {
     const again: MigrationProgress[] = [];
     expect(await upgradeRowFormats({ directory: dir, databaseName: DB, schemas, onProgress: (p) => again.push(p) })).toEqual([]);
     expect(again).toEqual([]);
+  });
+
+  it("is upgraded by the desktop opening its workspace, with the schemas from RxDB's internal store", async () => {
+    const dir = tempDir('sqlite-row-upgrade-');
+    const ws = 'f2000000-0000-4000-8000-000000000001';
+    const actor = { workspaceId: ws, memberId: 'f2000000-0000-4000-8000-0000000000aa', role: 'owner' as const };
+    const leads = Array.from({ length: 30 }, (_, i) => newLead({ id: `f2000000-0000-4000-8000-${String(100 + i).padStart(12, '0')}`, workspaceId: ws, now: '2026-01-01T00:00:00.000Z' }, 'g1', { firstName: `N${i}`, email: `n${i}@example.test` }));
+    let db = await openLocalDatabase({ dir, workspaceId: ws, actor });
+    await db.rx.collections.leads?.bulkInsert(leads as unknown as Json[]);
+    await db.close();
+    const path = sqliteFilePath(dir, localDatabaseName(ws));
+    const kinds = indexColumnKinds(path);
+    toPreviousLayout(path);
+    const progress: MigrationProgress[] = [];
+    db = await openLocalDatabase({ dir, workspaceId: ws, actor, onMigration: (p) => progress.push({ ...p }) });
+    try {
+      expect(progress.filter((p) => p.instance === 'leads-3').map((p) => p.done)).toEqual([0, 30, 30]);
+      expect((await db.store.query('leads', { where: { op: 'eq', field: 'email', value: 'n7@example.test' } })).docs.map((l) => l.id)).toEqual([leads[7]?.id]);
+    } finally {
+      await db.close();
+    }
+    // Every table's rows (empty tables have none) in the shape layout.
+    for (const [tbl, forms] of storedForms(path)) expect([...forms].filter((f) => f !== '['), tbl).toEqual([]);
+    expect([...storedForms(path).values()].some((f) => f.has('['))).toBe(true);
+    expect(indexColumnKinds(path)).toEqual(kinds);
   });
 
   it('goes on where a quit left it: rows already rewritten stay, the rest are rewritten', async () => {

@@ -35,6 +35,9 @@ export type LayoutUpgradeOptions = {
   onProgress?: (p: MigrationProgress) => void;
   /** Rows per transaction. */
   batch?: number;
+  /** First rewrite the rows of tables an earlier version wrote (upgradeRowFormats), in the same
+   * opening of the file. */
+  rowFormats?: boolean;
 };
 
 const BATCH = 2000;
@@ -49,6 +52,7 @@ export async function upgradeStoreLayouts(opts: LayoutUpgradeOptions): Promise<s
   const file = StorageFile.open(path, 'NORMAL');
   const upgraded: string[] = [];
   try {
+    if (opts.rowFormats) await rowFormatsIn(file, { onProgress: opts.onProgress, batch: opts.batch });
     const db = file.db;
     const rows = db.prepare<[], { name: string; tbl: string; layout: string }>('SELECT name, tbl, layout FROM instances ORDER BY name').all();
     for (const row of rows) {
@@ -165,68 +169,72 @@ export async function upgradeRowFormats(opts: RowFormatUpgradeOptions): Promise<
   const path = sqliteFilePath(opts.directory, opts.databaseName);
   if (!existsSync(path)) return [];
   const file = StorageFile.open(path, 'NORMAL');
-  const upgraded: string[] = [];
   try {
-    const db = file.db;
-    const codec = docCodec(db);
-    const rows = db.prepare<[], { name: string; tbl: string }>('SELECT name, tbl FROM instances ORDER BY name').all();
-    const formatOf = db.prepare<[string], string>('SELECT value FROM meta WHERE key = ?').pluck();
-    const pending = rows.filter((r) => formatOf.get(rowFormatKey(r.tbl)) !== ROW_FORMAT);
-    if (pending.length === 0) return [];
-    const schemas = schemasInFile(db, opts.schemas);
-    file.write(true, () => db.exec(shapesTableSql));
-    for (const row of pending) {
-      const table = row.tbl;
-      const total = Number(db.prepare(`SELECT count(*) FROM "${table}"`).pluck().get());
-      opts.onProgress?.({ instance: row.name, done: 0, total });
-      const schema = schemas.get(row.name);
-      const columnsOf = (): Set<string> => new Set(db.prepare<[], { name: string }>(`PRAGMA table_xinfo("${table}")`).all().map((c) => c.name));
-      const present = columnsOf();
-      const sqlColumns = (schema ? indexColumns(schema) : []).filter((c) => c.sql !== null && present.has(c.column));
-      const toCompute = sqlColumns.filter((c) => !present.has(overrideColumn(c.column)));
-      if (toCompute.length > 0) {
-        const ddl = toCompute.flatMap((c) => [`DROP INDEX IF EXISTS "${table}_${c.column}"`, `ALTER TABLE "${table}" DROP COLUMN "${c.column}"`, ...computedColumnSql(c).map((def) => `ALTER TABLE "${table}" ADD COLUMN ${def}`)]);
-        await file.inWorker(`BEGIN IMMEDIATE; ${ddl.join('; ')}; COMMIT`, `${row.name} (opening)`);
-      }
-      const computed = sqlColumns.filter((c) => columnsOf().has(overrideColumn(c.column)));
-      const page = db.prepare<[number, number], { rowid: number; id: string; doc: string; lwt: number }>(`SELECT rowid, id, doc, lwt FROM "${table}" WHERE rowid > ? ORDER BY rowid LIMIT ?`);
-      const setDoc = db.prepare(`UPDATE "${table}" SET doc = ? WHERE rowid = ?`);
-      // The override where the expression does not give the string (the update changes neither
-      // deleted, lwt nor id, which the expression reads).
-      const setOverrides =
-        computed.length > 0 ? db.prepare(`UPDATE "${table}" SET ${computed.map((c) => `"${overrideColumn(c.column)}" = CASE WHEN (${c.sql ?? ''}) IS ? THEN NULL ELSE ? END`).join(', ')} WHERE rowid = ?`) : null;
-      const batch = opts.batch ?? BATCH;
-      let done = 0;
-      for (let after = 0; ; ) {
-        const last = file.write(false, () => {
-          const docs = page.all(after, batch);
-          for (const r of docs) {
-            // Rows in the shape layout already (written since, or before a quit) keep their text.
-            const old = r.doc.charCodeAt(0) === 0x7b;
-            const doc = codec.decode(r.doc, r);
-            if (old) {
-              // The field holding the row's id is left out of the row (any field equal to it gives
-              // the same document back).
-              const primary = Object.keys(doc).find((k) => doc[k] === r.id) ?? '';
-              setDoc.run(codec.encode(doc, r, primary), r.rowid);
-            }
-            setOverrides?.run(...computed.flatMap((c) => [c.keyOf(doc as Doc), c.keyOf(doc as Doc)]), r.rowid);
-          }
-          codec.flush();
-          done += docs.length;
-          return docs[docs.length - 1]?.rowid;
-        });
-        if (last === undefined) break;
-        after = last;
-        opts.onProgress?.({ instance: row.name, done, total });
-        await turn();
-      }
-      file.write(true, () => markRowFormat(db, table));
-      opts.onProgress?.({ instance: row.name, done: total, total });
-      upgraded.push(row.name);
-    }
+    return await rowFormatsIn(file, opts);
   } finally {
     await file.release();
+  }
+}
+
+async function rowFormatsIn(file: StorageFile, opts: Omit<RowFormatUpgradeOptions, 'directory' | 'databaseName'>): Promise<string[]> {
+  const upgraded: string[] = [];
+  const db = file.db;
+  const codec = docCodec(db);
+  const rows = db.prepare<[], { name: string; tbl: string }>('SELECT name, tbl FROM instances ORDER BY name').all();
+  const formatOf = db.prepare<[string], string>('SELECT value FROM meta WHERE key = ?').pluck();
+  const pending = rows.filter((r) => formatOf.get(rowFormatKey(r.tbl)) !== ROW_FORMAT);
+  if (pending.length === 0) return [];
+  const schemas = schemasInFile(db, opts.schemas);
+  file.write(true, () => db.exec(shapesTableSql));
+  for (const row of pending) {
+    const table = row.tbl;
+    const total = Number(db.prepare(`SELECT count(*) FROM "${table}"`).pluck().get());
+    opts.onProgress?.({ instance: row.name, done: 0, total });
+    const schema = schemas.get(row.name);
+    const columnsOf = (): Set<string> => new Set(db.prepare<[], { name: string }>(`PRAGMA table_xinfo("${table}")`).all().map((c) => c.name));
+    const present = columnsOf();
+    const sqlColumns = (schema ? indexColumns(schema) : []).filter((c) => c.sql !== null && present.has(c.column));
+    const toCompute = sqlColumns.filter((c) => !present.has(overrideColumn(c.column)));
+    if (toCompute.length > 0) {
+      const ddl = toCompute.flatMap((c) => [`DROP INDEX IF EXISTS "${table}_${c.column}"`, `ALTER TABLE "${table}" DROP COLUMN "${c.column}"`, ...computedColumnSql(c).map((def) => `ALTER TABLE "${table}" ADD COLUMN ${def}`)]);
+      await file.inWorker(`BEGIN IMMEDIATE; ${ddl.join('; ')}; COMMIT`, `${row.name} (opening)`);
+    }
+    const computed = sqlColumns.filter((c) => columnsOf().has(overrideColumn(c.column)));
+    const page = db.prepare<[number, number], { rowid: number; id: string; doc: string; lwt: number }>(`SELECT rowid, id, doc, lwt FROM "${table}" WHERE rowid > ? ORDER BY rowid LIMIT ?`);
+    const setDoc = db.prepare(`UPDATE "${table}" SET doc = ? WHERE rowid = ?`);
+    // The override where the expression does not give the string (the update changes neither
+    // deleted, lwt nor id, which the expression reads).
+    const setOverrides =
+      computed.length > 0 ? db.prepare(`UPDATE "${table}" SET ${computed.map((c) => `"${overrideColumn(c.column)}" = CASE WHEN (${c.sql ?? ''}) IS ? THEN NULL ELSE ? END`).join(', ')} WHERE rowid = ?`) : null;
+    const batch = opts.batch ?? BATCH;
+    let done = 0;
+    for (let after = 0; ; ) {
+      const last = file.write(false, () => {
+        const docs = page.all(after, batch);
+        for (const r of docs) {
+          // Rows in the shape layout already (written since, or before a quit) keep their text.
+          const old = r.doc.charCodeAt(0) === 0x7b;
+          const doc = codec.decode(r.doc, r);
+          if (old) {
+            // The field holding the row's id is left out of the row (any field equal to it gives
+            // the same document back).
+            const primary = Object.keys(doc).find((k) => doc[k] === r.id) ?? '';
+            setDoc.run(codec.encode(doc, r, primary), r.rowid);
+          }
+          setOverrides?.run(...computed.flatMap((c) => [c.keyOf(doc as Doc), c.keyOf(doc as Doc)]), r.rowid);
+        }
+        codec.flush();
+        done += docs.length;
+        return docs[docs.length - 1]?.rowid;
+      });
+      if (last === undefined) break;
+      after = last;
+      opts.onProgress?.({ instance: row.name, done, total });
+      await turn();
+    }
+    file.write(true, () => markRowFormat(db, table));
+    opts.onProgress?.({ instance: row.name, done: total, total });
+    upgraded.push(row.name);
   }
   return upgraded;
 }
