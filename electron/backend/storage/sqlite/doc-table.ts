@@ -120,8 +120,6 @@ export class DocTable {
   private readonly upsert: Statement;
   /** Per index column: computed from the row's columns (index-columns.ts indexSql), or stored. */
   private readonly computed: boolean[];
-  /** Per computed index column: sets its override. */
-  private readonly override: (Statement | null)[];
   private readonly getOne: Statement<[string], { doc: string; lwt: number }>;
   private readonly getMany: Statement<[string], { id: string; doc: string; lwt: number }>;
   private readonly statements = new Map<string, Statement>();
@@ -189,7 +187,7 @@ export class DocTable {
       `INSERT INTO ${t} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')}) ` +
         `ON CONFLICT (id) DO UPDATE SET ${cols.filter((c) => c !== 'id').map((c) => `${c} = excluded.${c}`).join(', ')} RETURNING ${returning.join(', ')}`,
     );
-    this.override = this.columns.map((c, i) => (this.computed[i] ? db.prepare(`UPDATE ${t} SET "${overrideColumn(c.column)}" = ? WHERE rowid = ?`) : null));
+
     this.getOne = db.prepare<[string], { doc: string; lwt: number }>(`SELECT doc, lwt FROM ${t} WHERE id = ?`);
     this.getMany = db.prepare<[string], { id: string; doc: string; lwt: number }>(`SELECT id, doc, lwt FROM ${t} WHERE id IN (SELECT value FROM json_each(?))`);
     this.lastSeq = Number(db.prepare(`SELECT coalesce(max(seq), 0) FROM ${t}`).pluck().get());
@@ -525,7 +523,7 @@ export class DocTable {
       for (let i = 0; i < this.columns.length; i++) {
         if (!this.computed[i]) continue;
         const key = (this.columns[i] as IndexColumn).keyOf(doc);
-        if (got[`v${i}`] !== key) this.override[i]?.run(key, rowid);
+        if (got[`v${i}`] !== key) this.prepared(`override ${i}`, () => `UPDATE "${this.table}" SET "${overrideColumn((this.columns[i] as IndexColumn).column)}" = ? WHERE rowid = ?`).run(key, rowid);
       }
       rowids.push(rowid);
       this.countOdd(odd, 1, oddDelta);
