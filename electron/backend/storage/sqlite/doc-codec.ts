@@ -145,6 +145,8 @@ export class DocCodec {
   /** The numbers the next new shape and token get. */
   private next = 1;
   private nextString = 1;
+  /** The tables are in the file (seen at load or created by ensureTables). */
+  private tablesSeen = false;
 
   constructor(private readonly db: SqliteDatabase) {
     this.load();
@@ -154,6 +156,7 @@ export class DocCodec {
     if (hasTable(this.db, SHAPES_TABLE)) {
       for (const r of this.db.prepare<[], { id: number; shape: string }>(`SELECT id, shape FROM ${SHAPES_TABLE}`).all()) this.remember(compile(r.id, r.shape));
     }
+    this.tablesSeen = !this.db.inTransaction && hasTable(this.db, SHAPES_TABLE) && hasTable(this.db, STRINGS_TABLE);
     if (hasTable(this.db, STRINGS_TABLE)) {
       for (const r of this.db.prepare<[], { id: number; text: string }>(`SELECT id, text FROM ${STRINGS_TABLE}`).all()) this.rememberString(r.id, r.text);
     }
@@ -264,6 +267,18 @@ export class DocCodec {
     this.used.add(shape);
     const rest = values.length === 0 ? ']' : `,${JSON.stringify(values).slice(1)}`;
     return `[${shape.id}${rest}`;
+  }
+
+  /** Creates the file's tables of shapes and tokens if this connection has not seen them (inside a
+   * write transaction; once per connection, not at every table's opening). */
+  ensureTables(): void {
+    if (this.tablesSeen) return;
+    if (hasTable(this.db, SHAPES_TABLE) && hasTable(this.db, STRINGS_TABLE)) {
+      // Remembered once committed (a transaction that created them may still roll back).
+      if (!this.db.inTransaction) this.tablesSeen = true;
+      return;
+    }
+    this.db.exec(shapesTableSql);
   }
 
   /** Writes the shapes and tokens used since the last flush to the file (inside the write's

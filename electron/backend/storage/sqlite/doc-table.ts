@@ -46,7 +46,7 @@ import { Subject } from 'rxjs';
 import type { EventBulk, RxDocumentData, RxJsonSchema, RxStorageChangeEvent } from 'rxdb';
 import { getPrimaryFieldOfPrimaryKey } from 'rxdb';
 import { DocCache } from './doc-cache.ts';
-import { docCodec, shapesTableSql } from './doc-codec.ts';
+import { docCodec } from './doc-codec.ts';
 import type { DocCodec } from './doc-codec.ts';
 import type { StorageFile } from './file.ts';
 import { TextIndex } from './fts.ts';
@@ -753,7 +753,7 @@ function ensureTable(file: StorageFile, setup: TableSetup): string {
   const layoutOf = (table: string): ResolvedLayout => resolveLayout(table, setup.schema, setup.layout);
   const recordOf = (layout: ResolvedLayout): string => (setup.layout ? layoutRecord(layout) : '');
   return file.write(true, () => {
-    db.exec(shapesTableSql);
+    docCodec(db).ensureTables();
     const row = db.prepare<[string], { tbl: string; columns: string; text_fields: string; layout: string }>('SELECT tbl, columns, text_fields, layout FROM instances WHERE name = ?').get(setup.name);
     if (row) {
       const layout = layoutOf(row.tbl);
