@@ -102,7 +102,9 @@ export async function openLocalDatabase(opts: OpenLocalDatabaseOptions): Promise
   // A file written with another Store layout (a version before the identity keys' columns) gets
   // the new columns and indexes here, batch by batch with progress, not in one synchronous step
   // at the first read of each collection.
-  await upgradeStoreLayouts({ directory: opts.dir, databaseName: name, storeLayout: STORE_LAYOUT, schemas: LAYOUT_SCHEMAS, onProgress: opts.onMigration });
+  // Rows an earlier version wrote (documents as JSON objects, RxDB's index strings in every row) are
+  // first rewritten in this version's smaller layout, the same way (upgradeRowFormats).
+  await upgradeStoreLayouts({ directory: opts.dir, databaseName: name, storeLayout: STORE_LAYOUT, schemas: LAYOUT_SCHEMAS, onProgress: opts.onMigration, rowFormats: true });
   const rx = await createRxDatabase({
     name,
     storage: getRxStorageSqlite({ directory: opts.dir, synchronous: opts.synchronous, textSearch: TEXT_SEARCH, storeLayout: STORE_LAYOUT }),

@@ -21,6 +21,7 @@
  * `npx tsx test/bench/desktop.bench.ts` runs it alone; test/bench/run.ts calls run().
  * `BENCH_DESKTOP_SYNC_ONLY=1` stops after the sync and the file's bytes per lead (comparing sync
  * speed before and after a change without the minutes of search and propagation).
+ * `BENCH_KEEP_DIR=1` keeps the data folders and prints where (the synced file, to look into).
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
@@ -407,7 +408,9 @@ export async function run(): Promise<void> {
   } finally {
     await db?.close();
     await server.stop();
-    rmSync(root, { recursive: true, force: true });
+    // BENCH_KEEP_DIR=1 keeps the data folders (the synced desktop's file, to look into).
+    if (process.env.BENCH_KEEP_DIR === '1') line(`desktop: data kept in ${root}`);
+    else rmSync(root, { recursive: true, force: true });
   }
 }
 

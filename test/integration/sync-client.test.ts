@@ -22,7 +22,7 @@ import type { Actor } from '../../shared/context.ts';
 import { newLead } from '../../shared/model/factories.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { HeadlessDesktop } from './sync-processes.ts';
-import { masterStateStorage } from '../../electron/backend/storage/sqlite/master-states.ts';
+import { masterStateStorage, referencedStates } from '../../electron/backend/storage/sqlite/master-states.ts';
 import { sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
 import { COLLECTIONS } from '../../shared/model/index.ts';
 import type { Lead } from '../../shared/model/index.ts';
@@ -504,7 +504,7 @@ describe('headless desktop process', () => {
       expect(Number(file.prepare(`SELECT count(*) FROM "${leadsTable}"`).pluck().get())).toBe(TOTAL);
       // One assumed-master state per lead, nearly all by reference to the lead.
       const meta = file.prepare<[string], string>('SELECT meta FROM master_links WHERE fork = ?').pluck().get(leadsTable) ?? '';
-      const states = file.prepare<[], { byRef: number; all: number }>(`SELECT sum(json_extract(doc, '$.docData') = '=fork') AS byRef, count(*) AS "all" FROM "${meta}" WHERE json_extract(doc, '$.isCheckpoint') = '0'`).get();
+      const states = referencedStates(file, meta);
       expect(states?.all).toBe(TOTAL);
       expect(states?.byRef).toBeGreaterThan(TOTAL - 10);
     } finally {

@@ -24,6 +24,7 @@ import { COLLECTIONS } from '../../shared/model/index.ts';
 import { newEnrollment, newLead, newStage } from '../../shared/model/factories.ts';
 import { LEAD_QUERY_FIELDS } from '../../shared/ops/lead-search.ts';
 import { getRxStorageSqlite, sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
+import { referencedStates } from '../../electron/backend/storage/sqlite/master-states.ts';
 import { seededRandom } from '../support/deterministic.ts';
 import { openInstance, tempDir } from './sqlite-storage.fixtures.ts';
 
@@ -429,7 +430,7 @@ async function runReplicationCase(seed: number, steps: number): Promise<void> {
     const inst = sqliteInstanceOf<Json>(meta);
     if (!inst) throw new Error('not the SQLite storage');
     const { file, table } = inst.internalsForTests;
-    const n = Number(file.db.prepare(`SELECT count(*) FROM "${table.table}" WHERE json_extract(doc, '$.docData') = '=fork'`).pluck().get());
+    const n = referencedStates(file.db, table.table).byRef;
     implicitSeen = Math.max(implicitSeen, n);
   };
   const reopen = async (metaFirst: boolean) => {

@@ -17,6 +17,7 @@ import type { RxCollection, RxDatabase, RxJsonSchema, RxStorage } from 'rxdb';
 import { RxDBMigrationSchemaPlugin } from 'rxdb/plugins/migration-schema';
 import { replicateRxCollection } from 'rxdb/plugins/replication';
 import { getRxStoragePersistedMemory } from '../support/persisted-memory.ts';
+import { DocCodec } from '../../electron/backend/storage/sqlite/doc-codec.ts';
 import { sqliteFilePath, StorageLockedError } from '../../electron/backend/storage/sqlite/file.ts';
 import { migrateFromPersistedMemory, persistedMemoryFilePath } from '../../electron/backend/storage/sqlite/migrate.ts';
 import type { MigrationProgress } from '../../electron/backend/storage/sqlite/migrate.ts';
@@ -93,8 +94,9 @@ function oldRows(dir: string): Map<string, unknown> {
 function newRows(dir: string): Map<string, unknown> {
   const sqlite = new Database(sqliteFilePath(dir, NAME), { readonly: true });
   const out = new Map<string, unknown>();
+  const codec = new DocCodec(sqlite);
   for (const { name, tbl } of sqlite.prepare<[], { name: string; tbl: string }>('SELECT name, tbl FROM instances').all()) {
-    for (const r of sqlite.prepare<[], { id: string; doc: string }>(`SELECT id, doc FROM "${tbl}"`).all()) out.set(`${name}/${r.id}`, JSON.parse(r.doc) as unknown);
+    for (const r of sqlite.prepare<[], { id: string; doc: string; lwt: number }>(`SELECT id, doc, lwt FROM "${tbl}"`).all()) out.set(`${name}/${r.id}`, codec.decode(r.doc, r));
   }
   sqlite.close();
   return out;

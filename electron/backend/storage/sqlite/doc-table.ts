@@ -10,8 +10,13 @@
  *            re-sorted sort only while no row has the bit;
  *   sodd     the same for the Store columns (store-columns.ts);
  *   s_...    one column per Store column of the collection's layout (store-columns.ts);
- *   k_...    one column per RxDB index (index-columns.ts), each with a SQLite index;
- *   doc      the RxDB document as JSON (last, so the columns before it are read without reading it).
+ *   k_...    one column per RxDB index (index-columns.ts), each with a SQLite index: RxDB's
+ *            default indexes (`[_deleted, id]`, `[_meta.lwt, id]`) are computed from the row's
+ *            deleted, lwt and id (a virtual column, in its index only, with an override column
+ *            that is NULL unless the expression does not give the row's string) and their index is
+ *            built when a query first reads them (wantIndex); other indexes are stored strings;
+ *   doc      the RxDB document by shape (doc-codec.ts: without key names, the id or constant
+ *            values; last, so the columns before it are read without reading it).
  * Plus, for collections with text search, an FTS5 table keyed by the rowid (fts.ts), and a side
  * table per member field of the layout.
  *
@@ -41,10 +46,12 @@ import { Subject } from 'rxjs';
 import type { EventBulk, RxDocumentData, RxJsonSchema, RxStorageChangeEvent } from 'rxdb';
 import { getPrimaryFieldOfPrimaryKey } from 'rxdb';
 import { DocCache } from './doc-cache.ts';
+import { docCodec } from './doc-codec.ts';
+import type { DocCodec } from './doc-codec.ts';
 import type { StorageFile } from './file.ts';
 import { TextIndex } from './fts.ts';
 import type { TextOrder } from './fts.ts';
-import { indexColumns, indexName } from './index-columns.ts';
+import { computedColumnSql, indexColumns, indexName, overrideColumn } from './index-columns.ts';
 import { HEAD_ROWS, LoadHeads, OrderHead } from './load-heads.ts';
 import type { HeadChanges, HeadRow } from './load-heads.ts';
 import type { IndexColumn, KeyRange } from './index-columns.ts';
@@ -117,8 +124,10 @@ export class DocTable {
   private readonly memberStatements: { table: MemberTable; add: Statement; remove: Statement }[];
   private readonly byIndex = new Map<string, IndexColumn>();
   private readonly upsert: Statement;
-  private readonly getOne: Statement<[string], string>;
-  private readonly getMany: Statement<[string], { id: string; doc: string }>;
+  /** Per index column: computed from the row's columns (index-columns.ts indexSql), or stored. */
+  private readonly computed: boolean[];
+  private readonly getOne: Statement<[string], { doc: string; lwt: number }>;
+  private readonly getMany: Statement<[string], { id: string; doc: string; lwt: number }>;
   private readonly statements = new Map<string, Statement>();
   private readonly storeStatements = new Map<string, Statement>();
   /** Indexes built after a load (see the file comment), by name: their SQL, and whether a load of
@@ -130,6 +139,16 @@ export class DocTable {
    * index's keys are among a written row's Store values. */
   readonly heads = new LoadHeads();
   private readonly headKeys = new Map<string, number[]>();
+  /**
+   * Indexes of computed RxDB index columns that no query has read yet. RxDB's default indexes
+   * (`[_deleted, id]`, `[_meta.lwt, id]`) are all a collection of this app has, and no query of the
+   * app plans on them (the Store reads its own columns, the changes feed the sequence, a document
+   * by id the id's index): kept up for every document they cost ~110 bytes a lead, and as much again
+   * in the replication's meta table. Built in the worker the first time a query or count reads the
+   * column (that query is answered without it, as SQLite plans it: the same rows), then kept.
+   */
+  private readonly unbuilt = new Map<string, { sql: string; keptLocally: boolean; label: string }>();
+  private readonly buildingUnbuilt = new Set<string>();
   private loading = false;
   private lastBulkAt = 0;
   private loadTimer: ReturnType<typeof setTimeout> | null = null;
@@ -141,6 +160,8 @@ export class DocTable {
   readonly schema: RxJsonSchema<Doc>;
   /** A replication meta table's assumed-master states stored by reference (master-states.ts). */
   private readonly masters: MetaCodec | null;
+  /** How documents are stored in the `doc` column (doc-codec.ts). */
+  readonly codec: DocCodec;
 
   private constructor(
     readonly file: StorageFile,
@@ -151,6 +172,7 @@ export class DocTable {
   ) {
     const db = file.db;
     this.schema = setup.schema;
+    this.codec = docCodec(db);
     this.masters = isMetaSchema(setup.schema) ? masterCodec(file, table, setup.schema) : null;
     this.cache = new DocCache<Doc>(setup.cacheSize);
     this.primaryPath = getPrimaryFieldOfPrimaryKey(setup.schema.primaryKey);
@@ -165,15 +187,19 @@ export class DocTable {
       remove: db.prepare(`DELETE FROM "${m.table}" WHERE value = ? AND rid = ?`),
     }));
     const t = `"${table}"`;
-    const cols = ['seq', 'id', 'deleted', 'lwt', 'odd', 'sodd', 'doc', ...this.layout.columns.map((c) => `"${c.column}"`), ...this.columns.map((c) => `"${c.column}"`)];
-    this.upsert = db
-      .prepare(
-        `INSERT INTO ${t} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')}) ` +
-          `ON CONFLICT (id) DO UPDATE SET ${cols.filter((c) => c !== 'id').map((c) => `${c} = excluded.${c}`).join(', ')} RETURNING rowid`,
-      )
-      .pluck();
-    this.getOne = db.prepare<[string], string>(`SELECT doc FROM ${t} WHERE id = ?`).pluck();
-    this.getMany = db.prepare<[string], { id: string; doc: string }>(`SELECT id, doc FROM ${t} WHERE id IN (SELECT value FROM json_each(?))`);
+    // Computed index columns (index-columns.ts indexSql): the row holds their override only, and
+    // the write reads the computed string back to set the override where it is not the document's.
+    const inTable = new Set(db.prepare<[], { name: string }>(`PRAGMA table_xinfo(${t})`).all().map((c) => c.name));
+    this.computed = this.columns.map((c) => c.sql !== null && inTable.has(overrideColumn(c.column)));
+    const cols = ['seq', 'id', 'deleted', 'lwt', 'odd', 'sodd', 'doc', ...this.layout.columns.map((c) => `"${c.column}"`), ...this.columns.map((c, i) => `"${this.computed[i] ? overrideColumn(c.column) : c.column}"`)];
+    const returning = ['rowid AS r', ...this.columns.flatMap((c, i) => (this.computed[i] ? [`"${c.column}" AS v${i}`] : []))];
+    this.upsert = db.prepare(
+      `INSERT INTO ${t} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')}) ` +
+        `ON CONFLICT (id) DO UPDATE SET ${cols.filter((c) => c !== 'id').map((c) => `${c} = excluded.${c}`).join(', ')} RETURNING ${returning.join(', ')}`,
+    );
+
+    this.getOne = db.prepare<[string], { doc: string; lwt: number }>(`SELECT doc, lwt FROM ${t} WHERE id = ?`);
+    this.getMany = db.prepare<[string], { id: string; doc: string; lwt: number }>(`SELECT id, doc, lwt FROM ${t} WHERE id IN (SELECT value FROM json_each(?))`);
     this.lastSeq = Number(db.prepare(`SELECT coalesce(max(seq), 0) FROM ${t}`).pluck().get());
     this.unfaithful = this.columns.map(() => 0);
     for (const odd of db.prepare(`SELECT odd FROM ${t} WHERE odd <> 0`).pluck().iterate() as Iterable<number>) this.countOdd(odd, 1, this.unfaithful);
@@ -186,8 +212,14 @@ export class DocTable {
     // Heads of the orders a page is read in (one key: the leads table's columns), not of indexes
     // that give an order within a pinned first key (a tag's leads by creation).
     for (const i of this.layout.indexes) if (i.afterLoad && i.ordered && i.keys.length === 1) this.headKeys.set(i.name, i.columns.map((c) => this.layout.columns.findIndex((x) => x.column === c)));
-    for (const c of this.columns) this.deferrable.set(`${table}_${c.column}`, { sql: `CREATE INDEX IF NOT EXISTS "${table}_${c.column}" ON ${t} ("${c.column}")`, keptLocally: false, label: indexLabel(collection, c.fields) });
     const present = new Set(db.prepare<[string], string>("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?").pluck().all(table));
+    this.columns.forEach((c, i) => {
+      const index = `${table}_${c.column}`;
+      const spec = { sql: `CREATE INDEX IF NOT EXISTS "${index}" ON ${t} ("${c.column}")`, keptLocally: false, label: indexLabel(collection, c.fields) };
+      // A computed column's index is built when a query first reads the column (see wantIndex).
+      if (this.computed[i] && !present.has(index)) this.unbuilt.set(index, spec);
+      else this.deferrable.set(index, spec);
+    });
     for (const name of this.deferrable.keys()) if (!present.has(name)) this.missing.add(name);
     const flagged = db.prepare<[string], number>('SELECT loading FROM instances WHERE name = ?').pluck().get(name) === 1;
     // A load a quit cut short goes on (or is finished once nothing more arrives).
@@ -283,6 +315,31 @@ export class DocTable {
     return run;
   }
 
+  /** Starts building the index of a computed column no query had read (see `unbuilt`). */
+  private wantIndex(column: IndexColumn): void {
+    const name = `${this.table}_${column.column}`;
+    const spec = this.unbuilt.get(name);
+    if (!spec || this.buildingUnbuilt.has(name)) return;
+    this.buildingUnbuilt.add(name);
+    // A failed build (a full disk, the table dropped meanwhile) is tried again by the next query.
+    void this.file
+      .inWorker(spec.sql, spec.label)
+      .then(
+        () => {
+          this.unbuilt.delete(name);
+          this.deferrable.set(name, spec);
+        },
+        () => undefined,
+      )
+      .finally(() => this.buildingUnbuilt.delete(name));
+  }
+
+  /** @internal Whether the index of an RxDB index column is in the file or being built, for tests. */
+  indexBuiltOrAsked(column: IndexColumn): boolean {
+    const name = `${this.table}_${column.column}`;
+    return !this.unbuilt.has(name) || this.buildingUnbuilt.has(name);
+  }
+
   /** Builds every index a load left out, now, one after the other in the file's worker thread (the
    * end of a migration, tests); resolves once the load is over. */
   async finishLoading(): Promise<void> {
@@ -350,14 +407,14 @@ export class DocTable {
       else missing.push(i);
     });
     if (missing.length > 0) {
-      const byRowid = new Map<number, string>();
-      const stmt = this.prepared('by-rowid', () => `SELECT rowid AS r, doc FROM "${this.table}" WHERE rowid IN (SELECT value FROM json_each(?))`);
-      for (const row of stmt.iterate(JSON.stringify(missing.map((i) => (rows[i] as { rowid: number }).rowid))) as Iterable<{ r: number; doc: string }>) byRowid.set(row.r, row.doc);
+      const byRowid = new Map<number, { doc: string; lwt: number }>();
+      const stmt = this.prepared('by-rowid', () => `SELECT rowid AS r, doc, lwt FROM "${this.table}" WHERE rowid IN (SELECT value FROM json_each(?))`);
+      for (const row of stmt.iterate(JSON.stringify(missing.map((i) => (rows[i] as { rowid: number }).rowid))) as Iterable<{ r: number; doc: string; lwt: number }>) byRowid.set(row.r, row);
       for (const i of missing) {
         const r = rows[i] as { rowid: number; id: string };
-        const json = byRowid.get(r.rowid);
-        if (json === undefined) throw new Error(`${this.name}: row ${r.rowid} (${r.id}) vanished while it was read.`);
-        docs[i] = JSON.parse(json) as Doc;
+        const stored = byRowid.get(r.rowid);
+        if (stored === undefined) throw new Error(`${this.name}: row ${r.rowid} (${r.id}) vanished while it was read.`);
+        docs[i] = this.codec.decode(stored.doc, { id: r.id, lwt: stored.lwt }) as Doc;
       }
       this.masters?.decode(missing.map((i) => docs[i] as Doc));
       for (const i of missing) {
@@ -387,10 +444,10 @@ export class DocTable {
     return stmt;
   }
 
-  private parse(id: string, json: string): Doc {
+  private parse(id: string, json: string, lwt: number): Doc {
     const hit = this.cache.get(id);
     if (hit) return hit;
-    const doc = JSON.parse(json) as Doc;
+    const doc = this.codec.decode(json, { id, lwt }) as Doc;
     this.masters?.decode([doc]);
     return doc;
   }
@@ -408,16 +465,16 @@ export class DocTable {
     if (missing.length <= 4) {
       for (const id of missing) {
         if (out.has(id)) continue;
-        const json = this.getOne.get(id);
-        if (json !== undefined) {
-          const doc = JSON.parse(json) as Doc;
+        const stored = this.getOne.get(id);
+        if (stored !== undefined) {
+          const doc = this.codec.decode(stored.doc, { id, lwt: stored.lwt }) as Doc;
           out.set(id, doc);
           read.push(doc);
         }
       }
     } else {
       for (const row of this.getMany.iterate(JSON.stringify(missing))) {
-        const doc = JSON.parse(row.doc) as Doc;
+        const doc = this.codec.decode(row.doc, row) as Doc;
         out.set(row.id, doc);
         read.push(doc);
       }
@@ -464,7 +521,7 @@ export class DocTable {
     const replaced: { id: string; doc: Doc }[] = [];
     for (const r of rows) if (r.before) replaced.push({ id: String((r.before as Record<string, unknown>)[this.primaryPath]), doc: r.before });
     materialize(this.file.db, this.table, replaced);
-    const json = this.masters ? this.masters.encode(rows.map((r) => r.doc)) : null;
+    const stored = this.masters ? this.masters.encode(rows.map((r) => r.doc)) : null;
     let seq = this.lastSeq;
     const oddDelta = this.columns.map(() => 0);
     const storeOddDelta = this.storeUnfaithful.map(() => 0);
@@ -483,9 +540,15 @@ export class DocTable {
       values[3] = doc._meta.lwt;
       values[4] = odd;
       values[5] = sodd;
-      values[6] = json ? json[n] : JSON.stringify(doc);
-      for (let i = 0; i < this.columns.length; i++) values[7 + store.length + i] = (this.columns[i] as IndexColumn).keyOf(doc);
-      const rowid = this.upsert.get(...values) as number | bigint;
+      values[6] = this.codec.encode((stored ? stored[n] : doc) as Record<string, unknown>, { id, lwt: doc._meta.lwt }, this.primaryPath);
+      for (let i = 0; i < this.columns.length; i++) values[7 + store.length + i] = this.computed[i] ? null : (this.columns[i] as IndexColumn).keyOf(doc);
+      const got = this.upsert.get(...values) as Record<string, unknown>;
+      const rowid = got['r'] as number | bigint;
+      for (let i = 0; i < this.columns.length; i++) {
+        if (!this.computed[i]) continue;
+        const key = (this.columns[i] as IndexColumn).keyOf(doc);
+        if (got[`v${i}`] !== key) this.prepared(`override ${i}`, () => `UPDATE "${this.table}" SET "${overrideColumn((this.columns[i] as IndexColumn).column)}" = ? WHERE rowid = ?`).run(key, rowid);
+      }
       rowids.push(rowid);
       for (const head of heads) {
         if (head.touches(id, values, 7, !doc._deleted)) headChanges.push({ head, id, row: doc._deleted ? null : { r: Number(rowid), id, k: head.keysOf(values, 7) } });
@@ -497,6 +560,7 @@ export class DocTable {
         this.countOdd(storeOddOf(this.layout, id, before), -1, storeOddDelta);
       }
     }
+    this.codec.flush();
     for (const m of this.memberStatements) {
       rows.forEach((r, i) => {
         const rowid = Number(rowids[i]);
@@ -560,23 +624,24 @@ export class DocTable {
    * stops early has read little more than it used; documents are not added to the cache.
    */
   *scan(column: IndexColumn, range: KeyRange, direction: 'asc' | 'desc', offset = 0, limit = Infinity): Generator<Doc> {
+    this.wantIndex(column);
     const asc = direction === 'asc';
     const c = `"${column.column}"`;
     const first = this.prepared(`first ${column.column} ${range.lowerInclusive} ${range.upperInclusive} ${direction}`, () =>
-      `SELECT id, doc, ${c} AS k FROM "${this.table}" WHERE ${this.rangeSql(column, range)} ORDER BY ${c} ${asc ? 'ASC' : 'DESC'} LIMIT @limit OFFSET @offset`,
+      `SELECT id, doc, lwt, ${c} AS k FROM "${this.table}" WHERE ${this.rangeSql(column, range)} ORDER BY ${c} ${asc ? 'ASC' : 'DESC'} LIMIT @limit OFFSET @offset`,
     );
     // After the first chunk, continue strictly past the last key read (keys are unique: every
     // RxDB index ends with the primary key).
     const next = this.prepared(`next ${column.column} ${range.lowerInclusive} ${range.upperInclusive} ${direction}`, () =>
-      `SELECT id, doc, ${c} AS k FROM "${this.table}" WHERE ${this.rangeSql(column, range)} AND ${c} ${asc ? '>' : '<'} @after ORDER BY ${c} ${asc ? 'ASC' : 'DESC'} LIMIT @limit`,
+      `SELECT id, doc, lwt, ${c} AS k FROM "${this.table}" WHERE ${this.rangeSql(column, range)} AND ${c} ${asc ? '>' : '<'} @after ORDER BY ${c} ${asc ? 'ASC' : 'DESC'} LIMIT @limit`,
     );
     let left = limit;
     let after: string | null = null;
     while (left > 0) {
       const take = Math.min(SCAN_CHUNK, left);
-      const rows = (after === null ? first.all({ lower: range.lower, upper: range.upper, limit: take, offset }) : next.all({ lower: range.lower, upper: range.upper, after, limit: take })) as { id: string; doc: string; k: string }[];
+      const rows = (after === null ? first.all({ lower: range.lower, upper: range.upper, limit: take, offset }) : next.all({ lower: range.lower, upper: range.upper, after, limit: take })) as { id: string; doc: string; lwt: number; k: string }[];
       this.rowsScanned += rows.length;
-      for (const r of rows) yield this.parse(r.id, r.doc);
+      for (const r of rows) yield this.parse(r.id, r.doc, r.lwt);
       const last = rows[rows.length - 1];
       if (!last || rows.length < take) return;
       after = last.k;
@@ -586,14 +651,15 @@ export class DocTable {
 
   /** How many rows have their index string of `column` in `range`. */
   count(column: IndexColumn, range: KeyRange): number {
+    this.wantIndex(column);
     const stmt = this.prepared(`count ${column.column} ${range.lowerInclusive} ${range.upperInclusive}`, () => `SELECT count(*) FROM "${this.table}" WHERE ${this.rangeSql(column, range)}`);
     return Number(stmt.pluck().get({ lower: range.lower, upper: range.upper }));
   }
 
   /** Documents written after sequence number `seq`, in write order, at most `limit`. */
   changedSince(seq: number, limit: number): { seq: number; doc: Doc }[] {
-    const stmt = this.prepared('changes', () => `SELECT seq, id, doc FROM "${this.table}" WHERE seq > ? ORDER BY seq LIMIT ?`);
-    return (stmt.all(seq, limit) as { seq: number; id: string; doc: string }[]).map((r) => ({ seq: r.seq, doc: this.parse(r.id, r.doc) }));
+    const stmt = this.prepared('changes', () => `SELECT seq, id, doc, lwt FROM "${this.table}" WHERE seq > ? ORDER BY seq LIMIT ?`);
+    return (stmt.all(seq, limit) as { seq: number; id: string; doc: string; lwt: number }[]).map((r) => ({ seq: r.seq, doc: this.parse(r.id, r.doc, r.lwt) }));
   }
 
   /**
@@ -612,8 +678,8 @@ export class DocTable {
    * inside the file's write transaction. */
   purge(maxLwt: number): Purged {
     // Meta rows referencing a purged tombstone keep its state (master-states.ts).
-    const purging = this.prepared('purging', () => `SELECT id, doc FROM "${this.table}" WHERE deleted = 1 AND lwt <= ?`);
-    materialize(this.file.db, this.table, (purging.all(maxLwt) as { id: string; doc: string }[]).map((r) => ({ id: r.id, doc: JSON.parse(r.doc) as Doc })));
+    const purging = this.prepared('purging', () => `SELECT id, doc, lwt FROM "${this.table}" WHERE deleted = 1 AND lwt <= ?`);
+    materialize(this.file.db, this.table, (purging.all(maxLwt) as { id: string; doc: string; lwt: number }[]).map((r) => ({ id: r.id, doc: this.codec.decode(r.doc, r) as Doc })));
     // Tombstones have no text rows and no member rows (both are written for live documents only).
     const stmt = this.prepared('purge', () => `DELETE FROM "${this.table}" WHERE deleted = 1 AND lwt <= ? RETURNING id, odd, sodd`);
     const oddDelta = this.columns.map(() => 0);
@@ -656,6 +722,7 @@ export class DocTable {
     for (const m of this.layout.members) db.exec(`DROP TABLE IF EXISTS "${m.table}"`);
     db.exec(`DROP TABLE IF EXISTS "${this.table}"`);
     db.prepare('DELETE FROM instances WHERE name = ?').run(this.name);
+    db.prepare('DELETE FROM meta WHERE key = ?').run(rowFormatKey(this.table));
     // A later open of this name makes a new table, even while this object still has users.
     if (TABLES.get(this.file)?.get(this.name) === this) TABLES.get(this.file)?.delete(this.name);
     this.cache.clear();
@@ -688,7 +755,8 @@ function masterCodec(file: StorageFile, table: string, schema: RxJsonSchema<Doc>
     const open = [...(TABLES.get(file)?.values() ?? [])].find((t) => t.table === forkTable);
     if (open) return open.get(ids);
     const out = new Map<string, Doc>();
-    for (const r of db.prepare<[string], { id: string; doc: string }>(`SELECT id, doc FROM "${forkTable}" WHERE id IN (SELECT value FROM json_each(?))`).iterate(JSON.stringify(ids))) out.set(r.id, JSON.parse(r.doc) as Doc);
+    const codec = docCodec(db);
+    for (const r of db.prepare<[string], { id: string; doc: string; lwt: number }>(`SELECT id, doc, lwt FROM "${forkTable}" WHERE id IN (SELECT value FROM json_each(?))`).iterate(JSON.stringify(ids))) out.set(r.id, codec.decode(r.doc, r) as Doc);
     return out;
   });
 }
@@ -718,13 +786,15 @@ export const memberTableSql = (table: string): string => `CREATE TABLE IF NOT EX
  * columns and text index when the wanted set differs from the stored one; returns the table's name. */
 function ensureTable(file: StorageFile, setup: TableSetup): string {
   const db = file.db;
-  const wanted: ColumnsRecord = indexColumns(setup.schema).map((c) => ({ column: c.column, fields: c.fields }));
+  const indexCols = indexColumns(setup.schema);
+  const wanted: ColumnsRecord = indexCols.map((c) => ({ column: c.column, fields: c.fields }));
   if (wanted.length > 30) throw new Error(`${setup.name}: at most 30 indexes per collection (this schema has ${wanted.length}).`);
   const columnsJson = JSON.stringify(wanted);
   const textJson = JSON.stringify(setup.textFields);
   const layoutOf = (table: string): ResolvedLayout => resolveLayout(table, setup.schema, setup.layout);
   const recordOf = (layout: ResolvedLayout): string => (setup.layout ? layoutRecord(layout) : '');
   return file.write(true, () => {
+    docCodec(db).ensureTables();
     const row = db.prepare<[string], { tbl: string; columns: string; text_fields: string; layout: string }>('SELECT tbl, columns, text_fields, layout FROM instances WHERE name = ?').get(setup.name);
     if (row) {
       const layout = layoutOf(row.tbl);
@@ -739,20 +809,40 @@ function ensureTable(file: StorageFile, setup: TableSetup): string {
     const table = `d${n}`;
     const layout = layoutOf(table);
     const storeCols = layout.columns.map((c) => `, "${c.column}" NOT NULL`).join('');
-    db.exec(`CREATE TABLE "${table}" (seq INTEGER NOT NULL, id TEXT NOT NULL, deleted INTEGER NOT NULL, lwt REAL NOT NULL, odd INTEGER NOT NULL, sodd INTEGER NOT NULL${storeCols}${wanted.map((c) => `, "${c.column}" TEXT NOT NULL`).join('')}, doc TEXT NOT NULL);
+    db.exec(`CREATE TABLE "${table}" (seq INTEGER NOT NULL, id TEXT NOT NULL, deleted INTEGER NOT NULL, lwt REAL NOT NULL, odd INTEGER NOT NULL, sodd INTEGER NOT NULL${storeCols}${indexCols.map((c) => `, ${indexColumnSql(c).join(', ')}`).join('')}, doc TEXT NOT NULL);
       CREATE UNIQUE INDEX "${table}_id" ON "${table}" (id);
       CREATE UNIQUE INDEX "${table}_seq" ON "${table}" (seq);
       CREATE INDEX "${table}_tombstones" ON "${table}" (lwt) WHERE deleted = 1;
       CREATE INDEX "${table}_odd" ON "${table}" (odd) WHERE odd <> 0;
       CREATE INDEX "${table}_sodd" ON "${table}" (sodd) WHERE sodd <> 0;
-      ${wanted.map((c) => `CREATE INDEX "${table}_${c.column}" ON "${table}" ("${c.column}");`).join('\n')}`);
+      ${indexCols.filter((c) => c.sql === null).map((c) => `CREATE INDEX "${table}_${c.column}" ON "${table}" ("${c.column}");`).join('\n')}`);
     for (const m of layout.members) db.exec(memberTableSql(m.table));
     for (const i of layout.indexes) db.exec(storeIndexSql(table, i));
     if (setup.textFields.length > 0) db.exec(TextIndex.ddl(`${table}_fts`, setup.textFields));
     db.prepare('INSERT INTO instances (name, tbl, columns, text_fields, layout) VALUES (?, ?, ?, ?, ?)').run(setup.name, table, columnsJson, textJson, recordOf(layout));
+    markRowFormat(db, table);
     return table;
   });
 }
+
+/**
+ * The row layout a table's rows are written in, recorded per table in the file's `meta` table
+ * (`row-format:<table>`): 2 since documents are stored by shape (doc-codec.ts). A table without the
+ * record was written by an earlier version: its rows are read as they are, and upgradeRowFormats
+ * (layout-upgrade.ts) rewrites them, with progress, before the database opens.
+ */
+export const ROW_FORMAT = '2';
+
+export const rowFormatKey = (table: string): string => `row-format:${table}`;
+
+/** Records that a table's rows are in this version's layout. Inside a write transaction. */
+export function markRowFormat(db: SqliteDatabase, table: string): void {
+  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(rowFormatKey(table), ROW_FORMAT);
+}
+
+/** The column definitions of an index column in a new table: its override and the computed
+ * column where the index has an SQL form, else the stored string. */
+const indexColumnSql = (c: IndexColumn): string[] => (c.sql !== null ? computedColumnSql(c) : [`"${c.column}" TEXT NOT NULL`]);
 
 /** What a table was built with, from the registry. */
 type Built = { columns: ColumnsRecord; text: readonly string[]; layout: string };
@@ -767,12 +857,21 @@ type Built = { columns: ColumnsRecord; text: readonly string[]; layout: string }
 function rebuild(db: SqliteDatabase, table: string, had: Built, setup: TableSetup, layout: ResolvedLayout): void {
   const columns = indexColumns(setup.schema);
   const keep = new Set(columns.map((c) => c.column));
+  const xinfo = (): Set<string> => new Set((db.prepare(`PRAGMA table_xinfo("${table}")`).all() as { name: string }[]).map((c) => c.name));
+  const had0 = xinfo();
   for (const c of had.columns) {
     if (keep.has(c.column)) continue;
     db.exec(`DROP INDEX IF EXISTS "${table}_${c.column}"; ALTER TABLE "${table}" DROP COLUMN "${c.column}"`);
+    if (had0.has(overrideColumn(c.column))) db.exec(`ALTER TABLE "${table}" DROP COLUMN "${overrideColumn(c.column)}"`);
   }
-  const present = new Set((db.prepare(`PRAGMA table_info("${table}")`).all() as { name: string }[]).map((c) => c.name));
-  for (const c of columns) if (!present.has(c.column)) db.exec(`ALTER TABLE "${table}" ADD COLUMN "${c.column}" TEXT NOT NULL DEFAULT ''`);
+  const present = xinfo();
+  for (const c of columns) {
+    if (present.has(c.column)) continue;
+    if (c.sql !== null) for (const def of computedColumnSql(c)) db.exec(`ALTER TABLE "${table}" ADD COLUMN ${def}`);
+    else db.exec(`ALTER TABLE "${table}" ADD COLUMN "${c.column}" TEXT NOT NULL DEFAULT ''`);
+  }
+  // A column kept from before stays as it was built (stored or computed).
+  const computed = columns.map((c) => c.sql !== null && xinfo().has(overrideColumn(c.column)));
   if (!present.has('sodd')) db.exec(`ALTER TABLE "${table}" ADD COLUMN sodd INTEGER NOT NULL DEFAULT 0`);
   // Store layout: indexes, columns and member tables not wanted any more go; the wanted ones are
   // (re)made and filled below.
@@ -799,21 +898,23 @@ function rebuild(db: SqliteDatabase, table: string, had: Built, setup: TableSetu
     if (setup.textFields.length > 0) db.exec(TextIndex.ddl(fts, setup.textFields));
   }
   const text = textChanged && setup.textFields.length > 0 ? new TextIndex(db, fts, table, setup.textFields) : null;
-  const sets = [...columns.map((c) => `"${c.column}" = ?`), ...layout.columns.map((c) => `"${c.column}" = ?`)];
+  // A computed column's override: NULL where its expression gives the string (the row's deleted, lwt
+  // and id are not changed by this update).
+  const sets = [...columns.map((c, i) => (computed[i] ? `"${overrideColumn(c.column)}" = CASE WHEN (${c.sql ?? ''}) IS ? THEN NULL ELSE ? END` : `"${c.column}" = ?`)), ...layout.columns.map((c) => `"${c.column}" = ?`)];
   const update = db.prepare(`UPDATE "${table}" SET odd = ?, sodd = ?${sets.map((x) => `, ${x}`).join('')} WHERE rowid = ?`);
   const addMembers = layout.members.map((m) => ({ m, add: db.prepare(`INSERT OR IGNORE INTO "${m.table}" (value, rid) VALUES (?, ?)`) }));
-  const page = db.prepare<[number], { rowid: number; id: string; doc: string }>(`SELECT rowid, id, doc FROM "${table}" WHERE rowid > ? ORDER BY rowid LIMIT 1000`);
+  const page = db.prepare<[number], { rowid: number; id: string; doc: string; lwt: number }>(`SELECT rowid, id, doc, lwt FROM "${table}" WHERE rowid > ? ORDER BY rowid LIMIT 1000`);
   for (let after = 0; ; ) {
     const rows = page.all(after);
     for (const r of rows) {
-      const doc = JSON.parse(r.doc) as Doc;
+      const doc = docCodec(db).decode(r.doc, r) as Doc;
       let odd = 0;
       columns.forEach((c, i) => {
         if (!c.faithful(doc)) odd |= 1 << i;
       });
       const storeCols: unknown[] = [];
       const sodd = storeValues(layout, r.id, doc, storeCols, 0);
-      update.run(odd, sodd, ...columns.map((c) => c.keyOf(doc)), ...storeCols, r.rowid);
+      update.run(odd, sodd, ...columns.flatMap((c, i) => (computed[i] ? [c.keyOf(doc), c.keyOf(doc)] : [c.keyOf(doc)])), ...storeCols, r.rowid);
       for (const { m, add } of addMembers) for (const v of m.valuesOf(doc)) add.run(v, r.rowid);
       text?.put(r.rowid, undefined, doc);
     }
@@ -821,6 +922,9 @@ function rebuild(db: SqliteDatabase, table: string, had: Built, setup: TableSetu
     if (!last) break;
     after = last.rowid;
   }
-  for (const c of columns) db.exec(`CREATE INDEX IF NOT EXISTS "${table}_${c.column}" ON "${table}" ("${c.column}")`);
+  // A computed column's index is built when a query first reads it (DocTable.wantIndex).
+  columns.forEach((c, i) => {
+    if (!computed[i]) db.exec(`CREATE INDEX IF NOT EXISTS "${table}_${c.column}" ON "${table}" ("${c.column}")`);
+  });
   for (const i of layout.indexes) db.exec(storeIndexSql(table, i));
 }

@@ -385,6 +385,8 @@ parentPort.on('message', (m) => {
     db.exec(m.sql);
     parentPort.postMessage({ id: m.id });
   } catch (e) {
+    // A script of several statements that failed inside its own transaction leaves none open.
+    if (db.inTransaction) db.exec('ROLLBACK');
     parentPort.postMessage({ id: m.id, error: String(e && e.message), code: e && e.code });
   }
 });

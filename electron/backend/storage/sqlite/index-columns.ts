@@ -10,7 +10,7 @@
  * and characters above U+FFFF (emoji). sortableKey maps each code unit to a code point in the same
  * order, so any two strings compare alike in both.
  */
-import { getIndexMeta, getIndexableStringMonad, getStartIndexStringFromLowerBound, getStartIndexStringFromUpperBound } from 'rxdb';
+import { getIndexMeta, getIndexableStringMonad, getPrimaryFieldOfPrimaryKey, getStartIndexStringFromLowerBound, getStartIndexStringFromUpperBound } from 'rxdb';
 import type { RxDocumentData, RxJsonSchema, RxQueryPlan } from 'rxdb';
 
 type Doc = RxDocumentData<unknown>;
@@ -29,6 +29,13 @@ export type IndexColumn = {
    * schema's range or grid; a query may then not trust index order for a sort RxDB would re-sort.
    */
   faithful: (doc: Doc) => boolean;
+  /**
+   * The index string as an SQL expression over the row's own columns, when every field of the
+   * index is one of them (`_deleted`, `_meta.lwt`, the primary key: RxDB's default indexes
+   * `[_deleted, id]` and `[_meta.lwt, id]`); null otherwise. The column is then computed (a virtual
+   * column: its string is in its index only, not in every row), see computedColumnSql.
+   */
+  sql: string | null;
 };
 
 /** Characters whose UTF-16 and UTF-8 orders differ (surrogates and U+E000 to U+FFFF). */
@@ -108,8 +115,47 @@ export function indexColumns(schema: RxJsonSchema<Doc>): IndexColumn[] {
       column,
       keyOf: (doc: Doc) => sortableKey(monad(doc)),
       faithful: (doc: Doc) => checks.every((ok) => ok(doc)),
+      sql: indexSql(schema, fields),
     };
   });
+}
+
+/**
+ * RxDB's index string (custom-index.ts getIndexMeta) of `fields` as SQL over a documents table's
+ * `deleted`, `lwt` and `id` columns, or null when a field is none of those. It gives the string of
+ * nearly every document, not of all (a number's digits are rounded by SQLite, not by JavaScript; an
+ * id with a character sortableKey maps or longer than its maxLength): a written row whose string it
+ * does not give gets the string in the column's override (computedColumnSql), so the column always
+ * holds keyOf(doc).
+ */
+export function indexSql(schema: RxJsonSchema<Doc>, fields: readonly string[]): string | null {
+  const primary = getPrimaryFieldOfPrimaryKey(schema.primaryKey);
+  const parts: string[] = [];
+  for (const meta of getIndexMeta(schema, [...fields])) {
+    const part = meta.schemaPart;
+    if (meta.fieldName === '_deleted' && part.type === 'boolean') parts.push(`(CASE WHEN deleted THEN '1' ELSE '0' END)`);
+    else if (meta.fieldName === primary && part.type === 'string' && typeof part.maxLength === 'number' && Number.isInteger(part.maxLength) && part.maxLength >= 0 && part.maxLength <= 1000) {
+      const n = part.maxLength;
+      parts.push(`(CASE WHEN length(id) < ${n} THEN id || substr('${' '.repeat(n)}', 1, ${n} - length(id)) ELSE id END)`);
+    } else if (meta.fieldName === '_meta.lwt' && meta.parsedLengths && [meta.parsedLengths.minimum, meta.parsedLengths.maximum, meta.parsedLengths.multiplier].every(Number.isSafeInteger)) {
+      const p = meta.parsedLengths;
+      const v = `max(min(lwt, ${p.maximum}), ${p.minimum})`;
+      let s = `printf('%0${p.nonDecimals}d', CAST(floor(${v}) AS INTEGER) - ${p.roundedMinimum})`;
+      if (p.decimals > 0) s += ` || printf('%0${p.decimals}d', min(CAST((${v} - floor(${v})) * ${p.multiplier} + 0.5 AS INTEGER), ${p.multiplier - 1}))`;
+      parts.push(`(${s})`);
+    } else return null;
+  }
+  return parts.length > 0 ? parts.join(' || ') : null;
+}
+
+/** The override column of a computed index column: NULL while the expression gives the row's
+ * index string, the string otherwise. */
+export const overrideColumn = (column: string): string => `${column}_r`;
+
+/** The definitions of a computed index column and its override, for CREATE TABLE or ADD COLUMN. */
+export function computedColumnSql(column: IndexColumn): [override: string, computed: string] {
+  if (column.sql === null) throw new Error(`Index [${indexName(column.fields)}] has no SQL form.`);
+  return [`"${overrideColumn(column.column)}" TEXT`, `"${column.column}" TEXT GENERATED ALWAYS AS (coalesce("${overrideColumn(column.column)}", ${column.sql})) VIRTUAL`];
 }
 
 /** The range of index strings a query plan reads, as RxDB's memory storage computes it. */

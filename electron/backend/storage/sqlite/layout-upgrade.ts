@@ -14,9 +14,14 @@
  * start (each step is idempotent); nothing reads the table meanwhile (the database is not open).
  */
 import { existsSync } from 'node:fs';
-import { memberTableSql, storeIndexSql } from './doc-table.ts';
+import type { Database as SqliteDatabase } from 'better-sqlite3';
+import type { RxJsonSchema } from 'rxdb';
+import { docCodec, shapesTableSql } from './doc-codec.ts';
+import { markRowFormat, memberTableSql, ROW_FORMAT, rowFormatKey, storeIndexSql } from './doc-table.ts';
 import type { Doc } from './doc-table.ts';
 import { sqliteFilePath, StorageFile } from './file.ts';
+import { computedColumnSql, indexColumns, overrideColumn } from './index-columns.ts';
+import { INTERNAL_INSTANCE, schemasFromInternalStore } from './migrate.ts';
 import type { MigrationProgress } from './migrate.ts';
 import { layoutRecord, resolveLayout, storeValues } from './store-columns.ts';
 import type { StoreLayout } from './store-columns.ts';
@@ -30,6 +35,9 @@ export type LayoutUpgradeOptions = {
   onProgress?: (p: MigrationProgress) => void;
   /** Rows per transaction. */
   batch?: number;
+  /** First rewrite the rows of tables an earlier version wrote (upgradeRowFormats), in the same
+   * opening of the file. */
+  rowFormats?: boolean;
 };
 
 const BATCH = 2000;
@@ -44,6 +52,7 @@ export async function upgradeStoreLayouts(opts: LayoutUpgradeOptions): Promise<s
   const file = StorageFile.open(path, 'NORMAL');
   const upgraded: string[] = [];
   try {
+    if (opts.rowFormats) await rowFormatsIn(file, { onProgress: opts.onProgress, batch: opts.batch });
     const db = file.db;
     const rows = db.prepare<[], { name: string; tbl: string; layout: string }>('SELECT name, tbl, layout FROM instances ORDER BY name').all();
     for (const row of rows) {
@@ -82,14 +91,15 @@ export async function upgradeStoreLayouts(opts: LayoutUpgradeOptions): Promise<s
       });
       const update = db.prepare(`UPDATE "${table}" SET sodd = ?${layout.columns.map((c) => `, "${c.column}" = ?`).join('')} WHERE rowid = ?`);
       const adds = layout.members.map((m) => ({ m, add: db.prepare(`INSERT OR IGNORE INTO "${m.table}" (value, rid) VALUES (?, ?)`) }));
-      const page = db.prepare<[number, number], { rowid: number; id: string; doc: string }>(`SELECT rowid, id, doc FROM "${table}" WHERE rowid > ? ORDER BY rowid LIMIT ?`);
+      const page = db.prepare<[number, number], { rowid: number; id: string; doc: string; lwt: number }>(`SELECT rowid, id, doc, lwt FROM "${table}" WHERE rowid > ? ORDER BY rowid LIMIT ?`);
       const batch = opts.batch ?? BATCH;
+      const codec = docCodec(db);
       let done = 0;
       for (let after = 0; ; ) {
         const last = file.write(false, () => {
           const docs = page.all(after, batch);
           for (const r of docs) {
-            const doc = JSON.parse(r.doc) as Doc;
+            const doc = codec.decode(r.doc, r) as Doc;
             const values: unknown[] = [];
             const sodd = storeValues(layout, r.id, doc, values, 0);
             update.run(sodd, ...values, r.rowid);
@@ -113,6 +123,118 @@ export async function upgradeStoreLayouts(opts: LayoutUpgradeOptions): Promise<s
     }
   } finally {
     await file.release();
+  }
+  return upgraded;
+}
+
+export type RowFormatUpgradeOptions = {
+  directory: string;
+  databaseName: string;
+  onProgress?: (p: MigrationProgress) => void;
+  /** Rows per transaction. */
+  batch?: number;
+  /** Schemas of instances by name, beside those the file's RxDB internal store lists (tests open
+   * storage instances without an RxDB database). */
+  schemas?: ReadonlyMap<string, RxJsonSchema<Doc>>;
+};
+
+/** The schemas of a file's instances, from its RxDB internal store (and `extra`). */
+function schemasInFile(db: SqliteDatabase, extra: ReadonlyMap<string, RxJsonSchema<Doc>> | undefined): Map<string, RxJsonSchema<Doc>> {
+  const tbl = db.prepare<[string], string>('SELECT tbl FROM instances WHERE name = ?').pluck().get(INTERNAL_INSTANCE);
+  const codec = docCodec(db);
+  const docs = tbl === undefined ? [] : db.prepare<[], { id: string; doc: string; lwt: number }>(`SELECT id, doc, lwt FROM "${tbl}"`).all().map((r) => codec.decode(r.doc, r) as Doc);
+  const out = schemasFromInternalStore(docs);
+  for (const [name, schema] of extra ?? []) out.set(name, schema);
+  return out;
+}
+
+/**
+ * Rewrites every table an earlier version wrote (no `row-format` record: doc-table.ts ROW_FORMAT)
+ * in this version's row layout, before the database opens:
+ * 1. RxDB index columns that have an SQL form (index-columns.ts indexSql: `[_deleted, id]`,
+ *    `[_meta.lwt, id]`) and are stored strings become computed columns: one transaction of DDL in
+ *    the file's worker thread (dropping a column rewrites the table: seconds at 1M rows), which
+ *    drops their indexes (built again when a query first reads the column: DocTable.wantIndex);
+ * 2. the rows in batches by rowid, each batch its own transaction: each document from its JSON
+ *    object to its shape (doc-codec.ts), each computed column's override where its expression does
+ *    not give the row's string; the event loop turns between batches and `onProgress` hears `done`
+ *    of `total`;
+ * 3. the record is written.
+ * The rows are readable in either form, so a quit midway leaves a file that opens, and the next
+ * open does what the record says is left (each step is idempotent). Without a schema for an
+ * instance (not in the internal store) its index columns stay stored. Returns the instance names
+ * it upgraded.
+ */
+export async function upgradeRowFormats(opts: RowFormatUpgradeOptions): Promise<string[]> {
+  const path = sqliteFilePath(opts.directory, opts.databaseName);
+  if (!existsSync(path)) return [];
+  const file = StorageFile.open(path, 'NORMAL');
+  try {
+    return await rowFormatsIn(file, opts);
+  } finally {
+    await file.release();
+  }
+}
+
+async function rowFormatsIn(file: StorageFile, opts: Omit<RowFormatUpgradeOptions, 'directory' | 'databaseName'>): Promise<string[]> {
+  const upgraded: string[] = [];
+  const db = file.db;
+  const codec = docCodec(db);
+  const rows = db.prepare<[], { name: string; tbl: string }>('SELECT name, tbl FROM instances ORDER BY name').all();
+  const formatOf = db.prepare<[string], string>('SELECT value FROM meta WHERE key = ?').pluck();
+  const pending = rows.filter((r) => formatOf.get(rowFormatKey(r.tbl)) !== ROW_FORMAT);
+  if (pending.length === 0) return [];
+  const schemas = schemasInFile(db, opts.schemas);
+  file.write(true, () => db.exec(shapesTableSql));
+  for (const row of pending) {
+    const table = row.tbl;
+    const total = Number(db.prepare(`SELECT count(*) FROM "${table}"`).pluck().get());
+    opts.onProgress?.({ instance: row.name, done: 0, total });
+    const schema = schemas.get(row.name);
+    const columnsOf = (): Set<string> => new Set(db.prepare<[], { name: string }>(`PRAGMA table_xinfo("${table}")`).all().map((c) => c.name));
+    const present = columnsOf();
+    const sqlColumns = (schema ? indexColumns(schema) : []).filter((c) => c.sql !== null && present.has(c.column));
+    const toCompute = sqlColumns.filter((c) => !present.has(overrideColumn(c.column)));
+    if (toCompute.length > 0) {
+      const ddl = toCompute.flatMap((c) => [`DROP INDEX IF EXISTS "${table}_${c.column}"`, `ALTER TABLE "${table}" DROP COLUMN "${c.column}"`, ...computedColumnSql(c).map((def) => `ALTER TABLE "${table}" ADD COLUMN ${def}`)]);
+      await file.inWorker(`BEGIN IMMEDIATE; ${ddl.join('; ')}; COMMIT`, `${row.name} (opening)`);
+    }
+    const computed = sqlColumns.filter((c) => columnsOf().has(overrideColumn(c.column)));
+    const page = db.prepare<[number, number], { rowid: number; id: string; doc: string; lwt: number }>(`SELECT rowid, id, doc, lwt FROM "${table}" WHERE rowid > ? ORDER BY rowid LIMIT ?`);
+    const setDoc = db.prepare(`UPDATE "${table}" SET doc = ? WHERE rowid = ?`);
+    // The override where the expression does not give the string (the update changes neither
+    // deleted, lwt nor id, which the expression reads).
+    const setOverrides =
+      computed.length > 0 ? db.prepare(`UPDATE "${table}" SET ${computed.map((c) => `"${overrideColumn(c.column)}" = CASE WHEN (${c.sql ?? ''}) IS ? THEN NULL ELSE ? END`).join(', ')} WHERE rowid = ?`) : null;
+    const batch = opts.batch ?? BATCH;
+    let done = 0;
+    for (let after = 0; ; ) {
+      const last = file.write(false, () => {
+        const docs = page.all(after, batch);
+        for (const r of docs) {
+          // Rows in the shape layout already (written since, or before a quit) keep their text.
+          const old = r.doc.charCodeAt(0) === 0x7b;
+          const doc = codec.decode(r.doc, r);
+          if (old) {
+            // The field holding the row's id is left out of the row (any field equal to it gives
+            // the same document back).
+            const primary = Object.keys(doc).find((k) => doc[k] === r.id) ?? '';
+            setDoc.run(codec.encode(doc, r, primary), r.rowid);
+          }
+          setOverrides?.run(...computed.flatMap((c) => [c.keyOf(doc as Doc), c.keyOf(doc as Doc)]), r.rowid);
+        }
+        codec.flush();
+        done += docs.length;
+        return docs[docs.length - 1]?.rowid;
+      });
+      if (last === undefined) break;
+      after = last;
+      opts.onProgress?.({ instance: row.name, done, total });
+      await turn();
+    }
+    file.write(true, () => markRowFormat(db, table));
+    opts.onProgress?.({ instance: row.name, done: total, total });
+    upgraded.push(row.name);
   }
   return upgraded;
 }

@@ -43,9 +43,13 @@
  */
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import type { RxDocumentData, RxJsonSchema } from 'rxdb';
+import { docCodec } from './doc-codec.ts';
 
 type Doc = RxDocumentData<unknown>;
 type Json = Record<string, unknown>;
+
+/** The primary key field of a meta instance (isMetaSchema). */
+const META_PRIMARY = 'id';
 
 /** `docData` of an implicit row (RxDB's schema says `docData` is an object, so no stored state is a
  * string). */
@@ -144,37 +148,44 @@ function stmt(db: SqliteDatabase, sql: string): Statement {
 export function materialize(db: SqliteDatabase, forkTable: string, before: readonly { id: string; doc: Doc }[]): void {
   const metas = links(db).get(forkTable);
   if (!metas || metas.size === 0 || before.length === 0) return;
+  const codec = docCodec(db);
   for (const meta of metas) {
-    const read = stmt(db, `SELECT rowid AS r, doc FROM "${meta}" WHERE id = ?`);
+    const read = stmt(db, `SELECT rowid AS r, doc, lwt FROM "${meta}" WHERE id = ?`);
     const update = stmt(db, `UPDATE "${meta}" SET doc = ? WHERE rowid = ?`);
     for (const b of before) {
-      const row = read.get(stateRowId(b.id)) as { r: number; doc: string } | undefined;
+      const id = stateRowId(b.id);
+      const row = read.get(id) as { r: number; doc: string; lwt: number } | undefined;
       if (!row) continue;
-      const metaDoc = JSON.parse(row.doc) as Json;
+      const keys = { id, lwt: row.lwt };
+      const metaDoc = codec.decode(row.doc, keys);
       if (metaDoc['docData'] !== IMPLICIT) continue;
       metaDoc['docData'] = masterStateOf(b.doc);
-      update.run(JSON.stringify(metaDoc), row.r);
+      update.run(codec.encode(metaDoc, keys, META_PRIMARY), row.r);
     }
   }
+  codec.flush();
 }
 
 /** Materializes every implicit row referencing a collection table (before it is dropped). */
 export function materializeAll(db: SqliteDatabase, forkTable: string): void {
   const metas = links(db).get(forkTable);
   if (!metas) return;
+  const codec = docCodec(db);
   for (const meta of metas) {
-    const rows = db.prepare<[], { r: number; doc: string }>(`SELECT rowid AS r, doc FROM "${meta}"`).all();
-    const fork = db.prepare<[string], string>(`SELECT doc FROM "${forkTable}" WHERE id = ?`).pluck();
+    const rows = db.prepare<[], { r: number; id: string; doc: string; lwt: number }>(`SELECT rowid AS r, id, doc, lwt FROM "${meta}"`).all();
+    const fork = db.prepare<[string], { doc: string; lwt: number }>(`SELECT doc, lwt FROM "${forkTable}" WHERE id = ?`);
     const update = db.prepare(`UPDATE "${meta}" SET doc = ? WHERE rowid = ?`);
     for (const row of rows) {
-      const metaDoc = JSON.parse(row.doc) as Json;
+      const metaDoc = codec.decode(row.doc, row);
       if (metaDoc['docData'] !== IMPLICIT) continue;
-      const json = fork.get(String(metaDoc['itemId']));
-      if (json === undefined) throw new Error(`Meta row ${String(metaDoc['id'])} of ${meta} references document ${String(metaDoc['itemId'])}, which ${forkTable} does not hold.`);
-      metaDoc['docData'] = masterStateOf(JSON.parse(json) as Doc);
-      update.run(JSON.stringify(metaDoc), row.r);
+      const itemId = String(metaDoc['itemId']);
+      const stored = fork.get(itemId);
+      if (stored === undefined) throw new Error(`Meta row ${String(metaDoc['id'])} of ${meta} references document ${itemId}, which ${forkTable} does not hold.`);
+      metaDoc['docData'] = masterStateOf(codec.decode(stored.doc, { id: itemId, lwt: stored.lwt }) as Doc);
+      update.run(codec.encode(metaDoc, row, META_PRIMARY), row.r);
     }
   }
+  codec.flush();
 }
 
 /** Reads documents of a collection table by id (the table's own cached read when it is open). */
@@ -192,9 +203,10 @@ export class MetaCodec {
     private readonly forkDocs: ForkReader,
   ) {}
 
-  /** The JSON to store for each meta document, in order: implicit where `docData` serializes as the
-   * collection's stored document's state, as it comes otherwise. */
-  encode(docs: readonly Doc[]): string[] {
+  /** The document to store for each meta document, in order: implicit (a copy with `docData` =
+   * IMPLICIT) where `docData` serializes as the collection's stored document's state, the document
+   * itself otherwise. */
+  encode(docs: readonly Doc[]): Json[] {
     const forkTable = forkOf(this.db, this.metaTable);
     const candidates: string[] = [];
     if (forkTable !== undefined) {
@@ -207,8 +219,8 @@ export class MetaCodec {
     return docs.map((d) => {
       const m = d as Json;
       const fork = m['isCheckpoint'] === '0' && typeof m['docData'] === 'object' ? forks.get(String(m['itemId'])) : undefined;
-      if (fork && JSON.stringify(m['docData']) === JSON.stringify(masterStateOf(fork))) return JSON.stringify({ ...m, docData: IMPLICIT });
-      return JSON.stringify(d);
+      if (fork && JSON.stringify(m['docData']) === JSON.stringify(masterStateOf(fork))) return { ...m, docData: IMPLICIT };
+      return m;
     });
   }
 
@@ -236,8 +248,24 @@ export class MetaCodec {
  * following its table: by reference, as a copy, or not at all (tests). */
 export function masterStateStorage(db: SqliteDatabase, forkTable: string, docId: string): 'reference' | 'copy' | 'none' {
   for (const meta of links(db).get(forkTable) ?? []) {
-    const json = db.prepare<[string], string>(`SELECT doc FROM "${meta}" WHERE id = ?`).pluck().get(stateRowId(docId));
-    if (json !== undefined) return (JSON.parse(json) as Json)['docData'] === IMPLICIT ? 'reference' : 'copy';
+    const id = stateRowId(docId);
+    const stored = db.prepare<[string], { doc: string; lwt: number }>(`SELECT doc, lwt FROM "${meta}" WHERE id = ?`).get(id);
+    if (stored !== undefined) return docCodec(db).decode(stored.doc, { id, lwt: stored.lwt })['docData'] === IMPLICIT ? 'reference' : 'copy';
   }
   return 'none';
+}
+
+/** @internal Of a meta table's assumed-master state rows, how many hold the state by reference
+ * (tests and benchmarks). */
+export function referencedStates(db: SqliteDatabase, metaTable: string): { byRef: number; all: number } {
+  const codec = docCodec(db);
+  let byRef = 0;
+  let all = 0;
+  for (const r of db.prepare<[], { id: string; doc: string; lwt: number }>(`SELECT id, doc, lwt FROM "${metaTable}"`).iterate()) {
+    const doc = codec.decode(r.doc, r);
+    if (doc['isCheckpoint'] !== '0') continue;
+    all++;
+    if (doc['docData'] === IMPLICIT) byRef++;
+  }
+  return { byRef, all };
 }

@@ -60,14 +60,22 @@ const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve)
 
 type Internal = RxDocumentData<InternalStoreCollectionDocType>;
 
-/** Schemas by instance name, from the old file's internal store (live collection documents win
- * over deleted ones). */
+/** The instance name of RxDB's internal store. */
+export const INTERNAL_INSTANCE = `${INTERNAL_STORAGE_NAME}-${INTERNAL_STORE_SCHEMA.version}`;
+
+/** Schemas by instance name, from the old file's internal store. */
 function schemasOf(old: Database.Database): Map<string, RxJsonSchema<Doc>> {
+  const rows = old.prepare<[string], string>('SELECT data FROM docs WHERE inst = ?').pluck().all(INTERNAL_INSTANCE);
+  return schemasFromInternalStore(rows.map((r) => JSON.parse(r) as Doc));
+}
+
+/** Schemas by instance name, from the documents of a database's internal store: every collection's
+ * and those of the storages connected to it (replication meta instances); live collection documents
+ * win over deleted ones. */
+export function schemasFromInternalStore(internalDocs: readonly Doc[]): Map<string, RxJsonSchema<Doc>> {
   const out = new Map<string, RxJsonSchema<Doc>>();
-  const internal = `${INTERNAL_STORAGE_NAME}-${INTERNAL_STORE_SCHEMA.version}`;
-  out.set(internal, INTERNAL_STORE_SCHEMA as RxJsonSchema<Doc>);
-  const rows = old.prepare<[string], string>('SELECT data FROM docs WHERE inst = ?').pluck().all(internal);
-  const docs = rows.map((r) => JSON.parse(r) as Internal).filter((d) => d.context === INTERNAL_CONTEXT_COLLECTION);
+  out.set(INTERNAL_INSTANCE, INTERNAL_STORE_SCHEMA as RxJsonSchema<Doc>);
+  const docs = (internalDocs as Internal[]).filter((d) => d.context === INTERNAL_CONTEXT_COLLECTION);
   docs.sort((a, b) => Number(b._deleted) - Number(a._deleted));
   for (const d of docs) {
     out.set(`${d.data.name}-${d.data.schema.version}`, d.data.schema as RxJsonSchema<Doc>);

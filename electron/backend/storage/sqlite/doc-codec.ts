@@ -1,0 +1,386 @@
+/**
+ * How a document is stored in its table's `doc` column: without its key names, and without the
+ * values its row holds elsewhere, repeats or that say nothing.
+ *
+ * A document as JSON repeats every key name in every row: ~40 keys of a lead are ~550 bytes of its
+ * ~1,100 (measured at 100k leads: the documents table was 2,053 bytes a lead, two rows per 4 KiB
+ * page). Here the keys, in the document's order, are a "shape" stored once per file (table
+ * `doc_shapes`), and the row holds `[shape id, value, value, ...]`: the values of the keys in that
+ * order, except
+ * - the primary key's value, which is the row's `id` column, and a value that is the id without a
+ *   short suffix (a replication meta row's `itemId`, its id being `<itemId>|0`);
+ * - `_meta` when it is `{lwt}` with the row's `lwt` column (RxDB's write time, in every document);
+ * - a string equal to an earlier field's, alone or as the one member of an array (a lead's
+ *   `updatedAt` equal to its `createdAt`, `socialUrl` to `leadIdentifier`, `groupIds` to
+ *   `[leadGroupId]`): the shape names that field;
+ * - values that are one of a few constants (null, '', '0', '1', false, true, 0, {} and []): the
+ *   shape says which constant (a lead's many empty fields, `_attachments: {}`, `_deleted: false`,
+ *   a replication meta row's `isCheckpoint: '0'`);
+ * - `_rev` (`<height>-<token>`) is the height and the token's number in the file's table of tokens
+ *   (`doc_strings`): a token is a database instance's or a replication's (`rx_storage_replication_`
+ *   and 64 hex digits in every meta row), shared by many rows.
+ * Decoding gives the object JSON.parse(JSON.stringify(doc)) gives: same keys in the same order,
+ * same values, fresh objects for `{}`, `[]` and `_meta`. Rows written by an earlier version hold
+ * the document as a JSON object (`{...}`, never `[`) and are read as such, so a file needs no
+ * rewrite to be read (layout-upgrade.ts rewrites it, with progress, to win the bytes back).
+ *
+ * A shape's (and a token's) number is small (a few characters in every row), given out by the
+ * file's codec in this process, which owns the file: one more than any the file or the codec knows,
+ * never reused. Each write inserts the shapes and tokens its rows use (`INSERT OR IGNORE`, in the
+ * write's own transaction), so a row never references one its file lacks, even after a write that
+ * rolled back left a new one in memory only (the next write using it inserts it). A document with
+ * a key JSON cannot give back as written (`__proto__`) is stored as plain JSON.
+ */
+import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
+
+type Json = Record<string, unknown>;
+
+/**
+ * A shape as stored: per key,
+ * - `"key"`: its value is the row's next value;
+ * - `["key"]`: the primary key, the row's id;
+ * - `["key", constant]`;
+ * - `["key", "=", "other"]`: the value of the earlier key `other`;
+ * - `["key", "=[]", "other"]`: an array of the value of the earlier key `other`;
+ * - `["key", "id-", suffix]`: the row's id without `suffix`;
+ * - `["key", "lwt", "meta"]`: `{lwt}` with the row's lwt;
+ * - `["key", "rev", "token"]`: `<height>-<token>`, the row's next two values the height and the
+ *   token's number.
+ */
+type StoredEntry = string | [string] | [string, unknown] | [string, string, string];
+
+/** The columns of a row a document is decoded with: its id and its `lwt`. */
+export type RowKeys = { id: string; lwt: number };
+
+const SLOT = 0;
+const CONSTANT = 1;
+const EMPTY_OBJECT = 2;
+const EMPTY_ARRAY = 3;
+const PRIMARY = 4;
+const COPY = 5;
+const META = 6;
+const ARRAY_COPY = 7;
+const ID_PREFIX = 8;
+const REV = 9;
+
+const TAGGED: Record<string, number> = { '=': COPY, '=[]': ARRAY_COPY, 'id-': ID_PREFIX, lwt: META, rev: REV };
+
+type Shape = { id: number; json: string; keys: string[]; kinds: Uint8Array; args: unknown[] };
+
+/** The tables of a file's shapes and tokens. */
+export const SHAPES_TABLE = 'doc_shapes';
+export const STRINGS_TABLE = 'doc_strings';
+
+export const shapesTableSql = `CREATE TABLE IF NOT EXISTS ${SHAPES_TABLE} (id INTEGER PRIMARY KEY, shape TEXT NOT NULL); CREATE TABLE IF NOT EXISTS ${STRINGS_TABLE} (id INTEGER PRIMARY KEY, text TEXT NOT NULL)`;
+
+/** Keys whose quoted form is remembered (a file's top-level keys are the collections' fields). */
+const QUOTED_KEYS = 10_000;
+
+/** Strings at least this long are looked for among the earlier fields' values. */
+const COPY_MIN = 6;
+
+/** The longest suffix of the row's id a value may lack to be stored as the id. */
+const ID_SUFFIX_MAX = 4;
+
+/** RxDB's revision: a height (a canonical positive integer) and a token. */
+const REVISION = /^([1-9][0-9]{0,14})-(.+)$/s;
+
+/** A value's kind in a shape: a constant it stands for, or SLOT. */
+function kindOf(v: unknown): number {
+  switch (v) {
+    case null:
+    case '':
+    case '0':
+    case '1':
+    case false:
+    case true:
+    case 0:
+      return CONSTANT;
+  }
+  if (typeof v !== 'object') return SLOT;
+  if (Array.isArray(v)) return v.length === 0 ? EMPTY_ARRAY : SLOT;
+  return Object.getPrototypeOf(v) === Object.prototype && Object.keys(v as object).length === 0 ? EMPTY_OBJECT : SLOT;
+}
+
+function compile(id: number, json: string): Shape {
+  const entries = JSON.parse(json) as StoredEntry[];
+  const keys: string[] = [];
+  const kinds = new Uint8Array(entries.length);
+  const args: unknown[] = [];
+  entries.forEach((e, i) => {
+    if (typeof e === 'string') {
+      keys.push(e);
+      kinds[i] = SLOT;
+    } else if (e.length === 1) {
+      keys.push(e[0]);
+      kinds[i] = PRIMARY;
+    } else if (e.length === 3) {
+      keys.push(e[0]);
+      const kind = TAGGED[e[1]];
+      if (kind === undefined) throw new Error(`Document shape ${id}: unknown entry ${JSON.stringify(e)}.`);
+      kinds[i] = kind;
+      args[i] = e[2];
+    } else {
+      keys.push(e[0]);
+      const c = e[1];
+      kinds[i] = Array.isArray(c) ? EMPTY_ARRAY : c !== null && typeof c === 'object' ? EMPTY_OBJECT : CONSTANT;
+      args[i] = c;
+    }
+  });
+  return { id, json, keys, kinds, args };
+}
+
+/** The shapes and tokens of one file, shared by its tables (one per connection). */
+export class DocCodec {
+  private readonly byId = new Map<number, Shape>();
+  private readonly bySignature = new Map<string, Shape>();
+  private readonly quoted = new Map<string, string>();
+  private readonly stringById = new Map<number, string>();
+  private readonly stringId = new Map<string, number>();
+  /** Shapes and tokens used since the last flush. */
+  private readonly used = new Set<Shape>();
+  private readonly usedStrings = new Set<number>();
+  private insert: Statement | null = null;
+  private insertString: Statement | null = null;
+  /** The numbers the next new shape and token get. */
+  private next = 1;
+  private nextString = 1;
+  /** The tables are in the file (seen at load or created by ensureTables). */
+  private tablesSeen = false;
+
+  constructor(private readonly db: SqliteDatabase) {
+    this.load();
+  }
+
+  private load(): void {
+    if (hasTable(this.db, SHAPES_TABLE)) {
+      for (const r of this.db.prepare<[], { id: number; shape: string }>(`SELECT id, shape FROM ${SHAPES_TABLE}`).all()) this.remember(compile(r.id, r.shape));
+    }
+    this.tablesSeen = !this.db.inTransaction && hasTable(this.db, SHAPES_TABLE) && hasTable(this.db, STRINGS_TABLE);
+    if (hasTable(this.db, STRINGS_TABLE)) {
+      for (const r of this.db.prepare<[], { id: number; text: string }>(`SELECT id, text FROM ${STRINGS_TABLE}`).all()) this.rememberString(r.id, r.text);
+    }
+  }
+
+  private remember(shape: Shape): void {
+    const had = this.byId.get(shape.id);
+    if (had && had.json !== shape.json) throw new Error(`Two document shapes share id ${shape.id} (${had.json} and ${shape.json}).`);
+    this.byId.set(shape.id, shape);
+    this.bySignature.set(shape.json, shape);
+    this.next = Math.max(this.next, shape.id + 1);
+  }
+
+  private rememberString(id: number, text: string): void {
+    const had = this.stringById.get(id);
+    if (had !== undefined && had !== text) throw new Error(`Two document tokens share id ${id}.`);
+    this.stringById.set(id, text);
+    this.stringId.set(text, id);
+    this.nextString = Math.max(this.nextString, id + 1);
+  }
+
+  private quote(k: string): string {
+    let q = this.quoted.get(k);
+    if (q === undefined) {
+      q = JSON.stringify(k);
+      if (this.quoted.size < QUOTED_KEYS) this.quoted.set(k, q);
+    }
+    return q;
+  }
+
+  private token(text: string): number {
+    let id = this.stringId.get(text);
+    if (id === undefined) {
+      id = this.nextString;
+      this.rememberString(id, text);
+    }
+    this.usedStrings.add(id);
+    return id;
+  }
+
+  /** The text stored for `doc` in the row of `row` (its id and lwt columns), whose primary key field
+   * is `primaryPath`. The shape it uses is written to the file by the next flush (in the same
+   * transaction). */
+  encode(doc: Json, row: RowKeys, primaryPath: string): string {
+    const values: unknown[] = [];
+    const seen = new Map<string, string>();
+    let json = '[';
+    let first = true;
+    for (const k in doc) {
+      if (!Object.prototype.hasOwnProperty.call(doc, k)) continue;
+      const v = doc[k];
+      // What JSON.stringify leaves out of an object.
+      if (v === undefined || typeof v === 'function' || typeof v === 'symbol') continue;
+      if (k === '__proto__') return JSON.stringify(doc);
+      if (!first) json += ',';
+      first = false;
+      const q = this.quote(k);
+      if (k === primaryPath && v === row.id) {
+        json += `[${q}]`;
+        if (v.length >= COPY_MIN) seen.set(v, q);
+        continue;
+      }
+      if (k === '_meta' && isRowMeta(v, row.lwt)) {
+        json += `[${q},"lwt","meta"]`;
+        continue;
+      }
+      const kind = kindOf(v);
+      if (kind !== SLOT) {
+        json += `[${q},${kind === EMPTY_OBJECT ? '{}' : kind === EMPTY_ARRAY ? '[]' : JSON.stringify(v)}]`;
+        continue;
+      }
+      if (typeof v === 'string') {
+        if (v.length >= COPY_MIN) {
+          const earlier = seen.get(v);
+          if (earlier !== undefined) {
+            json += `[${q},"=",${earlier}]`;
+            continue;
+          }
+          seen.set(v, q);
+          const cut = row.id.length - v.length;
+          if (cut > 0 && cut <= ID_SUFFIX_MAX && row.id.startsWith(v)) {
+            json += `[${q},"id-",${JSON.stringify(row.id.slice(v.length))}]`;
+            continue;
+          }
+        }
+        const rev = k === '_rev' ? REVISION.exec(v) : null;
+        if (rev) {
+          json += `[${q},"rev","token"]`;
+          values.push(Number(rev[1]), this.token(rev[2] as string));
+          continue;
+        }
+      } else if (Array.isArray(v) && v.length === 1 && typeof v[0] === 'string' && v[0].length >= COPY_MIN) {
+        const earlier = seen.get(v[0]);
+        if (earlier !== undefined) {
+          json += `[${q},"=[]",${earlier}]`;
+          continue;
+        }
+      }
+      json += q;
+      values.push(v);
+    }
+    json += ']';
+    let shape = this.bySignature.get(json);
+    if (!shape) {
+      shape = compile(this.next, json);
+      this.remember(shape);
+    }
+    this.used.add(shape);
+    const rest = values.length === 0 ? ']' : `,${JSON.stringify(values).slice(1)}`;
+    return `[${shape.id}${rest}`;
+  }
+
+  /** Creates the file's tables of shapes and tokens if this connection has not seen them (inside a
+   * write transaction; once per connection, not at every table's opening). */
+  ensureTables(): void {
+    if (this.tablesSeen) return;
+    if (hasTable(this.db, SHAPES_TABLE) && hasTable(this.db, STRINGS_TABLE)) {
+      // Remembered once committed (a transaction that created them may still roll back).
+      if (!this.db.inTransaction) this.tablesSeen = true;
+      return;
+    }
+    this.db.exec(shapesTableSql);
+  }
+
+  /** Writes the shapes and tokens used since the last flush to the file (inside the write's
+   * transaction). */
+  flush(): void {
+    if (this.used.size > 0) {
+      this.insert ??= this.db.prepare(`INSERT OR IGNORE INTO ${SHAPES_TABLE} (id, shape) VALUES (?, ?)`);
+      for (const s of this.used) this.insert.run(s.id, s.json);
+      this.used.clear();
+    }
+    if (this.usedStrings.size > 0) {
+      this.insertString ??= this.db.prepare(`INSERT OR IGNORE INTO ${STRINGS_TABLE} (id, text) VALUES (?, ?)`);
+      for (const id of this.usedStrings) this.insertString.run(id, this.stringById.get(id));
+      this.usedStrings.clear();
+    }
+  }
+
+  /** The document stored as `text` in the row of `row`. */
+  decode(text: string, row: RowKeys): Json {
+    // 0x5b: '['. A document (a JSON object) never starts with it.
+    if (text.charCodeAt(0) !== 0x5b) return JSON.parse(text) as Json;
+    const values = JSON.parse(text) as unknown[];
+    const shape = this.shape(values[0] as number);
+    const out: Json = {};
+    const { keys, kinds, args } = shape;
+    let j = 1;
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i] as string;
+      switch (kinds[i]) {
+        case SLOT:
+          out[k] = values[j++];
+          break;
+        case CONSTANT:
+          out[k] = args[i];
+          break;
+        case EMPTY_OBJECT:
+          out[k] = {};
+          break;
+        case EMPTY_ARRAY:
+          out[k] = [];
+          break;
+        case COPY:
+          out[k] = out[args[i] as string];
+          break;
+        case ARRAY_COPY:
+          out[k] = [out[args[i] as string]];
+          break;
+        case ID_PREFIX:
+          out[k] = row.id.slice(0, row.id.length - (args[i] as string).length);
+          break;
+        case META:
+          out[k] = { lwt: row.lwt };
+          break;
+        case REV:
+          out[k] = `${values[j] as number}-${this.string(values[j + 1] as number)}`;
+          j += 2;
+          break;
+        default:
+          out[k] = row.id;
+      }
+    }
+    if (j !== values.length) throw new Error(`Document ${row.id}: its row holds ${values.length - 1} values, its shape ${shape.id} takes ${j - 1}.`);
+    return out;
+  }
+
+  private shape(id: number): Shape {
+    let shape = this.byId.get(id);
+    if (!shape) {
+      this.load();
+      shape = this.byId.get(id);
+    }
+    if (!shape) throw new Error(`A document row references shape ${id}, which the file does not hold.`);
+    return shape;
+  }
+
+  private string(id: number): string {
+    let text = this.stringById.get(id);
+    if (text === undefined) {
+      this.load();
+      text = this.stringById.get(id);
+    }
+    if (text === undefined) throw new Error(`A document row references token ${id}, which the file does not hold.`);
+    return text;
+  }
+}
+
+/** Whether `_meta` is `{lwt}` with exactly the row's lwt. */
+function isRowMeta(v: unknown, lwt: number): boolean {
+  if (v === null || typeof v !== 'object' || Object.getPrototypeOf(v) !== Object.prototype) return false;
+  const keys = Object.keys(v);
+  return keys.length === 1 && keys[0] === 'lwt' && (v as { lwt: unknown }).lwt === lwt && Number.isFinite(lwt);
+}
+
+function hasTable(db: SqliteDatabase, table: string): boolean {
+  return db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(table) !== undefined;
+}
+
+const CODECS = new WeakMap<SqliteDatabase, DocCodec>();
+
+/** The codec of a connection's file. */
+export function docCodec(db: SqliteDatabase): DocCodec {
+  let c = CODECS.get(db);
+  if (!c) CODECS.set(db, (c = new DocCodec(db)));
+  return c;
+}

@@ -1,0 +1,117 @@
+/**
+ * How the SQLite storage stores a document (electron/backend/storage/sqlite/doc-codec.ts): by shape,
+ * without key names, the primary key or constant values. What decoding gives back must be exactly
+ * what JSON gives back (same keys, same order, same values), and a row must never reference a shape
+ * its file lacks, even after a write that rolled back.
+ */
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { DocCodec, shapesTableSql } from '../../electron/backend/storage/sqlite/doc-codec.ts';
+import { newLead } from '../../shared/model/factories.ts';
+import { tempDir } from './sqlite-storage.fixtures.ts';
+
+type Json = Record<string, unknown>;
+
+const LWT = 1764400000000.01;
+const roundTrip = (codec: DocCodec, doc: Json, id: string, primary = 'id'): unknown => codec.decode(codec.encode(doc, { id, lwt: LWT }, primary), { id, lwt: LWT });
+
+function memoryDb(): Database.Database {
+  const db = new Database(':memory:');
+  db.exec(shapesTableSql);
+  return db;
+}
+
+describe('the document codec', () => {
+  it('gives back what JSON gives back: keys in order, constants, nested values, left-out undefined', () => {
+    const codec = new DocCodec(memoryDb());
+    const lead = newLead({ id: 'a0000000-0000-4000-8000-000000000001', workspaceId: 'w', now: '2026-01-01T00:00:00.000Z' }, 'g', { firstName: 'Ann', email: 'ann@example.test' });
+    const docs: { doc: Json; id: string }[] = [
+      { doc: { ...(lead as unknown as Json), _deleted: false, _rev: '1-abc', _meta: { lwt: LWT }, _attachments: {} }, id: lead.id },
+      // `_meta` that is not `{lwt}` with the row's lwt is stored as a value.
+      { doc: { id: 'm1', _meta: { lwt: LWT + 1 } }, id: 'm1' },
+      { doc: { id: 'm2', _meta: { lwt: LWT, other: 1 } }, id: 'm2' },
+      { doc: { id: 'm3', _meta: { lwt: String(LWT) } }, id: 'm3' },
+      // A replication meta row: its item id is its id without `|0`; revisions by height and token
+      // (a height that is not canonical is a value).
+      { doc: { id: 'abcdef-1|0', itemId: 'abcdef-1', _rev: '12-rx_storage_replication_ab', next: '7-rx_storage_replication_ab' }, id: 'abcdef-1|0' },
+      { doc: { id: 'r1', _rev: '01-x' }, id: 'r1' },
+      { doc: { id: 'r2', _rev: '1-' }, id: 'r2' },
+      { doc: { id: 'r3', _rev: 'x-1' }, id: 'r3' },
+      // Repeated strings, the id among them, stored once.
+      { doc: { id: 'repeated-id', a: 'repeated-id', b: 'same text', c: 'same text', d: 'short', e: 'short', f: ['same text'] }, id: 'repeated-id' },
+      { doc: { z: 1, a: null, m: '', n: 0, f: false, t: true, e: {}, l: [], o: { x: [1, { y: null }] }, s: 'é\u{1F600}"\\', u: undefined, neg: -0, big: 1e300, id: 'k' }, id: 'k' },
+      // Integer-like keys come first in JavaScript's own order, as JSON.parse makes them.
+      { doc: { b: 1, 2: 'two', 1: 'one', id: 'n' }, id: 'n' },
+      // A primary key that is not the row's id is stored as a value.
+      { doc: { id: 'other', v: 1 }, id: 'mine' },
+      // No values at all, and a non-string primary key.
+      { doc: { id: 7 }, id: '7' },
+      { doc: {}, id: 'empty' },
+      // `__proto__` as an own key: stored as plain JSON.
+      { doc: JSON.parse('{"id":"p","__proto__":{"x":1}}') as Json, id: 'p' },
+    ];
+    for (const { doc, id } of docs) {
+      const back = roundTrip(codec, doc, id);
+      const viaJson = JSON.parse(JSON.stringify(doc)) as Json;
+      expect(back).toEqual(viaJson);
+      expect(Object.keys(back as Json)).toEqual(Object.keys(viaJson));
+      expect(JSON.stringify(back)).toBe(JSON.stringify(viaJson));
+    }
+  });
+
+  it('leaves key names, the id, `_meta`, repeated strings and constants out of the row, and hands out fresh empty objects', () => {
+    const codec = new DocCodec(memoryDb());
+    const row = { id: 'x1', lwt: LWT };
+    const doc = { id: 'x1', firstName: 'Ann', location: '', tagId: null, variables: {}, groupIds: [], createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', _meta: { lwt: LWT } };
+    const text = codec.encode(doc, row, 'id');
+    expect(text).toMatch(/^\[\d+,"Ann","2026-01-01T00:00:00.000Z"\]$/);
+    const a = codec.decode(text, row);
+    const b = codec.decode(text, row);
+    expect(a).toEqual(doc);
+    expect(a['variables']).not.toBe(b['variables']);
+    expect(a['groupIds']).not.toBe(b['groupIds']);
+    expect(a['_meta']).not.toBe(b['_meta']);
+    // A row written before (a JSON object) reads as it is.
+    expect(codec.decode(JSON.stringify(doc), row)).toEqual(doc);
+  });
+
+  it('writes the shapes a write uses in that write, so a rolled-back write leaves no dangling shape', () => {
+    const path = join(tempDir('doc-codec-'), 'f.sqlite');
+    const db = new Database(path);
+    db.exec(shapesTableSql);
+    db.exec('CREATE TABLE docs (id TEXT PRIMARY KEY, doc TEXT NOT NULL)');
+    const codec = new DocCodec(db);
+    const put = db.prepare('INSERT INTO docs (id, doc) VALUES (?, ?)');
+    const doc = { id: 'a', shapeOnlyHere: 1, _rev: '1-tokenOnlyHere' };
+    // The first write that uses the shape fails after encoding: nothing of it is in the file.
+    expect(() =>
+      db.transaction(() => {
+        put.run('a', codec.encode(doc, { id: 'a', lwt: 1 }, 'id'));
+        codec.flush();
+        throw new Error('disk full');
+      })(),
+    ).toThrow('disk full');
+    expect(db.prepare('SELECT count(*) FROM doc_shapes').pluck().get()).toBe(0);
+    expect(db.prepare('SELECT count(*) FROM doc_strings').pluck().get()).toBe(0);
+    // The next write of the same shape (known in memory now) writes it again.
+    db.transaction(() => {
+      put.run('a', codec.encode(doc, { id: 'a', lwt: 1 }, 'id'));
+      codec.flush();
+    })();
+    db.close();
+    // A fresh connection (a reopened file) reads the row.
+    const again = new Database(path, { readonly: true });
+    const row = again.prepare<[], { id: string; doc: string }>('SELECT id, doc FROM docs').get();
+    expect(row && new DocCodec(again).decode(row.doc, { id: row.id, lwt: 1 })).toEqual(doc);
+    again.close();
+  });
+
+  it('refuses a row whose shape the file does not hold, or whose values do not fit its shape', () => {
+    const codec = new DocCodec(memoryDb());
+    const row = { id: 'a', lwt: 1 };
+    expect(() => codec.decode('[12345,"x"]', row)).toThrow(/shape 12345/);
+    const text = codec.encode({ id: 'a', v: 'x' }, row, 'id');
+    expect(() => codec.decode(text.replace(']', ',"extra"]'), row)).toThrow(/holds 2 values/);
+  });
+});
