@@ -190,6 +190,8 @@ export class SyncStatusTracker {
   setStopped(stopped: boolean): void {
     this.stopped = stopped;
     if (!stopped) this.fatal = null;
+    // A pause is no measure of the pull's rate: it is measured again from the next page.
+    if (stopped) this.samples = [];
     this.changed();
   }
 

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openLocalDatabase } from '../../electron/backend/local-db.ts';
 import type { LocalDatabase } from '../../electron/backend/local-db.ts';
 import { startSync } from '../../electron/backend/replication.ts';
@@ -57,11 +57,15 @@ describe.each(BACKENDS)('sync progress against the sync server (%s)', (backend) 
     expect(total).toBeGreaterThanOrEqual(LEADS);
   }, 120_000);
 
-  afterAll(async () => {
-    for (const o of open) {
+  // One open database per workspace and process: each test's desktop is closed after it.
+  afterEach(async () => {
+    for (const o of open.splice(0)) {
       await o.sync?.stop();
       await o.db.close();
     }
+  });
+
+  afterAll(async () => {
     await s?.close();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
