@@ -126,7 +126,12 @@ describe.each(BACKENDS)('replication endpoints (%s)', (backend) => {
     const theirGroup = ((await theirStore.query('leadGroups')).docs[0] as LeadGroup).id;
     const foreignLeads = Array.from({ length: 7 }, (_, i) => newLead({ id: randomUUID(), workspaceId: s.theirs.workspaceId, now: s.clock.now().toISOString() }, theirGroup, { firstName: `Foreign${i}` }));
     await theirStore.commit(foreignLeads.map((l) => ({ collection: 'leads' as const, id: l.id, before: null, after: l })));
-    // What a full pull brings (the lead deleted by the test before included: deletions are pulled too).
+    // A deleted lead: deletions are pulled, so they are counted.
+    const store = s.db.forWorkspace(s.ours.workspaceId);
+    const gone = newLead({ id: randomUUID(), workspaceId: s.ours.workspaceId, now: s.clock.now().toISOString() }, group.id, { firstName: 'Gone' });
+    await store.commit([{ collection: 'leads', id: gone.id, before: null, after: gone }]);
+    expect((await s.call(s.ours.ownerKey, 'campaigns.leads.delete', { leadIds: [gone.id] })).status).toBe(200);
+    // What a full pull brings.
     const all = await pullAll(s.ours.memberKey, 'leads', 100);
     expect(all.docs.some((d) => d._deleted)).toBe(true);
     const first = await pull(s.ours.memberKey, 'leads', { limit: '1', count: 'true' });
@@ -142,7 +147,6 @@ describe.each(BACKENDS)('replication endpoints (%s)', (backend) => {
     // Caught up: an empty page counted 0.
     expect((await pull(s.ours.memberKey, 'leads', { count: 'true', checkpoint: JSON.stringify(all.checkpoint) })).body).toEqual({ documents: [], checkpoint: all.checkpoint, remaining: 0 });
     // After changes: a document pulled before and changed since counts once (it is pulled again), a new one too.
-    const store = s.db.forWorkspace(s.ours.workspaceId);
     const changed = (await store.get('leads', fx.otherLeadId)) as Lead;
     const added = newLead({ id: randomUUID(), workspaceId: s.ours.workspaceId, now: s.clock.now().toISOString() }, group.id, { firstName: 'Counted' });
     await store.commit([{ collection: 'leads', id: changed.id, before: changed, after: { ...changed, jobTitle: 'Counted again' } }]);

@@ -101,13 +101,14 @@ describe.each(BACKENDS)('sync progress against the sync server (%s)', (backend) 
     expect(await d.db.store.count('leads')).toBe(total);
 
     const progress = progressOf(seen);
-    expect(progress.length).toBeGreaterThanOrEqual(3);
     expect(progress[0]).toEqual({ done: PAGE, total });
+    // Rising page by page (a status also changes for other reasons, so a number may repeat).
+    expect(new Set(progress.map((p) => p.done)).size).toBeGreaterThanOrEqual(3);
     for (const [i, p] of progress.entries()) {
       expect(p.total, `status ${i}`).toBe(total);
       expect(p.done % PAGE, `status ${i}`).toBe(0);
       expect(p.done).toBeLessThanOrEqual(total);
-      if (i > 0) expect(p.done).toBeGreaterThan(progress[i - 1]?.done ?? 0);
+      if (i > 0) expect(p.done).toBeGreaterThanOrEqual(progress[i - 1]?.done ?? 0);
     }
     expect(seen.map((st) => st.activity)).toContain(`Syncing leads: ${PAGE.toLocaleString('en-US')} of ${total.toLocaleString('en-US')}`);
     // Every status during the pull said so in words, with the same numbers.
