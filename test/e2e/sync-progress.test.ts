@@ -88,7 +88,7 @@ async function untilShown(wanted: RegExp, ms: number): Promise<string> {
     if (shownTexts[shownTexts.length - 1] !== text) shownTexts.push(text);
     if (wanted.test(text)) return text;
     if (Date.now() > end) {
-      const body = await page.evaluate(() => [...document.querySelectorAll('[role="alert"], .error-text')].map((e) => (e as HTMLElement).innerText).join(' | ') || document.body.innerText.slice(-600));
+      const body = await page.evaluate(() => Array.from(document.querySelectorAll<HTMLElement>('[role="alert"], .error-text'), (e) => e.innerText).join(' | ') || document.body.innerText.slice(-600));
       await screenshot(page, 'sync-progress-failed');
       throw new Error(`The sync indicator never showed ${String(wanted)}; it showed: ${JSON.stringify(shownTexts)}\nthe page: ${body}\napp output:\n${app.output().slice(-3000)}`);
     }
