@@ -61,10 +61,12 @@ export type SyncStatus = {
   refusals: SyncRefusal[];
   /** Why the connection is down, in words. */
   error: string | null;
-  /** Long work under way, in words, while it runs: documents of the first pull received so far
-   * ("12,000 synced"; the server's pull pages tell no total), or an index being built ("Building
-   * the index of leads by full name"). */
+  /** Long work under way, in words, while it runs: a pull of many pages ("Syncing leads: 12,000 of
+   * 100,000 · about 3 min left"; "12,000 so far" from a server that gives no count), or an index
+   * being built ("Building the index of leads by full name"). */
   activity?: string;
+  /** That pull's documents received and the server's count of all it brings (the progress bar). */
+  progress?: { done: number; total: number };
 };
 
 export type ConnectInput = { url: string; apiKey: string };

@@ -60,12 +60,20 @@ export function replicationOpenApi(): Required<Extra> {
         get: {
           ...common,
           operationId: 'replication.pull',
-          summary: 'Documents changed after the checkpoint, in server order; exactly `limit` unless caught up.',
+          summary: 'Documents changed after the checkpoint, in server order; exactly `limit` unless caught up; with count=true also how many remain.',
           parameters: [
             collection,
             version,
             { name: 'checkpoint', in: 'query', required: false, description: 'The checkpoint of the previous page, as JSON: {"seq": n}. Omit on the first pull.', schema: { type: 'string' } },
             { name: 'limit', in: 'query', required: false, schema: { ...toSchema(pullLimitSchema, 'input'), default: DEFAULT_PULL_LIMIT } },
+            {
+              name: 'count',
+              in: 'query',
+              required: false,
+              description:
+                "true: the answer also carries `remaining`, how many of the workspace's documents of the collection changed after the checkpoint (this page's included), read with the page. A client asks it once when a pull starts (from no checkpoint or a resumed one), not on every page: it walks every row still to be pulled. Anything but true or false is answered 400.",
+              schema: { type: 'string', enum: ['true', 'false'], default: 'false' },
+            },
           ],
           responses: { '200': { description: 'A page.', content: json(ref('ReplicationPullPage')) }, ...errors },
         },

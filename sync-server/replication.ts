@@ -32,7 +32,7 @@ import type { SqlDatabase } from './db.ts';
 import { CHANGES_CHANNEL } from './pg-store.ts';
 import type { CommitEvent } from './pg-store.ts';
 import type { PgDatabase } from './pg-database.ts';
-import { changesSince } from './replication-changes.ts';
+import { changesSince, changesSinceCounted } from './replication-changes.ts';
 import { parsePush, push } from './replication-push.ts';
 import { StreamHub } from './stream-hub.ts';
 import type { StreamLimits } from './stream-hub.ts';
@@ -120,6 +120,13 @@ function parseLimit(raw: unknown): number {
   const limit = pullLimitSchema.safeParse(typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : NaN);
   if (!limit.success) throw new DomainError('INVALID_INPUT', `limit must be an integer from 1 to ${MAX_PULL_LIMIT}.`, { field: 'limit' });
   return limit.data;
+}
+
+/** The `count` query parameter of a pull: `true` asks for `remaining` beside the page. */
+function parseCount(raw: unknown): boolean {
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  throw new DomainError('INVALID_INPUT', 'count must be true or false, given once (true: the answer also says how many documents changed after the checkpoint, in `remaining`).', { field: 'count' });
 }
 
 /** The `since` of GET /replication/refusals: an ISO 8601 date-time in the years documents may hold
@@ -228,9 +235,12 @@ export async function registerReplication(app: FastifyInstance, opts: Replicatio
     const q = req.query as Record<string, unknown>;
     const checkpoint = parseCheckpoint(q.checkpoint);
     const limit = parseLimit(q.limit);
-    const page = await changesSince(sql, who.actor.workspaceId, c, checkpoint?.seq ?? 0, limit);
+    const count = parseCount(q.count);
+    const after = checkpoint?.seq ?? 0;
+    // A count only when asked (once per catch-up): it walks every row the client has still to pull.
+    const { page, remaining } = count ? await changesSinceCounted(sql, who.actor.workspaceId, c, after, limit) : { page: await changesSince(sql, who.actor.workspaceId, c, after, limit), remaining: undefined };
     const last = page[page.length - 1];
-    return reply.send({ documents: page.map((p) => p.doc), checkpoint: last ? { seq: last.seq } : checkpoint });
+    return reply.send({ documents: page.map((p) => p.doc), checkpoint: last ? { seq: last.seq } : checkpoint, ...(remaining === undefined ? {} : { remaining }) });
   });
 
   app.post('/replication/:collection/push', async (req, reply) => {

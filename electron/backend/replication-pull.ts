@@ -18,12 +18,14 @@ export class PullPages {
     private readonly collection: CollectionName,
   ) {}
 
-  /** The page after `checkpoint` (null: from the start). */
-  take(checkpoint: Checkpoint | null, batchSize: number): Promise<PullPage> {
+  /** The page after `checkpoint` (null: from the start). `count`: a pull starts here, ask the server
+   * how many documents remain (the page's `remaining`); a page fetched ahead continues a pull and
+   * comes without. */
+  take(checkpoint: Checkpoint | null, batchSize: number, count = false): Promise<PullPage> {
     const ahead = this.ahead;
     this.ahead = null;
     if (ahead && ahead.key === PullPages.key(checkpoint, batchSize)) return ahead.page;
-    return this.fetch(checkpoint, batchSize);
+    return this.fetch(checkpoint, batchSize, count);
   }
 
   /** Asks for the page after `checkpoint` now, for a take() that will follow. */
@@ -34,11 +36,12 @@ export class PullPages {
     this.ahead = { key: PullPages.key(checkpoint, batchSize), page };
   }
 
-  private async fetch(checkpoint: Checkpoint | null, batchSize: number): Promise<PullPage> {
+  private async fetch(checkpoint: Checkpoint | null, batchSize: number, count = false): Promise<PullPage> {
     const q = new URLSearchParams({ limit: String(batchSize) });
     if (checkpoint) q.set('checkpoint', JSON.stringify(checkpoint));
+    if (count) q.set('count', 'true');
     const page = await this.client.checked(pullPageSchema, `/replication/${this.collection}/pull?${q.toString()}`, { collection: this.collection });
-    return { documents: page.documents, checkpoint: page.checkpoint ?? checkpoint };
+    return { documents: page.documents, checkpoint: page.checkpoint ?? checkpoint, ...(page.remaining === undefined ? {} : { remaining: page.remaining }) };
   }
 
   private static key(checkpoint: Checkpoint | null, batchSize: number): string {

@@ -165,6 +165,8 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
     if (!collection) throw new Error(`The local database has no ${c} collection.`);
     const stream = new Subject<RxReplicationPullStreamItem<Json, Checkpoint>>();
     const pages = new PullPages(client, c);
+    /** The last page was full: the next pull continues this one (no new count of what remains). */
+    let pulling = false;
     const state = replicateRxCollection<Json, Checkpoint>({
       collection,
       replicationIdentifier: `outreach-crm-sync|${client.serverUrl}`,
@@ -177,10 +179,13 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
         batchSize: opts.pullBatchSize ?? 2000,
         stream$: stream.asObservable(),
         handler: async (checkpoint, batchSize) => {
-          const page = await pages.take(checkpoint ?? null, batchSize).catch(fail);
+          // A pull that starts (first after startup or a resume, or after being caught up) asks how
+          // many documents remain, for the status's "n of m".
+          const page = await pages.take(checkpoint ?? null, batchSize, !pulling).catch(fail);
+          pulling = page.documents.length >= batchSize;
           status.requestOk();
-          status.pulledPage(c, page.documents.length, page.documents.length >= batchSize);
-          if (page.documents.length >= batchSize) {
+          status.pulledPage(c, page.documents.length, pulling, page.remaining);
+          if (pulling) {
             // A full page means more is waiting: ask for the next one now, and let the request go
             // out before RxDB stores this page (its storing runs as one long chain of promise
             // callbacks, which would otherwise hold the request back until it is done), so the

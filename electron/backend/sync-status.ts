@@ -1,8 +1,9 @@
 /**
  * The sync status a desktop shows: online or offline (and why), local changes the server has not
  * acknowledged yet, the last successful exchange, pushes the server refused with its reasons, and
- * long work under way (a first pull's progress, an index build after it). Replication feeds it
- * events; the UI subscribes (the bridge's SyncStatus shape).
+ * long work under way (a pull's progress, "n of m" by the server's count of what there is to pull,
+ * and the time left once its rate is known; an index build after it). Replication feeds it events;
+ * the UI subscribes (the bridge's SyncStatus shape).
  */
 import type { SyncRefusal, SyncStatus } from '../bridge.ts';
 
@@ -10,6 +11,38 @@ export type { SyncRefusal, SyncStatus };
 
 /** Refusals kept for display, newest first. */
 const MAX_REFUSALS = 50;
+
+/** The time a pull's rate is measured over, and the least before a time left is shown. */
+const RATE_WINDOW_MS = 30_000;
+const RATE_MIN_MS = 3_000;
+
+const count = (n: number): string => n.toLocaleString('en-US');
+
+/** "leadGroups" -> "lead groups". */
+const collectionInWords = (c: string): string => c.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+
+/** "leads", "leads and activities", "leads, activities and messages". */
+function listInWords(words: readonly string[]): string {
+  return words.length <= 1 ? (words[0] ?? '') : `${words.slice(0, -1).join(', ')} and ${words[words.length - 1] ?? ''}`;
+}
+
+/** Seconds until `left` more documents arrive at the rate of `samples`, or null while the rate is
+ * not known yet (under RATE_MIN_MS of pulling measured). */
+export function secondsLeft(samples: readonly { at: number; done: number }[], left: number): number | null {
+  const first = samples[0];
+  const last = samples[samples.length - 1];
+  if (!first || !last || last.at - first.at < RATE_MIN_MS || last.done <= first.done) return null;
+  return (left * (last.at - first.at)) / 1000 / (last.done - first.done);
+}
+
+/** "about 40 s left", "about 3 min left", "about 1 h 20 min left". */
+export function inWords(seconds: number): string {
+  if (seconds < 10) return 'a few seconds left';
+  if (seconds < 50) return `about ${Math.round(seconds / 10) * 10} s left`;
+  const minutes = Math.max(1, Math.round(seconds / 60));
+  if (minutes < 60) return `about ${minutes} min left`;
+  return `about ${Math.floor(minutes / 60)} h${minutes % 60 === 0 ? '' : ` ${minutes % 60} min`} left`;
+}
 
 export class SyncStatusTracker {
   private pendingKeys = new Set<string>();
@@ -24,10 +57,12 @@ export class SyncStatusTracker {
   private readonly downStreams = new Set<string>();
   private readonly listeners = new Set<(s: SyncStatus) => void>();
   private emitQueued = false;
-  /** Collections pulling page after full page (a first pull, or catching up), and the documents
-   * they received since it began. */
-  private readonly catchingUp = new Set<string>();
-  private caughtUp = 0;
+  /** A pull of many pages (a first pull, a resumed one, catching up): per collection, the documents
+   * received since it began, the server's count of what there was to pull (null: the server gave
+   * none), and whether it still goes on. Finished collections stay until every one has finished. */
+  private readonly pulls = new Map<string, { done: number; total: number | null; going: boolean }>();
+  /** (time, documents received) at each page of the pulls, for the rate: the last RATE_WINDOW_MS. */
+  private samples: { at: number; done: number }[] = [];
   /** The index the storage builds now, in words. */
   private building: string | null = null;
   private last: SyncStatus;
@@ -56,8 +91,20 @@ export class SyncStatusTracker {
       lastSyncedAt: this.lastSyncedAt,
       refusals: [...this.refusals],
       error: this.fatal ?? (this.stopped ? 'Sync is paused.' : offline ? this.error : null),
-      ...(this.catchingUp.size > 0 ? { activity: `${this.caughtUp.toLocaleString('en-US')} synced` } : this.building ? { activity: `Building the index of ${this.building}` } : {}),
+      ...(this.pulls.size > 0 ? this.pullActivity() : this.building ? { activity: `Building the index of ${this.building}` } : {}),
     };
+  }
+
+  /** "Syncing leads: 12,000 of 100,000 · about 3 min left", and the progress bar's numbers. */
+  private pullActivity(): Pick<SyncStatus, 'activity' | 'progress'> {
+    const entries = [...this.pulls.values()];
+    const done = entries.reduce((n, e) => n + e.done, 0);
+    const what = `Syncing ${listInWords([...this.pulls.keys()].map(collectionInWords))}`;
+    if (entries.some((e) => e.total === null)) return { activity: `${what}: ${count(done)} so far` };
+    // Changes written on the server meanwhile are pulled too: never "of" fewer than received.
+    const total = Math.max(done, entries.reduce((n, e) => n + (e.total ?? 0), 0));
+    const left = secondsLeft(this.samples, total - done);
+    return { activity: `${what}: ${count(done)} of ${count(total)}${left === null ? '' : ` · ${inWords(left)}`}`, progress: { done, total } };
   }
 
   private changed(): void {
@@ -80,12 +127,33 @@ export class SyncStatusTracker {
     this.changed();
   }
 
-  /** A pull page of `documents` arrived for `collection`; `full`: more are waiting. */
-  pulledPage(collection: string, documents: number, full: boolean): void {
-    if (!full && !this.catchingUp.has(collection)) return;
-    if (full) this.catchingUp.add(collection);
-    else this.catchingUp.delete(collection);
-    this.caughtUp = this.catchingUp.size > 0 || full ? this.caughtUp + documents : 0;
+  /**
+   * A pull page of `documents` arrived for `collection`; `full`: more are waiting. `remaining`: the
+   * server's count of the documents after the checkpoint this page was asked from (this page's
+   * included), given on the first page of a pull: the pull's "of m". A pull that ends with its first
+   * page is not shown.
+   */
+  pulledPage(collection: string, documents: number, full: boolean, remaining?: number): void {
+    let pull = this.pulls.get(collection);
+    if (!pull) {
+      if (!full) return;
+      pull = { done: 0, total: null, going: true };
+      this.pulls.set(collection, pull);
+    }
+    // Counted again when a pull starts over from its checkpoint (a pause, a reconnection).
+    if (remaining !== undefined) pull.total = pull.done + remaining;
+    pull.done += documents;
+    pull.going = full;
+    if (![...this.pulls.values()].some((p) => p.going)) {
+      this.pulls.clear();
+      this.samples = [];
+    } else {
+      const at = this.now().getTime();
+      const done = [...this.pulls.values()].reduce((n, p) => n + p.done, 0);
+      this.samples.push({ at, done });
+      // The rate of the last half minute (a pull slows as the local file grows), from two samples at least.
+      while (this.samples.length > 2 && (this.samples[1]?.at ?? at) <= at - RATE_WINDOW_MS) this.samples.shift();
+    }
     this.changed();
   }
 
@@ -122,6 +190,8 @@ export class SyncStatusTracker {
   setStopped(stopped: boolean): void {
     this.stopped = stopped;
     if (!stopped) this.fatal = null;
+    // A pause is no measure of the pull's rate: it is measured again from the next page.
+    if (stopped) this.samples = [];
     this.changed();
   }
 

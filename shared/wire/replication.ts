@@ -42,6 +42,9 @@ export const pullPageSchema = z.object({
   documents: z.array(masterDocumentSchema),
   /** The checkpoint to ask from next; the one asked with (null at first) when nothing changed. */
   checkpoint: checkpointSchema.nullable(),
+  /** Asked for with `count=true`: how many documents changed after the checkpoint asked from, this
+   * page's included, when the page was read (a client's "n of m" for the pull it starts). */
+  remaining: z.number().int().min(0).optional(),
 });
 export type PullPage = z.infer<typeof pullPageSchema>;
 

@@ -339,9 +339,11 @@ describe.each(BACKENDS)('fuzzing the sync server (%s)', (backend) => {
     const badCheckpoints = ['{"seq":-1}', '{"seq":1e400}', '{"seq":"1"}', `{"seq":1,"x":"${NUL}"}`, '[[[[[[[[[[', '['.repeat(4000) + ']'.repeat(4000), 'null', '%ff', NUL, '{"seq":1.5}', '{"seq":9007199254740993}'];
     const badLimits = ['0', '-1', '1e9', 'abc', '2001', NUL, ''];
     const badVersions = ['-1', '1e400', 'abc', '99999', NUL, '0x1'];
+    const badCounts = ['1', 'TRUE', 'yes', NUL, 'true&count=true'];
     for (const c of REPLICATED_COLLECTIONS) {
       for (const cp of badCheckpoints) await check(`pull ${c} checkpoint=${cp.slice(0, 30)}`, `/replication/${c}/pull?checkpoint=${encodeURIComponent(cp)}`, { method: 'GET' });
       for (const l of badLimits) await check(`pull ${c} limit=${l}`, `/replication/${c}/pull?limit=${encodeURIComponent(l)}`, { method: 'GET' });
+      for (const n of badCounts) await check(`pull ${c} count=${n}`, `/replication/${c}/pull?count=${n.includes('&') ? n : encodeURIComponent(n)}`, { method: 'GET' });
       for (const v of badVersions) {
         await check(`pull ${c} schemaVersion=${v}`, `/replication/${c}/pull?schemaVersion=${encodeURIComponent(v)}`, { method: 'GET' });
         await check(`stream ${c} schemaVersion=${v}`, `/replication/${c}/stream?schemaVersion=${encodeURIComponent(v)}`, { method: 'GET' });

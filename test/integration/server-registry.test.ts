@@ -114,6 +114,9 @@ describe.each(BACKENDS)('the operation registry over HTTP (%s)', (backend) => {
     for (const path of ['/replication/collections', '/replication/refusals', '/replication/{collection}/pull', '/replication/{collection}/push', '/replication/{collection}/stream']) {
       expect(doc.paths[path], path).toBeDefined();
     }
+    // The pull's count of what remains (the desktop's "n of m"): the parameter and the answer's field.
+    expect(doc.paths['/replication/{collection}/pull']?.get?.parameters?.map((p) => p.name)).toEqual(expect.arrayContaining(['checkpoint', 'limit', 'count']));
+    expect(Object.keys((doc.components.schemas.ReplicationPullPage as { properties: Record<string, unknown> }).properties)).toEqual(['documents', 'checkpoint', 'remaining']);
     const search = doc.paths['/campaigns.leads.search']?.get;
     if (search) expect(search.parameters?.map((p) => p.name)).toEqual(expect.arrayContaining(['query', 'pipelineStage', 'cursor']));
   });

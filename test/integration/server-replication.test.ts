@@ -118,6 +118,58 @@ describe.each(BACKENDS)('replication endpoints (%s)', (backend) => {
     expect(search.body.leads).toEqual([]);
   });
 
+  it("counts on request (count=true) what remains after a checkpoint, read with the page, in the key's workspace only", async () => {
+    type Counted = PullPage & { remaining?: number };
+    const pull = (key: string, collection: string, q: Record<string, string>) => get<Counted>(key, `/replication/${collection}/pull?${new URLSearchParams(q).toString()}`);
+    // Another workspace gains leads first: none of them is counted for this one.
+    const theirStore = s.db.forWorkspace(s.theirs.workspaceId);
+    const theirGroup = ((await theirStore.query('leadGroups')).docs[0] as LeadGroup).id;
+    const foreignLeads = Array.from({ length: 7 }, (_, i) => newLead({ id: randomUUID(), workspaceId: s.theirs.workspaceId, now: s.clock.now().toISOString() }, theirGroup, { firstName: `Foreign${i}` }));
+    await theirStore.commit(foreignLeads.map((l) => ({ collection: 'leads' as const, id: l.id, before: null, after: l })));
+    // A deleted lead: deletions are pulled, so they are counted.
+    const store = s.db.forWorkspace(s.ours.workspaceId);
+    const gone = newLead({ id: randomUUID(), workspaceId: s.ours.workspaceId, now: s.clock.now().toISOString() }, group.id, { firstName: 'Gone' });
+    await store.commit([{ collection: 'leads', id: gone.id, before: null, after: gone }]);
+    expect((await s.call(s.ours.ownerKey, 'campaigns.leads.delete', { leadIds: [gone.id] })).status).toBe(200);
+    // What a full pull brings.
+    const all = await pullAll(s.ours.memberKey, 'leads', 100);
+    expect(all.docs.some((d) => d._deleted)).toBe(true);
+    const first = await pull(s.ours.memberKey, 'leads', { limit: '1', count: 'true' });
+    expect(first.status).toBe(200);
+    expect(first.body.documents).toHaveLength(1);
+    expect(first.body.remaining).toBe(all.docs.length);
+    // Not asked, not counted.
+    expect((await pull(s.ours.memberKey, 'leads', { limit: '1' })).body).not.toHaveProperty('remaining');
+    expect((await pull(s.ours.memberKey, 'leads', { limit: '1', count: 'false' })).body).not.toHaveProperty('remaining');
+    // From the first page's checkpoint: the rest.
+    const second = await pull(s.ours.memberKey, 'leads', { limit: '1', count: 'true', checkpoint: JSON.stringify(first.body.checkpoint) });
+    expect(second.body.remaining).toBe(all.docs.length - 1);
+    // Caught up: an empty page counted 0.
+    expect((await pull(s.ours.memberKey, 'leads', { count: 'true', checkpoint: JSON.stringify(all.checkpoint) })).body).toEqual({ documents: [], checkpoint: all.checkpoint, remaining: 0 });
+    // After changes: a document pulled before and changed since counts once (it is pulled again), a new one too.
+    const changed = (await store.get('leads', fx.otherLeadId)) as Lead;
+    const added = newLead({ id: randomUUID(), workspaceId: s.ours.workspaceId, now: s.clock.now().toISOString() }, group.id, { firstName: 'Counted' });
+    await store.commit([{ collection: 'leads', id: changed.id, before: changed, after: { ...changed, jobTitle: 'Counted again' } }]);
+    await store.commit([{ collection: 'leads', id: added.id, before: null, after: added }]);
+    const since = await pull(s.ours.memberKey, 'leads', { limit: '1', count: 'true', checkpoint: JSON.stringify(all.checkpoint) });
+    expect(since.body.documents.map((d) => d.id)).toEqual([changed.id]);
+    expect(since.body.remaining).toBe(2);
+    expect((await pull(s.ours.memberKey, 'leads', { count: 'true' })).body.remaining).toBe(all.docs.length + 1);
+    // The other workspace's key counts its own documents, every collection as its full pull.
+    for (const c of ['leads', 'activities', 'members'] as const) {
+      const theirs = await pullAll(s.theirs.memberKey, c, 100);
+      expect((await pull(s.theirs.memberKey, c, { limit: '2', count: 'true' })).body.remaining, c).toBe(theirs.docs.length);
+    }
+    // A count of anything but true or false is refused, with the parameter named.
+    for (const bad of ['1', 'yes', 'TRUE', 'true&count=true']) {
+      const res = await get<ErrorBody>(s.ours.memberKey, `/replication/leads/pull?count=${bad}`);
+      expect(res.status, bad).toBe(400);
+      expect(res.body.error.code).toBe('INVALID_INPUT');
+      expect(res.body.error.message).toMatch(/^count must be true or false/);
+      expect(res.body.error.details).toEqual({ field: 'count' });
+    }
+  });
+
   it('refuses malformed pulls and unknown collections', async () => {
     const bad = await get<ErrorBody>(s.ours.memberKey, '/replication/leads/pull?checkpoint=%7Bnope');
     expect(bad.status).toBe(400);

@@ -2,15 +2,15 @@
 import { useApp } from '../state/app-store.ts';
 import type { SyncStatus } from '../../../electron/bridge.ts';
 
-export function syncSummary(s: SyncStatus | null): { cls: string; text: string } {
+export function syncSummary(s: SyncStatus | null): { cls: string; text: string; progress?: { done: number; total: number } } {
   if (!s) return { cls: 'connecting', text: 'Starting…' };
   if (s.refusals.length > 0) return { cls: 'refused', text: `${s.refusals.length} change${s.refusals.length === 1 ? '' : 's'} refused` };
   switch (s.mode) {
     case 'local':
       return { cls: 'local', text: 'Local demo · not synced' };
     case 'online':
-      // Long work (a first pull's progress, an index build) instead of a silent, busy table.
-      if (s.activity) return { cls: 'online', text: s.pending > 0 ? `${s.activity} · ${s.pending} pending` : s.activity };
+      // Long work (a pull's "n of m" with a bar, an index build) instead of a silent, busy table.
+      if (s.activity) return { cls: 'online', text: s.pending > 0 ? `${s.activity} · ${s.pending} pending` : s.activity, ...(s.progress ? { progress: s.progress } : {}) };
       return { cls: 'online', text: s.pending > 0 ? `Syncing · ${s.pending} pending` : 'Synced' };
     case 'offline':
       return { cls: 'offline', text: s.pending > 0 ? `Offline · ${s.pending} pending` : 'Offline' };
@@ -22,11 +22,16 @@ export function syncSummary(s: SyncStatus | null): { cls: string; text: string }
 export function SyncIndicator() {
   const sync = useApp((s) => s.sync);
   const go = useApp((s) => s.go);
-  const { cls, text } = syncSummary(sync);
+  const { cls, text, progress } = syncSummary(sync);
   return (
     <button className={`sync ${cls}`} onClick={() => go('settings')} title={sync?.error ?? 'Sync status: open Settings for details'} data-testid="sync-indicator">
       <span className="dot" aria-hidden="true" />
       {text}
+      {progress && (
+        <span className="progress" role="progressbar" aria-label="Sync progress" aria-valuenow={progress.done} aria-valuemin={0} aria-valuemax={progress.total}>
+          <span style={{ width: `${progress.total > 0 ? Math.min(100, (100 * progress.done) / progress.total) : 100}%` }} />
+        </span>
+      )}
     </button>
   );
 }
