@@ -2,11 +2,16 @@
  * The desktop benchmark's desktop-only child processes (test/bench/desktop.bench.ts bundles this file
  * with esbuild, as the app's backend is bundled, and runs it with plain node):
  *   sync-child URL KEY DIR                  an empty desktop syncs from the server; time and memory after
- *                                           (BENCH_HEAP_SNAPSHOT=path also writes a heap snapshot then)
+ *                                           (BENCH_HEAP_SNAPSHOT=path also writes a heap snapshot then;
+ *                                           BENCH_PROFILE=dir writes the sync's CPU profile there,
+ *                                           sync.cpuprofile, from startSync to in sync)
  *   reopen-child DIR WORKSPACE MEMBER       a fresh process opens the synced desktop, first page of leads
  * Each prints one line `RESULT <json>`.
  */
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { writeHeapSnapshot } from 'node:v8';
 import { openLocalDatabase } from '../../../electron/backend/local-db.ts';
@@ -78,6 +83,13 @@ const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
 async function syncChild(url: string, key: string, dir: string): Promise<SyncResult> {
   const who = await identifyKey(url, key);
   const db = await openLocalDatabase({ dir, workspaceId: who.workspaceId, actor: who.actor });
+  const profileDir = process.env.BENCH_PROFILE;
+  const profiler = profileDir ? new Session() : null;
+  if (profiler) {
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.start');
+  }
   const t0 = performance.now();
   const c0 = process.cpuUsage();
   const syncLoop = loopMonitor();
@@ -86,6 +98,11 @@ async function syncChild(url: string, key: string, dir: string): Promise<SyncRes
   const seconds = (performance.now() - t0) / 1000;
   const cpuSeconds = cpuMs(c0) / 1000;
   const loopSync = loopDelay(syncLoop);
+  if (profiler && profileDir) {
+    const { profile } = await profiler.post('Profiler.stop');
+    writeFileSync(join(profileDir, 'sync.cpuprofile'), JSON.stringify(profile));
+    profiler.disconnect();
+  }
   const leads = await db.store.count('leads');
   // Memory as the app would hold it a moment after the sync (no forced collection).
   await new Promise((r) => setTimeout(r, 500));
