@@ -425,12 +425,13 @@ export class DocTable {
 
   /** Writes the rows, each with the next sequence number, and their text rows. Must run inside
    * the file's write transaction; nothing in memory changes until `committed`. `pulled`: the rows
-   * come from the server (they decide which indexes a load leaves out). */
-  write(rows: readonly RowWrite[], pulled: boolean): Written {
-    const bulk = rows.length >= BULK_ROWS;
+   * come from the server (they decide which indexes a load leaves out). `whole`: the rows of the
+   * bulk write these are a slice of (a write in turns, instance.ts), which makes it bulk or not. */
+  write(rows: readonly RowWrite[], pulled: boolean, whole = rows.length): Written {
+    const bulk = whole >= BULK_ROWS;
     // A bulk write into a table holding fewer rows than it brings starts a load (file comment).
     const dropped: string[] = [];
-    if (bulk && !this.loading && this.deferrable.size > 0 && this.rowEstimate() < rows.length) {
+    if (bulk && !this.loading && this.deferrable.size > 0 && this.rowEstimate() < whole) {
       for (const [name, index] of this.deferrable) {
         if (index.keptLocally && !pulled) continue;
         this.file.db.exec(`DROP INDEX IF EXISTS "${name}"`);

@@ -64,6 +64,8 @@ export class StorageFile {
   private readonly queue: (() => void)[] = [];
   /** A worker statement holds the write lock now. */
   private busy = false;
+  /** A write in turns (whenFreeInTurns) is between two of its turns: other work waits. */
+  private held = false;
   private drainScheduled = false;
   private worker: StatementWorker | null = null;
   /** What the worker builds now, in words, and who wants to know. */
@@ -145,7 +147,7 @@ export class StorageFile {
    * returned promise as long as nothing is being built. The promise settles with fn's result.
    */
   whenFree<T>(fn: () => T): Promise<T> {
-    if (!this.busy && this.queue.length === 0) {
+    if (this.free) {
       try {
         return Promise.resolve(fn());
       } catch (e) {
@@ -161,6 +163,50 @@ export class StorageFile {
         }
       }),
     );
+  }
+
+  /**
+   * Runs a long write as several turns of the event loop, in order with every other use of the
+   * file: once the file is free, `turns` is started and resumed at each `yield` in a later turn
+   * (setImmediate), so no single task holds the event loop for the whole write; work asked for
+   * meanwhile (writes, worker statements) waits in the queue until the generator has returned or
+   * thrown. Each turn commits its own transactions (`write`); what a turn did stays if a later one
+   * throws. Reads in between see the turns committed so far. The promise settles with the
+   * generator's return value or its error.
+   */
+  whenFreeInTurns<T>(turns: () => Generator<void, T>): Promise<T> {
+    return this.whenFree<Promise<T>>(
+      () =>
+        new Promise<T>((resolveRun, rejectRun) => {
+          this.held = true;
+          const done = (): void => {
+            this.held = false;
+            this.scheduleDrain();
+          };
+          let it: Generator<void, T>;
+          const turn = (): void => {
+            try {
+              it ??= turns();
+              const step = it.next();
+              if (!step.done) {
+                setImmediate(turn);
+                return;
+              }
+              done();
+              resolveRun(step.value);
+            } catch (e) {
+              done();
+              rejectRun(e instanceof Error ? e : new Error(String(e)));
+            }
+          };
+          turn();
+        }),
+    ).then((run) => run);
+  }
+
+  /** Nothing holds the file and nothing waits for it: work asked for now runs at once. */
+  private get free(): boolean {
+    return !this.busy && !this.held && this.queue.length === 0;
   }
 
   /** Whether a worker statement runs or work waits for one. */
@@ -196,7 +242,7 @@ export class StorageFile {
           },
         );
       };
-      if (!this.busy && this.queue.length === 0) start();
+      if (this.free) start();
       else this.queue.push(start);
     });
   }
@@ -221,7 +267,7 @@ export class StorageFile {
     this.drainScheduled = true;
     setImmediate(() => {
       this.drainScheduled = false;
-      if (this.busy) return;
+      if (this.busy || this.held) return;
       this.queue.shift()?.();
       if (this.queue.length > 0) this.scheduleDrain();
     });
