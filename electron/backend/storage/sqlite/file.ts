@@ -226,8 +226,9 @@ export class StorageFile {
 
   /**
    * Runs a long write as several turns of the event loop, in order with every other use of the
-   * file: once the file is free, `turns` is started and resumed at each `yield` in a later turn
-   * (setImmediate), so no single task holds the event loop for the whole write; work asked for
+   * file: once the file is free, it is held, and `turns` is started in the next turn and resumed
+   * at each `yield` in a later one (setImmediate), so no single task holds the event loop for the
+   * whole write, nor for the caller's work and the first slice together; work asked for
    * meanwhile (writes, worker statements) waits in the queue until the generator has returned or
    * thrown. Each turn commits its own transactions (`write`); what a turn did stays if a later one
    * throws. Reads in between see the turns committed so far. The promise settles with the
@@ -258,7 +259,9 @@ export class StorageFile {
               rejectRun(e instanceof Error ? e : new Error(String(e)));
             }
           };
-          turn();
+          // The first turn too: the caller's own work before this write (RxDB's checks of a pulled
+          // page) ends its task first.
+          setImmediate(turn);
         }),
     ).then((run) => run);
   }
