@@ -548,6 +548,32 @@ describe('SQLite storage: long pulled writes in turns of the event loop', () => 
     await table.finishLoading();
   }, 60_000);
 
+  it('a pulled page is committed whole or not at all: a slice that fails takes back the slices before it, and a document read in between is not served from the cache', async () => {
+    const dir = tempDir();
+    const inst = await openInstance<Item>(getRxStorageSqlite({ directory: dir }), filledItems(), { databaseName: 'turns-fail', collectionName: 'items' });
+    const sqlite = sqliteInstanceOf<Item>(inst);
+    if (!sqlite) throw new Error('not our storage');
+    const { file, table } = sqlite.internalsForTests;
+    file.db.exec(`CREATE TEMP TRIGGER fail_insert BEFORE INSERT ON main."${table.table}" WHEN NEW.id = 'p1900' BEGIN SELECT RAISE(ABORT, 'simulated disk failure'); END;`);
+    const events: string[] = [];
+    const sub = inst.changeStream().subscribe((b) => events.push(...b.events.map((e) => e.documentId)));
+    const page = inst.bulkWrite(Array.from({ length: PAGE }, (_, i) => ({ document: rowDoc(`p${i}`, `pulled ${i}`, i) })), 'replication-downstream-test');
+    // A read between two slices (inside the open transaction) finds a document of the first slice.
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    expect((await inst.findDocumentsById(['p0'], true)).map((d) => d.id)).toEqual(['p0']);
+    await expect(page).rejects.toThrow(/simulated disk failure/);
+    sub.unsubscribe();
+    expect(events).toEqual([]);
+    expect(await inst.findDocumentsById(['p0', 'p1899'], true)).toEqual([]);
+    expect(Number(file.db.prepare(`SELECT count(*) FROM "${table.table}"`).pluck().get())).toBe(0);
+    expect(table.isLoading).toBe(false);
+    // The storage goes on: the same page without the failing document lands.
+    file.db.exec('DROP TRIGGER fail_insert');
+    expect(await inst.bulkWrite(Array.from({ length: PAGE }, (_, i) => ({ document: rowDoc(`p${i}`, `pulled ${i}`, i) })), 'replication-downstream-test')).toEqual({ error: [] });
+    expect((await inst.getChangedDocumentsSince(PAGE + 10)).documents.length).toBe(PAGE);
+  }, 60_000);
+
   it('a closing instance lets a pulled write under way finish, and the next open finds every document', async () => {
     const dir = tempDir();
     const open = () => openInstance<Item>(getRxStorageSqlite({ directory: dir }), filledItems(), { databaseName: 'turns-close', collectionName: 'items' });

@@ -426,8 +426,10 @@ export class DocTable {
   /** Writes the rows, each with the next sequence number, and their text rows. Must run inside
    * the file's write transaction; nothing in memory changes until `committed`. `pulled`: the rows
    * come from the server (they decide which indexes a load leaves out). `whole`: the rows of the
-   * bulk write these are a slice of (a write in turns, instance.ts), which makes it bulk or not. */
-  write(rows: readonly RowWrite[], pulled: boolean, whole = rows.length): Written {
+   * bulk write these are a slice of (a write in turns, instance.ts), which makes it bulk or not;
+   * `afterSeq`: the last sequence number written by the slices before it in the same transaction
+   * (not yet `committed`). */
+  write(rows: readonly RowWrite[], pulled: boolean, whole = rows.length, afterSeq = this.lastSeq): Written {
     const bulk = whole >= BULK_ROWS;
     // A bulk write into a table holding fewer rows than it brings starts a load (file comment).
     const dropped: string[] = [];
@@ -444,7 +446,7 @@ export class DocTable {
     for (const r of rows) if (r.before) replaced.push({ id: String((r.before as Record<string, unknown>)[this.primaryPath]), doc: r.before });
     materialize(this.file.db, this.table, replaced);
     const json = this.masters ? this.masters.encode(rows.map((r) => r.doc)) : null;
-    let seq = this.lastSeq;
+    let seq = afterSeq;
     const oddDelta = this.columns.map(() => 0);
     const storeOddDelta = this.storeUnfaithful.map(() => 0);
     const store = this.layout.columns;

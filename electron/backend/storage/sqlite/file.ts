@@ -73,7 +73,7 @@ export class StorageFile {
   private readonly queue: (() => void)[] = [];
   /** A worker statement holds the write lock now. */
   private busy = false;
-  /** A write in turns (whenFreeInTurns) is between two of its turns: other work waits. */
+  /** A write in turns (writeInTurns) is under way: other work waits. */
   private held = false;
   private drainScheduled = false;
   private worker: StatementWorker | null = null;
@@ -225,37 +225,58 @@ export class StorageFile {
   }
 
   /**
-   * Runs a long write as several turns of the event loop, in order with every other use of the
-   * file: once the file is free, it is held, and `turns` is started in the next turn and resumed
-   * at each `yield` in a later one (setImmediate), so no single task holds the event loop for the
-   * whole write, nor for the caller's work and the first slice together; work asked for
-   * meanwhile (writes, worker statements) waits in the queue until the generator has returned or
-   * thrown. Each turn commits its own transactions (`write`); what a turn did stays if a later one
-   * throws. Reads in between see the turns committed so far. The promise settles with the
-   * generator's return value or its error.
+   * Runs one long transaction as several turns of the event loop, in order with every other use of
+   * the file: once the file is free it is held, the transaction begins in the next turn, `turns`
+   * runs there and is resumed at each `yield` in a later turn (setImmediate), and the transaction
+   * commits after its last step; then the function it returned runs (the caller's in-memory
+   * changes, made only once SQLite committed) and settles the promise. So no single task holds the
+   * event loop for the whole write, nor for the caller's work and the first step together. Work
+   * asked for meanwhile (writes, worker statements) waits in the queue until it is over. If a step
+   * throws, or the commit fails, the whole transaction is rolled back and the promise rejects.
+   * Reads on this connection between two steps see the steps so far (they run inside the open
+   * transaction); other connections (the worker's) see the file as before it. `durable: false` as
+   * for `write`.
    */
-  whenFreeInTurns<T>(turns: () => Generator<void, T>): Promise<T> {
+  writeInTurns<T>(durable: boolean, turns: () => Generator<void, () => T>): Promise<T> {
     return this.whenFree<Promise<T>>(
       () =>
         new Promise<T>((resolveRun, rejectRun) => {
           this.held = true;
-          const done = (): void => {
+          const relax = !durable && this.synchronous === 'FULL';
+          let it: Generator<void, () => T> | undefined;
+          const end = (): void => {
+            if (relax) this.db.pragma('synchronous = FULL');
             this.held = false;
             this.scheduleDrain();
           };
-          let it: Generator<void, T>;
           const turn = (): void => {
             try {
-              it ??= turns();
+              if (!it) {
+                if (this.busy) throw new Error(`${this.path}: a write was started while a worker statement holds the file.`);
+                if (relax) this.db.pragma('synchronous = NORMAL');
+                this.db.exec('BEGIN');
+                it = turns();
+              }
               const step = it.next();
               if (!step.done) {
                 setImmediate(turn);
                 return;
               }
-              done();
-              resolveRun(step.value);
+              this.db.exec('COMMIT');
+              this.committed();
+              let out: T;
+              try {
+                out = step.value();
+              } finally {
+                end();
+              }
+              resolveRun(out);
             } catch (e) {
-              done();
+              try {
+                if (this.db.inTransaction) this.db.exec('ROLLBACK');
+              } finally {
+                end();
+              }
               rejectRun(e instanceof Error ? e : new Error(String(e)));
             }
           };
@@ -449,10 +470,10 @@ const WORKER_IDLE_MS = 2000;
 type WalState = { frames: number; backfilled: number };
 
 /** How long after a commit the worker checkpoints (commits meanwhile join that checkpoint). */
-const CHECKPOINT_MS = 250;
+const CHECKPOINT_MS = 500;
 
 /** A WAL larger than this after a passive checkpoint gets a RESTART one (see the file comment). */
-const WAL_LIMIT_BYTES = 64 * 1024 * 1024;
+const WAL_LIMIT_BYTES = 128 * 1024 * 1024;
 
 /** The better-sqlite3 this module uses, for the worker to load the same one. */
 const DRIVER = createRequire(import.meta.url).resolve('better-sqlite3');

@@ -33,10 +33,10 @@ export type SqliteInternals = { file: string; table: string };
 type Planned = { categorized: CategorizeBulkWriteRowsOutput<unknown>; rows: RowWrite[]; pulled: boolean; whole: number };
 
 /**
- * Rows a pulled write commits per turn of the event loop. A pulled page (2,000 documents) written in
- * one transaction held the loop ~150 ms (checking, JSON, index strings, SQLite rows, text rows); a
- * longer write of documents the server also holds is checked, committed and announced a slice at a
- * time (bulkWriteInTurns), each slice in its own turn.
+ * Rows a pulled write writes per turn of the event loop. A pulled page (2,000 documents) written in
+ * one turn held the loop for its whole write (checking, JSON, index strings, SQLite rows, text rows:
+ * the bench measured 266-323 ms); a longer write of documents the server also holds is one
+ * transaction written a slice per turn (bulkWriteInTurns).
  */
 export const TURN_ROWS = 250;
 
@@ -77,13 +77,13 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
     if (rows.length > TURN_ROWS && isRefetchableWrite(context)) return this.bulkWriteInTurns(rows as BulkWriteRow<unknown>[], context);
     return this.file.whenFree(() => {
       this.ensureOpen();
-      return { error: this.writeSlice(rows as BulkWriteRow<unknown>[], context, rows.length) as RxStorageBulkWriteResponse<RxDocType>['error'] };
+      return { error: this.writeSlice(rows as BulkWriteRow<unknown>[], context) as RxStorageBulkWriteResponse<RxDocType>['error'] };
     });
   }
 
-  /** Checks, commits and applies rows of a write of `whole` rows; returns the refused ones. */
-  private writeSlice(rows: BulkWriteRow<unknown>[], context: string, whole: number): CategorizeBulkWriteRowsOutput<unknown>['errors'] {
-    const planned = this.plan(rows, context, whole);
+  /** Checks, commits and applies a write; returns the refused rows. */
+  private writeSlice(rows: BulkWriteRow<unknown>[], context: string): CategorizeBulkWriteRowsOutput<unknown>['errors'] {
+    const planned = this.plan(rows, context);
     let written: Written | null = null;
     if (planned.rows.length > 0) written = this.file.write(!isRefetchableWrite(context), () => this.commit(planned));
     this.apply(planned, written);
@@ -91,17 +91,20 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
   }
 
   /**
-   * A long write of documents the server also holds (a pulled page and its assumed-master states),
-   * TURN_ROWS at a time, each slice in its own turn of the event loop (StorageFile.whenFreeInTurns):
-   * every other write waits until the last slice, so the order of writes is kept; each slice is
-   * checked, committed and announced on the change stream as a write of its own, so a document is
-   * written whole or not at all and what a read between slices sees is what the change stream
-   * announced. A failed slice rejects the write; the slices before it stay (the server still holds
-   * them, and the replication's checkpoint, written after the page, has not moved). Started while
-   * the instance was open, it runs to its end even if the instance closes meanwhile (close waits).
+   * A long write of documents the server also holds (a pulled page and its assumed-master states)
+   * in one transaction spread over turns of the event loop (StorageFile.writeInTurns), TURN_ROWS
+   * rows a turn, each slice checked against what the slices before it wrote: every other write
+   * waits until it has committed, so the order of writes is kept, and the page is committed whole or
+   * not at all, as in one turn. The cache, the counters and the change stream (one event bulk per
+   * slice, in order) are updated once SQLite committed. If it failed, the cache is emptied (a read
+   * between two slices may have cached a document the rollback took back). Started while the
+   * instance was open, it runs to its end even if the instance closes meanwhile (close waits).
    */
   private bulkWriteInTurns(rows: BulkWriteRow<unknown>[], context: string): Promise<RxStorageBulkWriteResponse<RxDocType>> {
-    const run = this.file.whenFreeInTurns(() => this.slices(rows, context));
+    const run = this.file.writeInTurns(false, () => this.slices(rows, context)).catch((e: unknown) => {
+      this.table.cache.clear();
+      throw e;
+    });
     const settled = run.then(
       () => undefined,
       () => undefined,
@@ -111,15 +114,22 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
     return run;
   }
 
-  /** The turns of bulkWriteInTurns: one slice each. */
-  private *slices(rows: BulkWriteRow<unknown>[], context: string): Generator<void, RxStorageBulkWriteResponse<RxDocType>> {
+  /** The turns of bulkWriteInTurns, one slice each; returns what to apply once committed. */
+  private *slices(rows: BulkWriteRow<unknown>[], context: string): Generator<void, () => RxStorageBulkWriteResponse<RxDocType>> {
     this.ensureOpen();
-    const errors: CategorizeBulkWriteRowsOutput<unknown>['errors'] = [];
+    const done: { planned: Planned; written: Written | null }[] = [];
+    let lastSeq: number | undefined;
     for (let at = 0; at < rows.length; at += TURN_ROWS) {
       if (at > 0) yield;
-      errors.push(...this.writeSlice(rows.slice(at, at + TURN_ROWS), context, rows.length));
+      const planned = this.plan(rows.slice(at, at + TURN_ROWS), context, rows.length);
+      const written = planned.rows.length > 0 ? this.table.write(planned.rows, planned.pulled, planned.whole, lastSeq) : null;
+      if (written) lastSeq = written.lastSeq;
+      done.push({ planned, written });
     }
-    return { error: errors as RxStorageBulkWriteResponse<RxDocType>['error'] };
+    return () => {
+      for (const d of done) this.apply(d.planned, d.written);
+      return { error: done.flatMap((d) => d.planned.categorized.errors) as RxStorageBulkWriteResponse<RxDocType>['error'] };
+    };
   }
 
   /** Whether a bulk load of this instance's file (any of its tables) still has indexes to build
