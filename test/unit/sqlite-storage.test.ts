@@ -571,7 +571,7 @@ describe('SQLite storage: long pulled writes in turns of the event loop', () => 
     // The storage goes on: the same page without the failing document lands.
     file.db.exec('DROP TRIGGER fail_insert');
     expect(await inst.bulkWrite(Array.from({ length: PAGE }, (_, i) => ({ document: rowDoc(`p${i}`, `pulled ${i}`, i) })), 'replication-downstream-test')).toEqual({ error: [] });
-    expect((await inst.getChangedDocumentsSince(PAGE + 10)).documents.length).toBe(PAGE);
+    expect((await sqlite.getChangedDocumentsSince(PAGE + 10)).documents.length).toBe(PAGE);
   }, 60_000);
 
   it('a closing instance lets a pulled write under way finish, and the next open finds every document', async () => {
