@@ -18,7 +18,7 @@ import type { MangoQuery, RxCollection, RxDatabase, RxDocumentData, RxJsonSchema
 import { replicateRxCollection } from 'rxdb/plugins/replication';
 import { BULK_ROWS } from '../../electron/backend/storage/sqlite/doc-table.ts';
 import { StorageLockedError, sqliteFilePath } from '../../electron/backend/storage/sqlite/file.ts';
-import { AtomicWriteConflict, TURN_ROWS, writeAtomically } from '../../electron/backend/storage/sqlite/instance.ts';
+import { AtomicWriteConflict, writeAtomically } from '../../electron/backend/storage/sqlite/instance.ts';
 import { getRxStorageSqlite, sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
 import type { SqliteStorageSettings } from '../../electron/backend/storage/sqlite/storage.ts';
 import { itemSchema } from './sqlite-storage.child.ts';
@@ -500,91 +500,6 @@ describe('SQLite storage: index builds off the event loop', () => {
     }
     await finishing;
     expect(table.isLoading).toBe(false);
-  }, 60_000);
-});
-
-describe('SQLite storage: long pulled writes in turns of the event loop', () => {
-  const PAGE = 2000;
-
-  it('writes a pulled page a slice per turn: the loop turns between slices, a local write asked meanwhile lands after it, each slice is announced, and the page starts a load', async () => {
-    const dir = tempDir();
-    const inst = await openInstance<Item>(getRxStorageSqlite({ directory: dir }), filledItems(), { databaseName: 'turns', collectionName: 'items' });
-    const sqlite = sqliteInstanceOf<Item>(inst);
-    if (!sqlite) throw new Error('not our storage');
-    const { table } = sqlite.internalsForTests;
-    const announced: { ids: string[]; seq: number }[] = [];
-    const sub = inst.changeStream().subscribe((bulk) => announced.push({ ids: bulk.events.map((e) => e.documentId), seq: (bulk.checkpoint as unknown as { seq: number }).seq }));
-    // Ticks of the event loop while the page is written, and what a read saw at each.
-    const seenAtTicks: number[] = [];
-    let ticking = true;
-    const tick = (): void => {
-      if (!ticking) return;
-      seenAtTicks.push(Number(table.file.db.prepare(`SELECT count(*) FROM "${table.table}"`).pluck().get()));
-      setImmediate(tick);
-    };
-    setImmediate(tick);
-    const page = inst.bulkWrite(Array.from({ length: PAGE }, (_, i) => ({ document: rowDoc(`p${i}`, `pulled ${i}`, i) })), 'replication-downstream-test');
-    // A local write asked for while the page is being written waits for the whole page.
-    const local = (async () => {
-      await new Promise((r) => setImmediate(r));
-      return inst.bulkWrite([{ document: rowDoc('local', 'written locally', 1) }], 'test-local-write');
-    })();
-    expect(await page).toEqual({ error: [] });
-    ticking = false;
-    expect(await local).toEqual({ error: [] });
-    sub.unsubscribe();
-    // The loop turned while the page was written: reads in between saw whole slices.
-    const between = seenAtTicks.filter((n) => n > 0 && n < PAGE);
-    expect(between.length).toBeGreaterThan(0);
-    for (const n of between) expect(n % TURN_ROWS).toBe(0);
-    // One announcement per slice, in order, every document once, checkpoints rising; the local
-    // write last.
-    expect(announced.map((a) => a.ids.length)).toEqual([...new Array<number>(PAGE / TURN_ROWS).fill(TURN_ROWS), 1]);
-    expect(announced.flatMap((a) => a.ids)).toEqual([...Array.from({ length: PAGE }, (_, i) => `p${i}`), 'local']);
-    for (let i = 1; i < announced.length; i++) expect(announced[i]?.seq).toBeGreaterThan(announced[i - 1]?.seq ?? Infinity);
-    // A page of BULK_ROWS or more into a near-empty table is a bulk load, though each slice is smaller.
-    expect(TURN_ROWS).toBeLessThan(BULK_ROWS);
-    expect(table.isLoading).toBe(true);
-    await table.finishLoading();
-  }, 60_000);
-
-  it('a pulled page is committed whole or not at all: a slice that fails takes back the slices before it, and a document read in between is not served from the cache', async () => {
-    const dir = tempDir();
-    const inst = await openInstance<Item>(getRxStorageSqlite({ directory: dir }), filledItems(), { databaseName: 'turns-fail', collectionName: 'items' });
-    const sqlite = sqliteInstanceOf<Item>(inst);
-    if (!sqlite) throw new Error('not our storage');
-    const { file, table } = sqlite.internalsForTests;
-    file.db.exec(`CREATE TEMP TRIGGER fail_insert BEFORE INSERT ON main."${table.table}" WHEN NEW.id = 'p1900' BEGIN SELECT RAISE(ABORT, 'simulated disk failure'); END;`);
-    const events: string[] = [];
-    const sub = inst.changeStream().subscribe((b) => events.push(...b.events.map((e) => e.documentId)));
-    const page = inst.bulkWrite(Array.from({ length: PAGE }, (_, i) => ({ document: rowDoc(`p${i}`, `pulled ${i}`, i) })), 'replication-downstream-test');
-    // A read between two slices (inside the open transaction) finds a document of the first slice.
-    await new Promise((r) => setImmediate(r));
-    await new Promise((r) => setImmediate(r));
-    expect((await inst.findDocumentsById(['p0'], true)).map((d) => d.id)).toEqual(['p0']);
-    await expect(page).rejects.toThrow(/simulated disk failure/);
-    sub.unsubscribe();
-    expect(events).toEqual([]);
-    expect(await inst.findDocumentsById(['p0', 'p1899'], true)).toEqual([]);
-    expect(Number(file.db.prepare(`SELECT count(*) FROM "${table.table}"`).pluck().get())).toBe(0);
-    expect(table.isLoading).toBe(false);
-    // The storage goes on: the same page without the failing document lands.
-    file.db.exec('DROP TRIGGER fail_insert');
-    expect(await inst.bulkWrite(Array.from({ length: PAGE }, (_, i) => ({ document: rowDoc(`p${i}`, `pulled ${i}`, i) })), 'replication-downstream-test')).toEqual({ error: [] });
-    expect((await sqlite.getChangedDocumentsSince(PAGE + 10)).documents.length).toBe(PAGE);
-  }, 60_000);
-
-  it('a closing instance lets a pulled write under way finish, and the next open finds every document', async () => {
-    const dir = tempDir();
-    const open = () => openInstance<Item>(getRxStorageSqlite({ directory: dir }), filledItems(), { databaseName: 'turns-close', collectionName: 'items' });
-    const inst = await open();
-    const page = inst.bulkWrite(Array.from({ length: PAGE }, (_, i) => ({ document: rowDoc(`p${i}`, `pulled ${i}`, i) })), 'replication-downstream-test');
-    await new Promise((r) => setImmediate(r));
-    const closed = inst.close();
-    expect(await page).toEqual({ error: [] });
-    await closed;
-    const again = await open();
-    expect((await again.findDocumentsById(Array.from({ length: PAGE }, (_, i) => `p${i}`), true)).length).toBe(PAGE);
   }, 60_000);
 });
 

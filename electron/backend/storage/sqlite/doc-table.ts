@@ -425,15 +425,12 @@ export class DocTable {
 
   /** Writes the rows, each with the next sequence number, and their text rows. Must run inside
    * the file's write transaction; nothing in memory changes until `committed`. `pulled`: the rows
-   * come from the server (they decide which indexes a load leaves out). `whole`: the rows of the
-   * bulk write these are a slice of (a write in turns, instance.ts), which makes it bulk or not;
-   * `afterSeq`: the last sequence number written by the slices before it in the same transaction
-   * (not yet `committed`). */
-  write(rows: readonly RowWrite[], pulled: boolean, whole = rows.length, afterSeq = this.lastSeq): Written {
-    const bulk = whole >= BULK_ROWS;
+   * come from the server (they decide which indexes a load leaves out). */
+  write(rows: readonly RowWrite[], pulled: boolean): Written {
+    const bulk = rows.length >= BULK_ROWS;
     // A bulk write into a table holding fewer rows than it brings starts a load (file comment).
     const dropped: string[] = [];
-    if (bulk && !this.loading && this.deferrable.size > 0 && this.rowEstimate() < whole) {
+    if (bulk && !this.loading && this.deferrable.size > 0 && this.rowEstimate() < rows.length) {
       for (const [name, index] of this.deferrable) {
         if (index.keptLocally && !pulled) continue;
         this.file.db.exec(`DROP INDEX IF EXISTS "${name}"`);
@@ -446,7 +443,7 @@ export class DocTable {
     for (const r of rows) if (r.before) replaced.push({ id: String((r.before as Record<string, unknown>)[this.primaryPath]), doc: r.before });
     materialize(this.file.db, this.table, replaced);
     const json = this.masters ? this.masters.encode(rows.map((r) => r.doc)) : null;
-    let seq = afterSeq;
+    let seq = this.lastSeq;
     const oddDelta = this.columns.map(() => 0);
     const storeOddDelta = this.storeUnfaithful.map(() => 0);
     const store = this.layout.columns;

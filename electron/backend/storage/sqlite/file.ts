@@ -73,8 +73,6 @@ export class StorageFile {
   private readonly queue: (() => void)[] = [];
   /** A worker statement holds the write lock now. */
   private busy = false;
-  /** A write in turns (writeInTurns) is under way: other work waits. */
-  private held = false;
   private drainScheduled = false;
   private worker: StatementWorker | null = null;
   /** A checkpoint is asked for (timer) or runs in the worker. */
@@ -224,72 +222,9 @@ export class StorageFile {
     );
   }
 
-  /**
-   * Runs one long transaction as several turns of the event loop, in order with every other use of
-   * the file: once the file is free it is held, the transaction begins in the next turn, `turns`
-   * runs there and is resumed at each `yield` in a later turn (setImmediate), and the transaction
-   * commits after its last step; then the function it returned runs (the caller's in-memory
-   * changes, made only once SQLite committed) and settles the promise. So no single task holds the
-   * event loop for the whole write, nor for the caller's work and the first step together. Work
-   * asked for meanwhile (writes, worker statements) waits in the queue until it is over. If a step
-   * throws, or the commit fails, the whole transaction is rolled back and the promise rejects.
-   * Reads on this connection between two steps see the steps so far (they run inside the open
-   * transaction); other connections (the worker's) see the file as before it. `durable: false` as
-   * for `write`.
-   */
-  writeInTurns<T>(durable: boolean, turns: () => Generator<void, () => T>): Promise<T> {
-    return this.whenFree<Promise<T>>(
-      () =>
-        new Promise<T>((resolveRun, rejectRun) => {
-          this.held = true;
-          const relax = !durable && this.synchronous === 'FULL';
-          let it: Generator<void, () => T> | undefined;
-          const end = (): void => {
-            if (relax) this.db.pragma('synchronous = FULL');
-            this.held = false;
-            this.scheduleDrain();
-          };
-          const turn = (): void => {
-            try {
-              if (!it) {
-                if (this.busy) throw new Error(`${this.path}: a write was started while a worker statement holds the file.`);
-                if (relax) this.db.pragma('synchronous = NORMAL');
-                this.db.exec('BEGIN');
-                it = turns();
-              }
-              const step = it.next();
-              if (!step.done) {
-                setImmediate(turn);
-                return;
-              }
-              this.db.exec('COMMIT');
-              this.committed();
-              let out: T;
-              try {
-                out = step.value();
-              } finally {
-                end();
-              }
-              resolveRun(out);
-            } catch (e) {
-              try {
-                if (this.db.inTransaction) this.db.exec('ROLLBACK');
-              } finally {
-                end();
-              }
-              rejectRun(e instanceof Error ? e : new Error(String(e)));
-            }
-          };
-          // The first turn too: the caller's own work before this write (RxDB's checks of a pulled
-          // page) ends its task first.
-          setImmediate(turn);
-        }),
-    ).then((run) => run);
-  }
-
   /** Nothing holds the file and nothing waits for it: work asked for now runs at once. */
   private get free(): boolean {
-    return !this.busy && !this.held && this.queue.length === 0;
+    return !this.busy && this.queue.length === 0;
   }
 
   /** Whether a worker statement runs or work waits for one. */
@@ -350,7 +285,7 @@ export class StorageFile {
     this.drainScheduled = true;
     setImmediate(() => {
       this.drainScheduled = false;
-      if (this.busy || this.held) return;
+      if (this.busy) return;
       this.queue.shift()?.();
       if (this.queue.length > 0) this.scheduleDrain();
     });

@@ -28,17 +28,8 @@ import { storeDuplicateGroups } from './store-duplicates.ts';
 
 export type SqliteInternals = { file: string; table: string };
 
-/** A write checked against the stored documents, ready to commit; `pulled`: from the server;
- * `whole`: rows of the bulk write it is part of (a write in turns plans and commits a slice at a time). */
-type Planned = { categorized: CategorizeBulkWriteRowsOutput<unknown>; rows: RowWrite[]; pulled: boolean; whole: number };
-
-/**
- * Rows a pulled write writes per turn of the event loop. A pulled page (2,000 documents) written in
- * one turn held the loop for its whole write (checking, JSON, index strings, SQLite rows, text rows:
- * the bench measured 266-323 ms); a longer write of documents the server also holds is one
- * transaction written a slice per turn (bulkWriteInTurns).
- */
-export const TURN_ROWS = 250;
+/** A write checked against the stored documents, ready to commit; `pulled`: from the server. */
+type Planned = { categorized: CategorizeBulkWriteRowsOutput<unknown>; rows: RowWrite[]; pulled: boolean };
 
 const reject = (e: unknown): Promise<never> => Promise.reject(e instanceof Error ? e : new Error(String(e)));
 
@@ -47,8 +38,6 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
   readonly primaryPath: string;
   private closed = false;
   private removed = false;
-  /** Writes in turns under way (close waits for them). */
-  private readonly inTurns = new Set<Promise<void>>();
 
   constructor(
     readonly databaseName: string,
@@ -62,8 +51,7 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
     this.primaryPath = getPrimaryFieldOfPrimaryKey(schema.primaryKey);
   }
 
-  /** @internal Throws once the instance is closed (writeAtomically checks its parts). */
-  ensureOpen(): void {
+  private ensureOpen(): void {
     if (this.closed) throw new Error(`The storage instance ${this.databaseName}/${this.collectionName} is closed.`);
   }
 
@@ -74,62 +62,13 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
   /** Checked, committed and applied in one go once the file is free (StorageFile.whenFree: at once,
    * unless a worker thread is building an index; then after it, in the order asked). */
   bulkWrite(rows: BulkWriteRow<RxDocType>[], context: string): Promise<RxStorageBulkWriteResponse<RxDocType>> {
-    if (rows.length > TURN_ROWS && isRefetchableWrite(context)) return this.bulkWriteInTurns(rows as BulkWriteRow<unknown>[], context);
     return this.file.whenFree(() => {
-      this.ensureOpen();
-      return { error: this.writeSlice(rows as BulkWriteRow<unknown>[], context) as RxStorageBulkWriteResponse<RxDocType>['error'] };
+      const planned = this.plan(rows as BulkWriteRow<unknown>[], context);
+      let written: Written | null = null;
+      if (planned.rows.length > 0) written = this.file.write(!isRefetchableWrite(context), () => this.commit(planned));
+      this.apply(planned, written);
+      return { error: planned.categorized.errors as RxStorageBulkWriteResponse<RxDocType>['error'] };
     });
-  }
-
-  /** Checks, commits and applies a write; returns the refused rows. */
-  private writeSlice(rows: BulkWriteRow<unknown>[], context: string): CategorizeBulkWriteRowsOutput<unknown>['errors'] {
-    const planned = this.plan(rows, context);
-    let written: Written | null = null;
-    if (planned.rows.length > 0) written = this.file.write(!isRefetchableWrite(context), () => this.commit(planned));
-    this.apply(planned, written);
-    return planned.categorized.errors;
-  }
-
-  /**
-   * A long write of documents the server also holds (a pulled page and its assumed-master states)
-   * in one transaction spread over turns of the event loop (StorageFile.writeInTurns), TURN_ROWS
-   * rows a turn, each slice checked against what the slices before it wrote: every other write
-   * waits until it has committed, so the order of writes is kept, and the page is committed whole or
-   * not at all, as in one turn. The cache, the counters and the change stream (one event bulk per
-   * slice, in order) are updated once SQLite committed. If it failed, the cache is emptied (a read
-   * between two slices may have cached a document the rollback took back). Started while the
-   * instance was open, it runs to its end even if the instance closes meanwhile (close waits).
-   */
-  private bulkWriteInTurns(rows: BulkWriteRow<unknown>[], context: string): Promise<RxStorageBulkWriteResponse<RxDocType>> {
-    const run = this.file.writeInTurns(false, () => this.slices(rows, context)).catch((e: unknown) => {
-      this.table.cache.clear();
-      throw e;
-    });
-    const settled = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.inTurns.add(settled);
-    void settled.then(() => this.inTurns.delete(settled));
-    return run;
-  }
-
-  /** The turns of bulkWriteInTurns, one slice each; returns what to apply once committed. */
-  private *slices(rows: BulkWriteRow<unknown>[], context: string): Generator<void, () => RxStorageBulkWriteResponse<RxDocType>> {
-    this.ensureOpen();
-    const done: { planned: Planned; written: Written | null }[] = [];
-    let lastSeq: number | undefined;
-    for (let at = 0; at < rows.length; at += TURN_ROWS) {
-      if (at > 0) yield;
-      const planned = this.plan(rows.slice(at, at + TURN_ROWS), context, rows.length);
-      const written = planned.rows.length > 0 ? this.table.write(planned.rows, planned.pulled, planned.whole, lastSeq) : null;
-      if (written) lastSeq = written.lastSeq;
-      done.push({ planned, written });
-    }
-    return () => {
-      for (const d of done) this.apply(d.planned, d.written);
-      return { error: done.flatMap((d) => d.planned.categorized.errors) as RxStorageBulkWriteResponse<RxDocType>['error'] };
-    };
   }
 
   /** Whether a bulk load of this instance's file (any of its tables) still has indexes to build
@@ -145,7 +84,8 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
 
   /** @internal The rows of a write that RxDB's conflict check accepts, in the order given (which
    * is the order of their sequence numbers), each with the stored document it replaces. */
-  plan(rows: BulkWriteRow<unknown>[], context: string, whole = rows.length): Planned {
+  plan(rows: BulkWriteRow<unknown>[], context: string): Planned {
+    this.ensureOpen();
     const ids = rows.map((r) => String((r.document as Record<string, unknown>)[this.primaryPath]));
     const stored = this.table.get(ids);
     const categorized = categorizeBulkWriteRows<unknown>(this, this.primaryPath as never, stored, rows, context);
@@ -159,12 +99,12 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
       out.push({ before: latest.get(id), doc: r.document });
       latest.set(id, r.document);
     });
-    return { categorized, rows: out, pulled: isRefetchableWrite(context), whole };
+    return { categorized, rows: out, pulled: isRefetchableWrite(context) };
   }
 
   /** @internal Writes a planned write to SQLite; runs inside the file's transaction. */
   commit(planned: Planned): Written {
-    return this.table.write(planned.rows, planned.pulled, planned.whole);
+    return this.table.write(planned.rows, planned.pulled);
   }
 
   /** @internal After the commit: the cache and the sequence counter, then the change event. */
@@ -289,12 +229,11 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
     });
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
+  close(): Promise<void> {
+    if (this.closed) return Promise.resolve();
     this.closed = true;
-    await Promise.all(this.inTurns);
     this.table.release();
-    await this.file.release();
+    return this.file.release();
   }
 
   async remove(): Promise<void> {
@@ -336,7 +275,6 @@ export function writeAtomically(parts: readonly { instance: SqliteStorageInstanc
 }
 
 function commitAtomically(file: StorageFile, parts: readonly { instance: SqliteStorageInstance<unknown>; rows: BulkWriteRow<unknown>[] }[], context: string): void {
-  for (const p of parts) p.instance.ensureOpen();
   const planned = parts.map((p) => p.instance.plan(p.rows, context));
   const conflicts = planned.reduce((n, p) => n + p.categorized.errors.length, 0);
   if (conflicts > 0) throw new AtomicWriteConflict(conflicts);
