@@ -8,7 +8,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import Database from 'better-sqlite3';
@@ -508,4 +508,22 @@ describe('SQLite storage: index builds off the event loop', () => {
     await finishing;
     expect(table.isLoading).toBe(false);
   }, 60_000);
+});
+
+describe('SQLite storage: checkpoints in the worker thread', () => {
+  it('commits never checkpoint on this thread; the worker copies the WAL into the file soon after', async () => {
+    const dir = tempDir();
+    const inst = await openInstance<Item>(getRxStorageSqlite({ directory: dir }), filledItems(), { databaseName: 'checkpoints', collectionName: 'items' });
+    const sqlite = sqliteInstanceOf<Item>(inst);
+    if (!sqlite) throw new Error('not our storage');
+    const { file } = sqlite.internalsForTests;
+    expect(file.db.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+    const path = sqliteFilePath(dir, 'checkpoints');
+    // In WAL mode only a checkpoint writes the database file itself.
+    const before = statSync(path).size;
+    expect(await inst.bulkWrite(Array.from({ length: 2000 }, (_, i) => ({ document: rowDoc(`p${i}`, `pulled ${'x'.repeat(200)} ${i}`, i) })), 'replication-downstream-test')).toEqual({ error: [] });
+    expect(statSync(path).size).toBe(before);
+    for (let i = 0; i < 100 && statSync(path).size === before; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(statSync(path).size).toBeGreaterThan(before + 500_000);
+  }, 30_000);
 });

@@ -2,12 +2,17 @@
  * The desktop benchmark's desktop-only child processes (test/bench/desktop.bench.ts bundles this file
  * with esbuild, as the app's backend is bundled, and runs it with plain node):
  *   sync-child URL KEY DIR                  an empty desktop syncs from the server; time and memory after
- *                                           (BENCH_HEAP_SNAPSHOT=path also writes a heap snapshot then)
+ *                                           (BENCH_HEAP_SNAPSHOT=path also writes a heap snapshot then;
+ *                                           BENCH_PROFILE=dir writes the sync's CPU profile there,
+ *                                           sync.cpuprofile, from startSync to in sync)
  *   reopen-child DIR WORKSPACE MEMBER       a fresh process opens the synced desktop, first page of leads
  * Each prints one line `RESULT <json>`. Run as a worker thread (test/bench/support/desktop-worker-host.ts),
  * `workerData.args` is the mode and its arguments and the result is posted to the host thread.
  */
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { writeHeapSnapshot } from 'node:v8';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
@@ -26,6 +31,8 @@ export type SyncResult = {
   leads: number;
   seconds: number;
   cpuSeconds: number;
+  /** The main thread's part of cpuSeconds (the rest: the SQLite worker thread, V8's and libuv's). */
+  mainCpuSeconds: number;
   indexedSeconds: number;
   /** A moment (0.5 s) after the sync, no forced collection. */
   rss: number;
@@ -56,7 +63,10 @@ export type Responsiveness = {
   resortAfterSyncMs: number;
   resortDuringBuildsMs: number;
 };
-export type LoopDelay = { maxMs: number; p99Ms: number };
+/** maxMs, p99Ms: monitorEventLoopDelay's, which on a loaded machine also counts the time the thread
+ * waited for a core; cpuMaxMs: the most CPU time the main thread spent between two ticks of a 2 ms
+ * timer (process.threadCpuUsage), the longest task whatever else runs on the machine. */
+export type LoopDelay = { maxMs: number; p99Ms: number; cpuMaxMs: number };
 
 
 const memory = () => {
@@ -64,15 +74,30 @@ const memory = () => {
   return { rss: m.rss, heap: m.heapUsed };
 };
 /** A loop delay monitor sampling every 10 ms: its max is the longest block seen, within 10 ms. */
-type Monitor = ReturnType<typeof monitorEventLoopDelay>;
+type Monitor = { h: ReturnType<typeof monitorEventLoopDelay>; timer: ReturnType<typeof setInterval>; cpuMaxUs: number };
+const threadCpuUs = (): number => {
+  const u = process.threadCpuUsage();
+  return u.user + u.system;
+};
 const loopMonitor = (): Monitor => {
   const h = monitorEventLoopDelay({ resolution: 10 });
   h.enable();
-  return h;
+  let last = threadCpuUs();
+  const m: Monitor = {
+    h,
+    cpuMaxUs: 0,
+    timer: setInterval(() => {
+      const now = threadCpuUs();
+      m.cpuMaxUs = Math.max(m.cpuMaxUs, now - last);
+      last = now;
+    }, 2),
+  };
+  return m;
 };
-const loopDelay = (h: Monitor): LoopDelay => {
-  h.disable();
-  return { maxMs: h.max / 1e6, p99Ms: h.percentile(99) / 1e6 };
+const loopDelay = (m: Monitor): LoopDelay => {
+  m.h.disable();
+  clearInterval(m.timer);
+  return { maxMs: m.h.max / 1e6, p99Ms: m.h.percentile(99) / 1e6, cpuMaxMs: m.cpuMaxUs / 1000 };
 };
 
 /** How long the synced desktop stays idle before its memory is read again: past V8's memory
@@ -84,14 +109,28 @@ const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
 async function syncChild(url: string, key: string, dir: string): Promise<SyncResult> {
   const who = await identifyKey(url, key);
   const db = await openLocalDatabase({ dir, workspaceId: who.workspaceId, actor: who.actor });
+  const profileDir = process.env.BENCH_PROFILE;
+  const profiler = profileDir ? new Session() : null;
+  if (profiler) {
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.start');
+  }
   const t0 = performance.now();
   const c0 = process.cpuUsage();
+  const m0 = threadCpuUs();
   const syncLoop = loopMonitor();
   const sync = await startSync({ db, serverUrl: url, apiKey: key, pullBatchSize: PULL_BATCH });
   await sync.awaitInSync();
   const seconds = (performance.now() - t0) / 1000;
   const cpuSeconds = cpuMs(c0) / 1000;
+  const mainCpuSeconds = (threadCpuUs() - m0) / 1e6;
   const loopSync = loopDelay(syncLoop);
+  if (profiler && profileDir) {
+    const { profile } = await profiler.post('Profiler.stop');
+    writeFileSync(join(profileDir, 'sync.cpuprofile'), JSON.stringify(profile));
+    profiler.disconnect();
+  }
   const leads = await db.store.count('leads');
   // Memory as the app would hold it a moment after the sync (no forced collection).
   await new Promise((r) => setTimeout(r, 500));
@@ -125,7 +164,7 @@ async function syncChild(url: string, key: string, dir: string): Promise<SyncRes
   await sync.stop();
   await db.close();
   return {
-    leads, seconds, cpuSeconds, indexedSeconds, rss: settled.rss, heap: settled.heap, breakdown, rssIdle: idle.rss, breakdownIdle,
+    leads, seconds, cpuSeconds, mainCpuSeconds, indexedSeconds, rss: settled.rss, heap: settled.heap, breakdown, rssIdle: idle.rss, breakdownIdle,
     rssAfterGc: collected.rss, heapAfterGc: collected.heap, loopSync, loopBuilds, resortAfterSyncMs, resortDuringBuildsMs,
   };
 }

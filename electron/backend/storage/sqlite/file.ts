@@ -23,6 +23,15 @@
  *   by a writer), and writes asked for meanwhile (`whenFree`) wait in a queue, in order, instead of
  *   meeting the worker's write lock (the main connection never busy-waits): each runs when the
  *   statement has committed, and its promise resolves then.
+ * - Checkpoints off the event loop: the main connection does not checkpoint (wal_autocheckpoint
+ *   0). A checkpoint copies the WAL's pages into the file and fsyncs both; run by SQLite inside the
+ *   commit that crossed the threshold, it held the event loop for that commit (an initial sync of
+ *   100k leads writes ~0.5 GB of WAL: a profile put ~15% of the sync's samples in its COMMITs). A
+ *   commit schedules a PASSIVE checkpoint in the worker thread CHECKPOINT_MS later, which runs beside
+ *   the main connection's writes (a passive checkpoint never waits for, nor blocks, a writer). A WAL
+ *   that still grew past WAL_LIMIT_BYTES (writes never paused long enough for a checkpoint to catch
+ *   up, so the WAL could not start over) gets a RESTART checkpoint that, like an index build, holds
+ *   the file's write queue until it is done, so the next write starts the WAL from its beginning.
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -68,6 +77,12 @@ export class StorageFile {
   private worker: StatementWorker | null = null;
   /** A second thread for reads that would hold the event loop (readInWorker). */
   private reader: StatementWorker | null = null;
+  /** A checkpoint is asked for (timer) or runs in the worker. */
+  private checkpointTimer: ReturnType<typeof setTimeout> | null = null;
+  private checkpointing = false;
+  /** Commits since the last checkpoint began. */
+  private dirty = false;
+  private closing = false;
   /** What the worker builds now, in words, and who wants to know. */
   private buildingNow: string | null = null;
   private readonly buildWatchers = new Set<(what: string | null) => void>();
@@ -117,6 +132,9 @@ export class StorageFile {
     await this.whenFree(() => undefined);
     if (this.refs > 0 || OPEN_FILES.get(this.path) !== this) return;
     OPEN_FILES.delete(this.path);
+    this.closing = true;
+    if (this.checkpointTimer) clearTimeout(this.checkpointTimer);
+    this.checkpointTimer = null;
     await this.worker?.close();
     this.worker = null;
     await this.reader?.close();
@@ -137,10 +155,51 @@ export class StorageFile {
     const relax = !durable && this.synchronous === 'FULL';
     if (relax) this.db.pragma('synchronous = NORMAL');
     try {
-      return this.tx(fn) as T;
+      const out = this.tx(fn) as T;
+      this.committed();
+      return out;
     } finally {
       if (relax) this.db.pragma('synchronous = FULL');
     }
+  }
+
+  /** After a commit: a checkpoint in the worker soon (see the file comment). */
+  private committed(): void {
+    this.dirty = true;
+    if (this.checkpointTimer || this.checkpointing || this.closing) return;
+    this.checkpointTimer = setTimeout(() => this.checkpoint(), CHECKPOINT_MS);
+    this.checkpointTimer.unref();
+  }
+
+  /** A passive checkpoint in the worker; a RESTART one, holding the write queue, if the WAL
+   * outgrew WAL_LIMIT_BYTES. Then another one if commits came meanwhile. */
+  private checkpoint(): void {
+    this.checkpointTimer = null;
+    if (this.closing) return;
+    this.dirty = false;
+    this.checkpointing = true;
+    const again = (): void => {
+      this.checkpointing = false;
+      if (this.dirty) this.committed();
+    };
+    this.statementWorker()
+      .checkpoint('PASSIVE')
+      .then((wal) => (wal.frames * this.pageSize > WAL_LIMIT_BYTES && wal.backfilled < wal.frames ? this.inWorker('PRAGMA wal_checkpoint(RESTART)', null) : undefined))
+      // A failed checkpoint (a full disk, the file closing) leaves the WAL as it is; the next
+      // commit asks for another.
+      .catch(() => undefined)
+      .finally(again);
+  }
+
+  private get pageSize(): number {
+    return (this.pageBytes ??= Number(this.db.pragma('page_size', { simple: true })));
+  }
+
+  private pageBytes: number | undefined;
+
+  private statementWorker(): StatementWorker {
+    if (!this.worker || this.worker.ended) this.worker = new StatementWorker(this.path, this.synchronous);
+    return this.worker;
   }
 
   /**
@@ -149,7 +208,7 @@ export class StorageFile {
    * returned promise as long as nothing is being built. The promise settles with fn's result.
    */
   whenFree<T>(fn: () => T): Promise<T> {
-    if (!this.busy && this.queue.length === 0) {
+    if (this.free) {
       try {
         return Promise.resolve(fn());
       } catch (e) {
@@ -167,6 +226,11 @@ export class StorageFile {
     );
   }
 
+  /** Nothing holds the file and nothing waits for it: work asked for now runs at once. */
+  private get free(): boolean {
+    return !this.busy && this.queue.length === 0;
+  }
+
   /** Whether a worker statement runs or work waits for one. */
   get building(): boolean {
     return this.busy || this.queue.length > 0;
@@ -175,21 +239,21 @@ export class StorageFile {
   /**
    * Runs one statement (`CREATE INDEX ...`, committed on its own) in the file's worker thread, after
    * the work queued before it; writes asked for meanwhile wait (see the file comment). Resolves
-   * once it has committed. `what`: the work in words ("leads by full name"), for watchBuilds.
+   * once it has committed. `what`: the work in words ("leads by full name"), for watchBuilds; null
+   * for upkeep the sync status does not show (a checkpoint).
    */
-  inWorker(sql: string, what: string): Promise<void> {
+  inWorker(sql: string, what: string | null): Promise<void> {
     return new Promise<void>((resolveRun, rejectRun) => {
       const start = (): void => {
         this.busy = true;
-        this.announce(what);
-        if (!this.worker || this.worker.ended) this.worker = new StatementWorker(this.path, this.synchronous);
+        if (what !== null) this.announce(what);
         // The file is free again before the caller's continuation runs (it may write at once).
         const done = (): void => {
           this.busy = false;
-          this.announce(null);
+          if (what !== null) this.announce(null);
           this.scheduleDrain();
         };
-        this.worker.run(sql).then(
+        this.statementWorker().run(sql).then(
           () => {
             done();
             resolveRun();
@@ -200,7 +264,7 @@ export class StorageFile {
           },
         );
       };
-      if (!this.busy && this.queue.length === 0) start();
+      if (this.free) start();
       else this.queue.push(start);
     });
   }
@@ -282,7 +346,7 @@ function takeLock(path: string): SqliteDatabase {
 class StatementWorker {
   private readonly thread: Worker;
   private next = 0;
-  private readonly pending = new Map<number, { ok: (rows: unknown) => void; fail: (e: Error) => void }>();
+  private readonly pending = new Map<number, { ok: (answer: unknown) => void; fail: (e: Error) => void }>();
   private readonly exited: Promise<void>;
   private idle: ReturnType<typeof setTimeout> | null = null;
   /** The thread has ended or is ending; a new one is needed for more work. */
@@ -292,11 +356,11 @@ class StatementWorker {
     this.thread = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver: DRIVER, path, synchronous } });
     this.thread.unref();
     this.exited = new Promise((done) => this.thread.once('exit', () => done()));
-    this.thread.on('message', (m: { id: number; error?: string; code?: string; rows?: unknown }) => {
+    this.thread.on('message', (m: { id: number; error?: string; code?: string; rows?: unknown; wal?: WalState }) => {
       const p = this.pending.get(m.id);
       if (!p) return;
       this.pending.delete(m.id);
-      if (m.error === undefined) p.ok(m.rows);
+      if (m.error === undefined) p.ok(m.rows ?? m.wal);
       else p.fail(Object.assign(new Error(m.error), { code: m.code }));
       if (this.pending.size === 0) {
         // Idle: the thread alone does not keep the process alive (see run).
@@ -325,7 +389,12 @@ class StatementWorker {
     return this.post({ reads }) as Promise<Record<string, unknown>[][]>;
   }
 
-  private post(message: object): Promise<unknown> {
+  /** A checkpoint of the WAL in this mode; resolves with the WAL's state after it. */
+  checkpoint(mode: 'PASSIVE'): Promise<WalState> {
+    return this.post({ checkpoint: mode }).then((wal) => (wal as WalState | undefined) ?? { frames: 0, backfilled: 0 });
+  }
+
+  private post(message: { sql: string } | { reads: readonly { sql: string; params: readonly unknown[] }[] } | { checkpoint: string }): Promise<unknown> {
     if (this.idle) clearTimeout(this.idle);
     this.idle = null;
     // While a statement runs, the process waits for it (a caller awaits its promise).
@@ -352,6 +421,15 @@ class StatementWorker {
 }
 
 const WORKER_IDLE_MS = 2000;
+
+/** The WAL after a checkpoint: pages in it, and how many of them are in the file now. */
+type WalState = { frames: number; backfilled: number };
+
+/** How long after a commit the worker checkpoints (commits meanwhile join that checkpoint). */
+const CHECKPOINT_MS = 500;
+
+/** A WAL larger than this after a passive checkpoint gets a RESTART one (see the file comment). */
+const WAL_LIMIT_BYTES = 128 * 1024 * 1024;
 
 /** The better-sqlite3 this module uses, for the worker to load the same one. */
 const DRIVER = createRequire(import.meta.url).resolve('better-sqlite3');
@@ -382,6 +460,11 @@ parentPort.on('message', (m) => {
       parentPort.postMessage({ id: m.id, rows: readAll(m.reads) });
       return;
     }
+    if (m.checkpoint) {
+      const r = db.pragma('wal_checkpoint(' + m.checkpoint + ')')[0];
+      parentPort.postMessage({ id: m.id, wal: { frames: r.log, backfilled: r.checkpointed } });
+      return;
+    }
     db.exec(m.sql);
     parentPort.postMessage({ id: m.id });
   } catch (e) {
@@ -404,10 +487,9 @@ function openFile(path: string, synchronous: Synchronous): SqliteDatabase {
     // the worker's connection shares the file, through WAL's shared-memory index (`-shm`).
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${synchronous}`);
-    // A checkpoint every ~32 MB of WAL instead of every 4 MB: each checkpoint fsyncs, and an
-    // initial sync writes hundreds of MB; the WAL file is cut back after a checkpoint.
-    const pageSize = Number(db.pragma('page_size', { simple: true }));
-    db.pragma(`wal_autocheckpoint = ${Math.max(1000, Math.round((32 * 1024 * 1024) / pageSize))}`);
+    // No checkpoints on this connection: the worker thread runs them (StorageFile.checkpoint). The
+    // WAL file is cut back to 64 MB when it starts over.
+    db.pragma('wal_autocheckpoint = 0');
     db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
     // 4 MiB of page cache instead of SQLite's 16: the cache stays resident (it counted ~20 MB of
     // the desktop's memory after a sync of 100k leads), while a page it misses comes from the

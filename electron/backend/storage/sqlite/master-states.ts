@@ -70,6 +70,27 @@ export function masterStateOf(doc: Doc): Json {
   return out;
 }
 
+/** Whether `state` serializes exactly as the collection document's state (masterStateOf). A
+ * pulled document's state shares its fields' values with the document RxDB wrote to the
+ * collection just before (same keys in the same order, the same values): that is checked first,
+ * without serializing either; anything else is compared as JSON. */
+function isStateOf(state: Json, doc: Doc): boolean {
+  const keys = Object.keys(state);
+  const docJson = doc as Json;
+  let i = 0;
+  let same = true;
+  for (const k of Object.keys(docJson)) {
+    if (NOT_IN_STATE.has(k)) continue;
+    if (keys[i] !== k || state[k] !== docJson[k]) {
+      same = false;
+      break;
+    }
+    i++;
+  }
+  if (same && i === keys.length) return true;
+  return JSON.stringify(state) === JSON.stringify(masterStateOf(doc));
+}
+
 /** The meta row id of a collection document's assumed-master state: RxDB composes `itemId` and
  * `isCheckpoint` with `|` (getRxReplicationMetaInstanceSchema). */
 export const stateRowId = (docId: string): string => `${docId}|0`;
@@ -219,7 +240,7 @@ export class MetaCodec {
     return docs.map((d) => {
       const m = d as Json;
       const fork = m['isCheckpoint'] === '0' && typeof m['docData'] === 'object' ? forks.get(String(m['itemId'])) : undefined;
-      if (fork && JSON.stringify(m['docData']) === JSON.stringify(masterStateOf(fork))) return { ...m, docData: IMPLICIT };
+      if (fork && isStateOf(m['docData'] as Json, fork)) return { ...m, docData: IMPLICIT };
       return m;
     });
   }
