@@ -44,6 +44,28 @@ const BATCH = 2000;
 
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+type StoredRow = { rowid: number; id: string; doc: string; lwt: number };
+
+/** Every row of `table` through `each`, `batch` rows a write (`afterBatch` closes each write), the
+ * event loop turning between writes; `progress` with the rows done after each write. */
+async function rewriteRows(file: StorageFile, table: string, batch: number, each: (r: StoredRow) => void, progress: (done: number) => void, afterBatch?: () => void): Promise<void> {
+  const page = file.db.prepare<[number, number], StoredRow>(`SELECT rowid, id, doc, lwt FROM "${table}" WHERE rowid > ? ORDER BY rowid LIMIT ?`);
+  let done = 0;
+  for (let after = 0; ; ) {
+    const last = file.write(false, () => {
+      const rows = page.all(after, batch);
+      for (const r of rows) each(r);
+      afterBatch?.();
+      done += rows.length;
+      return rows[rows.length - 1]?.rowid;
+    });
+    if (last === undefined) return;
+    after = last;
+    progress(done);
+    await turn();
+  }
+}
+
 /** Upgrades every table of the file whose Store layout changed; returns the instance names it
  * upgraded (none when the file does not exist yet or every layout is current). */
 export async function upgradeStoreLayouts(opts: LayoutUpgradeOptions): Promise<string[]> {
@@ -91,29 +113,21 @@ export async function upgradeStoreLayouts(opts: LayoutUpgradeOptions): Promise<s
       });
       const update = db.prepare(`UPDATE "${table}" SET sodd = ?${layout.columns.map((c) => `, "${c.column}" = ?`).join('')} WHERE rowid = ?`);
       const adds = layout.members.map((m) => ({ m, add: db.prepare(`INSERT OR IGNORE INTO "${m.table}" (value, rid) VALUES (?, ?)`) }));
-      const page = db.prepare<[number, number], { rowid: number; id: string; doc: string; lwt: number }>(`SELECT rowid, id, doc, lwt FROM "${table}" WHERE rowid > ? ORDER BY rowid LIMIT ?`);
-      const batch = opts.batch ?? BATCH;
       const codec = docCodec(db);
-      let done = 0;
-      for (let after = 0; ; ) {
-        const last = file.write(false, () => {
-          const docs = page.all(after, batch);
-          for (const r of docs) {
-            const doc = codec.decode(r.doc, r) as Doc;
-            const values: unknown[] = [];
-            const sodd = storeValues(layout, r.id, doc, values, 0);
-            update.run(sodd, ...values, r.rowid);
-            for (const { m, add } of adds) for (const v of m.valuesOf(doc)) add.run(v, r.rowid);
-          }
-          done += docs.length;
-          return docs[docs.length - 1]?.rowid;
-        });
-        if (last === undefined) break;
-        after = last;
-        opts.onProgress?.({ instance: row.name, done, total });
-        await turn();
-      }
-      opts.onProgress?.({ instance: row.name, done, total, indexing: true });
+      await rewriteRows(
+        file,
+        table,
+        opts.batch ?? BATCH,
+        (r) => {
+          const doc = codec.decode(r.doc, r) as Doc;
+          const values: unknown[] = [];
+          const sodd = storeValues(layout, r.id, doc, values, 0);
+          update.run(sodd, ...values, r.rowid);
+          for (const { m, add } of adds) for (const v of m.valuesOf(doc)) add.run(v, r.rowid);
+        },
+        (done) => opts.onProgress?.({ instance: row.name, done, total }),
+      );
+      opts.onProgress?.({ instance: row.name, done: total, total, indexing: true });
       // Each index in the file's worker thread: one statement over the whole table, seconds at 1M.
       for (const i of layout.indexes) await file.inWorker(storeIndexSql(table, i), `${collection} (opening)`);
       // Durable: the record says the table is done.
@@ -200,38 +214,30 @@ async function rowFormatsIn(file: StorageFile, opts: Omit<RowFormatUpgradeOption
       await file.inWorker(`BEGIN IMMEDIATE; ${ddl.join('; ')}; COMMIT`, `${row.name} (opening)`);
     }
     const computed = sqlColumns.filter((c) => columnsOf().has(overrideColumn(c.column)));
-    const page = db.prepare<[number, number], { rowid: number; id: string; doc: string; lwt: number }>(`SELECT rowid, id, doc, lwt FROM "${table}" WHERE rowid > ? ORDER BY rowid LIMIT ?`);
     const setDoc = db.prepare(`UPDATE "${table}" SET doc = ? WHERE rowid = ?`);
     // The override where the expression does not give the string (the update changes neither
     // deleted, lwt nor id, which the expression reads).
     const setOverrides =
       computed.length > 0 ? db.prepare(`UPDATE "${table}" SET ${computed.map((c) => `"${overrideColumn(c.column)}" = CASE WHEN (${c.sql ?? ''}) IS ? THEN NULL ELSE ? END`).join(', ')} WHERE rowid = ?`) : null;
-    const batch = opts.batch ?? BATCH;
-    let done = 0;
-    for (let after = 0; ; ) {
-      const last = file.write(false, () => {
-        const docs = page.all(after, batch);
-        for (const r of docs) {
-          // Rows in the shape layout already (written since, or before a quit) keep their text.
-          const old = r.doc.charCodeAt(0) === 0x7b;
-          const doc = codec.decode(r.doc, r);
-          if (old) {
-            // The field holding the row's id is left out of the row (any field equal to it gives
-            // the same document back).
-            const primary = Object.keys(doc).find((k) => doc[k] === r.id) ?? '';
-            setDoc.run(codec.encode(doc, r, primary), r.rowid);
-          }
-          setOverrides?.run(...computed.flatMap((c) => [c.keyOf(doc as Doc), c.keyOf(doc as Doc)]), r.rowid);
+    await rewriteRows(
+      file,
+      table,
+      opts.batch ?? BATCH,
+      (r) => {
+        // Rows in the shape layout already (written since, or before a quit) keep their text.
+        const old = r.doc.charCodeAt(0) === 0x7b;
+        const doc = codec.decode(r.doc, r);
+        if (old) {
+          // The field holding the row's id is left out of the row (any field equal to it gives
+          // the same document back).
+          const primary = Object.keys(doc).find((k) => doc[k] === r.id) ?? '';
+          setDoc.run(codec.encode(doc, r, primary), r.rowid);
         }
-        codec.flush();
-        done += docs.length;
-        return docs[docs.length - 1]?.rowid;
-      });
-      if (last === undefined) break;
-      after = last;
-      opts.onProgress?.({ instance: row.name, done, total });
-      await turn();
-    }
+        setOverrides?.run(...computed.flatMap((c) => [c.keyOf(doc as Doc), c.keyOf(doc as Doc)]), r.rowid);
+      },
+      (done) => opts.onProgress?.({ instance: row.name, done, total }),
+      () => codec.flush(),
+    );
     file.write(true, () => markRowFormat(db, table));
     opts.onProgress?.({ instance: row.name, done: total, total });
     upgraded.push(row.name);
