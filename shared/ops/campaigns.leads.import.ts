@@ -254,6 +254,8 @@ const importOp = mutation({
 
     const now = nowIso(ctx);
     const touched = new Map<string, Lead>();
+    /** Leads this call creates (fresh ids): staged as creations, with no stored state to read. */
+    const created = new Set<string>();
     const flagged = { doNotContact: new Set<string>(), blocklisted: new Set<string>() };
     const byRow = new Map<number, RowResult>();
     let linked = 0;
@@ -310,7 +312,7 @@ const importOp = mutation({
       }
 
       if (!lead) {
-        const created = newLead({ id: ctx.ids.uuid(), workspaceId: ctx.actor.workspaceId, now }, group.id, {
+        const made = newLead({ id: ctx.ids.uuid(), workspaceId: ctx.actor.workspaceId, now }, group.id, {
           ...row.fields,
           doNotContact: row.flags.doNotContact ?? false,
           blocklisted: row.flags.blocklisted ?? false,
@@ -321,10 +323,12 @@ const importOp = mutation({
             }),
           ),
         });
-        touched.set(created.id, created);
-        index.add(created);
-        firstRowOf.set(created.id, row.row);
-        result({ row: row.row, code: 'CREATED', leadId: created.id, message: `Created ${nameOf(created)}${idNote}${note}.` });
+        touched.set(made.id, made);
+        created.add(made.id);
+        // Its keys are the row's: the same URL, email, full name and company.
+        index.add(made, k);
+        firstRowOf.set(made.id, row.row);
+        result({ row: row.row, code: 'CREATED', leadId: made.id, message: `Created ${nameOf(made)}${idNote}${note}.` });
         continue;
       }
 
@@ -357,7 +361,7 @@ const importOp = mutation({
       result({ row: row.row, code, leadId: after.id, matchedBy, message: `${message.slice(0, -1)}${idNote}${note}.` });
     }
 
-    for (const lead of touched.values()) await ctx.db.put('leads', lead);
+    for (const lead of touched.values()) await (created.has(lead.id) ? ctx.db.create('leads', lead) : ctx.db.put('leads', lead));
     if (flagged.doNotContact.size > 0) await stopRunningEnrollments(ctx, [...flagged.doNotContact], 'do_not_contact');
     if (flagged.blocklisted.size > 0) await stopRunningEnrollments(ctx, [...flagged.blocklisted], 'blocklisted');
 

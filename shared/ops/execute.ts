@@ -124,9 +124,15 @@ export async function execute(name: string, rawInput: unknown, env: ExecEnv): Pr
   const writes = tx.writes();
   if (writes.length > 0) {
     if (!op.mutates) throw new DomainError('INTERNAL', `${op.name} is a read but tried to write.`);
-    await validateWrites(writes, { actor: env.actor, read: tx, now: env.clock.now() });
-    if (!dryRun) {
-      await env.store.commit(writes);
+    const rules = { actor: env.actor, read: tx, now: env.clock.now() };
+    const check = (part: readonly AnyWrite[]) => validateWrites(part, rules);
+    if (dryRun) await check(writes);
+    else {
+      if (env.store.commitChecked) await env.store.commitChecked(writes, check);
+      else {
+        await check(writes);
+        await env.store.commit(writes);
+      }
       env.onCommit?.(writes);
     }
   }
