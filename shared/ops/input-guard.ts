@@ -168,9 +168,11 @@ export function inputIssues(error: z.ZodError): InputIssue[] {
  * holds none (the usual case); depth is bounded like `textProblems`. */
 export function withoutUndefined(raw: unknown, depth = 0): unknown {
   if (raw === null || typeof raw !== 'object' || depth >= MAX_INPUT_DEPTH) return raw;
+  // Values that are not objects are what they are: no call for each of an import's 70,000 cells.
   if (Array.isArray(raw)) {
     let out: unknown[] | null = null;
     raw.forEach((v, i) => {
+      if (v === null || typeof v !== 'object') return;
       const w = withoutUndefined(v, depth + 1);
       if (w !== v) (out ??= [...raw])[i] = w;
     });
@@ -184,8 +186,16 @@ export function withoutUndefined(raw: unknown, depth = 0): unknown {
       delete out[k];
       continue;
     }
+    if (v === null || typeof v !== 'object') continue;
     const w = withoutUndefined(v, depth + 1);
     if (w !== v) (out ??= { ...raw })[k] = w;
   }
   return out ?? raw;
+}
+
+/** An object as JSON.parse makes it (Object's prototype), with no `__proto__` key of its own: what
+ * a quick input check (OpDef.quickInput) may take as it is. */
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
+  return Object.getPrototypeOf(v) === Object.prototype && !Object.prototype.hasOwnProperty.call(v, '__proto__');
 }
