@@ -76,6 +76,12 @@ export type Store = StoreReader & {
   readonly workspaceId: string;
   /** Commits every write atomically, or none (throws DomainError CONFLICT on a stale `before`). */
   commit(writes: readonly AnyWrite[]): Promise<void>;
+  /** Optional, for a store that writes a large commit in parts (PostgreSQL): `check` (the rules)
+   * then `commit`, with each part checked just before it is written, so the checks and encoding of
+   * a part run while the database writes the part before. Same answer as check-all-then-commit:
+   * the first refusal of `check` in write order wins over the store's own, and a refusal of either
+   * leaves nothing written. */
+  commitChecked?(writes: readonly AnyWrite[], check: (part: readonly AnyWrite[]) => Promise<void>): Promise<void>;
 };
 
 /** Opens a workspace-scoped Store for the length of one unit of work (one DB transaction on the

@@ -198,6 +198,19 @@ export class Tx implements StoreReader {
     this.stage(c, id, cloneJson(doc));
   }
 
+  /** Stages a document this unit of work made under a fresh id (ctx.ids): there is no stored state
+   * to read for it (an import of 5,000 new leads: no read at all, where `put` reads the 5,000 ids
+   * back in settle()). Its write is a creation, which every store refuses (CONFLICT) when a live
+   * document already has the id, so a wrong guess is a refusal, never an overwrite. A document this
+   * unit of work has read keeps the state it was read in. Unlike `put`, the Tx takes `doc` itself,
+   * without a copy: the caller hands it over and must not change it afterwards (an import builds
+   * 5,000 leads and never touches them again; copying them was a twentieth of its CPU). */
+  async create<C extends CollectionName>(c: C, doc: Docs[C]): Promise<void> {
+    const id = (doc as { id: string }).id;
+    if (!this.unread.has(key(c, id))) this.remember(c, id, null);
+    this.stage(c, id, doc);
+  }
+
   /** Stages a soft delete. */
   async remove(c: CollectionName, id: string): Promise<void> {
     await this.baseOf(c, id);

@@ -199,11 +199,13 @@ export class PgDatabase implements StoreProvider {
           };
           const out: Outcome[] = [];
           const notify = this.sql.kind === 'postgres';
+          const inParts = this.sql.kind === 'postgres';
           // Shared calls hold their document writes for one statement at the end (DeferredWrites).
           const held = fns.length > 1 ? new DeferredWrites(guarded, workspaceId, notify) : null;
           deferred.held = held;
           for (const fn of fns) {
-            const store = new PgStore(fns.length > 1 ? guarded : tx, workspaceId, cache, notify, versions ? new Map(versions) : null, this.outbox, held);
+            // On PostgreSQL a large commit is written in parts, each while the next is checked (PgStore.commitChecked).
+            const store = new PgStore(fns.length > 1 ? guarded : tx, workspaceId, cache, notify, versions ? new Map(versions) : null, this.outbox, held, inParts);
             store.locked = true;
             store.keysGate = this.keysGate;
             // Statements a call runs itself (not through its Store) may have written: if it then

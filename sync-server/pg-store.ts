@@ -5,7 +5,7 @@
 import { cloneJson } from '../shared/json-clone.ts';
 import { COLLECTION_NAMES } from '../shared/model/index.ts';
 import type { CollectionName, Docs } from '../shared/model/index.ts';
-import { DomainError } from '../shared/errors.ts';
+import { DomainError, isDomainError } from '../shared/errors.ts';
 import { storedKeys } from '../shared/intake/identity.ts';
 import type { IdentityKind } from '../shared/intake/identity.ts';
 import { checkGroupLimit, decodeCursor, decodeKeyCursor, encodeCursor, encodeKeyCursor, matches, runQuery } from '../shared/query.ts';
@@ -95,6 +95,14 @@ function headFirstSql(c: CollectionName, search: string, parts: { workspace: str
 SELECT doc FROM found documents ORDER BY ${parts.order}`;
 }
 
+/** Writes per statement of a commit written in parts (PgStore.commitChecked). */
+export const COMMIT_PART = 500;
+/** Writes the rules check between two turns of the event loop while parts are being written. */
+const CHECK_SLICE = 100;
+const PARTS_SAVEPOINT = 'crm_commit_parts';
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 /** What a commit changed, for live updates and replication fan-out. */
 export type CommitEvent = { workspaceId: string; collections: CollectionName[]; maxSeq: number; rows: number };
 
@@ -156,13 +164,19 @@ export class DeferredWrites {
   }
 }
 
-/** Checks and writes `writes` in one statement (COMMIT_SQL); the caller holds the writer lock. */
-async function writeDocuments(sql: SqlExecutor, workspaceId: string, notify: boolean, writes: readonly AnyWrite[]): Promise<CommitEvent> {
-  const collections = [...new Set(writes.map((w) => w.collection))];
+/** Checks and writes `writes` in one statement (COMMIT_SQL); the caller holds the writer lock.
+ * With `part`, only writes[from, to) are written (one part of a commit written in parts), and a
+ * refusal is judged against the whole commit's writes. The JSON text is made before the first
+ * await: a part is encoded when this is called, whatever the statements ahead of it on the
+ * connection. */
+async function writeDocuments(sql: SqlExecutor, workspaceId: string, notify: boolean, writes: readonly AnyWrite[], part?: { from: number; to: number }): Promise<CommitEvent> {
+  const from = part?.from ?? 0;
+  const mine = part ? writes.slice(from, part.to) : writes;
+  const collections = [...new Set(mine.map((w) => w.collection))];
   let result: CommitRow | undefined;
   try {
     [result] = await sql.query<CommitRow>(prepared(COMMIT_SQL), [
-      JSON.stringify(writes.map((w, ord) => ({ ord, collection: w.collection, id: w.id, before: w.before ?? null, doc: w.after, del: w.after === null, ...keyColumns(w) }))),
+      JSON.stringify(mine.map((w, i) => ({ ord: from + i, collection: w.collection, id: w.id, before: w.before ?? null, doc: w.after, del: w.after === null, ...keyColumns(w) }))),
       workspaceId,
       notify,
       CHANGES_CHANNEL,
@@ -208,6 +222,9 @@ export class PgStore implements Store {
     private readonly outbox: Outbox | null = null,
     /** A group-commit transaction's held writes, shared by its calls' stores (DeferredWrites). */
     private readonly deferred: DeferredWrites | null = null,
+    /** Write a large commit in parts, checking each while the one before is written
+     * (commitChecked): PostgreSQL, whose backend works beside this process. */
+    private readonly inParts = false,
   ) {}
 
   /** The cached documents of `c`, unless this store has written to it (then SQL sees those writes). */
@@ -358,8 +375,8 @@ export class PgStore implements Store {
     return { groups: page, nextCursor: groups.length > opts.limit && end ? encodeKeyCursor(end.key) : null };
   }
 
-  async commit(writes: readonly AnyWrite[]): Promise<void> {
-    if (writes.length === 0) return;
+  /** Refuses writes no commit may carry (before anything of them is sent). */
+  private refuseMalformed(writes: readonly AnyWrite[]): void {
     for (const w of writes) {
       if (!KNOWN.has(w.collection)) throw new Error(`Unknown collection ${w.collection}.`);
       if (w.after && (w.after as { workspaceId: string }).workspaceId !== this.workspaceId) {
@@ -367,13 +384,97 @@ export class PgStore implements Store {
       }
       if (w.after && (w.after as { id: string }).id !== w.id) throw new Error(`Write ${w.collection}/${w.id} carries a document with another id.`);
     }
-    // Serialises this workspace's writers until COMMIT: seq is taken below, under the lock, so seq
-    // order is commit order and a pull by seq never skips a row that commits later. A store opened by
-    // PgDatabase.withStore already holds it from the transaction's first statement.
-    if (!this.locked) {
-      await this.sql.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))', [WRITER_LOCK_CLASS, this.workspaceId]);
-      this.locked = true;
+  }
+
+  /** Serialises this workspace's writers until COMMIT: seq is taken by the commit statement, under
+   * the lock, so seq order is commit order and a pull by seq never skips a row that commits later.
+   * A store opened by PgDatabase.withStore already holds it from the transaction's first statement. */
+  private async lock(): Promise<void> {
+    if (this.locked) return;
+    await this.sql.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))', [WRITER_LOCK_CLASS, this.workspaceId]);
+    this.locked = true;
+  }
+
+  /**
+   * The rules' check and the commit of an operation's writes (Store.commitChecked). On PostgreSQL a
+   * commit of more than COMMIT_PART writes (an import's 5,000 leads) is written in parts, each one
+   * COMMIT_SQL statement queued on the transaction's connection: while PostgreSQL writes part k,
+   * this process checks part k+1 and encodes its JSON (before, it checked and encoded all of them
+   * while the database waited, then waited while the database wrote). The parts are one commit:
+   * they run inside a savepoint, and a refusal (a check, a changed document, a unique index, any
+   * failed statement) rolls back to it before it is thrown, so nothing of the commit is left, as
+   * with one statement. The answer is the one checking everything first gives: a check's refusal
+   * wins over the store's, and the first in write order. Elsewhere (PGlite runs the database on
+   * this thread; group commit holds the writes for one statement) it checks everything, then
+   * commits.
+   */
+  async commitChecked(writes: readonly AnyWrite[], check: (part: readonly AnyWrite[]) => Promise<void>): Promise<void> {
+    if (!this.inParts || this.deferred || writes.length <= COMMIT_PART) {
+      await check(writes);
+      await this.commit(writes);
+      return;
     }
+    await this.lock();
+    const savepoint = this.sql.query(`SAVEPOINT ${PARTS_SAVEPOINT}`);
+    savepoint.catch(() => undefined);
+    const sent: Promise<CommitEvent>[] = [];
+    let refused: { error: unknown } | null = null;
+    let malformed: { error: unknown } | null = null;
+    try {
+      for (let from = 0; from < writes.length; from += COMMIT_PART) {
+        const to = Math.min(writes.length, from + COMMIT_PART);
+        // Checked in slices, each followed by a turn of the event loop: the part ahead is written
+        // to the socket meanwhile, and its successor sent the moment PostgreSQL answers it.
+        for (let at = from; at < to; at += CHECK_SLICE) {
+          await check(writes.slice(at, Math.min(to, at + CHECK_SLICE)));
+          await nextTurn();
+        }
+        // Once a part is refused nothing more is sent; the checks go on, since theirs is the answer.
+        if (malformed !== null) continue;
+        try {
+          this.refuseMalformed(writes.slice(from, to));
+        } catch (error) {
+          malformed = { error };
+          continue;
+        }
+        const written = writeDocuments(this.sql, this.workspaceId, this.notify, writes, { from, to });
+        // Observed at once (the outcome is read below), so an early failure is never unhandled.
+        written.catch(() => undefined);
+        sent.push(written);
+      }
+    } catch (error) {
+      refused = { error };
+    }
+    const outcomes = await Promise.allSettled([savepoint, ...sent]);
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    if (refused !== null || malformed !== null || failed) {
+      // A check that failed only because a part's failure aborted the transaction (its read was
+      // refused) is not the reason: the part's failure is.
+      const reason = refused !== null && (isDomainError(refused.error) || (malformed === null && !failed)) ? refused : (malformed ?? { error: failed?.reason });
+      try {
+        await this.sql.query(`ROLLBACK TO SAVEPOINT ${PARTS_SAVEPOINT}`);
+      } catch {
+        // The connection is lost: the transaction rolls back as a whole.
+      }
+      throw reason.error;
+    }
+    await this.sql.query(`RELEASE SAVEPOINT ${PARTS_SAVEPOINT}`);
+    const events = outcomes.slice(1).map((o) => (o as PromiseFulfilledResult<CommitEvent>).value);
+    // One commit, one event for this process's listeners (a bulk commit's statistics, streams).
+    this.committed.push({
+      workspaceId: this.workspaceId,
+      collections: [...new Set(events.flatMap((e) => e.collections))],
+      maxSeq: Math.max(...events.map((e) => e.maxSeq)),
+      rows: events.reduce((n, e) => n + e.rows, 0),
+    });
+    if (this.outbox) await this.outbox.afterCommit(this, this.sql, this.workspaceId, writes);
+    this.writes.push(...writes);
+  }
+
+  async commit(writes: readonly AnyWrite[]): Promise<void> {
+    if (writes.length === 0) return;
+    this.refuseMalformed(writes);
+    await this.lock();
     if (this.deferred) {
       // Written with the rest of the transaction's calls (DeferredWrites); its event comes from the flush.
       this.deferred.add(writes);

@@ -180,7 +180,8 @@ export function recordsFromObjects(rows: readonly Readonly<Record<string, unknow
   const headers = [...index.keys()];
   const records = rows.map((r, i) => {
     const cells = new Array<string>(headers.length).fill('');
-    for (const [k, v] of Object.entries(r)) {
+    for (const k of Object.keys(r)) {
+      const v = r[k];
       if (v === null || v === undefined) continue;
       cells[index.get(k) as number] = typeof v === 'string' ? v : String(v);
     }

@@ -91,6 +91,13 @@ const utf8 = new TextEncoder();
 /** Field names are ours or ids (custom column ids in `variables`), never long text. */
 const MAX_KEY_LENGTH = 200;
 
+/** Field names already found storable and short enough: a name is judged by its text alone, and
+ * every document of a collection repeats the same few dozen (an import checks 5,000 leads of ~45
+ * fields each). Bounded: past GOOD_KEYS_MAX names (custom column ids of many lists) the others are
+ * checked each time. */
+const goodKeys = new Set<string>();
+const GOOD_KEYS_MAX = 10_000;
+
 /** One object or array on the walk; the path is rebuilt from the parents only for a message. */
 type Frame = { v: object; node: LimitNode | undefined; depth: number; key: string | number; parent: Frame | null };
 
@@ -140,9 +147,12 @@ function limitProblem(c: CollectionName, doc: unknown): string | null {
     const keys = Object.keys(f.v);
     if (keys.length > DOCUMENT_MAX_KEYS) return `${pathOf(f)} has more than ${DOCUMENT_MAX_KEYS} fields`;
     for (const k of keys) {
-      const bad = unstorableText(k);
-      if (bad) return `${pathOf(f, JSON.stringify(k))}: the field name ${bad}`;
-      if (k.length > MAX_KEY_LENGTH) return `${pathOf(f)} has a field name longer than ${MAX_KEY_LENGTH} characters`;
+      if (!goodKeys.has(k)) {
+        const bad = unstorableText(k);
+        if (bad) return `${pathOf(f, JSON.stringify(k))}: the field name ${bad}`;
+        if (k.length > MAX_KEY_LENGTH) return `${pathOf(f)} has a field name longer than ${MAX_KEY_LENGTH} characters`;
+        if (goodKeys.size < GOOD_KEYS_MAX) goodKeys.add(k);
+      }
       const problem = visit(stack, (f.v as Json)[k], f.node?.children.get(k) ?? f.node?.star, k, f);
       if (problem) return problem;
     }

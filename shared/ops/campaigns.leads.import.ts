@@ -26,6 +26,7 @@ import { newLead } from '../model/factories.ts';
 import type { Lead, LeadGroup, LeadGroupColumn } from '../model/index.ts';
 import { stopRunningEnrollments } from './campaigns.leads.ts';
 import { mutation, opsByName } from './define.ts';
+import { isPlainObject } from './input-guard.ts';
 import { dryRun, uuid } from './params.ts';
 
 /** Characters of CSV text one call takes (about 5,000 rows of a wide CRM export). */
@@ -35,22 +36,80 @@ const ON_EXISTING = ['skip', 'fill_empty', 'update'] as const;
 type OnExisting = (typeof ON_EXISTING)[number];
 const ON_POSSIBLE_DUPLICATE = ['report', 'create', 'merge'] as const;
 
-const cell = z.union([z.string().max(100_000), z.number(), z.boolean(), z.null()]);
+/** Characters of a header, a cell and a mapping target. */
+const MAX_HEADER = 500;
+const MAX_CELL = 100_000;
+const MAX_TARGET = 200;
+
+const cell = z.union([z.string().max(MAX_CELL), z.number(), z.boolean(), z.null()]);
 
 const importInput = z.object({
   leadGroupId: uuid.optional(),
   campaignId: uuid.optional(),
-  rows: z.array(z.record(z.string().max(500), cell)).max(MAX_IMPORT_ROWS, `at most ${MAX_IMPORT_ROWS} rows per call; send the rest in further calls`).optional(),
+  rows: z.array(z.record(z.string().max(MAX_HEADER), cell)).max(MAX_IMPORT_ROWS, `at most ${MAX_IMPORT_ROWS} rows per call; send the rest in further calls`).optional(),
   rowNumbers: z.array(z.number().int().min(1)).max(MAX_IMPORT_ROWS).optional(),
   csv: z.string().max(MAX_IMPORT_CSV_CHARS).optional(),
   csvBase64: z.string().max(Math.ceil((MAX_IMPORT_CSV_CHARS * 4) / 3) + 4).optional(),
   encoding: z.enum(['auto', ...TEXT_ENCODINGS]).optional(),
   delimiter: z.enum(DELIMITERS).optional(),
-  mapping: z.record(z.string().max(500), z.string().max(200)).optional(),
+  mapping: z.record(z.string().max(MAX_HEADER), z.string().max(MAX_TARGET)).optional(),
   onExisting: z.enum(ON_EXISTING).optional(),
   onPossibleDuplicate: z.enum(ON_POSSIBLE_DUPLICATE).optional(),
   dryRun,
 });
+
+/** A plain object whose keys are at most `maxKey` characters and whose values pass `value`. */
+const plainRecord = (v: unknown, maxKey: number, value: (x: unknown) => boolean): boolean => {
+  if (!isPlainObject(v)) return false;
+  for (const k of Object.keys(v)) if (k.length > maxKey || !value(v[k])) return false;
+  return true;
+};
+const plainCell = (x: unknown): boolean => x === null || typeof x === 'boolean' || (typeof x === 'string' ? x.length <= MAX_CELL : typeof x === 'number' && Number.isFinite(x));
+const oneOf = (values: readonly string[], x: unknown): boolean => typeof x === 'string' && values.includes(x);
+/** An array of at most MAX_IMPORT_ROWS items that all pass `item` (a hole is an undefined item). */
+const listOf = (v: unknown, item: (x: unknown) => boolean): boolean => {
+  if (!Array.isArray(v) || v.length > MAX_IMPORT_ROWS) return false;
+  for (let i = 0; i < v.length; i++) if (!item(v[i])) return false;
+  return true;
+};
+
+/** importInput's quick check (OpDef.quickInput): the input the desktop's dialog and most scripts
+ * send (rows as JSON objects, row numbers, a mapping, the modes), with every value of a type and
+ * size the schema accepts; anything else (CSV text, a wrong value) is left to the schema. */
+function quickImportInput(raw: Record<string, unknown>): boolean {
+  for (const k of Object.keys(raw)) {
+    const v = raw[k];
+    let ok: boolean;
+    switch (k) {
+      case 'leadGroupId':
+      case 'campaignId':
+        ok = uuid.safeParse(v).success;
+        break;
+      case 'rows':
+        ok = listOf(v, (row) => plainRecord(row, MAX_HEADER, plainCell));
+        break;
+      case 'rowNumbers':
+        ok = listOf(v, (n) => Number.isSafeInteger(n) && (n as number) >= 1);
+        break;
+      case 'mapping':
+        ok = plainRecord(v, MAX_HEADER, (x) => typeof x === 'string' && x.length <= MAX_TARGET);
+        break;
+      case 'onExisting':
+        ok = oneOf(ON_EXISTING, v);
+        break;
+      case 'onPossibleDuplicate':
+        ok = oneOf(ON_POSSIBLE_DUPLICATE, v);
+        break;
+      case 'dryRun':
+        ok = typeof v === 'boolean';
+        break;
+      default:
+        ok = false;
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
 
 const rowResult = z.object({
   row: z.number().int(),
@@ -225,6 +284,7 @@ const importOp = mutation({
   summary:
     `Imports leads into a list (leadGroupId, or campaignId for its list) from rows: JSON objects (rows, with rowNumbers to keep the file's row numbers), CSV text (csv) or CSV bytes in base64 (csvBase64, with encoding auto/utf-8/windows-1252/...). At most ${MAX_IMPORT_ROWS} rows per call. Columns are mapped from headers of HubSpot, Salesforce (also German), Apollo, Sales Navigator tools, PhantomBuster, LinkedIn and our own export; mapping {header: field | custom | custom:<name> | skip} overrides, unknown headers become custom columns. A row is matched to a lead by the id column of our export, the profile URL, then the email; onExisting skip, fill_empty (default: only empty fields are filled) or update (non-empty cells overwrite; empty cells never clear). Same name and company is reported as POSSIBLE_DUPLICATE (onPossibleDuplicate report, create or merge). Each row's result has its spreadsheet row number (header = 1) and a code. dryRun previews.`,
   input: importInput,
+  quickInput: quickImportInput,
   output: importOutput,
   dryRun: true,
   async handler(input, ctx) {
@@ -254,6 +314,8 @@ const importOp = mutation({
 
     const now = nowIso(ctx);
     const touched = new Map<string, Lead>();
+    /** Leads this call creates (fresh ids): staged as creations, with no stored state to read. */
+    const created = new Set<string>();
     const flagged = { doNotContact: new Set<string>(), blocklisted: new Set<string>() };
     const byRow = new Map<number, RowResult>();
     let linked = 0;
@@ -310,7 +372,7 @@ const importOp = mutation({
       }
 
       if (!lead) {
-        const created = newLead({ id: ctx.ids.uuid(), workspaceId: ctx.actor.workspaceId, now }, group.id, {
+        const made = newLead({ id: ctx.ids.uuid(), workspaceId: ctx.actor.workspaceId, now }, group.id, {
           ...row.fields,
           doNotContact: row.flags.doNotContact ?? false,
           blocklisted: row.flags.blocklisted ?? false,
@@ -321,10 +383,12 @@ const importOp = mutation({
             }),
           ),
         });
-        touched.set(created.id, created);
-        index.add(created);
-        firstRowOf.set(created.id, row.row);
-        result({ row: row.row, code: 'CREATED', leadId: created.id, message: `Created ${nameOf(created)}${idNote}${note}.` });
+        touched.set(made.id, made);
+        created.add(made.id);
+        // Its keys are the row's: the same URL, email, full name and company.
+        index.add(made, k);
+        firstRowOf.set(made.id, row.row);
+        result({ row: row.row, code: 'CREATED', leadId: made.id, message: `Created ${nameOf(made)}${idNote}${note}.` });
         continue;
       }
 
@@ -357,7 +421,7 @@ const importOp = mutation({
       result({ row: row.row, code, leadId: after.id, matchedBy, message: `${message.slice(0, -1)}${idNote}${note}.` });
     }
 
-    for (const lead of touched.values()) await ctx.db.put('leads', lead);
+    for (const lead of touched.values()) await (created.has(lead.id) ? ctx.db.create('leads', lead) : ctx.db.put('leads', lead));
     if (flagged.doNotContact.size > 0) await stopRunningEnrollments(ctx, [...flagged.doNotContact], 'do_not_contact');
     if (flagged.blocklisted.size > 0) await stopRunningEnrollments(ctx, [...flagged.blocklisted], 'blocklisted');
 

@@ -83,41 +83,70 @@ export const MAX_INPUT_DEPTH = 32;
 /** Most values (strings, numbers, objects...) one request may hold; far above the 1000-row imports. */
 export const MAX_INPUT_NODES = 500_000;
 
+/** An object or array on the walk of textProblems, with the keys of its fields to visit (null: an
+ * array's items, all of them) and the next to visit. Paths are rebuilt from the parents only for a
+ * problem, so the walk allocates one frame per object, not a path per value (an import's 70,000
+ * cells). */
+type Walk = { v: object; keys: readonly string[] | null; next: number; depth: number; key: string | number | null; parent: Walk | null };
+
+const pathOf = (w: Walk | null, last?: string | number): string => {
+  const parts: (string | number)[] = last === undefined ? [] : [last];
+  for (let at = w; at && at.key !== null; at = at.parent) parts.unshift(at.key);
+  return parts.join('.');
+};
+
 /** The problems of a raw input's text (values and keys), depth-first, at most 20 listed; also a
  * problem when the input nests deeper than MAX_INPUT_DEPTH or holds more than MAX_INPUT_NODES values. */
 export function textProblems(raw: unknown): InputIssue[] {
   const issues: InputIssue[] = [];
-  const stack: { v: unknown; path: (string | number)[] }[] = [{ v: raw, path: [] }];
   let nodes = 0;
-  while (stack.length > 0 && issues.length < 20) {
-    const item = stack.pop();
-    if (!item) break;
-    const { v, path } = item;
+  let top: Walk | null = null;
+  /** Visits one value (its field `key` of `parent`); false once the walk must stop. */
+  const visit = (v: unknown, parent: Walk | null, key: string | number | null): boolean => {
     if (++nodes > MAX_INPUT_NODES) {
       issues.push({ path: '', message: `the request holds more than ${MAX_INPUT_NODES} values; send fewer items per request` });
-      break;
+      return false;
     }
     if (typeof v === 'string') {
       const problem = unstorableText(v);
-      if (problem) issues.push({ path: path.join('.'), message: problem });
+      if (problem) issues.push({ path: key === null ? '' : pathOf(parent, key), message: problem });
+      return true;
+    }
+    if (v === null || typeof v !== 'object') return true;
+    const depth = parent === null ? 0 : parent.depth + 1;
+    if (depth >= MAX_INPUT_DEPTH) {
+      issues.push({ path: key === null ? '' : pathOf(parent, key), message: `nested more than ${MAX_INPUT_DEPTH} levels deep` });
+      return true;
+    }
+    const walk: Walk = { v, keys: null, next: 0, depth, key, parent };
+    if (!Array.isArray(v)) {
+      const keys = Object.keys(v);
+      // Field names are judged when their object is reached, the last first (as they always were).
+      let bad: Set<string> | null = null;
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const k = keys[i] as string;
+        const keyProblem = unstorableText(k);
+        if (keyProblem) {
+          issues.push({ path: pathOf(walk, JSON.stringify(k)), message: `field name ${keyProblem}` });
+          (bad ??= new Set()).add(k);
+        }
+      }
+      walk.keys = bad === null ? keys : keys.filter((k) => !bad.has(k));
+    }
+    top = walk;
+    return true;
+  };
+  if (!visit(raw, null, null)) return issues;
+  while (top !== null && issues.length < 20) {
+    const w: Walk = top;
+    const length = w.keys === null ? (w.v as unknown[]).length : w.keys.length;
+    if (w.next >= length) {
+      top = w.parent;
       continue;
     }
-    if (v === null || typeof v !== 'object') continue;
-    if (path.length >= MAX_INPUT_DEPTH) {
-      issues.push({ path: path.join('.'), message: `nested more than ${MAX_INPUT_DEPTH} levels deep` });
-      continue;
-    }
-    if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], path: [...path, i] });
-      continue;
-    }
-    const entries = Object.entries(v);
-    for (let i = entries.length - 1; i >= 0; i--) {
-      const [k, child] = entries[i] as [string, unknown];
-      const keyProblem = unstorableText(k);
-      if (keyProblem) issues.push({ path: [...path, JSON.stringify(k)].join('.'), message: `field name ${keyProblem}` });
-      else stack.push({ v: child, path: [...path, k] });
-    }
+    const at = w.next++;
+    const key = w.keys === null ? at : (w.keys[at] as string);
+    if (!visit((w.v as Record<string | number, unknown>)[key], w, key)) break;
   }
   return issues;
 }
@@ -139,23 +168,34 @@ export function inputIssues(error: z.ZodError): InputIssue[] {
  * holds none (the usual case); depth is bounded like `textProblems`. */
 export function withoutUndefined(raw: unknown, depth = 0): unknown {
   if (raw === null || typeof raw !== 'object' || depth >= MAX_INPUT_DEPTH) return raw;
+  // Values that are not objects are what they are: no call for each of an import's 70,000 cells.
   if (Array.isArray(raw)) {
     let out: unknown[] | null = null;
     raw.forEach((v, i) => {
+      if (v === null || typeof v !== 'object') return;
       const w = withoutUndefined(v, depth + 1);
       if (w !== v) (out ??= [...raw])[i] = w;
     });
     return out ?? raw;
   }
   let out: Record<string, unknown> | null = null;
-  for (const [k, v] of Object.entries(raw)) {
+  for (const k of Object.keys(raw)) {
+    const v = (raw as Record<string, unknown>)[k];
     if (v === undefined) {
       out ??= { ...raw };
       delete out[k];
       continue;
     }
+    if (v === null || typeof v !== 'object') continue;
     const w = withoutUndefined(v, depth + 1);
     if (w !== v) (out ??= { ...raw })[k] = w;
   }
   return out ?? raw;
+}
+
+/** An object as JSON.parse makes it (Object's prototype), with no `__proto__` key of its own: what
+ * a quick input check (OpDef.quickInput) may take as it is. */
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
+  return Object.getPrototypeOf(v) === Object.prototype && !Object.prototype.hasOwnProperty.call(v, '__proto__');
 }

@@ -25,20 +25,25 @@ const WHAT: Record<Referenced, string> = {
   members: 'Member',
 };
 
-/** Ids already found per reader: a reader shows one commit's final state (its writes are staged
- * before any rule runs), so a 1000-lead import looks its lead group up once, not 1000 times. */
-const seen = new WeakMap<StoreReader, Set<string>>();
+/** Ids already found per reader and collection: a reader shows one commit's final state (its writes
+ * are staged before any rule runs), so a 1000-lead import looks its lead group up once, not 1000
+ * times. */
+const seen = new WeakMap<StoreReader, Map<Referenced, Set<string>>>();
 
 /** Refuses (NOT_FOUND) when one of `ids` is not a live document of the workspace. */
 async function mustExist(read: StoreReader, c: Referenced, ids: readonly string[]): Promise<void> {
-  let known = seen.get(read);
-  if (!known) seen.set(read, (known = new Set()));
-  const wanted = [...new Set(ids)].filter((id) => !known.has(`${c}/${id}`));
-  if (wanted.length === 0) return;
+  if (ids.length === 0) return;
+  let byCollection = seen.get(read);
+  if (!byCollection) seen.set(read, (byCollection = new Map()));
+  let known = byCollection.get(c);
+  if (!known) byCollection.set(c, (known = new Set()));
+  // Usually every id is known already (each lead of an import names the same list): nothing to build.
+  if (ids.every((id) => known.has(id))) return;
+  const wanted = [...new Set(ids)].filter((id) => !known.has(id));
   const found = new Set((await read.getMany(c, wanted)).map((d) => d.id));
   const missing = wanted.find((id) => !found.has(id));
   if (missing !== undefined) throw notFound(WHAT[c], missing);
-  for (const id of wanted) known.add(`${c}/${id}`);
+  for (const id of wanted) known.add(id);
 }
 
 /** The ids of `next` that `prev` did not already hold (null and undefined are no reference). */

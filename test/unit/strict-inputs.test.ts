@@ -4,6 +4,7 @@ import type { OpDef } from '../../shared/ops/define.ts';
 import { openApiDocument } from '../../sync-server/openapi.ts';
 import { execute } from '../../shared/ops/execute.ts';
 import { operations } from '../../shared/ops/index.ts';
+import { textProblems } from '../../shared/ops/input-guard.ts';
 import { makeHarness, testSecrets } from '../support/harness.ts';
 import type { Harness } from '../support/harness.ts';
 
@@ -128,6 +129,22 @@ describe('strict inputs: text no store can hold is refused', () => {
     expect(issuesOf(key)[0]?.path).toMatch(/^leads\.0\.variables\./);
     const ok = await h.call('campaigns.leads.create', { leadGroupId: h.main.leadGroupId, leads: [{ firstName: 'Zoë 😀' }] });
     expect(ok.created).toBe(1);
+  });
+
+  it('lists the problems depth-first, field names when their object is reached (the last first)', () => {
+    const input = { a: 'ok', b: ['x\u0000', { 'k\uD800': 1, 'j\uDC00': 2, c: 'bad\u0000' }], 'z\u0000': 'v', d: { e: 'y\uD83D' } };
+    const NUL = 'must not contain NUL characters (\\u0000)';
+    const SURROGATE = 'must not contain unpaired UTF-16 surrogates (invalid Unicode)';
+    expect(textProblems(input)).toEqual([
+      { path: JSON.stringify('z\u0000'), message: `field name ${NUL}` },
+      { path: 'b.0', message: NUL },
+      { path: `b.1.${JSON.stringify('j\uDC00')}`, message: `field name ${SURROGATE}` },
+      { path: `b.1.${JSON.stringify('k\uD800')}`, message: `field name ${SURROGATE}` },
+      { path: 'b.1.c', message: NUL },
+      { path: 'd.e', message: SURROGATE },
+    ]);
+    expect(textProblems('bad\u0000')).toEqual([{ path: '', message: NUL }]);
+    expect(textProblems({ rows: Array.from({ length: 30 }, () => ({ x: '\u0000' })) })).toHaveLength(20);
   });
 
   it('refuses an input nested deeper than any operation needs, without walking it all', async () => {

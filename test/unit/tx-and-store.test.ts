@@ -4,6 +4,7 @@ import { Tx } from '../../shared/tx.ts';
 import { newLead } from '../../shared/model/factories.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { execute } from '../../shared/ops/execute.ts';
+import type { Store } from '../../shared/store.ts';
 import { makeHarness } from '../support/harness.ts';
 
 const ws = 'a0000000-0000-4000-8000-000000000001';
@@ -83,6 +84,56 @@ describe('Tx', () => {
     ]);
     expect((writes[0]?.before as { firstName: string }).firstName).toBe('Ann');
     expect(await store.get('leads', 'l-c')).toBeNull();
+  });
+});
+
+describe('Tx.create', () => {
+  it('stages a creation without reading the store, and the store refuses it when the id is taken', async () => {
+    const db = new MemoryDatabase();
+    const store = db.forWorkspace(ws);
+    const taken = lead('l-taken');
+    await store.commit([{ collection: 'leads', id: taken.id, before: null, after: taken }]);
+    const asked: string[] = [];
+    const counting: Store = {
+      workspaceId: ws,
+      get: (c, id) => (asked.push(id), store.get(c, id)),
+      getMany: (c, ids) => (asked.push(...ids), store.getMany(c, ids)),
+      query: (c, q) => store.query(c, q),
+      count: (c, where) => store.count(c, where),
+      duplicateGroups: (kind, opts) => store.duplicateGroups(kind, opts),
+      commit: (writes) => store.commit(writes),
+    };
+    const tx = new Tx(counting, { deferBase: true });
+    await tx.create('leads', lead('l-new', ws, { firstName: 'New' }));
+    await tx.create('leads', { ...taken, firstName: 'Same id' });
+    // Reads get copies: changing one changes nothing staged.
+    const read = await tx.get('leads', 'l-new');
+    if (read) read.firstName = 'Changed by a reader';
+    await tx.settle();
+    expect(asked).toEqual([]);
+    const writes = tx.writes();
+    expect(writes.map((w) => [w.id, w.before, (w.after as { firstName: string }).firstName])).toEqual([
+      ['l-new', null, 'New'],
+      ['l-taken', null, 'Same id'],
+    ]);
+    const err = await store.commit(writes).catch((e: unknown) => e);
+    expect((err as DomainError).code).toBe('CONFLICT');
+    expect(await store.get('leads', 'l-new')).toBeNull();
+  });
+
+  it('keeps the state of a document it has read: a write based on it, not a creation', async () => {
+    const db = new MemoryDatabase();
+    const store = db.forWorkspace(ws);
+    const a = lead('l-a', ws, { firstName: 'Ann' });
+    await store.commit([{ collection: 'leads', id: a.id, before: null, after: a }]);
+    const tx = new Tx(store, { deferBase: true });
+    await tx.get('leads', a.id);
+    await tx.create('leads', { ...a, firstName: 'Anna' });
+    await tx.settle();
+    const [w] = tx.writes();
+    expect((w?.before as { firstName: string } | null)?.firstName).toBe('Ann');
+    await store.commit(tx.writes());
+    expect((await store.get('leads', a.id))?.firstName).toBe('Anna');
   });
 });
 
