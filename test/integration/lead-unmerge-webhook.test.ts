@@ -9,7 +9,7 @@ import { FakeClock } from '../support/harness.ts';
 import { BACKENDS } from './support/db.ts';
 import { startTestServer } from './support/server.ts';
 import type { TestServer } from './support/server.ts';
-import { startReceiver, verify } from './support/webhook-receiver.ts';
+import { LOOPBACK_WEBHOOKS, startReceiver, verify } from './support/webhook-receiver.ts';
 import type { Receiver, Received } from './support/webhook-receiver.ts';
 
 /** The real time: receivers refuse signatures more than 5 minutes from their own clock. */
@@ -36,7 +36,7 @@ describe.each(BACKENDS)('lead.unmerged webhook (%s)', (backend) => {
     rx = await startReceiver();
     s = await startTestServer(backend, {
       clock: new RealClock(),
-      webhooks: { allowHttp: true, policy: { allowPrivate: true }, delivery: { retryDelaysMs: [150, 150, 150], pollMs: 50, timeoutMs: 2_000, disableAfterMs: 60_000 } },
+      webhooks: LOOPBACK_WEBHOOKS,
     });
     const campaign = await s.call<{ leadGroupId: string }>(s.ours.ownerKey, 'campaigns.create', { name: 'Unmerge hooks' });
     expect(campaign.status, JSON.stringify(campaign.body)).toBe(200);

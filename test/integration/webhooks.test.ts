@@ -11,7 +11,7 @@ import { FakeClock } from '../support/harness.ts';
 import { BACKENDS } from './support/db.ts';
 import { startTestServer } from './support/server.ts';
 import type { TestServer } from './support/server.ts';
-import { startReceiver, verify } from './support/webhook-receiver.ts';
+import { LOOPBACK_WEBHOOKS, startReceiver, verify } from './support/webhook-receiver.ts';
 import type { Receiver, Received } from './support/webhook-receiver.ts';
 
 /** The real time: receivers refuse signatures more than 5 minutes from their own clock. */
@@ -57,7 +57,7 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
     rx = await startReceiver();
     s = await startTestServer(backend, {
       clock: new RealClock(),
-      webhooks: { allowHttp: true, policy: { allowPrivate: true }, delivery: { retryDelaysMs: [150, 150, 150], pollMs: 50, timeoutMs: 2_000, disableAfterMs: 60_000 } },
+      webhooks: LOOPBACK_WEBHOOKS,
     });
     const key = s.ours.ownerKey;
     stages = (await s.call<{ stages: typeof stages }>(key, 'pipelineStages.getAll')).body.stages;

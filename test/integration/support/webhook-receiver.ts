@@ -89,3 +89,11 @@ export async function startReceiver(): Promise<Receiver> {
   receiver.url = `http://127.0.0.1:${receiver.port}`;
   return receiver;
 }
+
+/** The sync server's webhook options for tests against a receiver on loopback: plain HTTP to a
+ * private address allowed, and retries, polling and timeouts short enough for a test's minute. */
+export const LOOPBACK_WEBHOOKS = {
+  allowHttp: true,
+  policy: { allowPrivate: true },
+  delivery: { retryDelaysMs: [150, 150, 150], pollMs: 50, timeoutMs: 2_000, disableAfterMs: 60_000 },
+};
