@@ -308,14 +308,19 @@ async function scenario(store: Store, clock: FakeClock, sender: Sender, tick: ()
   // A day later the follow-up is due: Bo and Dee get it (threaded), Ada and Cy do not.
   clock.advance(86_400_000 + 60_000);
   const acceptedBefore = accepted.length;
-  await until('two follow-ups', async () => {
+  // A message is written before it is sent (the intent first) and marked sent after the mail server
+  // accepts it: wait for both records to say sent, then for the mail server to have both.
+  const followUpSent = async (l: Lead) => {
+    const m = await outEmails(store, l.id);
+    return m.length === 2 && m.every((x) => x.status === 'sent');
+  };
+  await until('two follow-ups sent', async () => {
     await tick();
-    return (await outEmails(store, bo.id)).length === 2 && (await outEmails(store, dee.id)).length === 2;
+    return (await followUpSent(bo)) && (await followUpSent(dee));
   });
-  // A message is written before it is sent (the intent first): wait for the mail server to have both.
   await until('the mail server to accept both follow-ups', async () => {
     if (accepted.length - acceptedBefore >= 2) return true;
-    await tick();
+    await sleep(50);
     return false;
   });
   expect(accepted.slice(acceptedBefore).map((a) => a.to).sort()).toEqual([bo.email, dee.email].sort());
