@@ -8,8 +8,8 @@
  * and with the count, alternated, median of BENCH_REPEAT (default 5) each; the same from the middle
  * and from the end (a desktop that is up to date); right after the load, as a team meets it (the
  * benchmark runs no VACUUM: PostgreSQL's autovacuum is off on this machine, so no page is marked
- * all-visible and the count reads the table's rows beside the index). Prints the plan of the
- * counting statement too.
+ * all-visible and the count reads the table's rows, by whatever plan the statistics the server
+ * gathered during the import choose). Prints the plan of the counting statement too.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
