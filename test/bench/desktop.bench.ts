@@ -1,12 +1,13 @@
 /**
- * Desktop benchmark, against a real sync server process (PGlite):
+ * Desktop benchmark, against a real sync server process (PGlite) filled through its API as a team
+ * fills it (`seed`: the leads imported in 5,000-row calls, then stages, tags and scores pushed):
  * - initial sync of 100k leads into an empty desktop: documents per second, and the ratio to
  *   fetching and parsing the same pull pages raw over HTTP from the same server in the same run
  *   (what replication adds on top);
  * - the desktop's memory after that sync, and reopening the synced desktop to its first rows; both
  *   in a child process that is only the desktop, bundled and run with plain node as the app's
- *   backend is (test/bench/support/desktop-child.ts; this process also seeds the server's database
- *   in-process, whose memory must not count);
+ *   backend is (test/bench/support/desktop-child.ts; this process also seeds the server through its
+ *   API, whose memory must not count);
  * - local campaigns.leads.search in the synced desktop once its indexes are built (p50/p99; target
  *   p50 <= 5 ms and p99 <= 20 ms; a common last name and a rare email fragment among the variants);
  * - live propagation desktop A -> server -> desktop B (p50; target < 250 ms on loopback), with two
@@ -38,9 +39,10 @@ import type { ReopenResult, SyncResult } from './support/desktop-child.ts';
 import { cpuMs, PULL_BATCH } from './support/desktop-measure.ts';
 import { formatBreakdown } from './support/process-memory.ts';
 import { seededRandom } from '../support/deterministic.ts';
+import { importAll, pushLeadEdits } from './support/http-seed.ts';
 import { identifyKey } from '../../electron/backend/server-client.ts';
 import { newLead } from '../../shared/model/factories.ts';
-import type { Lead, LeadGroup, Stage, Tag } from '../../shared/model/index.ts';
+import type { Lead, Stage, Tag } from '../../shared/model/index.ts';
 import { COLLECTIONS } from '../../shared/model/index.ts';
 import { execute } from '../../shared/ops/execute.ts';
 import type { AnyWrite } from '../../shared/store.ts';
@@ -119,74 +121,124 @@ async function child<T>(args: readonly string[], nodeFlags: readonly string[] = 
 
 type Seeded = { bigKey: string; smallKey: string };
 
-/** LEADS generated leads (names, companies, stages, tags, scores), in commits of 5000. */
+const DAY0 = Date.parse('2026-01-01T00:00:00.000Z');
+
+/** Lead i's person (0-based): names, company, title and contact details, the same at every scale. */
+function person(i: number): { firstName: string; lastName: string; email: string; company: string; jobTitle: string; phone: string; socialUrl: string } {
+  const rnd = seededRandom(99_000_000 + i);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
+  const firstName = pick(FIRST);
+  const lastName = pick(LAST);
+  const company = `${pick(COMPANY)} ${i % 997}`;
+  const slug = `${firstName}-${lastName}-${i}`.toLowerCase();
+  return {
+    firstName,
+    lastName,
+    email: `${slug}@${company.toLowerCase().replace(/\s+/g, '')}.example`,
+    company,
+    jobTitle: pick(['VP Sales', 'CTO', 'Head of Growth', 'SDR', 'RevOps Manager']),
+    phone: `+1555${String(i).padStart(7, '0')}`,
+    socialUrl: `https://social.example/in/${slug}`,
+  };
+}
+
+/** What the team made of a lead: half at an open stage, 3 in 10 tagged, every one scored. */
+function work(rnd: () => number, stages: readonly Pick<Stage, 'id' | 'category'>[], tags: readonly Pick<Tag, 'id'>[]): Pick<Lead, 'pipelineStageId' | 'tagId' | 'leadFitScore' | 'rankingScore'> {
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
+  const open = stages.filter((s) => s.category !== 'LOST' && s.category !== 'ON_HOLD');
+  return {
+    pipelineStageId: rnd() < 0.5 ? null : pick(open).id,
+    tagId: rnd() < 0.3 ? pick(tags).id : null,
+    leadFitScore: Math.floor(rnd() * 100),
+    rankingScore: Math.round(rnd() * 1000) / 10,
+  };
+}
+
+/** The seed's leads as documents, in commits of 5000: for the desktop seeded locally only. */
 function* leadBatches(workspaceId: string, groupId: string, stages: readonly Stage[], tags: readonly Tag[]): Generator<AnyWrite[]> {
   const rnd = seededRandom(99);
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
-  const start = Date.parse('2026-01-01T00:00:00.000Z');
-  const open = stages.filter((s) => s.category !== 'LOST' && s.category !== 'ON_HOLD');
   for (let done = 0; done < LEADS; done += 5000) {
     const writes: AnyWrite[] = [];
     for (let i = done; i < Math.min(LEADS, done + 5000); i++) {
-      const firstName = pick(FIRST);
-      const lastName = pick(LAST);
-      const company = `${pick(COMPANY)} ${i % 997}`;
-      const slug = `${firstName}-${lastName}-${i}`.toLowerCase();
-      const stage = rnd() < 0.5 ? null : pick(open);
-      const lead: Lead = newLead({ id: randomUUID(), workspaceId, now: new Date(start + i * 60_000).toISOString() }, groupId, {
-        firstName,
-        lastName,
-        email: `${slug}@${company.toLowerCase().replace(/\s+/g, '')}.example`,
-        company,
-        jobTitle: pick(['VP Sales', 'CTO', 'Head of Growth', 'SDR', 'RevOps Manager']),
-        phone: `+1555${String(i).padStart(7, '0')}`,
-        socialUrl: `https://social.example/in/${slug}`,
-        pipelineStageId: stage?.id ?? null,
-        tagId: rnd() < 0.3 ? pick(tags).id : null,
-        leadFitScore: Math.floor(rnd() * 100),
-        rankingScore: Math.round(rnd() * 1000) / 10,
-      });
+      const lead: Lead = newLead({ id: randomUUID(), workspaceId, now: new Date(DAY0 + i * 60_000).toISOString() }, groupId, { ...person(i), ...work(rnd, stages, tags) });
       writes.push({ collection: 'leads', id: lead.id, before: null, after: lead });
     }
     yield writes;
   }
 }
 
-const makeTags = (workspaceId: string): Tag[] =>
-  ['Hot', 'Warm', 'Cold'].map((name) => ({ id: randomUUID(), workspaceId, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', name, color: '#336699' }));
+const TAGS = ['Hot', 'Warm', 'Cold'];
+const TAG_COLOR = '#336699';
 
-/** Two workspaces straight through the server's store: one with LEADS leads, one tiny. */
+const makeTags = (workspaceId: string): Tag[] =>
+  TAGS.map((name) => ({ id: randomUUID(), workspaceId, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', name, color: TAG_COLOR }));
+
+/**
+ * Two workspaces on the server's database, one with LEADS leads and one tiny, filled as a team fills
+ * them: the workspaces and their subscriptions made as the operator's CLI makes them, then, through a
+ * server started on that database, the tags (tags.create), the leads from a file through
+ * campaigns.leads.import in the import dialog's 5,000-row calls, and the team's work on them (stages,
+ * tags, scores) as a desktop pushes its edited leads (support/http-seed.ts). The server is stopped
+ * afterwards; run() starts it again on the filled database.
+ */
 export async function seed(dataDir: string): Promise<Seeded> {
-  const [{ createWorkspace }, { openDatabase }, { migrate }, { PgDatabase }] = await Promise.all([
+  const [{ createWorkspace, setSubscription }, { openDatabase }, { migrate }, { PgDatabase }, { startServer }] = await Promise.all([
     import('../../sync-server/admin.ts'),
     import('../../sync-server/db.ts'),
     import('../../sync-server/migrate.ts'),
     import('../../sync-server/pg-database.ts'),
+    import('../integration/sync-processes.ts'),
   ]);
   const sql = await openDatabase({ dataDir });
+  let big: { workspaceId: string; apiKey: string };
+  let small: { workspaceId: string; apiKey: string };
   try {
     await migrate(sql);
     const db = new PgDatabase(sql);
     const deps = { clock: { now: () => new Date() }, ids: { uuid: () => randomUUID() }, secrets: nodeSecrets, random: seededRandom(7) };
-    const big = await createWorkspace(db, { name: 'Desktop bench', ownerEmail: 'bench@desktop.test' }, deps);
-    const small = await createWorkspace(db, { name: 'Propagation', ownerEmail: 'live@desktop.test' }, deps);
-    for (const w of [big, small]) {
-      await db.withStore(w.workspaceId, async (s) => {
-        const ws = await s.get('workspaces', w.workspaceId);
-        if (ws) await s.commit([{ collection: 'workspaces', id: ws.id, before: ws, after: { ...ws, subscriptionStatus: 'active' } }]);
-      });
-    }
-    const store = db.forWorkspace(big.workspaceId);
-    const group = (await store.query('leadGroups', { limit: 1 })).docs[0] as LeadGroup;
-    const stages = (await store.query('stages')).docs as Stage[];
-    const tags = makeTags(big.workspaceId);
-    await store.commit(tags.map((t) => ({ collection: 'tags', id: t.id, before: null, after: t })));
-    const t0 = performance.now();
-    for (const writes of leadBatches(big.workspaceId, group.id, stages, tags)) await store.commit(writes);
-    line(`seeded ${LEADS} leads on the server in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-    return { bigKey: big.apiKey, smallKey: small.apiKey };
+    big = await createWorkspace(db, { name: 'Desktop bench', ownerEmail: 'bench@desktop.test' }, deps);
+    small = await createWorkspace(db, { name: 'Propagation', ownerEmail: 'live@desktop.test' }, deps);
+    for (const w of [big, small]) await setSubscription(db, { workspaceId: w.workspaceId, status: 'active' }, deps);
   } finally {
     await sql.close();
+  }
+  const server = await startServer({ dataDir });
+  try {
+    const api = async <T>(op: string, body?: unknown): Promise<T> => {
+      const res = await fetch(`${server.url}/${op}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: { authorization: `Bearer ${big.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      if (!res.ok) throw new Error(`${op} answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
+      return (await res.json()) as T;
+    };
+    const tags: { id: string }[] = [];
+    for (const name of TAGS) tags.push(await api<{ id: string }>('tags.create', { name, color: TAG_COLOR }));
+    const { stages } = await api<{ stages: { id: string; category: string }[] }>('pipelineStages.getAll');
+    const group = (await api<{ leadGroups: { id: string }[] }>('leadGroups.getAll')).leadGroups[0];
+    if (!group) throw new Error('The new workspace has no lead list.');
+    const headers = ['First Name', 'Last Name', 'Email', 'Company', 'Title', 'Phone', 'Profile URL'];
+    const row = (i: number): string[] => {
+      const p = person(i);
+      return [p.firstName, p.lastName, p.email, p.company, p.jobTitle, p.phone, p.socialUrl];
+    };
+    const t0 = performance.now();
+    const imported = await importAll(server.url, big.apiKey, group.id, { headers, row, rows: LEADS }, 'desktop seed');
+    const t1 = performance.now();
+    const rnd = seededRandom(99);
+    const now = new Date().toISOString();
+    const edited = await pushLeadEdits(server.url, big.apiKey, (lead) => {
+      const w = work(rnd, stages as Pick<Stage, 'id' | 'category'>[], tags);
+      return { ...lead, ...w, stageSetManuallyAt: w.pipelineStageId === null ? lead.stageSetManuallyAt : now, updatedAt: now };
+    });
+    line(
+      `seeded ${LEADS} leads on the server through its API in ${((performance.now() - t0) / 1000).toFixed(1)} s: the import in ${imported.calls} calls ${((t1 - t0) / 1000).toFixed(1)} s, ` +
+        `the team's stages, tags and scores pushed for ${edited} leads ${((performance.now() - t1) / 1000).toFixed(1)} s (${load()})`,
+    );
+    return { bigKey: big.apiKey, smallKey: small.apiKey };
+  } finally {
+    await server.stop();
   }
 }
 

@@ -29,9 +29,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
 import pg from 'pg';
-import { suggestMapping } from '../../shared/import/fields.ts';
 import { storedKeys } from '../../shared/intake/identity.ts';
-import { MAX_IMPORT_ROWS, readCsvText } from '../../shared/import/file.ts';
+import { MAX_IMPORT_ROWS } from '../../shared/import/file.ts';
 import { newLead } from '../../shared/model/factories.ts';
 import { createWorkspace } from '../../sync-server/admin.ts';
 import { buildServer } from '../../sync-server/app.ts';
@@ -43,7 +42,8 @@ import { nodeSecrets } from '../../sync-server/secrets.ts';
 import { seededRandom } from '../support/deterministic.ts';
 import { startChildServer, stopChildServer } from './support/child-server.ts';
 import { scratchSchemas } from './support/scratch-schemas.ts';
-import { COMMON_SURNAME, emailLocalPart, exportRow, generatedExport } from './support/generated-export.ts';
+import { COMMON_SURNAME, emailLocalPart, EXPORT_HEADERS, exportRow } from './support/generated-export.ts';
+import { importCalls, postImportCalls } from './support/http-seed.ts';
 import { run as webhookLatency } from './webhook-latency.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -143,73 +143,26 @@ async function cannon(opts: autocannon.Options): Promise<Scenario> {
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failed: result.errors + result.timeouts + result.non2xx };
 }
 
-/** The import dialog's calls (renderer/src/screens/leads/csv-import.ts): the file read and mapped
- * once, then rows of the mapped columns as JSON objects with their row numbers, 5,000 a call. */
-function importCalls(csv: string, leadGroupId: string): string[] {
-  const file = readCsvText(csv);
-  const mapping = suggestMapping(file.headers, file.records.slice(0, 50).map((r) => r.cells));
-  const sent = file.headers.filter((h) => (mapping[h] ?? 'skip') !== 'skip');
-  const columnOf = sent.map((h) => file.headers.indexOf(h));
-  const calls: string[] = [];
-  for (let at = 0; at < file.records.length; at += MAX_IMPORT_ROWS) {
-    const part = file.records.slice(at, at + MAX_IMPORT_ROWS);
-    const rows = part.map((r) => Object.fromEntries(sent.map((h, i) => [h, r.cells[columnOf[i] ?? -1] ?? ''])));
-    calls.push(
-      JSON.stringify({
-        leadGroupId,
-        rows,
-        rowNumbers: part.map((r) => r.row),
-        mapping: Object.fromEntries(sent.map((h) => [h, mapping[h] ?? 'skip'])),
-        onExisting: 'fill_empty',
-        onPossibleDuplicate: 'report',
-        dryRun: false,
-      }),
-    );
-  }
-  return calls;
-}
-
 type Imported = { rate: number; slowest: number; slowestCall: number; calls: number; seconds: number; leadIds: string[]; failed: number; cpuMs: number | null };
 
-/** The whole export through campaigns.leads.import, one call after the other, as the dialog does. */
-async function importThroughApi(url: string, auth: Record<string, string>, leadGroupId: string, label: string, pid: number | undefined): Promise<Imported> {
-  const calls = importCalls(generatedExport(LEADS), leadGroupId);
-  const leadIds: string[] = [];
-  let slowest = 0;
-  let slowestCall = 0;
-  let failed = 0;
+/** The whole export through campaigns.leads.import, one call after the other, as the dialog does
+ * (support/http-seed.ts; the calls are made before the clock starts). */
+async function importThroughApi(url: string, apiKey: string, leadGroupId: string, label: string, pid: number | undefined): Promise<Imported> {
+  const calls = [...importCalls({ headers: EXPORT_HEADERS, row: exportRow, rows: LEADS }, leadGroupId)];
   if (PROFILE_DIR) await fetch(`${url}/bench-profile/start`, { method: 'POST' });
   if (COUNT_QUERIES) await fetch(`${url}/bench-statements`);
   const cpuBefore = cpuMs(pid);
-  const started = performance.now();
-  for (const [i, body] of calls.entries()) {
-    const t = performance.now();
-    const res = await fetch(`${url}/campaigns.leads.import`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body });
-    const out = (await res.json()) as { totals?: { created: number }; results?: { code: string; leadId?: string }[]; error?: unknown };
-    const seconds = (performance.now() - t) / 1000;
-    if (seconds > slowest) {
-      slowest = seconds;
-      slowestCall = i + 1;
-    }
-    if (!res.ok || !out.results) {
-      failed++;
-      process.stdout.write(`[${label}] import call ${i + 1} answered ${res.status}: ${JSON.stringify(out).slice(0, 300)}\n`);
-      continue;
-    }
-    for (const r of out.results) if (r.code === 'CREATED' && r.leadId) leadIds.push(r.leadId);
-    if (process.env.BENCH_VERBOSE) process.stdout.write(`[${label}] import call ${i + 1}: ${seconds.toFixed(2)} s\n`);
-  }
-  const seconds = (performance.now() - started) / 1000;
+  const run = await postImportCalls(url, apiKey, calls, { label, verbose: Boolean(process.env.BENCH_VERBOSE) });
   const cpuAfter = cpuMs(pid);
   if (COUNT_QUERIES) {
     const statements = await json<[string, { n: number; ms: number }][]>(await fetch(`${url}/bench-statements`));
     process.stdout.write(
-      `[${label}] import: statements per call, and their ms per call until answered\n${statements.map(([text, k]) => `  ${(k.n / calls.length).toFixed(2)}  ${fmt(k.ms / calls.length).padStart(5)} ms  ${text}`).join('\n')}\n`,
+      `[${label}] import: statements per call, and their ms per call until answered\n${statements.map(([text, k]) => `  ${(k.n / run.calls).toFixed(2)}  ${fmt(k.ms / run.calls).padStart(5)} ms  ${text}`).join('\n')}\n`,
     );
   }
   if (PROFILE_DIR) await fetch(`${url}/bench-profile/stop?name=${`${label}-import`.replace(/[^\w.-]+/g, '_')}`, { method: 'POST' });
   const cpu = cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore;
-  return { rate: leadIds.length / seconds, slowest, slowestCall, calls: calls.length, seconds, leadIds, failed, cpuMs: cpu };
+  return { ...run, rate: run.leadIds.length / run.seconds, cpuMs: cpu };
 }
 
 /** The baseline of the import rows: the same number of lead documents inserted raw into a fresh
@@ -366,7 +319,7 @@ async function runOn(t: Target, bare: Scenario | null, pgb: Pgbench | null, rows
     const groupId = leadGroups[0]?.id;
     if (!groupId) throw new Error('The new workspace has no lead list.');
 
-    const imported = await importThroughApi(c.url, auth, groupId, t.name, c.proc.pid);
+    const imported = await importThroughApi(c.url, apiKey, groupId, t.name, c.proc.pid);
     // The raw baseline again right after: on a shared machine the load moves during a long import,
     // and a baseline from one side only made the ratio swing (27% and 90% of raw on PGlite in two
     // runs an hour apart). The mean of both is the ratio's denominator; both are printed.
