@@ -385,7 +385,7 @@ export async function run(): Promise<void> {
     const blocked = (d: SyncResult['loopSync']) => `longest ${ms(d.maxMs)}, p99 ${ms(d.p99Ms)}, longest task in the main thread's CPU time ${ms(d.cpuMaxMs)}, longest GC pause ${ms(d.gcMaxMs)}`;
     line(
       `desktop: the desktop process's event loop blocked during that sync: ${blocked(synced.loopSync)}; ` +
-        `during the index builds after it (${(synced.buildsMs / 1000).toFixed(1)} s from the worker's first build to the last one's end, the re-sort during the builds included): ${blocked(synced.loopBuilds)} ` +
+        `during the index builds after it (${(synced.buildsMs / 1000).toFixed(1)} s from the worker's first index build to the last one's end, nothing before it): ${blocked(synced.loopBuilds)} ` +
         `(monitorEventLoopDelay, and process.threadCpuUsage between ticks of a 2 ms timer, which a loaded machine does not inflate; target longest <= 50 ms: ${ok(Math.max(synced.loopSync.maxMs, synced.loopBuilds.maxMs) <= 50)}; ${load()})`,
     );
     const cp = synced.wal.checkpoints;
