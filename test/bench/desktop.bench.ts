@@ -434,10 +434,16 @@ export async function run(): Promise<void> {
     );
     if (synced.breakdown) line(`  memory 0.5 s after the sync: ${formatBreakdown(synced.breakdown)}`);
     if (synced.breakdownIdle) line(`  memory when idle: ${formatBreakdown(synced.breakdownIdle)}`);
-    const blocked = (d: { maxMs: number; p99Ms: number; cpuMaxMs: number }) => `longest ${ms(d.maxMs)}, p99 ${ms(d.p99Ms)}, longest task in the main thread's CPU time ${ms(d.cpuMaxMs)}`;
+    const blocked = (d: SyncResult['loopSync']) => `longest ${ms(d.maxMs)}, p99 ${ms(d.p99Ms)}, longest task in the main thread's CPU time ${ms(d.cpuMaxMs)}, longest GC pause ${ms(d.gcMaxMs)}`;
     line(
-      `desktop: the desktop process's event loop blocked during that sync: ${blocked(synced.loopSync)}; during the index builds after it: ${blocked(synced.loopBuilds)} ` +
+      `desktop: the desktop process's event loop blocked during that sync: ${blocked(synced.loopSync)}; ` +
+        `during the index builds after it (${(synced.buildsMs / 1000).toFixed(1)} s from the worker's first index build to the last one's end, nothing before it): ${blocked(synced.loopBuilds)} ` +
         `(monitorEventLoopDelay, and process.threadCpuUsage between ticks of a 2 ms timer, which a loaded machine does not inflate; target longest <= 50 ms: ${ok(Math.max(synced.loopSync.maxMs, synced.loopBuilds.maxMs) <= 50)}; ${load()})`,
+    );
+    const cp = synced.wal.checkpoints;
+    line(
+      `desktop: the WAL during that sync (its pages, sampled every 100 ms from SQLite's shared memory): largest ${mb(synced.wal.maxBytes)}, mean ${mb(synced.wal.meanBytes)} (not yet copied into the file: ${mb(synced.wal.meanUncopiedBytes)}), ${mb(synced.wal.endBytes)} at the end; ` +
+        `checkpoints: ${cp.passive} passive (${cp.passiveComplete} of them copied every page they found), ${cp.restart} RESTART holding the writes ${(cp.restartMs / 1000).toFixed(1)} s in all; largest WAL a checkpoint found ${mb(cp.maxWalBytes)}`,
     );
     line(
       `desktop: re-sort of the leads table by name (first 50) right after that sync: ${ms(synced.resortAfterSyncMs)}; during the index builds: ${ms(synced.resortDuringBuildsMs)} ` +

@@ -17,7 +17,7 @@ import { createRxDatabase, fillWithDefaultSettings, normalizeMangoQuery, now, pr
 import type { MangoQuery, RxCollection, RxDatabase, RxDocumentData, RxJsonSchema, RxStorage } from 'rxdb';
 import { replicateRxCollection } from 'rxdb/plugins/replication';
 import { BULK_ROWS } from '../../electron/backend/storage/sqlite/doc-table.ts';
-import { StorageLockedError, sqliteFilePath } from '../../electron/backend/storage/sqlite/file.ts';
+import { CHECKPOINT_TUNING, StorageLockedError, sqliteFilePath } from '../../electron/backend/storage/sqlite/file.ts';
 import { AtomicWriteConflict, writeAtomically } from '../../electron/backend/storage/sqlite/instance.ts';
 import { getRxStorageSqlite, sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
 import type { SqliteStorageSettings } from '../../electron/backend/storage/sqlite/storage.ts';
@@ -526,4 +526,40 @@ describe('SQLite storage: checkpoints in the worker thread', () => {
     for (let i = 0; i < 100 && statSync(path).size === before; i++) await new Promise((r) => setTimeout(r, 50));
     expect(statSync(path).size).toBeGreaterThan(before + 500_000);
   }, 30_000);
+
+  it('starts the WAL over during a long run of writes that never pauses for a checkpoint to catch up', async () => {
+    // A small limit stands for the real one (a 300k initial sync's WAL grew to 217 MB while every
+    // passive checkpoint copied what it found: the WAL starts over only when a write begins with
+    // all of it copied).
+    const tuning = { ...CHECKPOINT_TUNING };
+    CHECKPOINT_TUNING.delayMs = 0;
+    CHECKPOINT_TUNING.walLimitBytes = 2 * 1024 * 1024;
+    try {
+      const dir = tempDir();
+      const inst = await openInstance<Item>(getRxStorageSqlite({ directory: dir }), filledItems(), { databaseName: 'wal-restart', collectionName: 'items' });
+      const sqlite = sqliteInstanceOf<Item>(inst);
+      if (!sqlite) throw new Error('not our storage');
+      const { file } = sqlite.internalsForTests;
+      const path = sqliteFilePath(dir, 'wal-restart');
+      let largest = 0;
+      for (let w = 0; w < 40; w++) {
+        const rows = Array.from({ length: 1000 }, (_, i) => ({ document: rowDoc(`w${w}-${i}`, `pulled ${'x'.repeat(500)} ${w} ${i}`, i) }));
+        expect(await inst.bulkWrite(rows, 'replication-downstream-test')).toEqual({ error: [] });
+        largest = Math.max(largest, statSync(`${path}-wal`).size);
+        // One turn of the event loop between writes, as between pulled pages.
+        await new Promise((r) => setImmediate(r));
+      }
+      // The run wrote far more than the limit (each write ~1.3 MB of rows and indexes; the file
+      // holds ~50 MB) ...
+      const written = statSync(path).size;
+      expect(written).toBeGreaterThan(20 * 1024 * 1024);
+      // ... and the WAL file never held more than the limit and a few writes: it started over
+      // (measured: ~9 MB; 60 MB, all of the run, when a RESTART waited for a passive checkpoint
+      // to leave pages uncopied).
+      expect(file.checkpointLog.restart).toBeGreaterThan(0);
+      expect(largest).toBeLessThan(written / 3);
+    } finally {
+      Object.assign(CHECKPOINT_TUNING, tuning);
+    }
+  }, 60_000);
 });

@@ -10,14 +10,16 @@
  * `workerData.args` is the mode and its arguments and the result is posted to the host thread.
  */
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { closeSync, openSync, readSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { writeHeapSnapshot } from 'node:v8';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { openLocalDatabase } from '../../../electron/backend/local-db.ts';
 import { startSync } from '../../../electron/backend/replication.ts';
+import { sqliteInstanceOf } from '../../../electron/backend/storage/sqlite/storage.ts';
+import type { StorageFile } from '../../../electron/backend/storage/sqlite/file.ts';
 import { identifyKey } from '../../../electron/backend/server-client.ts';
 import { execute } from '../../../shared/ops/execute.ts';
 import { nodeSecrets } from '../../../sync-server/secrets.ts';
@@ -50,6 +52,10 @@ export type SyncResult = {
    * host thread's own heap (its isolate's pages, which the breakdown's V8 figures, read in the
    * worker, leave out). */
   worker?: { youngMb: number; oldMb: number; mainHeapTotal: number; mainHeapUsed: number };
+  /** The WAL during the sync, sampled every WAL_SAMPLE_MS (walSampler): the most it held, the mean,
+   * the mean not yet copied into the file, at the end; and what the file's checkpoints did
+   * (StorageFile.checkpointLog). */
+  wal: { maxBytes: number; meanBytes: number; meanUncopiedBytes: number; endBytes: number; checkpoints: StorageFile['checkpointLog'] };
 } & Responsiveness;
 export type ReopenResult = { leads: number; openMs: number; firstRowsMs: number; firstRowsCpuMs: number; rows: number; rss: number; heap: number };
 
@@ -57,7 +63,13 @@ export type ReopenResult = { leads: number; openMs: number; firstRowsMs: number;
  * builds after it, and a re-sort of the leads table by name asked for while the builds run. */
 export type Responsiveness = {
   loopSync: LoopDelay;
+  /** From the moment the file's worker thread starts the first index build the load left out to the
+   * moment the last one is done (db.indexed()): the backend's loop while it builds, nothing of the
+   * sync before it nor of the bench's own measuring (the memory read, the re-sort right after the
+   * sync) before the builds begin. */
   loopBuilds: LoopDelay;
+  /** How long that window was (ms). */
+  buildsMs: number;
   /** campaigns.leads.search sorted by name (first 50), asked for right after the sync, and again
    * once the first index build has begun (LOAD_QUIET_MS later). */
   resortAfterSyncMs: number;
@@ -66,7 +78,7 @@ export type Responsiveness = {
 /** maxMs, p99Ms: monitorEventLoopDelay's, which on a loaded machine also counts the time the thread
  * waited for a core; cpuMaxMs: the most CPU time the main thread spent between two ticks of a 2 ms
  * timer (process.threadCpuUsage), the longest task whatever else runs on the machine. */
-export type LoopDelay = { maxMs: number; p99Ms: number; cpuMaxMs: number };
+export type LoopDelay = { maxMs: number; p99Ms: number; cpuMaxMs: number; gcMaxMs: number };
 
 
 const memory = () => {
@@ -74,7 +86,7 @@ const memory = () => {
   return { rss: m.rss, heap: m.heapUsed };
 };
 /** A loop delay monitor sampling every 10 ms: its max is the longest block seen, within 10 ms. */
-type Monitor = { h: ReturnType<typeof monitorEventLoopDelay>; timer: ReturnType<typeof setInterval>; cpuMaxUs: number };
+type Monitor = { h: ReturnType<typeof monitorEventLoopDelay>; timer: ReturnType<typeof setInterval>; cpuMaxUs: number; gc: PerformanceObserver; gcMaxMs: number };
 const threadCpuUs = (): number => {
   const u = process.threadCpuUsage();
   return u.user + u.system;
@@ -91,13 +103,64 @@ const loopMonitor = (): Monitor => {
       m.cpuMaxUs = Math.max(m.cpuMaxUs, now - last);
       last = now;
     }, 2),
+    // The longest garbage collection pause meanwhile (a block the backend's code did not ask for).
+    gc: new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) m.gcMaxMs = Math.max(m.gcMaxMs, e.duration);
+    }),
+    gcMaxMs: 0,
   };
+  m.gc.observe({ entryTypes: ['gc'] });
   return m;
 };
 const loopDelay = (m: Monitor): LoopDelay => {
   m.h.disable();
   clearInterval(m.timer);
-  return { maxMs: m.h.max / 1e6, p99Ms: m.h.percentile(99) / 1e6, cpuMaxMs: m.cpuMaxUs / 1000 };
+  m.gc.disconnect();
+  return { maxMs: m.h.max / 1e6, p99Ms: m.h.percentile(99) / 1e6, cpuMaxMs: m.cpuMaxUs / 1000, gcMaxMs: m.gcMaxMs };
+};
+
+/** How often the WAL is sampled during the sync. */
+const WAL_SAMPLE_MS = 100;
+/**
+ * Samples a database file's WAL until stopped: the pages it holds (the wal-index header's mxFrame,
+ * read from the `-shm` file: SQLite's shared memory, offset 16, native byte order) and how many of
+ * them a checkpoint has not yet copied into the file (minus WalCkptInfo.nBackfill, offset 96), in
+ * bytes. The WAL file's own size says little: it keeps its length (journal_size_limit) when it starts
+ * over.
+ */
+const walSampler = (path: string): (() => { maxBytes: number; meanBytes: number; meanUncopiedBytes: number; endBytes: number }) => {
+  const header = Buffer.alloc(100);
+  let fd: number | null = null;
+  let max = 0;
+  let sum = 0;
+  let uncopied = 0;
+  let n = 0;
+  let last = 0;
+  const sample = (): void => {
+    try {
+      fd ??= openSync(`${path}-shm`, 'r');
+      if (readSync(fd, header, 0, 100, 0) < 100) return;
+    } catch {
+      return;
+    }
+    // szPage: 1 stands for 65536. Read little-endian, the byte order of the machines the app runs on.
+    const size = header.readUInt16LE(14);
+    const page = size === 1 ? 65536 : size;
+    const frames = header.readUInt32LE(16);
+    const backfilled = header.readUInt32LE(96);
+    last = frames * page;
+    max = Math.max(max, last);
+    sum += last;
+    uncopied += Math.max(0, frames - backfilled) * page;
+    n++;
+  };
+  const timer = setInterval(sample, WAL_SAMPLE_MS);
+  return () => {
+    clearInterval(timer);
+    sample();
+    if (fd !== null) closeSync(fd);
+    return { maxBytes: max, meanBytes: n > 0 ? sum / n : 0, meanUncopiedBytes: n > 0 ? uncopied / n : 0, endBytes: last };
+  };
 };
 
 /** How long the synced desktop stays idle before its memory is read again: past V8's memory
@@ -116,16 +179,29 @@ async function syncChild(url: string, key: string, dir: string): Promise<SyncRes
     await profiler.post('Profiler.enable');
     await profiler.post('Profiler.start');
   }
+  const file = sqliteInstanceOf(db.rx.collections['leads']?.storageInstance)?.storageFile;
+  if (!file) throw new Error('desktop-child: the leads collection is not on the SQLite storage');
+  // The loop during the index builds the load left out: from the first build's start (the file's
+  // worker announces it) to the last one's end (db.indexed(), below).
+  let buildsLoop: Monitor | null = null;
+  let buildsFrom = 0;
+  const unwatchBuilds = file.watchBuilds((what) => {
+    if (what === null || buildsLoop) return;
+    buildsLoop = loopMonitor();
+    buildsFrom = performance.now();
+  });
   const t0 = performance.now();
   const c0 = process.cpuUsage();
   const m0 = threadCpuUs();
   const syncLoop = loopMonitor();
+  const walDuringSync = walSampler(file.path);
   const sync = await startSync({ db, serverUrl: url, apiKey: key, pullBatchSize: PULL_BATCH });
   await sync.awaitInSync();
   const seconds = (performance.now() - t0) / 1000;
   const cpuSeconds = cpuMs(c0) / 1000;
   const mainCpuSeconds = (threadCpuUs() - m0) / 1e6;
   const loopSync = loopDelay(syncLoop);
+  const wal = { ...walDuringSync(), checkpoints: { ...file.checkpointLog } };
   if (profiler && profileDir) {
     const { profile } = await profiler.post('Profiler.stop');
     writeFileSync(join(profileDir, 'sync.cpuprofile'), JSON.stringify(profile));
@@ -137,9 +213,7 @@ async function syncChild(url: string, key: string, dir: string): Promise<SyncRes
   const settled = memory();
   const breakdown = memoryBreakdown();
   // The re-sort a user makes right after the sync (before the index builds), and again once they
-  // have begun (when bulk writes have been quiet for LOAD_QUIET_MS, 1.5 s); the loop's blocks are
-  // measured from here until every index is built.
-  const buildsLoop = loopMonitor();
+  // have begun (when bulk writes have been quiet for LOAD_QUIET_MS, 1.5 s).
   const env = { actor: who.actor, store: db.store, clock: { now: () => new Date() }, ids: { uuid: () => randomUUID() }, random: seededRandom(3), secrets: nodeSecrets, channels: null };
   const resort = async (): Promise<number> => {
     const t = performance.now();
@@ -153,7 +227,10 @@ async function syncChild(url: string, key: string, dir: string): Promise<SyncRes
   // The indexes a bulk load leaves out are built once pulls have been quiet for a moment.
   await db.indexed();
   const indexedSeconds = (performance.now() - t0) / 1000 - seconds;
-  const loopBuilds = loopDelay(buildsLoop);
+  unwatchBuilds();
+  const builds = buildsLoop as Monitor | null;
+  const buildsMs = builds ? performance.now() - buildsFrom : 0;
+  const loopBuilds = builds ? loopDelay(builds) : { maxMs: 0, p99Ms: 0, cpuMaxMs: 0, gcMaxMs: 0 };
   await new Promise((r) => setTimeout(r, IDLE_MS));
   const idle = memory();
   const breakdownIdle = memoryBreakdown();
@@ -165,7 +242,7 @@ async function syncChild(url: string, key: string, dir: string): Promise<SyncRes
   await db.close();
   return {
     leads, seconds, cpuSeconds, mainCpuSeconds, indexedSeconds, rss: settled.rss, heap: settled.heap, breakdown, rssIdle: idle.rss, breakdownIdle,
-    rssAfterGc: collected.rss, heapAfterGc: collected.heap, loopSync, loopBuilds, resortAfterSyncMs, resortDuringBuildsMs,
+    rssAfterGc: collected.rss, heapAfterGc: collected.heap, loopSync, loopBuilds, buildsMs, resortAfterSyncMs, resortDuringBuildsMs, wal,
   };
 }
 

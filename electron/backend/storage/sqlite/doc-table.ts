@@ -551,7 +551,7 @@ export class DocTable {
       }
       rowids.push(rowid);
       for (const head of heads) {
-        if (head.touches(id, values, 7, !doc._deleted)) headChanges.push({ head, id, row: doc._deleted ? null : { r: Number(rowid), id, k: head.keysOf(values, 7) } });
+        if (head.touches(id, values, 7, !doc._deleted, before !== undefined)) headChanges.push({ head, id, row: doc._deleted ? null : { r: Number(rowid), id, k: head.keysOf(values, 7) } });
       }
       this.countOdd(odd, 1, oddDelta);
       this.countOdd(sodd, 1, storeOddDelta);

@@ -27,11 +27,15 @@
  *   0). A checkpoint copies the WAL's pages into the file and fsyncs both; run by SQLite inside the
  *   commit that crossed the threshold, it held the event loop for that commit (an initial sync of
  *   100k leads writes ~0.5 GB of WAL: a profile put ~15% of the sync's samples in its COMMITs). A
- *   commit schedules a PASSIVE checkpoint in the worker thread CHECKPOINT_MS later, which runs beside
- *   the main connection's writes (a passive checkpoint never waits for, nor blocks, a writer). A WAL
- *   that still grew past WAL_LIMIT_BYTES (writes never paused long enough for a checkpoint to catch
- *   up, so the WAL could not start over) gets a RESTART checkpoint that, like an index build, holds
- *   the file's write queue until it is done, so the next write starts the WAL from its beginning.
+ *   commit schedules a PASSIVE checkpoint in the worker thread CHECKPOINT_TUNING.delayMs later,
+ *   which runs beside the main connection's writes (a passive checkpoint never waits for, nor
+ *   blocks, a writer). A passive checkpoint copies the pages, but the WAL only starts over when a
+ *   write begins while every page in it is copied, which a writer that never pauses (an initial
+ *   sync) never does: the passive checkpoints of a 300k sync all copied what they found and the WAL
+ *   still grew to 217 MB. So a WAL holding more than CHECKPOINT_TUNING.walLimitBytes after a passive
+ *   checkpoint gets a RESTART one that, like an index build, holds the file's write queue until it
+ *   is done (short: the passive one copied most of it), so the next write starts the WAL from its
+ *   beginning. The limit is journal_size_limit: the WAL file is reused in place, never cut back.
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -86,6 +90,11 @@ export class StorageFile {
   /** What the worker builds now, in words, and who wants to know. */
   private buildingNow: string | null = null;
   private readonly buildWatchers = new Set<(what: string | null) => void>();
+  /** @internal What the checkpoints have done since the file opened (the desktop bench prints it):
+   * passive ones run and how many of those copied every page the WAL held when they began (pages
+   * written meanwhile are not counted: that alone does not start the WAL over), RESTART ones and
+   * the time the write queue waited for them, the largest WAL (bytes) a checkpoint found. */
+  readonly checkpointLog = { passive: 0, passiveComplete: 0, restart: 0, restartMs: 0, maxWalBytes: 0 };
 
   private constructor(
     readonly path: string,
@@ -167,12 +176,13 @@ export class StorageFile {
   private committed(): void {
     this.dirty = true;
     if (this.checkpointTimer || this.checkpointing || this.closing) return;
-    this.checkpointTimer = setTimeout(() => this.checkpoint(), CHECKPOINT_MS);
+    this.checkpointTimer = setTimeout(() => this.checkpoint(), CHECKPOINT_TUNING.delayMs);
     this.checkpointTimer.unref();
   }
 
   /** A passive checkpoint in the worker; a RESTART one, holding the write queue, if the WAL
-   * outgrew WAL_LIMIT_BYTES. Then another one if commits came meanwhile. */
+   * holds more than CHECKPOINT_TUNING.walLimitBytes (copied or not: see the file comment). Then
+   * another one if commits came meanwhile. */
   private checkpoint(): void {
     this.checkpointTimer = null;
     if (this.closing) return;
@@ -182,9 +192,20 @@ export class StorageFile {
       this.checkpointing = false;
       if (this.dirty) this.committed();
     };
+    const log = this.checkpointLog;
     this.statementWorker()
       .checkpoint('PASSIVE')
-      .then((wal) => (wal.frames * this.pageSize > WAL_LIMIT_BYTES && wal.backfilled < wal.frames ? this.inWorker('PRAGMA wal_checkpoint(RESTART)', null) : undefined))
+      .then((wal) => {
+        log.passive++;
+        if (wal.backfilled === wal.frames) log.passiveComplete++;
+        log.maxWalBytes = Math.max(log.maxWalBytes, wal.frames * this.pageSize);
+        if (wal.frames * this.pageSize <= CHECKPOINT_TUNING.walLimitBytes) return undefined;
+        const t = performance.now();
+        return this.inWorker('PRAGMA wal_checkpoint(RESTART)', null).then(() => {
+          log.restart++;
+          log.restartMs += performance.now() - t;
+        });
+      })
       // A failed checkpoint (a full disk, the file closing) leaves the WAL as it is; the next
       // commit asks for another.
       .catch(() => undefined)
@@ -425,11 +446,15 @@ const WORKER_IDLE_MS = 2000;
 /** The WAL after a checkpoint: pages in it, and how many of them are in the file now. */
 type WalState = { frames: number; backfilled: number };
 
-/** How long after a commit the worker checkpoints (commits meanwhile join that checkpoint). */
-const CHECKPOINT_MS = 500;
+/** The WAL file's size after it starts over (journal_size_limit). */
+const WAL_FILE_BYTES = 64 * 1024 * 1024;
 
-/** A WAL larger than this after a passive checkpoint gets a RESTART one (see the file comment). */
-const WAL_LIMIT_BYTES = 128 * 1024 * 1024;
+/**
+ * @internal The checkpoints' timing (tests make them smaller): `delayMs` after a commit the worker
+ * checkpoints (commits meanwhile join that checkpoint); a WAL holding more than `walLimitBytes`
+ * after a passive checkpoint gets a RESTART one (see the file comment).
+ */
+export const CHECKPOINT_TUNING = { delayMs: 500, walLimitBytes: WAL_FILE_BYTES };
 
 /** The better-sqlite3 this module uses, for the worker to load the same one. */
 const DRIVER = createRequire(import.meta.url).resolve('better-sqlite3');
@@ -488,9 +513,9 @@ function openFile(path: string, synchronous: Synchronous): SqliteDatabase {
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${synchronous}`);
     // No checkpoints on this connection: the worker thread runs them (StorageFile.checkpoint). The
-    // WAL file is cut back to 64 MB when it starts over.
+    // WAL file is cut back to 64 MB when it starts over (it seldom grows past: the RESTART limit).
     db.pragma('wal_autocheckpoint = 0');
-    db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
+    db.pragma(`journal_size_limit = ${WAL_FILE_BYTES}`);
     // 4 MiB of page cache instead of SQLite's 16: the cache stays resident (it counted ~20 MB of
     // the desktop's memory after a sync of 100k leads), while a page it misses comes from the
     // operating system's cache for a read call (no slower sync or page reads were measured).

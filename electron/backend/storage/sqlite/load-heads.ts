@@ -103,10 +103,12 @@ export class OrderHead {
   }
 
   /** Whether a write of this row may change the head: it is in it, or it is live and comes
-   * before the bound. `values`: the row's Store values (storeValues), from `at` on. Called for
-   * every written row while the head is kept: compares without allocating. */
-  touches(id: string, values: readonly unknown[], at: number, live: boolean): boolean {
-    if (this.ids.has(id)) return true;
+   * before the bound. `values`: the row's Store values (storeValues), from `at` on. `stored`: the
+   * table held the row before this write (a new row, as every row of an initial sync, cannot be in
+   * the head, so the look-up of its id is skipped). Called for every written row while the head is
+   * kept: compares without allocating. */
+  touches(id: string, values: readonly unknown[], at: number, live: boolean, stored = true): boolean {
+    if (stored && this.ids.has(id)) return true;
     if (!live) return false;
     const bound = this.bound;
     if (bound === null) return true;
