@@ -23,9 +23,9 @@ const COMPANIES = ['Initech', 'Globex', 'Umbrella', 'Hooli', 'Acme Rockets', '']
 export const textLead = (workspaceId: string, i: number): Lead =>
   newLead({ id: `e0000000-0000-4000-8000-5${String(i).padStart(11, '0')}`, workspaceId, now: new Date(Date.UTC(2026, 6, 1) + i * 1000).toISOString() }, TEXT_GROUP, {
     firstName: FIRST[i % FIRST.length] as string,
-    lastName: `${LAST[(i * 7) % LAST.length] as string}${i % 13 === 0 ? `-${i}` : ''}`,
+    lastName: `${LAST[(i * 5) % LAST.length] as string}${i % 13 === 0 ? `-${i}` : ''}`,
     email: `p${i}@text${i % 5}.test`,
-    company: COMPANIES[(i * 3) % COMPANIES.length] as string,
+    company: COMPANIES[(i * 5) % COMPANIES.length] as string,
     phone: i % 11 === 0 ? `+49 30 ${i}` : '',
     rankingScore: i % 17,
   });
