@@ -6,7 +6,8 @@
  * the statements the store sends for the import's candidate lookups, for lookups by id and for a
  * lead search must use their indexes, and the server must have gathered statistics itself. */
 import { KEY_FIELDS } from '../../shared/intake/identity.ts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { SqlExecutor } from '../../sync-server/db.ts';
 import { PgStore } from '../../sync-server/pg-store.ts';
 import { COMMON_SURNAME, emailLocalPart, EXPORT_HEADERS, exportRow } from '../bench/support/generated-export.ts';
@@ -69,10 +70,16 @@ describe.each(BACKENDS)('planner statistics on a fresh database (%s)', (backend)
   }
 
   it('gathered statistics itself after the first bulk writes', async () => {
-    const [row] = await s.sql.query<{ n: number }>("SELECT reltuples AS n FROM pg_class WHERE oid = 'documents'::regclass");
     // Analysed after the import grew the table (CALLS x ROWS_PER_CALL leads), not left at the
-    // empty table the migrations analysed.
-    expect(Number(row?.n)).toBeGreaterThanOrEqual(ROWS_PER_CALL * 2);
+    // empty table the migrations analysed. Only the first bulk write's ANALYZE is part of its call;
+    // the later ones run after the call has answered (Maintenance.afterCommit).
+    await vi.waitFor(
+      async () => {
+        const [row] = await s.sql.query<{ n: number }>("SELECT reltuples AS n FROM pg_class WHERE oid = 'documents'::regclass");
+        expect(Number(row?.n)).toBeGreaterThanOrEqual(ROWS_PER_CALL * 2);
+      },
+      { timeout: 30_000, interval: 100 },
+    );
     const stats = await s.sql.query<{ attname: string }>("SELECT attname FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'documents' AND attname IN ('collection', 'workspace_id')");
     expect(stats.map((r) => r.attname).sort()).toEqual(['collection', 'workspace_id']);
   });
@@ -153,4 +160,78 @@ describe.runIf(BACKENDS.includes('postgres'))('planner statistics of a database 
       await t.cleanup();
     }
   });
+});
+
+describe.runIf(BACKENDS.includes('postgres'))('the statistics of a growing table, gathered after the answer (postgres)', () => {
+  const ROWS = 2000;
+  let s: TestServer;
+  let groupId = '';
+  let holder: pg.Client | null = null;
+
+  beforeAll(async () => {
+    s = await startTestServer('postgres');
+    await s.sql.exec('ALTER TABLE documents SET (autovacuum_enabled = false)');
+    const groups = await s.call<{ leadGroups: { id: string }[] }>(s.ours.ownerKey, 'leadGroups.getAll');
+    groupId = groups.body.leadGroups[0]?.id ?? '';
+  });
+
+  afterAll(async () => {
+    await holder?.end();
+    await s?.close();
+  });
+
+  let next = 0;
+  const importCall = (n: number) => {
+    const at = next;
+    next += n;
+    const rows = Array.from({ length: n }, (_, k) => {
+      const cells = exportRow(at + k);
+      return Object.fromEntries(EXPORT_HEADERS.map((h, i) => [h, cells[i] ?? '']));
+    });
+    return s.call<{ totals: { created: number } }>(s.ours.ownerKey, 'campaigns.leads.import', { leadGroupId: groupId, rows });
+  };
+  const analysedRows = async () => Number((await s.sql.query<{ n: number }>("SELECT reltuples AS n FROM pg_class WHERE oid = 'documents'::regclass"))[0]?.n);
+  /** Backends of this database running the server's ANALYZE while they wait for a lock. */
+  const analyseWaiting = async () =>
+    Number(
+      (await s.sql.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND query = 'ANALYZE documents' AND wait_event_type = 'Lock'"))[0]?.n,
+    );
+
+  it("waits for the first statistics of a table that had none, and answers before the next ANALYZE ends", async () => {
+    // The first bulk write of a new database: its call answers once the statistics describe it.
+    const first = await importCall(ROWS);
+    expect(first.status).toBe(200);
+    expect(first.body.totals.created).toBe(ROWS);
+    expect(await analysedRows()).toBeGreaterThanOrEqual(ROWS);
+
+    // Another session holds the lock ANALYZE takes (writes do not need it): an ANALYZE started now
+    // waits for it. The next call that doubles the table still answers, while its ANALYZE waits.
+    const schema = s.database.options.schema;
+    holder = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await holder.connect();
+    await holder.query('BEGIN');
+    await holder.query(`LOCK TABLE ${schema ? `"${schema}".` : ''}documents IN SHARE UPDATE EXCLUSIVE MODE`);
+    let outcome: 'answered' | 'no answer while ANALYZE waited' = 'no answer while ANALYZE waited';
+    try {
+      // Blocked for good (before this change, the call answered only after its ANALYZE): the bound
+      // only ends the wait for an answer that would never come while the lock is held.
+      // 1.5 times the leads the statistics saw: the table more than doubles.
+      const second = importCall(ROWS * 1.5);
+      const raced = await Promise.race([second.then(() => 'answered' as const), new Promise<'no answer while ANALYZE waited'>((r) => setTimeout(() => r('no answer while ANALYZE waited'), 30_000))]);
+      outcome = raced;
+      if (raced === 'answered') {
+        const res = await second;
+        expect(res.status).toBe(200);
+        expect(res.body.totals.created).toBe(ROWS * 1.5);
+        // Nothing analysed the table yet (the lock is still held), and the call's ANALYZE waits for it.
+        expect(await analysedRows()).toBeLessThan(ROWS * 2.5);
+        await vi.waitFor(async () => expect(await analyseWaiting()).toBe(1), { timeout: 30_000, interval: 100 });
+      }
+    } finally {
+      await holder.query('ROLLBACK');
+    }
+    expect(outcome).toBe('answered');
+    // Once the lock is free the ANALYZE runs: the statistics now describe the doubled table.
+    await vi.waitFor(async () => expect(await analysedRows()).toBeGreaterThanOrEqual(ROWS * 2.5), { timeout: 30_000, interval: 100 });
+  }, 120_000);
 });
