@@ -11,8 +11,13 @@
  * - `arrayBuffers`: ArrayBuffer and Buffer memory (outside V8's heap, allocated by malloc);
  * - `mallocMain`: glibc's main arena (the `[heap]` mapping): SQLite's page cache and statements,
  *   better-sqlite3's objects, V8's and Node's own native allocations;
- * - `mallocArenas`: glibc's per-thread arenas (64 MiB-aligned anonymous mappings: the libuv
- *   threadpool, V8's GC and compiler threads);
+ * - `mallocArenas`: glibc's per-thread arenas (64 MiB-aligned anonymous mappings: the backend's
+ *   worker thread, V8's platform threads "V8Worker" (concurrent GC and compilation), libuv's pool,
+ *   and arenas left by threads that ended, such as the SQLite statement and reader threads), each
+ *   listed by size; `threads` names the threads alive. Which thread uses which arena is not visible
+ *   from inside the process (gdb shows it: `thread_arena` of each thread); much of an arena can be
+ *   memory freed but kept by glibc (free chunks, and a top chunk below its trim threshold, which
+ *   glibc raises up to 64 MiB after a large block is freed);
  * - `otherAnon`: other anonymous mappings (large malloc blocks mapped one by one, V8 code space
  *   reservations, thread stacks) not counted above;
  * - `files`: mapped files: the node binary's and the shared libraries' code and data, the native
@@ -20,7 +25,7 @@
  * `anonymous` splits as v8Heap + v8Pooled + mallocMain + mallocArenas + otherAnon (arrayBuffers live inside
  * the malloc parts: it is shown, not added).
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { getHeapSpaceStatistics } from 'node:v8';
 
 export type MemoryBreakdown = {
@@ -39,6 +44,11 @@ export type MemoryBreakdown = {
   mallocArenas: number;
   /** Count of glibc thread arenas found. */
   arenas: number;
+  /** Each thread arena's resident bytes, largest first. */
+  arenaSizes: number[];
+  /** The process's threads by name (/proc/self/task/N/comm: node's main thread and workers, V8's
+   * platform threads "V8 DefaultWorke", libuv's pool "libuv-worker", ...), how many of each. */
+  threads: Record<string, number>;
   otherAnon: number;
   files: number;
   /** The largest file mappings by path, resident bytes. */
@@ -74,6 +84,22 @@ function mappings(): Mapping[] {
  * the unused tail kept as a PROT_NONE mapping right after the used head. */
 const ARENA = 64n * 1024n * 1024n;
 
+/** The process's threads by name, how many of each. */
+function threadNames(): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const tid of readdirSync('/proc/self/task')) {
+    let name = '?';
+    try {
+      name = readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim();
+    } catch {
+      // The thread ended meanwhile.
+      continue;
+    }
+    out[name] = (out[name] ?? 0) + 1;
+  }
+  return out;
+}
+
 /** The breakdown now; null where /proc/self/smaps cannot be read (not Linux). */
 export function memoryBreakdown(): MemoryBreakdown | null {
   let maps: Mapping[];
@@ -91,6 +117,7 @@ export function memoryBreakdown(): MemoryBreakdown | null {
   let mallocMain = 0;
   let mallocArenas = 0;
   let arenas = 0;
+  const arenaSizes: number[] = [];
   let v8Pages = 0;
   const fileDetail: Record<string, number> = {};
   for (const m of maps) {
@@ -104,6 +131,7 @@ export function memoryBreakdown(): MemoryBreakdown | null {
     else if (m.path === '' && m.start % ARENA === 0n && m.end - m.start <= ARENA && m.anon > 0) {
       mallocArenas += m.anon;
       arenas++;
+      arenaSizes.push(m.anon);
     }
   }
   // The spaces of regular pages (the large-object spaces map each object; code lives in its own range).
@@ -126,6 +154,8 @@ export function memoryBreakdown(): MemoryBreakdown | null {
     mallocMain,
     mallocArenas,
     arenas,
+    arenaSizes: arenaSizes.sort((a, b) => b - a),
+    threads: threadNames(),
     v8Pooled,
     otherAnon: Math.max(0, anonymous - v8Heap - v8Pooled - mallocMain - mallocArenas),
     files,
@@ -140,10 +170,14 @@ export function formatBreakdown(b: MemoryBreakdown): string {
     .filter(([, v]) => v >= 0.5e6)
     .map(([k, v]) => `${k.replace(/_space$/, '')} ${mb(v)}`)
     .join(', ');
+  const threads = Object.entries(b.threads)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, n]) => `${name} ${n}`)
+    .join(', ');
   return (
     `rss ${mb(b.rss)} MB = anonymous ${mb(b.anonymous)} + files ${mb(b.files)}; anonymous: V8 heap ${mb(b.v8Heap)} (live ${mb(b.v8Live)}; ${spaces}; ` +
     `resident in V8's 256 KiB pages ${mb(b.v8Pages)}), freed V8 pages kept in its pool ${mb(b.v8Pooled)}, ` +
-    `malloc main arena ${mb(b.mallocMain)}, ${b.arenas} thread arenas ${mb(b.mallocArenas)}, other ${mb(b.otherAnon)}; ` +
-    `of malloc: array buffers ${mb(b.arrayBuffers)}, V8 external ${mb(b.external)}`
+    `malloc main arena ${mb(b.mallocMain)}, ${b.arenas} thread arenas ${mb(b.mallocArenas)} (${b.arenaSizes.map(mb).join(' ')}), other ${mb(b.otherAnon)}; ` +
+    `of malloc: array buffers ${mb(b.arrayBuffers)}, V8 external ${mb(b.external)}; threads: ${threads}`
   );
 }
