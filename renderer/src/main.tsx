@@ -1,7 +1,9 @@
 /** The page's entry: small on purpose. It opens the bridge and asks for the first screen's data
- * (the session, and the leads table's first page when the window opens on it), then loads React
- * and the app, a chunk of their own, while the backend answers. */
+ * (the session, and the leads table's first page when the window opens on it), draws the leads
+ * table's first rows in plain DOM as soon as they answer (first-rows.ts), and loads React and the
+ * app, a chunk of their own, meanwhile; React's table then takes the first rows' place. */
 import { bridge } from './bridge/index.ts';
+import { paintFirstRowsWhenReady } from './screens/leads/first-rows.ts';
 import { startLeadPager } from './screens/leads/lead-pager.ts';
 import { searchInput } from './screens/leads/selection.ts';
 import { useApp } from './state/app-store.ts';
@@ -12,5 +14,5 @@ import './styles/app.css';
 const session = bridge.session.get();
 session.catch(() => undefined);
 const { screen, filters } = useApp.getState();
-if (screen === 'leads') startLeadPager(searchInput(filters));
+if (screen === 'leads') paintFirstRowsWhenReady(startLeadPager(searchInput(filters)), session);
 void import('./app/mount.tsx').then((app) => app.mount(session));
