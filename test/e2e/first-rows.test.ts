@@ -79,7 +79,8 @@ function drawn(page: Page): Promise<Drawn> {
     return {
       rows,
       headers: Array.from(viewport.querySelectorAll('.thead [role="columnheader"]')).map((h) => ({ text: (h as HTMLElement).innerText, box: box(h) })),
-      nav: Array.from(screen?.querySelectorAll('nav button') ?? []).map((b) => (b as HTMLElement).innerText),
+      // Labels and keys (a badge, a live count, may come and go at any time).
+      nav: Array.from(screen?.querySelectorAll('nav button') ?? []).map((b) => Array.from(b.querySelectorAll('span:not(.badge), kbd')).map((x) => (x as HTMLElement).innerText).join(' ')),
       h1: screen?.querySelector('h1') ? box(screen.querySelector('h1') as Element) : null,
       count: (screen?.querySelector('.screen-header .sub') as HTMLElement | null)?.innerText ?? '',
     };

@@ -8,7 +8,7 @@ import { useTags } from '../../lib/workspace-data.ts';
 import { useApp } from '../../state/app-store.ts';
 import { ariaSort, COLUMNS, HEADER_HEIGHT, layoutOf, parseHidden, readHidden, ROW_HEIGHT, setHidden, sortAfterClick, sortArrow, subscribeHidden } from './columns.ts';
 import type { CellNode, Column, Layout, TagLookup } from './columns.ts';
-import { takeOverFirstRows } from './first-rows.ts';
+import { firstRowsScrollTop, takeOverFirstRows } from './first-rows.ts';
 import type { LeadPager, LeadRow } from './lead-pager.ts';
 import type { Selection } from './selection.ts';
 
@@ -91,7 +91,7 @@ export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager
   const lastClicked = useRef<number | null>(null);
 
   const count = pager.loadedCount + (pager.hasMore ? 1 : 0);
-  const virtualizer = useVirtualizer({ count, getScrollElement: () => parentRef.current, estimateSize: () => ROW_HEIGHT, overscan: 12, scrollMargin: HEADER_HEIGHT });
+  const virtualizer = useVirtualizer({ count, getScrollElement: () => parentRef.current, estimateSize: () => ROW_HEIGHT, overscan: 12, scrollMargin: HEADER_HEIGHT, initialOffset: firstRowsScrollTop });
   const items = virtualizer.getVirtualItems();
   const firstIndex = items[0]?.index ?? 0;
   const lastIndex = items[items.length - 1]?.index ?? 0;

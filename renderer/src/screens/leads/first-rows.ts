@@ -65,23 +65,39 @@ function cellDom(nodes: CellNode[]): (Node | string)[] {
 /** Asks, now, for what the leads screen's first frame shows besides the rows, through the same live
  * subscriptions React's views use (so they start with these answers), and draws the first rows
  * once the session is open and the pager's first page and the tags have answered. Nothing is drawn
- * when React's table is there first, or when the window opens on something else. */
-export function paintFirstRowsWhenReady(pager: LeadPager, session: Promise<SessionInfo>): void {
+ * when React's table is there first, or when the window opens on something else. Resolves when the
+ * app's chunk may run without delaying the first rows: they are painted, or will not be drawn
+ * here, or a second has passed. */
+export function paintFirstRowsWhenReady(pager: LeadPager, session: Promise<SessionInfo>): Promise<void> {
   const { filters, leadId } = useApp.getState();
   // A lead open in the panel narrows the table, and filters add controls: React draws those.
-  if (leadId !== null || JSON.stringify(filters) !== JSON.stringify({ ...DEFAULT_FILTERS, sortBy: filters.sortBy, sortOrder: filters.sortOrder })) return;
+  if (leadId !== null || JSON.stringify(filters) !== JSON.stringify({ ...DEFAULT_FILTERS, sortBy: filters.sortBy, sortOrder: filters.sortOrder })) return Promise.resolve();
+  let settle = () => undefined as void;
+  const settled = new Promise<void>((resolve) => (settle = resolve));
+  // React is not held back for long by a slow first page: it then draws its own "Loading…" rows.
+  const cap = setTimeout(() => settle(), 1000);
+  const done = () => {
+    clearTimeout(cap);
+    settle();
+  };
   let open: Extract<SessionInfo, { state: 'open' }> | null = null;
+  let sessionAnswered = false;
   let tags: Map<string, Tag> | null = null;
   const data: { count?: number; campaigns: { id: string; name: string }[]; stages: { id: string; name: string }[] } = { campaigns: [], stages: [] };
   let refresh: (() => void) | null = null;
   const ready = () => {
-    if (over) return;
+    if (over) return done();
     if (early) {
       refresh?.();
       return;
     }
+    // Nothing to draw here (no rows, an error, no workspace): React draws what there is.
+    if (sessionAnswered && !open) return done();
+    if (pager.error !== null || (!pager.loading && pager.loadedCount === 0)) return done();
     if (!open || !tags || pager.loadedCount === 0) return;
     refresh = paint(pager, open, filters, tags, data);
+    // Once the frame with the rows is painted.
+    requestAnimationFrame(() => setTimeout(done, 0));
   };
   const hold = <T>(op: Parameters<typeof subscribeLive>[0], input: unknown, take: (value: T) => void) => {
     held.push(subscribeLive(op, input, liveKey(op, input), (r) => {
@@ -102,8 +118,10 @@ export function paintFirstRowsWhenReady(pager: LeadPager, session: Promise<Sessi
     // The app's first render can then draw the workspace at once (App.tsx asks for it too).
     if (useApp.getState().session === null) useApp.getState().setSession(s);
     if (s.state === 'open') open = s;
+    sessionAnswered = true;
     ready();
-  }, () => undefined);
+  }, done);
+  return settled;
 }
 
 /** Draws the first paint; returns what redraws its live parts (rows, count, sync, filter options). */
@@ -285,15 +303,23 @@ function finish(): Early | null {
   return e;
 }
 
+/** How far the first rows are scrolled (where React's table starts: its virtualizer scrolls its
+ * viewport to its initial offset when it attaches, so setting the offset once is not enough). */
+export function firstRowsScrollTop(): number {
+  return early?.viewport.scrollTop ?? 0;
+}
+
 /** React's leads table is drawn (called in its layout effect, before the browser paints): the first
  * paint goes, and what was done on it moves to React's table. Returns the ids of the rows checked on
  * it, for the table's selection. */
 export function takeOverFirstRows(viewport: HTMLElement): string[] {
+  // Read while the first paint is in the page (a removed element has no scroll position or place).
   const focused = document.activeElement;
+  const scrollTop = early?.viewport.scrollTop ?? 0;
+  const scrollLeft = early?.viewport.scrollLeft ?? 0;
+  const focusRect = focused instanceof HTMLElement && early?.layer.contains(focused) ? focused.getBoundingClientRect() : null;
   const e = finish();
   if (!e) return [];
-  const { scrollTop, scrollLeft } = e.viewport;
-  const focusRect = focused instanceof HTMLElement && e.layer.contains(focused) ? focused.getBoundingClientRect() : null;
   viewport.scrollTop = scrollTop;
   viewport.scrollLeft = scrollLeft;
   if (focused === e.viewport) viewport.focus({ preventScroll: true });
