@@ -1,7 +1,9 @@
 /** The page's entry: small on purpose. It opens the bridge and asks for the first screen's data
- * (the session, and the leads table's first page when the window opens on it), then loads React
- * and the app, a chunk of their own, while the backend answers. */
+ * (the session, and the leads table's first page when the window opens on it), draws the leads
+ * table's first rows in plain DOM as soon as they answer (first-rows.ts), then runs React and the
+ * app, a chunk of their own loaded meanwhile; React's table then takes the first rows' place. */
 import { bridge } from './bridge/index.ts';
+import { paintFirstRowsWhenReady } from './screens/leads/first-rows.ts';
 import { startLeadPager } from './screens/leads/lead-pager.ts';
 import { searchInput } from './screens/leads/selection.ts';
 import { useApp } from './state/app-store.ts';
@@ -12,5 +14,8 @@ import './styles/app.css';
 const session = bridge.session.get();
 session.catch(() => undefined);
 const { screen, filters } = useApp.getState();
-if (screen === 'leads') startLeadPager(searchInput(filters));
-void import('./app/mount.tsx').then((app) => app.mount(session));
+// The app's chunk is fetched and compiled meanwhile (modulepreload links in the page), and run once
+// the first rows are painted: running it (React, react-dom and the leads screen, a long task) would
+// otherwise hold back the drawing of the first page when it answers during it.
+const firstRows = screen === 'leads' ? paintFirstRowsWhenReady(startLeadPager(searchInput(filters)), session) : Promise.resolve();
+void firstRows.then(() => import('./app/mount.tsx')).then((app) => app.mount(session));

@@ -1,8 +1,9 @@
 /** The window: the first-run choice until a workspace is open, then the CRM. */
-import { useEffect } from 'react';
+import { useEffect, useLayoutEffect } from 'react';
 import type { SessionInfo } from '../../../electron/bridge.ts';
 import { backendConnection, bridge } from '../bridge/index.ts';
 import { useApp } from '../state/app-store.ts';
+import { dropFirstRows } from '../screens/leads/first-rows.ts';
 import { FirstRun } from '../screens/first-run/FirstRun.tsx';
 import { Opening } from '../screens/first-run/Opening.tsx';
 import { Shell } from './Shell.tsx';
@@ -38,6 +39,12 @@ export function App({ firstSession }: { firstSession?: Promise<SessionInfo> }) {
       stopConnection();
     };
   }, [setSession, setSync, firstSession]);
+
+  // No workspace open (any more): the leads table's first rows drawn before React loaded go.
+  const open = session?.state === 'open';
+  useLayoutEffect(() => {
+    if (session && !open) dropFirstRows();
+  }, [session, open]);
 
   if (!session) return <div className="first-run"><p className="muted">Opening…</p></div>;
   if (session.state === 'none') return <FirstRun dataDir={session.dataDir} />;

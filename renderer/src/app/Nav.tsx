@@ -5,19 +5,7 @@ import { noticeDisconnectedSenders } from '../screens/senders/disconnect-notices
 import { useOp } from '../lib/ops.ts';
 import { useApp } from '../state/app-store.ts';
 import type { Screen } from '../state/app-store.ts';
-
-const ITEMS: { screen: Screen; label: string; keys: string }[] = [
-  { screen: 'leads', label: 'Leads', keys: 'g l' },
-  { screen: 'duplicates', label: 'Duplicates', keys: 'g d' },
-  { screen: 'pipeline', label: 'Pipeline', keys: 'g p' },
-  { screen: 'inbox', label: 'Inbox', keys: 'g i' },
-  { screen: 'tasks', label: 'Tasks', keys: 'g t' },
-  { screen: 'triage', label: 'Triage', keys: 'g r' },
-  { screen: 'campaigns', label: 'Campaigns', keys: 'g c' },
-  { screen: 'senders', label: 'Senders', keys: 'g e' },
-  { screen: 'social', label: 'From a post', keys: 'g o' },
-  { screen: 'settings', label: 'Settings', keys: 'g s' },
-];
+import { NAV_ITEMS as ITEMS } from './nav-items.ts';
 
 export function Nav() {
   const screen = useApp((s) => s.screen);

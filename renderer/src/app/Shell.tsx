@@ -1,5 +1,5 @@
 /** The CRM layout: left navigation, top search, the current screen, the lead panel and overlays. */
-import { Suspense, useEffect, useState } from 'react';
+import { Suspense, useEffect, useLayoutEffect, useState } from 'react';
 import { backendConnection, bridge } from '../bridge/index.ts';
 import { useApp } from '../state/app-store.ts';
 import { Nav } from './Nav.tsx';
@@ -8,6 +8,7 @@ import { CommandPalette, LeadPanel, SCREEN_VIEWS, ShortcutsHelp } from './screen
 import { Toasts } from './Toasts.tsx';
 import { TopBar } from './TopBar.tsx';
 import { useShortcuts } from './shortcuts.ts';
+import { dropFirstRows } from '../screens/leads/first-rows.ts';
 
 export function Shell() {
   const screen = useApp((s) => s.screen);
@@ -36,6 +37,10 @@ export function Shell() {
   // The leads table says when its first rows are drawn; another screen has no such signal.
   useEffect(() => {
     if (screen !== 'leads') firstScreenShown();
+  }, [screen]);
+  // The leads table's first rows drawn before React loaded are not this screen's.
+  useLayoutEffect(() => {
+    if (screen !== 'leads') dropFirstRows();
   }, [screen]);
   const View = SCREEN_VIEWS[screen];
   return (

@@ -1,23 +1,8 @@
 /** One glance: is this copy in step with the team's server, what is waiting, was anything refused. */
 import { useApp } from '../state/app-store.ts';
-import type { SyncStatus } from '../../../electron/bridge.ts';
+import { syncSummary } from './sync-summary.ts';
 
-export function syncSummary(s: SyncStatus | null): { cls: string; text: string; progress?: { done: number; total: number } } {
-  if (!s) return { cls: 'connecting', text: 'Starting…' };
-  if (s.refusals.length > 0) return { cls: 'refused', text: `${s.refusals.length} change${s.refusals.length === 1 ? '' : 's'} refused` };
-  switch (s.mode) {
-    case 'local':
-      return { cls: 'local', text: 'Local demo · not synced' };
-    case 'online':
-      // Long work (a pull's "n of m" with a bar, an index build) instead of a silent, busy table.
-      if (s.activity) return { cls: 'online', text: s.pending > 0 ? `${s.activity} · ${s.pending} pending` : s.activity, ...(s.progress ? { progress: s.progress } : {}) };
-      return { cls: 'online', text: s.pending > 0 ? `Syncing · ${s.pending} pending` : 'Synced' };
-    case 'offline':
-      return { cls: 'offline', text: s.pending > 0 ? `Offline · ${s.pending} pending` : 'Offline' };
-    case 'connecting':
-      return { cls: 'connecting', text: 'Connecting…' };
-  }
-}
+export { syncSummary };
 
 export function SyncIndicator() {
   const sync = useApp((s) => s.sync);

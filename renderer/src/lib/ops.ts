@@ -4,6 +4,7 @@ import { useEffect, useRef, useState } from 'react';
 import type { BridgeError, Result } from '../../../electron/bridge.ts';
 import type { OpInput, OpName, OpOutput } from '../../../shared/ops/index.ts';
 import { bridge } from '../bridge/index.ts';
+import { liveKey, peekLive, subscribeLive } from './live-ops.ts';
 
 export class OpError extends Error {
   readonly code: BridgeError['code'];
@@ -35,38 +36,16 @@ export function errorText(e: unknown): string {
 
 export type Live<T> = { data: T | undefined; error: OpError | null; loading: boolean };
 
-/** Components asking for the same operation and input share one backend subscription. */
-type Shared = { listeners: Set<(r: Result<unknown>) => void>; last: Result<unknown> | null; stop: () => void };
-const shared = new Map<string, Shared>();
-
-function subscribeShared(op: OpName, input: unknown, key: string, listener: (r: Result<unknown>) => void): () => void {
-  let entry = shared.get(key);
-  if (!entry) {
-    const created: Shared = { listeners: new Set(), last: null, stop: () => undefined };
-    created.stop = bridge.subscribe(op, input as OpInput<OpName>, (r) => {
-      created.last = r as Result<unknown>;
-      for (const l of created.listeners) l(r as Result<unknown>);
-    });
-    shared.set(key, created);
-    entry = created;
-  }
-  entry.listeners.add(listener);
-  if (entry.last) listener(entry.last);
-  const e = entry;
-  return () => {
-    e.listeners.delete(listener);
-    if (e.listeners.size === 0) {
-      e.stop();
-      shared.delete(key);
-    }
-  };
-}
-
 /** Subscribes to a read operation while the component is mounted; `input` null means "not now".
  * The input is compared by value, so callers can build it inline. */
 export function useOp<N extends OpName>(op: N, input: OpInput<N> | null): Live<OpOutput<N>> {
-  const key = input === null ? null : `${op} ${JSON.stringify(input)}`;
-  const [state, setState] = useState<Live<OpOutput<N>>>({ data: undefined, error: null, loading: input !== null });
+  const key = input === null ? null : liveKey(op, input);
+  // An answer already held for the same input (another view's, or the one the page asked for
+  // before React loaded: first-rows.ts) is drawn at once, not one render later.
+  const [state, setState] = useState<Live<OpOutput<N>>>(() => {
+    const held = key === null ? null : peekLive(key);
+    return held?.ok ? { data: held.value as OpOutput<N>, error: null, loading: false } : { data: undefined, error: null, loading: input !== null };
+  });
   const inputRef = useRef(input);
   inputRef.current = input;
   useEffect(() => {
@@ -76,7 +55,7 @@ export function useOp<N extends OpName>(op: N, input: OpInput<N> | null): Live<O
       return;
     }
     setState((s) => ({ ...s, loading: true }));
-    return subscribeShared(op, current, key, (r) => {
+    return subscribeLive(op, current, key, (r) => {
       if (r.ok) setState({ data: r.value as OpOutput<N>, error: null, loading: false });
       else setState((s) => ({ data: s.data, error: new OpError(r.error), loading: false }));
     });

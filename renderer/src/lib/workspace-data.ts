@@ -2,23 +2,24 @@
  * Each is one shared live subscription. */
 import { useMemo } from 'react';
 import { useOp } from './ops.ts';
+import { CAMPAIGNS_INPUT, STAGES_INPUT, TAGS_INPUT } from './workspace-inputs.ts';
 
 export function useStages() {
-  const live = useOp('pipelineStages.getAll', {});
+  const live = useOp('pipelineStages.getAll', STAGES_INPUT);
   const stages = useMemo(() => live.data?.stages ?? [], [live.data]);
   const byId = useMemo(() => new Map(stages.map((s) => [s.id, s])), [stages]);
   return { stages, byId, error: live.error, loading: live.loading };
 }
 
 export function useTags() {
-  const live = useOp('tags.getAll', {});
+  const live = useOp('tags.getAll', TAGS_INPUT);
   const tags = useMemo(() => live.data?.tags ?? [], [live.data]);
   const byId = useMemo(() => new Map(tags.map((t) => [t.id, t])), [tags]);
   return { tags, byId, error: live.error };
 }
 
 export function useCampaigns() {
-  const live = useOp('campaigns.getBasic', { pageSize: 200, sortBy: 'name', sortOrder: 'asc' });
+  const live = useOp('campaigns.getBasic', CAMPAIGNS_INPUT);
   const campaigns = useMemo(() => live.data?.basicCampaigns ?? [], [live.data]);
   return { campaigns, error: live.error, loaded: live.data !== undefined };
 }

@@ -5,6 +5,7 @@ import { ErrorText } from '../../components/ErrorText.tsx';
 import { lazyChunk } from '../../lib/lazy-chunk.ts';
 import { useOp } from '../../lib/ops.ts';
 import { useCampaigns } from '../../lib/workspace-data.ts';
+import { leadCountInput } from '../../lib/workspace-inputs.ts';
 import { useApp } from '../../state/app-store.ts';
 import { BulkBar } from './BulkBar.tsx';
 import { exportLeadsCsv } from './csv-export.ts';
@@ -12,6 +13,7 @@ import type { BulkAction } from './BulkBar.tsx';
 import { LeadFiltersBar } from './LeadFiltersBar.tsx';
 import { openLeadPager } from './lead-pager.ts';
 import type { LeadPager } from './lead-pager.ts';
+import { leadCountText } from './columns.ts';
 import { ColumnChooser, LeadsTable } from './LeadsTable.tsx';
 import { searchInput, Selection } from './selection.ts';
 
@@ -95,20 +97,18 @@ function LeadsView(props: {
   const filters = useApp((s) => s.filters);
   const go = useApp((s) => s.go);
   useSyncExternalStore(pager.subscribe, pager.getVersion);
-  const { query, campaignId, tagId, pipelineStage } = searchInput(filters);
+  const { campaignId } = searchInput(filters);
   // Leads made or imported while a campaign is shown go to its list by default.
   const { campaigns } = useCampaigns();
   const campaignGroupId = campaigns.find((c) => c.id === campaignId)?.leadGroupId;
   // The exact size of the view, kept live; until it answers, what has loaded so far.
-  const total = useOp('campaigns.leads.count', { query, campaignId, tagId, pipelineStage }).data?.count;
-  const count = total ?? pager.loadedCount;
-  const approximate = total === undefined && pager.hasMore;
+  const total = useOp('campaigns.leads.count', leadCountInput(filters)).data?.count;
   return (
     <>
       <div className="screen-header">
         <h1>Leads</h1>
         <span className="sub" data-testid="leads-count" data-loaded={pager.loadedCount} data-more={pager.hasMore ? 'yes' : 'no'}>
-          {total === undefined && pager.loading ? 'Loading…' : approximate ? `${count.toLocaleString()}+ leads` : `${count.toLocaleString()} lead${count === 1 ? '' : 's'}`}
+          {leadCountText(total, pager)}
         </span>
         <div className="grow" />
         <ColumnChooser />

@@ -1,127 +1,25 @@
 /** The leads table: virtualized rows (only what is on screen is in the DOM), sortable headers,
  * checkboxes with shift-click ranges, keyboard movement (j/k, arrows, x, Enter). */
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { memo, useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
-import type { KeyboardEvent } from 'react';
+import { createElement, memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
+import type { KeyboardEvent, ReactNode } from 'react';
 import { firstScreenShown } from '../../app/first-screen.ts';
-import { StagePill, TagPill } from '../../components/StagePill.tsx';
-import { relative, shortDate } from '../../lib/format.ts';
 import { useTags } from '../../lib/workspace-data.ts';
 import { useApp } from '../../state/app-store.ts';
-import type { SortBy } from '../../state/app-store.ts';
+import { ariaSort, COLUMNS, HEADER_HEIGHT, layoutOf, parseHidden, readHidden, ROW_HEIGHT, setHidden, sortAfterClick, sortArrow, subscribeHidden } from './columns.ts';
+import type { CellNode, Column, Layout, TagLookup } from './columns.ts';
+import { firstRowsScrollTop, takeOverFirstRows } from './first-rows.ts';
 import type { LeadPager, LeadRow } from './lead-pager.ts';
 import type { Selection } from './selection.ts';
 
-const ROW_HEIGHT = 40;
-/** The header sits inside the scrolling box (so it scrolls sideways with the rows): rows start below it. */
-const HEADER_HEIGHT = 34;
-
-/** `min`: the column's width in px, or its least width when it takes a share (`grow`) of what is left. */
-type Column = { key: string; label: string; min: number; grow?: number; sort?: SortBy; num?: boolean; title?: (r: LeadRow) => string; render: (r: LeadRow, ctx: { tagName: (id: string | null) => { name: string; color: string } | undefined }) => React.ReactNode };
-
-const CHECKBOX_WIDTH = 40;
-
-/** The campaign a row's sequence runs in, by name. */
-const campaignOf = (r: LeadRow): string => r.campaigns.find((c) => c.id === r.leadSequence?.campaignId)?.name ?? '';
-const senderOf = (r: LeadRow): string => (r.leadSequence?.sdrProfile ? `${r.leadSequence.sdrProfile.firstName} ${r.leadSequence.sdrProfile.lastName}` : 'Unassigned');
-
-const COLUMNS: Column[] = [
-  {
-    key: 'name', label: 'Name', min: 140, grow: 1.6, sort: 'fullName',
-    title: (r) => [r.fullName || r.email || r.leadIdentifier, r.fullName ? r.email : ''].filter(Boolean).join('\n'),
-    render: (r) => (
-      <>
-        <div className="name">{r.fullName || r.email || r.leadIdentifier}</div>
-        {r.email && <div className="sub">{r.email}</div>}
-      </>
-    ),
-  },
-  {
-    key: 'company', label: 'Company', min: 120, grow: 1.4, sort: 'company',
-    title: (r) => [r.company, r.jobTitle].filter(Boolean).join('\n'),
-    render: (r) => (
-      <>
-        <div>{r.company || <span className="faint">—</span>}</div>
-        {r.jobTitle && <div className="sub">{r.jobTitle}</div>}
-      </>
-    ),
-  },
-  { key: 'stage', label: 'Stage', min: 118, render: (r) => <StagePill stage={r.pipelineStage} /> },
-  { key: 'tag', label: 'Tag', min: 88, render: (r, c) => <TagPill tag={c.tagName(r.tagId)} /> },
-  {
-    // The campaign's name on a line of its own, wide enough for a whole name (the demo's longest at
-    // a 1280 px window); status and sender below. Name and company give way first: their second
-    // lines (email, job title) are long anyway, and every cell has its full text as a tooltip.
-    key: 'sequence', label: 'Sequence', min: 220, grow: 1.8,
-    title: (r) => (r.leadSequence ? `${campaignOf(r)}\n${r.leadSequence.status.replace('_', ' ').toLowerCase()} · ${senderOf(r)}` : ''),
-    render: (r) =>
-      r.leadSequence ? (
-        <>
-          <div className="campaign-name">{campaignOf(r)}</div>
-          <div className="sub">
-            <span className={`status ${r.leadSequence.status}`}>{r.leadSequence.status.replace('_', ' ').toLowerCase()}</span> {senderOf(r)}
-          </div>
-        </>
-      ) : (
-        <span className="faint">Not enrolled</span>
-      ),
-  },
-  { key: 'score', label: 'Score', min: 56, sort: 'rankingScore', num: true, render: (r) => Math.round(r.rankingScore) },
-  { key: 'followUp', label: 'Catch-up', min: 84, sort: 'followUpAt', render: (r) => (r.followUpAt ? <span className={new Date(r.followUpAt).getTime() < Date.now() ? 'due overdue' : ''}>{shortDate(r.followUpAt)}</span> : '') },
-  { key: 'activity', label: 'Last activity', min: 92, sort: 'lastActivityAt', render: (r) => <span title={r.lastActivityAt ?? ''}>{relative(r.lastActivityAt, Date.now(), 'short')}</span> },
-  { key: 'created', label: 'Created', min: 72, sort: 'createdAt', render: (r) => shortDate(r.createdAt) },
-];
-
-/** With the lead panel open the table keeps the columns that identify and place a lead, so it fits
- * beside the panel without scrolling sideways. */
-const COMPACT_KEYS = new Set(['name', 'company', 'stage', 'tag', 'sequence']);
-type Layout = { columns: Column[]; grid: string; minWidth: number };
-
-/** The columns a person hid with the column chooser, remembered on this machine. */
-const HIDDEN_KEY = 'leads.hiddenColumns';
-const hiddenListeners = new Set<() => void>();
-let hiddenCache: string | null = null;
-function readHidden(): string {
-  if (hiddenCache === null) {
-    try {
-      hiddenCache = localStorage.getItem(HIDDEN_KEY) ?? '[]';
-    } catch {
-      hiddenCache = '[]';
-    }
-  }
-  return hiddenCache;
+/** A cell's elements (columns.ts) as React elements. */
+function cellNodes(nodes: CellNode[]): ReactNode[] {
+  return nodes.map((n, i) => (typeof n === 'string' ? n : createElement(n.tag, { key: i, className: n.cls, title: n.title, style: n.style }, ...cellNodes(n.children))));
 }
-function parseHidden(raw: string): Set<string> {
-  try {
-    const v: unknown = JSON.parse(raw);
-    return new Set(Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string' && x !== 'name') : []);
-  } catch {
-    return new Set();
-  }
-}
-function setHidden(keys: Set<string>): void {
-  hiddenCache = JSON.stringify([...keys]);
-  try {
-    localStorage.setItem(HIDDEN_KEY, hiddenCache);
-  } catch {
-    // Storage full or disabled: the choice lasts for this session.
-  }
-  for (const l of hiddenListeners) l();
-}
-const subscribeHidden = (l: () => void) => {
-  hiddenListeners.add(l);
-  return () => hiddenListeners.delete(l);
-};
+
 function useHiddenColumns(): Set<string> {
   const raw = useSyncExternalStore(subscribeHidden, readHidden);
   return useMemo(() => parseHidden(raw), [raw]);
-}
-
-function layoutOf(compact: boolean, hidden: Set<string>): Layout {
-  const columns = COLUMNS.filter((c) => !hidden.has(c.key) && (!compact || COMPACT_KEYS.has(c.key)));
-  // Below the columns' least widths the table scrolls sideways rather than cut them.
-  const minWidth = CHECKBOX_WIDTH + columns.reduce((sum, c) => sum + c.min, 0);
-  return { columns, grid: `${CHECKBOX_WIDTH}px ${columns.map((c) => (c.grow ? `minmax(${c.min}px, ${c.grow}fr)` : `${c.min}px`)).join(' ')}`, minWidth };
 }
 
 /** "Columns" button: show or hide the table's columns (Name always shows), remembered on this
@@ -193,7 +91,7 @@ export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager
   const lastClicked = useRef<number | null>(null);
 
   const count = pager.loadedCount + (pager.hasMore ? 1 : 0);
-  const virtualizer = useVirtualizer({ count, getScrollElement: () => parentRef.current, estimateSize: () => ROW_HEIGHT, overscan: 12, scrollMargin: HEADER_HEIGHT });
+  const virtualizer = useVirtualizer({ count, getScrollElement: () => parentRef.current, estimateSize: () => ROW_HEIGHT, overscan: 12, scrollMargin: HEADER_HEIGHT, initialOffset: firstRowsScrollTop });
   const items = virtualizer.getVirtualItems();
   const firstIndex = items[0]?.index ?? 0;
   const lastIndex = items[items.length - 1]?.index ?? 0;
@@ -206,6 +104,19 @@ export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager
   useEffect(() => {
     if (shown) firstScreenShown();
   }, [shown]);
+  // The page may have drawn this table's first rows before React loaded (first-rows.ts): once this
+  // table shows what it will show (rows, none, or an error), it takes their place before the
+  // browser paints, with their scroll position, focus, checked boxes and the clicks and keys the
+  // person gave them meanwhile.
+  const settled = shown || !pager.loading;
+  const tookOver = useRef(false);
+  useLayoutEffect(() => {
+    if (!settled || tookOver.current || !parentRef.current) return;
+    tookOver.current = true;
+    const early = takeOverFirstRows(parentRef.current);
+    if (early.length > 0) onSelection(selection.withAll(early, true));
+    // Only the first settled state takes over; the selection and callbacks of that moment.
+  }, [settled]);
 
   const tagName = useCallback((id: string | null) => (id ? tags.get(id) : undefined), [tags]);
 
@@ -225,9 +136,8 @@ export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager
   }
 
   function sortBy(col: Column) {
-    if (!col.sort) return;
-    if (filters.sortBy === col.sort) setFilters({ sortOrder: filters.sortOrder === 'asc' ? 'desc' : 'asc' });
-    else setFilters({ sortBy: col.sort, sortOrder: col.sort === 'fullName' || col.sort === 'company' || col.sort === 'followUpAt' ? 'asc' : 'desc' });
+    const patch = sortAfterClick(filters, col);
+    if (patch) setFilters(patch);
   }
 
   function onKey(e: KeyboardEvent<HTMLDivElement>) {
@@ -288,10 +198,10 @@ export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager
                 className={`th${c.sort ? ' sortable' : ''}`}
                 style={c.num ? { justifyContent: 'flex-end' } : undefined}
                 onClick={() => sortBy(c)}
-                aria-sort={c.sort && filters.sortBy === c.sort ? (filters.sortOrder === 'asc' ? 'ascending' : 'descending') : undefined}
+                aria-sort={ariaSort(filters, c)}
               >
                 {c.label}
-                {c.sort && filters.sortBy === c.sort && <span className="arrow">{filters.sortOrder === 'asc' ? '▲' : '▼'}</span>}
+                {sortArrow(filters, c) && <span className="arrow">{sortArrow(filters, c)}</span>}
               </div>
             ))}
           </div>
@@ -334,7 +244,6 @@ export function LeadsTable({ pager, selection, onSelection }: { pager: LeadPager
 }
 
 type RowActions = { toggle: (index: number, id: string, shift: boolean) => void; open: (index: number, id: string) => void };
-type TagLookup = (id: string | null) => { name: string; color: string } | undefined;
 
 const LeadRowView = memo(function LeadRowView(props: { row: LeadRow; index: number; top: number; selected: boolean; open: boolean; cursor: boolean; tagName: TagLookup; actions: RowActions; layout: Layout }) {
   const { row: r, index, actions } = props;
@@ -351,7 +260,7 @@ const LeadRowView = memo(function LeadRowView(props: { row: LeadRow; index: numb
         <input type="checkbox" className="check" aria-label={`Select ${r.fullName}`} checked={props.selected} onChange={(e) => actions.toggle(index, r.id, (e.nativeEvent as MouseEvent).shiftKey)} />
       </div>
       {props.layout.columns.map((c) => (
-        <div key={c.key} role="gridcell" className={`td${c.num ? ' num' : ''}`} title={c.title?.(r) || undefined}>{c.render(r, { tagName: props.tagName })}</div>
+        <div key={c.key} role="gridcell" className={`td${c.num ? ' num' : ''}`} title={c.title?.(r) || undefined}>{cellNodes(c.cell(r, props.tagName))}</div>
       ))}
     </div>
   );

@@ -177,9 +177,10 @@ let started: { key: string; pager: LeadPager } | null = null;
 
 /** Makes the pager the leads screen will show for `input` now, so that its first page is asked for
  * while the rest of the app still loads (main.tsx, before React). Its first `openLeadPager` takes it. */
-export function startLeadPager(input: Omit<SearchInput, 'cursor' | 'limit'>): void {
+export function startLeadPager(input: Omit<SearchInput, 'cursor' | 'limit'>): LeadPager {
   started?.pager.dispose();
   started = { key: JSON.stringify(input), pager: new LeadPager(input) };
+  return started.pager;
 }
 
 /** The pager for `input`: the one `startLeadPager` made when it asked for the same input, no screen

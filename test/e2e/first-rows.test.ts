@@ -1,0 +1,172 @@
+/** The leads table's first rows are drawn by the page's entry in plain DOM before the app's chunk
+ * (React and the leads screen) has run, and React's table takes their place without a visible
+ * change: the same rows, text and geometry, and what the person did meanwhile (scroll, focus, a
+ * checked row, a key, a click) carried over. The app's chunk is held back by the test (its request
+ * waits) so the first paint can be looked at alone. */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { RENDERER_DIST } from '../../scripts/build-app.ts';
+import { closeDemoApp, ensureRendererBuilt, launchBrowser, openDemo, openPage, screenshot } from './support/app.ts';
+import { startApp } from './support/app.ts';
+import type { RunningApp } from './support/app.ts';
+
+let app: RunningApp;
+let browser: Browser;
+/** The file name of the app's chunk (app/mount.tsx) in the build. */
+let mountFile = '';
+
+beforeAll(async () => {
+  await ensureRendererBuilt();
+  const manifest = JSON.parse(readFileSync(join(RENDERER_DIST, '.vite', 'manifest.json'), 'utf8')) as Record<string, { file: string; name?: string; isDynamicEntry?: boolean }>;
+  mountFile = Object.values(manifest).find((c) => c.name === 'mount' && c.isDynamicEntry)?.file.split('/').pop() ?? '';
+  expect(mountFile).not.toBe('');
+  app = await startApp();
+  browser = await launchBrowser();
+  // The first run: the demo workspace, so that the next windows open on it (rows with stages, tags
+  // and sequences).
+  const first = await openPage(browser, app.url);
+  await openDemo(first, app);
+  await first.context().close();
+}, 240_000);
+afterAll(() => closeDemoApp(app, browser));
+
+/** A new window on the open workspace whose app chunk is held until `release()`. */
+async function openHeld(): Promise<{ context: BrowserContext; page: Page; errors: string[]; release: () => void; mountEvaluated: () => Promise<boolean> }> {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  let release = () => undefined as void;
+  const held = new Promise<void>((r) => (release = r));
+  await context.route(`**/assets/${mountFile}`, async (route) => {
+    await held;
+    await route.continue();
+  });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(m.text());
+  });
+  await page.goto(app.url);
+  // React renders into #root: while the app's chunk has not run, nothing is there.
+  const mountEvaluated = () => page.evaluate(() => (document.getElementById('root')?.childElementCount ?? 0) > 0);
+  return { context, page, errors, release, mountEvaluated };
+}
+
+type Box = { x: number; y: number; w: number; h: number };
+type Drawn = { rows: { id: string; box: Box; cells: { text: string; title: string; box: Box }[] }[]; headers: { text: string; box: Box }[]; nav: string[]; h1: Box | null; count: string };
+
+/** What the leads table and its frame show: the rows in view (id, cells' text, tooltip and place),
+ * the headers, the navigation and the count. */
+function drawn(page: Page): Promise<Drawn> {
+  return page.evaluate(() => {
+    const box = (e: Element): Box => {
+      const r = e.getBoundingClientRect();
+      return { x: Math.round(r.x), y: Math.round(r.y), w: Math.round(r.width), h: Math.round(r.height) };
+    };
+    const visible = (e: Element) => {
+      const s = getComputedStyle(e);
+      return s.visibility !== 'hidden' && e.closest('#root[style*="hidden"]') === null;
+    };
+    const viewport = Array.from(document.querySelectorAll('.table .viewport')).find(visible);
+    if (!viewport) return { rows: [], headers: [], nav: [], h1: null, count: '' };
+    const bottom = viewport.getBoundingClientRect().bottom;
+    const rows = Array.from(viewport.querySelectorAll('[data-lead-id]'))
+      .filter((r) => r.getBoundingClientRect().top < bottom)
+      .map((r) => ({ id: r.getAttribute('data-lead-id') ?? '', box: box(r), cells: Array.from(r.children).map((c) => ({ text: (c as HTMLElement).innerText, title: c.getAttribute('title') ?? '', box: box(c) })) }))
+      .sort((a, b) => a.box.y - b.box.y);
+    const screen = viewport.closest('.app');
+    return {
+      rows,
+      headers: Array.from(viewport.querySelectorAll('.thead [role="columnheader"]')).map((h) => ({ text: (h as HTMLElement).innerText, box: box(h) })),
+      // Labels and keys (a badge, a live count, may come and go at any time).
+      nav: Array.from(screen?.querySelectorAll('nav button') ?? []).map((b) => Array.from(b.querySelectorAll('span:not(.badge), kbd')).map((x) => (x as HTMLElement).innerText).join(' ')),
+      h1: screen?.querySelector('h1') ? box(screen.querySelector('h1') as Element) : null,
+      count: (screen?.querySelector('.screen-header .sub') as HTMLElement | null)?.innerText ?? '',
+    };
+  });
+}
+
+const takenOver = (page: Page) => page.waitForFunction(() => !document.querySelector('[data-first-paint]') && document.querySelector('#root .table [data-lead-id]') !== null, undefined, { timeout: 60_000 });
+
+describe('first rows before the app chunk', () => {
+  it('draws real rows of the first page before the app chunk has run, and React takes them over unchanged', async () => {
+    const { context, page, errors, release, mountEvaluated } = await openHeld();
+    try {
+      await page.locator('[data-first-paint] .table [data-lead-id]').first().waitFor({ timeout: 60_000 });
+      expect(await mountEvaluated()).toBe(false);
+      const before = await drawn(page);
+      // Real data: the rows are the backend's first page in the table's default order.
+      const page1 = await page.evaluate(async () => {
+        const r = await window.outreach?.call('campaigns.leads.search', { tagId: 'all', sortBy: 'createdAt', sortOrder: 'desc', limit: 100 });
+        if (!r?.ok) throw new Error('search failed');
+        return r.value.leads.map((l) => ({ id: l.id, name: l.fullName || l.email || l.leadIdentifier }));
+      });
+      expect(before.rows.length).toBeGreaterThan(8);
+      expect(before.rows.map((r) => r.id)).toEqual(page1.slice(0, before.rows.length).map((l) => l.id));
+      expect(before.rows.map((r) => r.cells[1]?.text.split('\n')[0])).toEqual(page1.slice(0, before.rows.length).map((l) => l.name));
+      // Readable: the first row's name is in view, not zero-sized or covered.
+      await expect(page.locator('[data-first-paint] .table [data-lead-id] .name').first().isVisible()).resolves.toBe(true);
+      await screenshot(page, 'first-rows-plain');
+
+      release();
+      await takenOver(page);
+      expect(await mountEvaluated()).toBe(true);
+      const after = await drawn(page);
+      await screenshot(page, 'first-rows-react');
+      expect(after.headers).toEqual(before.headers);
+      expect(after.nav).toEqual(before.nav);
+      expect(after.h1).toEqual(before.h1);
+      expect(after.count).toBe(before.count);
+      expect(after.rows).toEqual(before.rows);
+      expect(errors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 120_000);
+
+  it('hands over the scroll position, the focus, a checked row and a key given to the first rows', async () => {
+    const { context, page, errors, release } = await openHeld();
+    try {
+      const plainRows = page.locator('[data-first-paint] .table [data-lead-id]');
+      await plainRows.first().waitFor({ timeout: 60_000 });
+      const fourth = await plainRows.nth(3).getAttribute('data-lead-id');
+      const first = await plainRows.nth(0).getAttribute('data-lead-id');
+      await plainRows.nth(3).locator('input[type="checkbox"]').click();
+      await page.locator('[data-first-paint] .table .viewport').evaluate((v) => {
+        v.scrollTop = 100;
+        v.focus();
+      });
+      // x checks the row under the keyboard cursor (the first): given now, done by React's table.
+      await page.keyboard.press('x');
+      release();
+      await takenOver(page);
+      const state = () => page.evaluate((ids) => {
+        const v = document.querySelector('#root [data-testid="leads-viewport"]') as HTMLElement;
+        const selected = (id: string | null) => {
+          const row = document.querySelector(`#root .table [data-lead-id="${id}"]`);
+          return [row?.getAttribute('aria-selected'), (row?.querySelector('input[type="checkbox"]') as HTMLInputElement | null)?.checked];
+        };
+        return { scrollTop: v.scrollTop, focused: document.activeElement === v, fourth: selected(ids[1] ?? null), first: selected(ids[0] ?? null) };
+      }, [first, fourth]);
+      await expect.poll(state).toEqual({ scrollTop: 100, focused: true, fourth: ['true', true], first: ['true', true] });
+      expect(errors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 120_000);
+
+  it('replays a click given to the first paint on the app once it has taken over', async () => {
+    const { context, page, errors, release } = await openHeld();
+    try {
+      await page.locator('[data-first-paint] .table [data-lead-id]').first().waitFor({ timeout: 60_000 });
+      await page.locator('[data-first-paint] nav').getByRole('button', { name: /Pipeline/ }).click();
+      release();
+      await page.getByRole('heading', { name: 'Pipeline', exact: true }).waitFor({ timeout: 30_000 });
+      expect(await page.locator('[data-first-paint]').count()).toBe(0);
+      expect(errors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 120_000);
+});
