@@ -40,6 +40,7 @@ import { cpuMs, PULL_BATCH } from './support/desktop-measure.ts';
 import { formatBreakdown } from './support/process-memory.ts';
 import { seededRandom } from '../support/deterministic.ts';
 import { importAll, pushLeadEdits } from './support/http-seed.ts';
+import { person } from './support/bench-people.ts';
 import { identifyKey } from '../../electron/backend/server-client.ts';
 import { newLead } from '../../shared/model/factories.ts';
 import type { Lead, Stage, Tag } from '../../shared/model/index.ts';
@@ -59,9 +60,6 @@ const RARE = Math.floor(LEADS * 0.48213);
 const SEARCH_RUNS = 300;
 const PROPAGATIONS = 40;
 
-const FIRST = ['Ann', 'Bob', 'Chen', 'Dana', 'Eve', 'Farid', 'Gus', 'Hana', 'Ivan', 'Jo', 'Kim', 'Lena', 'Mo', 'Nina', 'Omar', 'Pia'];
-const LAST = ['Smith', 'Li', 'Okafor', 'Müller', 'Nguyen', 'Garcia', 'Rossi', 'Kowalski', 'Sato', 'Dubois'];
-const COMPANY = ['Acme', 'Globex', 'Initech', 'Umbrella', 'Hooli', 'Vandelay', 'Stark', 'Wayne', 'Tyrell', 'Cyberdyne'];
 
 const percentile = (xs: readonly number[], p: number): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -122,25 +120,6 @@ async function child<T>(args: readonly string[], nodeFlags: readonly string[] = 
 type Seeded = { bigKey: string; smallKey: string };
 
 const DAY0 = Date.parse('2026-01-01T00:00:00.000Z');
-
-/** Lead i's person (0-based): names, company, title and contact details, the same at every scale. */
-function person(i: number): { firstName: string; lastName: string; email: string; company: string; jobTitle: string; phone: string; socialUrl: string } {
-  const rnd = seededRandom(99_000_000 + i);
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
-  const firstName = pick(FIRST);
-  const lastName = pick(LAST);
-  const company = `${pick(COMPANY)} ${i % 997}`;
-  const slug = `${firstName}-${lastName}-${i}`.toLowerCase();
-  return {
-    firstName,
-    lastName,
-    email: `${slug}@${company.toLowerCase().replace(/\s+/g, '')}.example`,
-    company,
-    jobTitle: pick(['VP Sales', 'CTO', 'Head of Growth', 'SDR', 'RevOps Manager']),
-    phone: `+1555${String(i).padStart(7, '0')}`,
-    socialUrl: `https://social.example/in/${slug}`,
-  };
-}
 
 /** What the team made of a lead: half at an open stage, 3 in 10 tagged, every one scored. */
 function work(rnd: () => number, stages: readonly Pick<Stage, 'id' | 'category'>[], tags: readonly Pick<Tag, 'id'>[]): Pick<Lead, 'pipelineStageId' | 'tagId' | 'leadFitScore' | 'rankingScore'> {

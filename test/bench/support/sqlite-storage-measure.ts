@@ -37,6 +37,7 @@ import { COLLECTIONS } from '../../../shared/model/index.ts';
 import type { Lead } from '../../../shared/model/index.ts';
 import { LEAD_QUERY_FIELDS } from '../../../shared/ops/lead-search.ts';
 import { seededRandom } from '../../support/deterministic.ts';
+import { person } from './bench-people.ts';
 import { STORE_LAYOUT, TEXT_SEARCH } from '../../../electron/backend/store-layout.ts';
 import { spaceLines } from './sqlite-space.ts';
 
@@ -51,9 +52,6 @@ const PAGE = 2000;
  * declares none yet; the switch-over adds its indexes with a schema version). */
 const LEADS_SCHEMA = { ...(COLLECTIONS.leads.schema as unknown as RxJsonSchema<Lead>), indexes: [['createdAt']] } as RxJsonSchema<Lead>;
 
-const FIRST = ['Ann', 'Bob', 'Chen', 'Dana', 'Eve', 'Farid', 'Gus', 'Hana', 'Ivan', 'Jo', 'Kim', 'Lena', 'Mo', 'Nina', 'Omar', 'Pia'];
-const LAST = ['Smith', 'Li', 'Okafor', 'Müller', 'Nguyen', 'Garcia', 'Rossi', 'Kowalski', 'Sato', 'Dubois'];
-const COMPANY = ['Acme', 'Globex', 'Initech', 'Umbrella', 'Hooli', 'Vandelay', 'Stark', 'Wayne', 'Tyrell', 'Cyberdyne'];
 
 function storageOf(kind: Kind, dir: string): RxStorage<unknown, object> {
   return (kind === 'sqlite' ? getRxStorageSqlite({ directory: dir, textSearch: { leads: LEAD_QUERY_FIELDS } }) : getRxStoragePersistedMemory({ directory: dir })) as RxStorage<unknown, object>;
@@ -68,23 +66,12 @@ async function openDb(kind: Kind, dir: string): Promise<Db> {
 /** The desktop benchmark's kind of lead (test/bench/desktop.bench.ts), as RxDB stores it. */
 function* leadPages(count: number): Generator<RxDocumentData<Lead>[]> {
   const rnd = seededRandom(99);
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
   const start = Date.parse('2026-01-01T00:00:00.000Z');
   for (let done = 0; done < count; done += PAGE) {
     const page: RxDocumentData<Lead>[] = [];
     for (let i = done; i < Math.min(count, done + PAGE); i++) {
-      const firstName = pick(FIRST);
-      const lastName = pick(LAST);
-      const company = `${pick(COMPANY)} ${i % 997}`;
-      const slug = `${firstName}-${lastName}-${i}`.toLowerCase();
       const lead = newLead({ id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, workspaceId: 'w-bench', now: new Date(start + i * 60_000).toISOString() }, 'g-bench', {
-        firstName,
-        lastName,
-        email: `${slug}@${company.toLowerCase().replace(/\s+/g, '')}.example`,
-        company,
-        jobTitle: pick(['VP Sales', 'CTO', 'Head of Growth', 'SDR', 'RevOps Manager']),
-        phone: `+1555${String(i).padStart(7, '0')}`,
-        socialUrl: `https://social.example/in/${slug}`,
+        ...person(i),
         leadFitScore: Math.floor(rnd() * 100),
         rankingScore: Math.round(rnd() * 1000) / 10,
       });
