@@ -29,7 +29,9 @@ describe('reply labels', () => {
     // The campaign's results before: the demo's replies carry suggestions only, none "other".
     await openCampaign(CAMPAIGN);
     const labels = page.getByTestId('reply-labels');
-    await labels.waitFor({ timeout: 15_000 });
+    // Drawn once the campaign's metrics answer with its replies; the full suite on a loaded 2-core
+    // machine once took over 15 s for that (alone: ~2 s), so the wait is the e2e files' long one.
+    await labels.waitFor({ timeout: 60_000 });
     expect(await labels.locator('[data-label="other"]').count()).toBe(0);
     const replies = num(await page.locator('[data-metric="replies"] .value').innerText());
     expect(replies).toBeGreaterThan(0);
