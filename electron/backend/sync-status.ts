@@ -91,7 +91,7 @@ export class SyncStatusTracker {
       lastSyncedAt: this.lastSyncedAt,
       refusals: [...this.refusals],
       error: this.fatal ?? (this.stopped ? 'Sync is paused.' : offline ? this.error : null),
-      ...(this.pulls.size > 0 ? this.pullActivity() : this.building ? { activity: buildingActivity(this.building) } : {}),
+      ...(this.pulls.size > 0 ? this.pullActivity() : this.building ? { activity: `Building the index of ${this.building}` } : {}),
     };
   }
 
@@ -157,8 +157,7 @@ export class SyncStatusTracker {
     this.changed();
   }
 
-  /** The local database builds an index (in words: "leads by full name", or "text index of leads"
-   * for the text search's index), or none (null). */
+  /** The local database builds an index (in words: "leads by full name"), or none (null). */
   buildingIndex(what: string | null): void {
     this.building = what;
     this.changed();
@@ -232,6 +231,3 @@ export class SyncStatusTracker {
     this.changed();
   }
 }
-
-/** "Building the index of leads by full name", "Building the text index of leads". */
-export const buildingActivity = (what: string): string => (what.startsWith('text index of ') ? `Building the ${what}` : `Building the index of ${what}`);

@@ -50,10 +50,6 @@ describe('sync status: long work', () => {
     await settled();
     expect(t.get().activity).toBe('Building the index of leads by full name');
     expect(t.get().progress).toBeUndefined();
-    // The text search's index, built after a load in slices (storage/sqlite/fts.ts).
-    t.buildingIndex('text index of leads');
-    await settled();
-    expect(t.get().activity).toBe('Building the text index of leads');
     t.buildingIndex(null);
     await settled();
     expect(t.get().activity).toBeUndefined();

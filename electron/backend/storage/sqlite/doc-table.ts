@@ -32,11 +32,10 @@
  * built again from sorted keys once no bulk write came for LOAD_QUIET_MS, one
  * index after the other, each in the file's worker thread (StorageFile.inWorker: a build is one
  * statement of up to seconds at 1M rows, which on this thread held the event loop that long; writes
- * meanwhile wait in the file's queue), or all at once by finishLoading. The text index is deferred
- * too (fts.ts: texts go to its queue, moved into the trigram index in slices in the worker after
- * the indexes). The documents, their columns, member tables and the other indexes are written as
- * always; a query meanwhile reads without the missing indexes (the same answers, more rows read).
- * The state is in the file, so a load cut short by a quit is finished after the next open.
+ * meanwhile wait in the file's queue), or all at once by finishLoading. The documents, their columns,
+ * the text index, member tables and the other indexes are written as always; a query meanwhile
+ * reads without the missing indexes (the same answers, more rows read). The state is in the file,
+ * so a load cut short by a quit is finished after the next open.
  *
  * Long (~700 lines) because every statement that touches the documents table is here, so that the
  * row layout (columns, odd bits, member tables, text rows, deferred indexes) is written and read in
@@ -224,8 +223,10 @@ export class DocTable {
     for (const name of this.deferrable.keys()) if (!present.has(name)) this.missing.add(name);
     const flagged = db.prepare<[string], number>('SELECT loading FROM instances WHERE name = ?').pluck().get(name) === 1;
     // A load a quit cut short goes on (or is finished once nothing more arrives).
-    if (flagged || this.missing.size > 0) this.loading = true;
-    if (this.isLoading) this.armLoadTimer();
+    if (flagged || this.missing.size > 0) {
+      this.loading = true;
+      this.armLoadTimer();
+    }
   }
 
   /** The table of `setup.name` in the file, created (or brought to the schema's index set) on
@@ -261,9 +262,9 @@ export class DocTable {
     return !this.missing.has(name);
   }
 
-  /** Whether a bulk load's indexes (or its text index) are still to be built. */
+  /** Whether a bulk load's indexes are still to be built. */
   get isLoading(): boolean {
-    return this.loading || this.text?.deferred === true;
+    return this.loading;
   }
 
   private armLoadTimer(delay = LOAD_TUNING.quietMs): void {
@@ -282,19 +283,19 @@ export class DocTable {
 
   /** Builds the next missing index once the load is quiet, then comes back for the next one. */
   private buildStep(): void {
-    if (!this.isLoading || this.refs <= 0 || this.building || this.finishing) return;
+    if (!this.loading || this.refs <= 0 || this.building || this.finishing) return;
     const quietFor = Date.now() - this.lastBulkAt;
     if (quietFor < LOAD_TUNING.quietMs) {
       this.armLoadTimer(LOAD_TUNING.quietMs - quietFor);
       return;
     }
     const next = this.missing.values().next();
-    if (next.done && !this.text?.deferred) {
+    if (next.done) {
       void this.finishLoading().catch(() => this.armLoadTimer());
       return;
     }
     // A failed build (a full disk) is tried again after a quiet while; reads go on without it.
-    (next.done ? this.buildText() : this.build(next.value)).then(
+    this.build(next.value).then(
       () => this.armLoadTimer(0),
       () => this.armLoadTimer(),
     );
@@ -309,22 +310,6 @@ export class DocTable {
       this.heads.drop(name);
     });
     this.building = run.finally(() => {
-      this.building = null;
-    });
-    return run;
-  }
-
-  /** Moves one slice of the deferred text into the trigram index in the worker thread (fts.ts);
-   * resolves with whether the text index is complete. The status line says "Building the text
-   * index of leads". */
-  private buildText(): Promise<boolean> {
-    const text = this.text;
-    if (!text?.deferred) return Promise.resolve(true);
-    const run = this.file.inWorker(text.buildSql(), `text index of ${this.name.slice(0, this.name.lastIndexOf('-'))}`).then(() => text.settle());
-    this.building = run.then(
-      () => undefined,
-      () => undefined,
-    ).finally(() => {
       this.building = null;
     });
     return run;
@@ -358,14 +343,13 @@ export class DocTable {
   /** Builds every index a load left out, now, one after the other in the file's worker thread (the
    * end of a migration, tests); resolves once the load is over. */
   async finishLoading(): Promise<void> {
-    if (!this.isLoading || this.finishing) return;
+    if (!this.loading || this.finishing) return;
     this.stopLoadTimer();
     this.finishing = true;
     try {
       if (this.building) await this.building.catch(() => undefined);
       for (let next = this.missing.values().next(); !next.done; next = this.missing.values().next()) await this.build(next.value);
-      while (!(await this.buildText()));
-      if (this.loading) await this.file.whenFree(() => this.file.write(true, () => this.file.db.prepare('UPDATE instances SET loading = 0 WHERE name = ?').run(this.name)));
+      await this.file.whenFree(() => this.file.write(true, () => this.file.db.prepare('UPDATE instances SET loading = 0 WHERE name = ?').run(this.name)));
       this.loading = false;
     } finally {
       this.finishing = false;
@@ -523,15 +507,7 @@ export class DocTable {
     // A bulk write into a table holding fewer rows than it brings starts a load (file comment).
     const dropped: string[] = [];
     const started: OrderHead[] = [];
-    const load = bulk && this.rowEstimate() < rows.length;
-    // From here on (this transaction included) texts go to the text index's queue (fts.ts). Set
-    // before the commit: if the transaction rolls back, the queue is empty, which the build step
-    // armed here sees.
-    if (load && this.text && !this.text.deferred) {
-      this.text.deferred = true;
-      this.armLoadTimer();
-    }
-    if (load && !this.loading && this.deferrable.size > 0) {
+    if (bulk && !this.loading && this.deferrable.size > 0 && this.rowEstimate() < rows.length) {
       for (const [name, index] of this.deferrable) {
         if (index.keptLocally && !pulled) continue;
         const ordered = this.headKeys.has(name) ? this.layout.indexes.find((i) => i.name === name) : undefined;
@@ -613,7 +589,7 @@ export class DocTable {
     }
     if (w.heads) this.heads.commit(w.heads);
     if (w.bulk) this.lastBulkAt = Date.now();
-    if (this.isLoading) this.armLoadTimer();
+    if (this.loading) this.armLoadTimer();
     for (const { doc } of w.rows) this.cache.set(String((doc as Record<string, unknown>)[this.primaryPath]), doc);
   }
 
@@ -742,7 +718,7 @@ export class DocTable {
     const db = this.file.db;
     materializeAll(db, this.table);
     unlink(db, this.table);
-    if (this.text) db.exec(`DROP TABLE IF EXISTS "${this.text.table}"; DROP TABLE IF EXISTS "${this.text.queue}"`);
+    if (this.text) db.exec(`DROP TABLE IF EXISTS "${this.text.table}"`);
     for (const m of this.layout.members) db.exec(`DROP TABLE IF EXISTS "${m.table}"`);
     db.exec(`DROP TABLE IF EXISTS "${this.table}"`);
     db.prepare('DELETE FROM instances WHERE name = ?').run(this.name);
@@ -755,7 +731,6 @@ export class DocTable {
     this.storeUnfaithful.fill(0);
     this.stopLoadTimer();
     this.loading = false;
-    if (this.text) this.text.deferred = false;
     this.missing.clear();
     this.heads.clear();
   }
@@ -822,8 +797,6 @@ function ensureTable(file: StorageFile, setup: TableSetup): string {
     docCodec(db).ensureTables();
     const row = db.prepare<[string], { tbl: string; columns: string; text_fields: string; layout: string }>('SELECT tbl, columns, text_fields, layout FROM instances WHERE name = ?').get(setup.name);
     if (row) {
-      // The text index's queue (fts.ts), in a file written before it existed.
-      if (setup.textFields.length > 0 && row.text_fields === textJson) db.exec(TextIndex.queueDdl(`${row.tbl}_fts`, setup.textFields));
       const layout = layoutOf(row.tbl);
       const layoutJson = recordOf(layout);
       if (row.columns === columnsJson && row.text_fields === textJson && row.layout === layoutJson) return row.tbl;
@@ -921,7 +894,7 @@ function rebuild(db: SqliteDatabase, table: string, had: Built, setup: TableSetu
   const textChanged = JSON.stringify(had.text) !== JSON.stringify(setup.textFields);
   const fts = `${table}_fts`;
   if (textChanged) {
-    db.exec(`DROP TABLE IF EXISTS "${fts}"; DROP TABLE IF EXISTS "${TextIndex.queueOf(fts)}"`);
+    db.exec(`DROP TABLE IF EXISTS "${fts}"`);
     if (setup.textFields.length > 0) db.exec(TextIndex.ddl(fts, setup.textFields));
   }
   const text = textChanged && setup.textFields.length > 0 ? new TextIndex(db, fts, table, setup.textFields) : null;

@@ -29,7 +29,6 @@ import { compileCond, cursorProbe, sortKeyCompare } from '../../../../shared/que
 import type { CursorState } from '../../../../shared/query.ts';
 import type { Cond, Sort } from '../../../../shared/store.ts';
 import type { Doc, DocTable } from './doc-table.ts';
-import { TextIndex } from './fts.ts';
 import { compareCodePoints, compareStored } from './load-heads.ts';
 import { encodeKey, kindOf } from './store-columns.ts';
 import type { SqlValue, StoreColumn, StoreIndex } from './store-columns.ts';
@@ -219,11 +218,7 @@ function drivers(table: DocTable, where: Cond | undefined): Driver[] {
       const text = textCondition(table, c);
       const index = table.text;
       if (text && index && trigramSearchable(text.needle)) {
-        // While the text index is built after a load, with its queue's matches (store-sql.ts).
-        const columns = text.fields.map((f) => index.fields.indexOf(f));
-        const queued = index.deferred ? ` UNION ALL SELECT rowid AS r FROM ${q(index.queue)} AS qx WHERE ${TextIndex.instr('qx', columns, '?')}` : '';
-        const params = [matchExpression(text.fields, index.fields, text.needle), ...(index.deferred ? columns.map(() => text.needle) : [])];
-        out.push({ sql: `SELECT rowid AS r FROM ${q(index.table)} WHERE ${q(index.table)} MATCH ?${queued}`, params, size: null, source: c, exact: true });
+        out.push({ sql: `SELECT rowid AS r FROM ${q(index.table)} WHERE ${q(index.table)} MATCH ?`, params: [matchExpression(text.fields, index.fields, text.needle)], size: null, source: c, exact: true });
       }
     }
   }

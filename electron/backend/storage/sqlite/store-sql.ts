@@ -12,7 +12,6 @@
  */
 import type { Cond } from '../../../../shared/store.ts';
 import type { DocTable } from './doc-table.ts';
-import { TextIndex } from './fts.ts';
 import { encodeKey, kindOf, NULL_KEY } from './store-columns.ts';
 import type { SqlValue, StoreColumn } from './store-columns.ts';
 
@@ -139,18 +138,11 @@ export function condSql(table: DocTable, cond: Cond, form: Form): Sql {
       const index = table.text;
       if (!text || !index) return ANY;
       const fts = q(index.table);
-      const columns = text.fields.map((f) => index.fields.indexOf(f));
-      const needles = text.fields.map(() => text.needle);
       if (form === 'set' && trigramSearchable(text.needle)) {
-        // While the text index is built after a load, the rows still in its queue are tested with
-        // instr() in the same statement (fts.ts: a row is in one of the two).
-        const queued = index.deferred ? ` UNION ALL SELECT rowid FROM ${q(index.queue)} AS qx WHERE ${TextIndex.instr('qx', columns, '?')}` : '';
-        return { sql: `t.rowid IN (SELECT rowid FROM ${fts} WHERE ${fts} MATCH ?${queued})`, params: [matchExpression(text.fields, index.fields, text.needle), ...(index.deferred ? needles : [])], exact: true };
+        return { sql: `t.rowid IN (SELECT rowid FROM ${fts} WHERE ${fts} MATCH ?)`, params: [matchExpression(text.fields, index.fields, text.needle)], exact: true };
       }
-      const inIndex = `EXISTS (SELECT 1 FROM ${fts} AS x WHERE x.rowid = t.rowid AND (${TextIndex.instr('x', columns, '?')}))`;
-      if (!index.deferred) return { sql: inIndex, params: needles, exact: true };
-      const inQueue = `EXISTS (SELECT 1 FROM ${q(index.queue)} AS qx WHERE qx.rowid = t.rowid AND (${TextIndex.instr('qx', columns, '?')}))`;
-      return { sql: `(${inIndex} OR ${inQueue})`, params: [...needles, ...needles], exact: true };
+      const tests = text.fields.map((f) => `instr(x.f${index.fields.indexOf(f)}, ?) > 0`);
+      return { sql: `EXISTS (SELECT 1 FROM ${fts} AS x WHERE x.rowid = t.rowid AND (${tests.join(' OR ')}))`, params: text.fields.map(() => text.needle), exact: true };
     }
     case 'has': {
       const m = table.memberTable(cond.field);
