@@ -89,84 +89,85 @@ function drawn(page: Page): Promise<Drawn> {
 
 const takenOver = (page: Page) => page.waitForFunction(() => !document.querySelector('[data-first-paint]') && document.querySelector('#root .table [data-lead-id]') !== null, undefined, { timeout: 60_000 });
 
+type Held = Awaited<ReturnType<typeof openHeld>>;
+
+/** Runs `check` on a fresh page whose app chunk is held back; the page must log no error. */
+async function withHeld(check: (held: Held) => Promise<void>): Promise<void> {
+  const held = await openHeld();
+  try {
+    await check(held);
+    expect(held.errors).toEqual([]);
+  } finally {
+    await held.context.close();
+  }
+}
+
 describe('first rows before the app chunk', () => {
   it('draws real rows of the first page before the app chunk has run, and React takes them over unchanged', async () => {
-    const { context, page, errors, release, mountEvaluated } = await openHeld();
-    try {
-      await page.locator('[data-first-paint] .table [data-lead-id]').first().waitFor({ timeout: 60_000 });
-      expect(await mountEvaluated()).toBe(false);
-      const before = await drawn(page);
-      // Real data: the rows are the backend's first page in the table's default order.
-      const page1 = await page.evaluate(async () => {
-        const r = await window.outreach?.call('campaigns.leads.search', { tagId: 'all', sortBy: 'createdAt', sortOrder: 'desc', limit: 100 });
-        if (!r?.ok) throw new Error('search failed');
-        return r.value.leads.map((l) => ({ id: l.id, name: l.fullName || l.email || l.leadIdentifier }));
-      });
-      expect(before.rows.length).toBeGreaterThan(8);
-      expect(before.rows.map((r) => r.id)).toEqual(page1.slice(0, before.rows.length).map((l) => l.id));
-      expect(before.rows.map((r) => r.cells[1]?.text.split('\n')[0])).toEqual(page1.slice(0, before.rows.length).map((l) => l.name));
-      // Readable: the first row's name is in view, not zero-sized or covered.
-      await expect(page.locator('[data-first-paint] .table [data-lead-id] .name').first().isVisible()).resolves.toBe(true);
-      await screenshot(page, 'first-rows-plain');
+    await withHeld(async ({ page, release, mountEvaluated }) => {
+    await page.locator('[data-first-paint] .table [data-lead-id]').first().waitFor({ timeout: 60_000 });
+    expect(await mountEvaluated()).toBe(false);
+    const before = await drawn(page);
+    // Real data: the rows are the backend's first page in the table's default order.
+    const page1 = await page.evaluate(async () => {
+      const r = await window.outreach?.call('campaigns.leads.search', { tagId: 'all', sortBy: 'createdAt', sortOrder: 'desc', limit: 100 });
+      if (!r?.ok) throw new Error('search failed');
+      return r.value.leads.map((l) => ({ id: l.id, name: l.fullName || l.email || l.leadIdentifier }));
+    });
+    expect(before.rows.length).toBeGreaterThan(8);
+    expect(before.rows.map((r) => r.id)).toEqual(page1.slice(0, before.rows.length).map((l) => l.id));
+    expect(before.rows.map((r) => r.cells[1]?.text.split('\n')[0])).toEqual(page1.slice(0, before.rows.length).map((l) => l.name));
+    // Readable: the first row's name is in view, not zero-sized or covered.
+    await expect(page.locator('[data-first-paint] .table [data-lead-id] .name').first().isVisible()).resolves.toBe(true);
+    await screenshot(page, 'first-rows-plain');
 
-      release();
-      await takenOver(page);
-      expect(await mountEvaluated()).toBe(true);
-      const after = await drawn(page);
-      await screenshot(page, 'first-rows-react');
-      expect(after.headers).toEqual(before.headers);
-      expect(after.nav).toEqual(before.nav);
-      expect(after.h1).toEqual(before.h1);
-      expect(after.count).toBe(before.count);
-      expect(after.rows).toEqual(before.rows);
-      expect(errors).toEqual([]);
-    } finally {
-      await context.close();
-    }
+    release();
+    await takenOver(page);
+    expect(await mountEvaluated()).toBe(true);
+    const after = await drawn(page);
+    await screenshot(page, 'first-rows-react');
+    expect(after.headers).toEqual(before.headers);
+    expect(after.nav).toEqual(before.nav);
+    expect(after.h1).toEqual(before.h1);
+    expect(after.count).toBe(before.count);
+    expect(after.rows).toEqual(before.rows);
+    });
   }, 120_000);
 
   it('hands over the scroll position, the focus, a checked row and a key given to the first rows', async () => {
-    const { context, page, errors, release } = await openHeld();
-    try {
-      const plainRows = page.locator('[data-first-paint] .table [data-lead-id]');
-      await plainRows.first().waitFor({ timeout: 60_000 });
-      const fourth = await plainRows.nth(3).getAttribute('data-lead-id');
-      const first = await plainRows.nth(0).getAttribute('data-lead-id');
-      await plainRows.nth(3).locator('input[type="checkbox"]').click();
-      await page.locator('[data-first-paint] .table .viewport').evaluate((v) => {
-        v.scrollTop = 100;
-        v.focus();
-      });
-      // x checks the row under the keyboard cursor (the first): given now, done by React's table.
-      await page.keyboard.press('x');
-      release();
-      await takenOver(page);
-      const state = () => page.evaluate((ids) => {
-        const v = document.querySelector('#root [data-testid="leads-viewport"]') as HTMLElement;
-        const selected = (id: string | null) => {
-          const row = document.querySelector(`#root .table [data-lead-id="${id}"]`);
-          return [row?.getAttribute('aria-selected'), (row?.querySelector('input[type="checkbox"]') as HTMLInputElement | null)?.checked];
-        };
-        return { scrollTop: v.scrollTop, focused: document.activeElement === v, fourth: selected(ids[1] ?? null), first: selected(ids[0] ?? null) };
-      }, [first, fourth]);
-      await expect.poll(state).toEqual({ scrollTop: 100, focused: true, fourth: ['true', true], first: ['true', true] });
-      expect(errors).toEqual([]);
-    } finally {
-      await context.close();
-    }
+    await withHeld(async ({ page, release }) => {
+    const plainRows = page.locator('[data-first-paint] .table [data-lead-id]');
+    await plainRows.first().waitFor({ timeout: 60_000 });
+    const fourth = await plainRows.nth(3).getAttribute('data-lead-id');
+    const first = await plainRows.nth(0).getAttribute('data-lead-id');
+    await plainRows.nth(3).locator('input[type="checkbox"]').click();
+    await page.locator('[data-first-paint] .table .viewport').evaluate((v) => {
+      v.scrollTop = 100;
+      v.focus();
+    });
+    // x checks the row under the keyboard cursor (the first): given now, done by React's table.
+    await page.keyboard.press('x');
+    release();
+    await takenOver(page);
+    const state = () => page.evaluate((ids) => {
+      const v = document.querySelector('#root [data-testid="leads-viewport"]') as HTMLElement;
+      const selected = (id: string | null) => {
+        const row = document.querySelector(`#root .table [data-lead-id="${id}"]`);
+        return [row?.getAttribute('aria-selected'), (row?.querySelector('input[type="checkbox"]') as HTMLInputElement | null)?.checked];
+      };
+      return { scrollTop: v.scrollTop, focused: document.activeElement === v, fourth: selected(ids[1] ?? null), first: selected(ids[0] ?? null) };
+    }, [first, fourth]);
+    await expect.poll(state).toEqual({ scrollTop: 100, focused: true, fourth: ['true', true], first: ['true', true] });
+    });
   }, 120_000);
 
   it('replays a click given to the first paint on the app once it has taken over', async () => {
-    const { context, page, errors, release } = await openHeld();
-    try {
-      await page.locator('[data-first-paint] .table [data-lead-id]').first().waitFor({ timeout: 60_000 });
-      await page.locator('[data-first-paint] nav').getByRole('button', { name: /Pipeline/ }).click();
-      release();
-      await page.getByRole('heading', { name: 'Pipeline', exact: true }).waitFor({ timeout: 30_000 });
-      expect(await page.locator('[data-first-paint]').count()).toBe(0);
-      expect(errors).toEqual([]);
-    } finally {
-      await context.close();
-    }
+    await withHeld(async ({ page, release }) => {
+    await page.locator('[data-first-paint] .table [data-lead-id]').first().waitFor({ timeout: 60_000 });
+    await page.locator('[data-first-paint] nav').getByRole('button', { name: /Pipeline/ }).click();
+    release();
+    await page.getByRole('heading', { name: 'Pipeline', exact: true }).waitFor({ timeout: 30_000 });
+    expect(await page.locator('[data-first-paint]').count()).toBe(0);
+    });
   }, 120_000);
 });
