@@ -295,6 +295,12 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
   startStreams();
   void fetchRefusals();
 
+  /** A pause or a stop: no pull goes on, so the index builds of a load start once it is quiet, at
+   * once rather than after a page still in flight (which then holds nothing: see the pull handler). */
+  const releaseLoads = (): void => {
+    for (const l of lanes) l.instance?.holdLoad(false);
+  };
+
   const sync: Sync = {
     status: () => status.get(),
     onStatus: (listener) => status.subscribe(listener),
@@ -308,11 +314,10 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
     async pause() {
       if (paused || stopped) return;
       paused = true;
+      releaseLoads();
       status.setStopped(true);
       await Promise.all(lanes.map((l) => l.state.pause()));
       await stopStreams();
-      // No pull goes on: the index builds of a load start once it is quiet (see the pull handler).
-      for (const l of lanes) l.instance?.holdLoad(false);
     },
     async resume() {
       if (!paused || stopped) return;
@@ -324,10 +329,10 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
     async stop() {
       if (stopped) return;
       stopped = true;
+      releaseLoads();
       status.setStopped(true);
       await stopStreams();
       await Promise.all(lanes.map((l) => l.state.cancel()));
-      for (const l of lanes) l.instance?.holdLoad(false);
       for (const s of subs) s.unsubscribe();
       for (const u of unwatch) u();
       for (const l of lanes) l.stream.complete();

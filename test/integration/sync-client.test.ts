@@ -24,7 +24,8 @@ import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { HeadlessDesktop } from './sync-processes.ts';
 import { masterStateStorage, referencedStates } from '../../electron/backend/storage/sqlite/master-states.ts';
 import { sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
-import { LOAD_TUNING } from '../../electron/backend/storage/sqlite/doc-table.ts';
+import { BULK_ROWS, LOAD_TUNING } from '../../electron/backend/storage/sqlite/doc-table.ts';
+import type { DocTable } from '../../electron/backend/storage/sqlite/doc-table.ts';
 import type { SyncStatus } from '../../electron/backend/sync-status.ts';
 import { COLLECTIONS } from '../../shared/model/index.ts';
 import type { Lead } from '../../shared/model/index.ts';
@@ -307,38 +308,53 @@ describe('replication client against the protocol', () => {
     }
   });
 
-  it('builds the indexes a pulled load left out after the pull, not when the server pauses mid-pull past the quiet window', async () => {
+  /**
+   * A desktop of its own syncing leads from nothing in pages of BULK_ROWS (each a bulk write: the
+   * first starts a load), with a short quiet window (restored after): its leads table, what a pulled
+   * load leaves out of it (the Store's indexes built after a load, the stored RxDB ones), the builds
+   * of those the file announces, and the server's sequence numbers of the leads (a page of the pull
+   * asks after `seqs[k * PAGE - 1]`). The shared database is closed meanwhile (one open database per
+   * name and process) and opened again after.
+   */
+  async function pulledLoad(name: string, run: (load: { own: LocalDatabase; table: DocTable; deferred: string[]; leadBuilds: string[]; seqs: number[] }) => Promise<void>): Promise<void> {
     await db.close();
-    const own = await openLocalDatabase({ dir: join(dir, 'held-load'), workspaceId: WS, actor });
+    const own = await openLocalDatabase({ dir: join(dir, name), workspaceId: WS, actor });
     const tuning = { ...LOAD_TUNING };
-    // A short quiet window: the server's pauses below are six of them.
     LOAD_TUNING.quietMs = 250;
-    const PAUSE = 6 * LOAD_TUNING.quietMs;
-    const PAGE = 1000;
-    let s: Sync | null = null;
     let unwatch = (): void => undefined;
     try {
       const leads = sqliteInstanceOf(own.rx.collections['leads']?.storageInstance);
       if (!leads) throw new Error('not the SQLite storage');
       const { file, table } = leads.internalsForTests;
-      // What a pulled load leaves out: the Store's indexes built after a load, the stored RxDB ones.
       const deferred = [...table.layout.indexes.filter((i) => i.afterLoad).map((i) => i.name), ...table.columns.filter((c) => c.sql === null).map((c) => `${table.table}_${c.column}`)];
       const leadBuilds: string[] = [];
       unwatch = file.watchBuilds((what) => {
         if (what?.startsWith('leads ')) leadBuilds.push(what);
       });
       const have = [...server.rows.keys()].filter((k) => k.startsWith('leads/')).length;
-      for (let i = 0; have + i < 3 * PAGE + 400; i++) server.write('leads', lead(7000 + i));
+      for (let i = 0; have + i < 3 * BULK_ROWS + 400; i++) server.write('leads', lead(7000 + i));
       const seqs = [...server.rows.entries()].filter(([k]) => k.startsWith('leads/')).map(([, r]) => r.seq).sort((a, b) => a - b);
+      await run({ own, table, deferred, leadBuilds, seqs });
+    } finally {
+      Object.assign(LOAD_TUNING, tuning);
+      unwatch();
+      await own.close();
+      db = await openLocalDatabase({ dir, workspaceId: WS, actor });
+    }
+  }
+
+  it('builds the indexes a pulled load left out after the pull, not when the server pauses mid-pull past the quiet window', async () => {
+    await pulledLoad('held-load', async ({ own, table, deferred, leadBuilds, seqs }) => {
+      const PAUSE = 6 * LOAD_TUNING.quietMs;
       // The second and third pages (after the first and second full ones) come late.
-      const slow = new Set([seqs[PAGE - 1], seqs[2 * PAGE - 1]]);
+      const slow = new Set([seqs[BULK_ROWS - 1], seqs[2 * BULK_ROWS - 1]]);
       const mid: { page: number; loading: boolean; ready: number; builds: number }[] = [];
       server.onPull = async (c, after) => {
         if (c !== 'leads' || !slow.has(after)) return;
         await new Promise((r) => setTimeout(r, PAUSE));
         mid.push({ page: mid.length + 2, loading: table.isLoading, ready: deferred.filter((n) => table.indexReady(n)).length, builds: leadBuilds.length });
       };
-      s = await startSync({ db: own, serverUrl: server.url, apiKey: KEY, retryMs: 100, backoffMs: 50, maxBackoffMs: 400, pullBatchSize: PAGE });
+      const s = await start({ db: own, pullBatchSize: BULK_ROWS });
       const seen: SyncStatus[] = [];
       s.onStatus((st) => seen.push(st));
       await s.awaitInSync();
@@ -354,16 +370,38 @@ describe('replication client against the protocol', () => {
       expect(deferred.filter((n) => !table.indexReady(n))).toEqual([]);
       expect(leadBuilds.length).toBeGreaterThanOrEqual(deferred.length);
       const activities = seen.map((st) => st.activity ?? '');
-      const firstBuild = activities.findIndex((a) => a.startsWith('Building the index of leads by '));
-      expect(firstBuild).toBeGreaterThan(activities.findLastIndex((a) => a.startsWith('Syncing leads')));
-      expect(activities.findLastIndex((a) => a.startsWith('Syncing leads'))).toBeGreaterThanOrEqual(0);
-    } finally {
-      Object.assign(LOAD_TUNING, tuning);
-      unwatch();
-      await s?.stop();
-      await own.close();
-      db = await openLocalDatabase({ dir, workspaceId: WS, actor });
-    }
+      const lastSyncing = activities.findLastIndex((a) => a.startsWith('Syncing leads'));
+      expect(lastSyncing).toBeGreaterThanOrEqual(0);
+      expect(activities.findIndex((a) => a.startsWith('Building the index of leads by '))).toBeGreaterThan(lastSyncing);
+      await s.stop();
+    });
+  }, 120_000);
+
+  it('lets the indexes of a pulled load be built at once when the sync stops in the middle of the pull, without waiting out the hold', async () => {
+    await pulledLoad('stopped-load', async ({ table, deferred, own, seqs }) => {
+      // The second page does not come until the test lets it (a server that hangs).
+      let asked = false;
+      let answer = (): void => undefined;
+      server.onPull = async (c, after) => {
+        if (c !== 'leads' || after !== seqs[BULK_ROWS - 1]) return;
+        asked = true;
+        await new Promise<void>((r) => (answer = r));
+      };
+      try {
+        const s = await start({ db: own, pullBatchSize: BULK_ROWS });
+        await until('the first page stored and the second asked for', () => asked && table.isLoading);
+        expect(deferred.filter((n) => table.indexReady(n))).toEqual([]);
+        // Stopped (the app closing, the user signing out) while the page hangs: well within the
+        // hold's bound (30 s) the builds have started and ended.
+        const stopping = s.stop();
+        await until('the load’s indexes', () => !table.isLoading, LOAD_TUNING.holdMs / 2);
+        expect(deferred.filter((n) => !table.indexReady(n))).toEqual([]);
+        answer();
+        await stopping;
+      } finally {
+        answer();
+      }
+    });
   }, 120_000);
 
   it('counts pending changes while offline, then merges concurrent edits of one lead field by field', async () => {
