@@ -31,6 +31,7 @@ import { isConflictWrite, isDownstreamWrite } from './rxdb-internals.ts';
 import { ServerClient, ServerError } from './server-client.ts';
 import type { StartSync } from './session.ts';
 import { localInstanceOf } from './storage/local-instance.ts';
+import type { LocalInstance } from './storage/local-instance.ts';
 import { SyncStatusTracker } from './sync-status.ts';
 import type { SyncStatus } from './sync-status.ts';
 
@@ -74,6 +75,8 @@ export type Sync = {
 
 type Lane = {
   collection: CollectionName;
+  /** The collection's local storage instance (null on a storage without one, as in some tests). */
+  instance: LocalInstance | null;
   state: RxReplicationState<Json, Checkpoint>;
   stream: Subject<RxReplicationPullStreamItem<Json, Checkpoint>>;
   abort: AbortController | null;
@@ -165,6 +168,7 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
     if (!collection) throw new Error(`The local database has no ${c} collection.`);
     const stream = new Subject<RxReplicationPullStreamItem<Json, Checkpoint>>();
     const pages = new PullPages(client, c);
+    const instance = localInstanceOf(collection.storageInstance);
     /** The last page was full: the next pull continues this one (no new count of what remains). */
     let pulling = false;
     const state = replicateRxCollection<Json, Checkpoint>({
@@ -179,10 +183,22 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
         batchSize: opts.pullBatchSize ?? 2000,
         stream$: stream.asObservable(),
         handler: async (checkpoint, batchSize) => {
+          // The storage's bulk load (an initial sync into an empty table) builds the indexes it left
+          // out once pulled pages pause for its quiet window (1.5 s), which a slow server or network
+          // reaches mid-pull; every later page then writes those indexes row by row (a 300k sync:
+          // 229 s of CPU against 95 s with the builds after it). So the builds wait while a page is
+          // asked for (the first one after a reopen can continue a load a quit cut short) and while
+          // the pages come full (more are waiting); the storage bounds each hold (LOAD_HOLD_MS, 30 s
+          // without a page), and a pull that ends, fails or is stopped releases it at once.
+          instance?.holdLoad(!paused && !stopped);
           // A pull that starts (first after startup or a resume, or after being caught up) asks how
           // many documents remain, for the status's "n of m".
-          const page = await pages.take(checkpoint ?? null, batchSize, !pulling).catch(fail);
+          const page = await pages.take(checkpoint ?? null, batchSize, !pulling).catch((e: unknown) => {
+            instance?.holdLoad(false);
+            return fail(e);
+          });
           pulling = page.documents.length >= batchSize;
+          instance?.holdLoad(pulling && !paused && !stopped);
           status.requestOk();
           status.pulledPage(c, page.documents.length, pulling, page.remaining);
           if (pulling) {
@@ -207,11 +223,10 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
         },
       },
     });
-    lanes.push({ collection: c, state, stream, abort: null, loop: null });
+    lanes.push({ collection: c, instance, state, stream, abort: null, loop: null });
 
     // Pending: local writes (anything but the replication's own downstream writes) until the server
     // has the document's current state.
-    const instance = localInstanceOf(collection.storageInstance);
     // Index builds of the database's file (one file: watched through the first collection).
     if (instance && !watchingBuilds) {
       watchingBuilds = true;
@@ -280,6 +295,12 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
   startStreams();
   void fetchRefusals();
 
+  /** A pause or a stop: no pull goes on, so the index builds of a load start once it is quiet, at
+   * once rather than after a page still in flight (which then holds nothing: see the pull handler). */
+  const releaseLoads = (): void => {
+    for (const l of lanes) l.instance?.holdLoad(false);
+  };
+
   const sync: Sync = {
     status: () => status.get(),
     onStatus: (listener) => status.subscribe(listener),
@@ -293,6 +314,7 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
     async pause() {
       if (paused || stopped) return;
       paused = true;
+      releaseLoads();
       status.setStopped(true);
       await Promise.all(lanes.map((l) => l.state.pause()));
       await stopStreams();
@@ -307,6 +329,7 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
     async stop() {
       if (stopped) return;
       stopped = true;
+      releaseLoads();
       status.setStopped(true);
       await stopStreams();
       await Promise.all(lanes.map((l) => l.state.cancel()));

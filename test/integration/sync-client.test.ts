@@ -24,6 +24,9 @@ import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { HeadlessDesktop } from './sync-processes.ts';
 import { masterStateStorage, referencedStates } from '../../electron/backend/storage/sqlite/master-states.ts';
 import { sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
+import { BULK_ROWS, LOAD_TUNING } from '../../electron/backend/storage/sqlite/doc-table.ts';
+import type { DocTable } from '../../electron/backend/storage/sqlite/doc-table.ts';
+import type { SyncStatus } from '../../electron/backend/sync-status.ts';
 import { COLLECTIONS } from '../../shared/model/index.ts';
 import type { Lead } from '../../shared/model/index.ts';
 
@@ -72,8 +75,8 @@ class FakeServer {
   malformed = false;
   /** Every pull request, in arrival order: the collection and the seq it asked after. */
   readonly pulls: { collection: string; after: number }[] = [];
-  /** Runs when a pull request arrives, before it is answered. */
-  onPull: (collection: string, after: number) => void = () => undefined;
+  /** Runs when a pull request arrives, before it is answered (a promise: the answer waits for it). */
+  onPull: (collection: string, after: number) => void | Promise<void> = () => undefined;
   keyMember = '';
   server: Server;
   url = '';
@@ -145,7 +148,7 @@ class FakeServer {
       const after = cp ? (JSON.parse(cp) as { seq: number }).seq : 0;
       const limit = Number(url.searchParams.get('limit') ?? 100);
       this.pulls.push({ collection, after });
-      this.onPull(collection, after);
+      await this.onPull(collection, after);
       const docs = [...this.rows.entries()].filter(([k, r]) => k.startsWith(`${collection}/`) && r.seq > after).sort((a, b) => a[1].seq - b[1].seq).slice(0, limit);
       const last = docs[docs.length - 1];
       const documents = docs.map(([, r]) => (this.malformed ? { ...r.doc, _deleted: undefined } : r.doc));
@@ -304,6 +307,102 @@ describe('replication client against the protocol', () => {
       db = await openLocalDatabase({ dir, workspaceId: WS, actor });
     }
   });
+
+  /**
+   * A desktop of its own syncing leads from nothing in pages of BULK_ROWS (each a bulk write: the
+   * first starts a load), with a short quiet window (restored after): its leads table, what a pulled
+   * load leaves out of it (the Store's indexes built after a load, the stored RxDB ones), the builds
+   * of those the file announces, and the server's sequence numbers of the leads (a page of the pull
+   * asks after `seqs[k * PAGE - 1]`). The shared database is closed meanwhile (one open database per
+   * name and process) and opened again after.
+   */
+  async function pulledLoad(name: string, run: (load: { own: LocalDatabase; table: DocTable; deferred: string[]; leadBuilds: string[]; seqs: number[] }) => Promise<void>): Promise<void> {
+    await db.close();
+    const own = await openLocalDatabase({ dir: join(dir, name), workspaceId: WS, actor });
+    const tuning = { ...LOAD_TUNING };
+    LOAD_TUNING.quietMs = 250;
+    let unwatch = (): void => undefined;
+    try {
+      const leads = sqliteInstanceOf(own.rx.collections['leads']?.storageInstance);
+      if (!leads) throw new Error('not the SQLite storage');
+      const { file, table } = leads.internalsForTests;
+      const deferred = [...table.layout.indexes.filter((i) => i.afterLoad).map((i) => i.name), ...table.columns.filter((c) => c.sql === null).map((c) => `${table.table}_${c.column}`)];
+      const leadBuilds: string[] = [];
+      unwatch = file.watchBuilds((what) => {
+        if (what?.startsWith('leads ')) leadBuilds.push(what);
+      });
+      const have = [...server.rows.keys()].filter((k) => k.startsWith('leads/')).length;
+      for (let i = 0; have + i < 3 * BULK_ROWS + 400; i++) server.write('leads', lead(7000 + i));
+      const seqs = [...server.rows.entries()].filter(([k]) => k.startsWith('leads/')).map(([, r]) => r.seq).sort((a, b) => a - b);
+      await run({ own, table, deferred, leadBuilds, seqs });
+    } finally {
+      Object.assign(LOAD_TUNING, tuning);
+      unwatch();
+      await own.close();
+      db = await openLocalDatabase({ dir, workspaceId: WS, actor });
+    }
+  }
+
+  it('builds the indexes a pulled load left out after the pull, not when the server pauses mid-pull past the quiet window', async () => {
+    await pulledLoad('held-load', async ({ own, table, deferred, leadBuilds, seqs }) => {
+      const PAUSE = 6 * LOAD_TUNING.quietMs;
+      // The second and third pages (after the first and second full ones) come late.
+      const slow = new Set([seqs[BULK_ROWS - 1], seqs[2 * BULK_ROWS - 1]]);
+      const mid: { page: number; loading: boolean; ready: number; builds: number }[] = [];
+      server.onPull = async (c, after) => {
+        if (c !== 'leads' || !slow.has(after)) return;
+        await new Promise((r) => setTimeout(r, PAUSE));
+        mid.push({ page: mid.length + 2, loading: table.isLoading, ready: deferred.filter((n) => table.indexReady(n)).length, builds: leadBuilds.length });
+      };
+      const s = await start({ db: own, pullBatchSize: BULK_ROWS });
+      const seen: SyncStatus[] = [];
+      s.onStatus((st) => seen.push(st));
+      await s.awaitInSync();
+      expect(await own.store.count('leads')).toBe(seqs.length);
+      // At the end of each pause the load was on, none of its indexes built, none begun.
+      expect(mid).toEqual([
+        { page: 2, loading: true, ready: 0, builds: 0 },
+        { page: 3, loading: true, ready: 0, builds: 0 },
+      ]);
+      // Once the pull is over (its last page was not full) they are built, and the status says so
+      // after the pull's words.
+      await until('the load’s indexes', () => !table.isLoading, 60_000);
+      expect(deferred.filter((n) => !table.indexReady(n))).toEqual([]);
+      expect(leadBuilds.length).toBeGreaterThanOrEqual(deferred.length);
+      const activities = seen.map((st) => st.activity ?? '');
+      const lastSyncing = activities.findLastIndex((a) => a.startsWith('Syncing leads'));
+      expect(lastSyncing).toBeGreaterThanOrEqual(0);
+      expect(activities.findIndex((a) => a.startsWith('Building the index of leads by '))).toBeGreaterThan(lastSyncing);
+      await s.stop();
+    });
+  }, 120_000);
+
+  it('lets the indexes of a pulled load be built at once when the sync stops in the middle of the pull, without waiting out the hold', async () => {
+    await pulledLoad('stopped-load', async ({ table, deferred, own, seqs }) => {
+      // The second page does not come until the test lets it (a server that hangs).
+      let asked = false;
+      let answer = (): void => undefined;
+      server.onPull = async (c, after) => {
+        if (c !== 'leads' || after !== seqs[BULK_ROWS - 1]) return;
+        asked = true;
+        await new Promise<void>((r) => (answer = r));
+      };
+      try {
+        const s = await start({ db: own, pullBatchSize: BULK_ROWS });
+        await until('the first page stored and the second asked for', () => asked && table.isLoading);
+        expect(deferred.filter((n) => table.indexReady(n))).toEqual([]);
+        // Stopped (the app closing, the user signing out) while the page hangs: well within the
+        // hold's bound (30 s) the builds have started and ended.
+        const stopping = s.stop();
+        await until('the load’s indexes', () => !table.isLoading, LOAD_TUNING.holdMs / 2);
+        expect(deferred.filter((n) => !table.indexReady(n))).toEqual([]);
+        answer();
+        await stopping;
+      } finally {
+        answer();
+      }
+    });
+  }, 120_000);
 
   it('counts pending changes while offline, then merges concurrent edits of one lead field by field', async () => {
     server.write('leads', lead(2));

@@ -3,8 +3,9 @@
  * contract (sqlite-storage-contract.test.ts) and its agreement with RxDB's memory storage
  * (sqlite-storage-differential.test.ts): the disk is the truth (reopen, RxDB's internal store and
  * replication meta instances persisted), durability (SIGKILL, failed disk writes, fsync policy),
- * one owner per file, the bounded document cache, index-ordered reads that stop early, and text
- * search kept in step with the documents.
+ * one owner per file, the bounded document cache, index-ordered reads that stop early, text
+ * search kept in step with the documents, and a bulk load's index builds: off the event loop, and
+ * held while a pull has more pages coming.
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -16,7 +17,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createRxDatabase, fillWithDefaultSettings, normalizeMangoQuery, now, prepareQuery, randomToken } from 'rxdb';
 import type { MangoQuery, RxCollection, RxDatabase, RxDocumentData, RxJsonSchema, RxStorage } from 'rxdb';
 import { replicateRxCollection } from 'rxdb/plugins/replication';
-import { BULK_ROWS } from '../../electron/backend/storage/sqlite/doc-table.ts';
+import { BULK_ROWS, LOAD_TUNING } from '../../electron/backend/storage/sqlite/doc-table.ts';
 import { CHECKPOINT_TUNING, StorageLockedError, sqliteFilePath } from '../../electron/backend/storage/sqlite/file.ts';
 import { AtomicWriteConflict, writeAtomically } from '../../electron/backend/storage/sqlite/instance.ts';
 import { getRxStorageSqlite, sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
@@ -507,6 +508,119 @@ describe('SQLite storage: index builds off the event loop', () => {
     }
     await finishing;
     expect(table.isLoading).toBe(false);
+  }, 60_000);
+});
+
+describe('SQLite storage: a load held while a pull has more pages coming', () => {
+  const tuning = { ...LOAD_TUNING };
+  afterEach(() => Object.assign(LOAD_TUNING, tuning));
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  /** An empty collection, its pulled pages of BULK_ROWS documents (the first starts a load), the
+   * indexes such a load leaves out, and the builds the file announces (what, when). */
+  async function pulledLoad(quietMs: number, holdMs: number) {
+    LOAD_TUNING.quietMs = quietMs;
+    LOAD_TUNING.holdMs = holdMs;
+    const inst = await openInstance<Item>(getRxStorageSqlite({ directory: tempDir() }), filledItems(), { databaseName: 'held', collectionName: 'items' });
+    const sqlite = sqliteInstanceOf<Item>(inst);
+    if (!sqlite) throw new Error('not our storage');
+    const { file, table } = sqlite.internalsForTests;
+    const builds: { what: string; at: number }[] = [];
+    const unwatch = file.watchBuilds((what) => {
+      if (what !== null) builds.push({ what, at: Date.now() });
+    });
+    let pages = 0;
+    const page = async () => {
+      const from = BULK_ROWS * pages++;
+      const res = await inst.bulkWrite(Array.from({ length: BULK_ROWS }, (_, i) => ({ document: rowDoc(`p${from + i}`, `pulled ${from + i}`, from + i) })), 'replication-downstream-test');
+      expect(res.error).toEqual([]);
+    };
+    // The indexes of the schema's stored index columns (`name`, `n`): dropped by the load.
+    const deferred = table.columns.filter((c) => c.sql === null).map((c) => `${table.table}_${c.column}`);
+    expect(deferred.length).toBeGreaterThanOrEqual(2);
+    const built = () => deferred.filter((name) => table.indexReady(name)).length;
+    return { sqlite, table, page, builds, built, deferred, unwatch };
+  }
+
+  it('builds nothing across pauses longer than the quiet window while held, and builds once released', async () => {
+    const quiet = 100;
+    const { sqlite, table, page, builds, built, deferred, unwatch } = await pulledLoad(quiet, 20_000);
+    try {
+      // A page arrives that says more are coming: held, then written (the load starts).
+      sqlite.holdLoad(true);
+      await page();
+      expect(table.isLoading).toBe(true);
+      expect(built()).toBe(0);
+      for (let i = 0; i < 2; i++) {
+        // The next page comes late (a slow server): six quiet windows.
+        await sleep(6 * quiet);
+        expect(builds, `page ${i + 2}`).toEqual([]);
+        sqlite.holdLoad(true);
+        await page();
+      }
+      await sleep(6 * quiet);
+      expect(builds).toEqual([]);
+      expect(table.isLoading).toBe(true);
+      expect(built()).toBe(0);
+      // The pull's last page (not full): released; the builds start once the load is quiet.
+      const released = Date.now();
+      sqlite.holdLoad(false);
+      await expect.poll(() => table.isLoading, { timeout: 30_000 }).toBe(false);
+      expect(built()).toBe(deferred.length);
+      expect(builds.length).toBeGreaterThanOrEqual(deferred.length);
+      expect(builds[0]?.at).toBeGreaterThanOrEqual(released);
+    } finally {
+      unwatch();
+    }
+  }, 60_000);
+
+  it('lets a hold that no page renews and no release ends lapse after its bounded time: the builds start then', async () => {
+    const quiet = 100;
+    const hold = 1500;
+    const { sqlite, table, page, builds, built, deferred, unwatch } = await pulledLoad(quiet, hold);
+    try {
+      const heldAt = Date.now();
+      sqlite.holdLoad(true);
+      await page();
+      // The pull stalls (the network is gone): nothing comes, nothing releases.
+      await sleep(6 * quiet);
+      expect(builds).toEqual([]);
+      expect(table.isLoading).toBe(true);
+      await expect.poll(() => table.isLoading, { timeout: 30_000 }).toBe(false);
+      expect(built()).toBe(deferred.length);
+      // Not before the hold's bound (a timer fires at or after its time).
+      expect(builds[0]?.at ?? 0).toBeGreaterThanOrEqual(heldAt + hold);
+    } finally {
+      unwatch();
+    }
+  }, 60_000);
+
+  it('lets a build running when a hold comes finish, and holds the next one until the release', async () => {
+    const quiet = 100;
+    const { sqlite, table, page, built, deferred, unwatch } = await pulledLoad(quiet, 20_000);
+    // The hold comes while the first build runs (as a page asked for by a pull started again would).
+    let started = 0;
+    let ended = 0;
+    const stopHolding = sqlite.storageFile.watchBuilds((what) => {
+      if (what !== null) {
+        started++;
+        sqlite.holdLoad(true);
+      } else if (started > 0) ended++;
+    });
+    try {
+      await page();
+      await expect.poll(() => ended, { timeout: 30_000 }).toBeGreaterThan(0);
+      stopHolding();
+      await sleep(6 * quiet);
+      expect(built()).toBe(1);
+      expect(table.isLoading).toBe(true);
+      sqlite.holdLoad(false);
+      await expect.poll(() => table.isLoading, { timeout: 30_000 }).toBe(false);
+      expect(built()).toBe(deferred.length);
+    } finally {
+      stopHolding();
+      unwatch();
+    }
   }, 60_000);
 });
 

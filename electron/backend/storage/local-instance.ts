@@ -1,7 +1,8 @@
 /**
- * What the sync status needs from a collection's storage instance: the change stream (with RxDB's
- * write contexts, to tell local writes from pulled ones) and the stored document of an id,
- * synchronously.
+ * What the replication needs from a collection's storage instance: the change stream (with RxDB's
+ * write contexts, to tell local writes from pulled ones), the stored document of an id,
+ * synchronously, the index builds under way, and a hold on a bulk load's index builds while a pull
+ * goes on.
  */
 import type { EventBulk, RxDocumentData, RxStorageChangeEvent } from 'rxdb';
 import type { Observable } from 'rxjs';
@@ -16,10 +17,13 @@ export type LocalInstance = {
   /** Calls `watcher` with the index the database builds now (in words), or null; returns the
    * unsubscribe. */
   watchBuilds(watcher: (what: string | null) => void): () => void;
+  /** Holds the collection's deferred index builds while a pull has more pages coming (true: for a
+   * bounded time from now, renewed by each call), or releases them (false). */
+  holdLoad(held: boolean): void;
 };
 
 /** The local storage instance behind an RxDB collection's (wrapped) storage instance, or null. */
 export function localInstanceOf(storageInstance: unknown): LocalInstance | null {
   const sqlite = sqliteInstanceOf<Json>(storageInstance);
-  return sqlite && { changeStream: () => sqlite.changeStream(), current: (id) => sqlite.currentDocuments([id]).get(id), watchBuilds: (watcher) => sqlite.storageFile.watchBuilds(watcher) };
+  return sqlite && { changeStream: () => sqlite.changeStream(), current: (id) => sqlite.currentDocuments([id]).get(id), watchBuilds: (watcher) => sqlite.storageFile.watchBuilds(watcher), holdLoad: (held) => sqlite.holdLoad(held) };
 }

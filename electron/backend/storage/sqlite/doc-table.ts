@@ -29,13 +29,14 @@
  * (BULK_ROWS rows or more) into a table holding fewer rows than it brings starts a load: those
  * indexes (RxDB's index columns' and the layout's `afterLoad` ones; in a load of local documents,
  * an import, not the ones it looks people up by) are dropped, in that write's transaction, and
- * built again from sorted keys once no bulk write came for LOAD_QUIET_MS, one
- * index after the other, each in the file's worker thread (StorageFile.inWorker: a build is one
- * statement of up to seconds at 1M rows, which on this thread held the event loop that long; writes
- * meanwhile wait in the file's queue), or all at once by finishLoading. The documents, their columns,
- * the text index, member tables and the other indexes are written as always; a query meanwhile
- * reads without the missing indexes (the same answers, more rows read). The state is in the file,
- * so a load cut short by a quit is finished after the next open.
+ * built again from sorted keys once no bulk write came for LOAD_QUIET_MS and no pull with more
+ * pages coming holds them (holdLoad, bounded by LOAD_HOLD_MS), one index after the other, each in
+ * the file's worker thread (StorageFile.inWorker: a build is one statement of up to seconds at 1M
+ * rows, which on this thread held the event loop that long; writes meanwhile wait in the file's
+ * queue), or all at once by finishLoading. The documents, their columns, the text index, member
+ * tables and the other indexes are written as always; a query meanwhile reads without the missing
+ * indexes (the same answers, more rows read). The state is in the file, so a load cut short by a
+ * quit is finished after the next open.
  *
  * Long (~700 lines) because every statement that touches the documents table is here, so that the
  * row layout (columns, odd bits, member tables, text rows, deferred indexes) is written and read in
@@ -91,9 +92,21 @@ export const BULK_ROWS = 1000;
 /** How long after its last bulk write a load counts as over. */
 export const LOAD_QUIET_MS = 1500;
 
-/** The quiet window in force (LOAD_QUIET_MS; a test that checks reads during a load widens it, so a
- * slow machine does not end the load under it). */
-export const LOAD_TUNING = { quietMs: LOAD_QUIET_MS };
+/**
+ * The longest a hold (DocTable.holdLoad) keeps a load's index builds waiting past its quiet window
+ * without being renewed. A pull renews it with every page it asks for and every full page; a pull
+ * that stalls (network gone, server down, a request that hangs) lets the builds start this long
+ * after, so the user gets the indexes anyway. 30 s: the time limit of a request to the server
+ * (server-client.ts), so a slow page that still comes keeps the hold, while one that does not
+ * fails the request, which releases it at once; the bound is for a hold nothing releases. Short
+ * beside the minutes a sync that needs it takes (1M leads).
+ */
+export const LOAD_HOLD_MS = 30_000;
+
+/** The quiet window and the hold's bound in force (LOAD_QUIET_MS, LOAD_HOLD_MS; a test that checks
+ * reads during a load widens the window, so a slow machine does not end the load under it; tests of
+ * the hold shorten both). */
+export const LOAD_TUNING = { quietMs: LOAD_QUIET_MS, holdMs: LOAD_HOLD_MS };
 
 /** Prepared statements of the Store's queries kept per table. */
 const STORE_STATEMENTS = 300;
@@ -151,6 +164,9 @@ export class DocTable {
   private readonly buildingUnbuilt = new Set<string>();
   private loading = false;
   private lastBulkAt = 0;
+  /** Until when (Date.now()) the next index build of a load waits, beyond the quiet window: a
+   * pull with more pages coming holds it (holdLoad); 0: no hold. */
+  private heldUntil = 0;
   private loadTimer: ReturnType<typeof setTimeout> | null = null;
   /** The build under way in the worker, if any. */
   private building: Promise<void> | null = null;
@@ -267,6 +283,26 @@ export class DocTable {
     return this.loading;
   }
 
+  /**
+   * Holds the load's next index build (true) for at most LOAD_TUNING.holdMs from now, each call
+   * renewing it, or releases it (false). The replication holds while a pull of this collection has
+   * more pages coming: a slow server or network can pause pulled pages past the quiet window, and a
+   * build started then makes every later page of the pull write that index row by row (a 300k sync:
+   * 229 s of CPU against 95 s with the builds after it). Only when builds start changes: a build
+   * already running finishes (a CREATE INDEX cannot be cut), the next one waits; a release lets
+   * them start once the quiet window is over; finishLoading does not wait. No hold outlives its
+   * bound, so a pull that stalls without releasing still gets the user the indexes. A hold on a
+   * table not loading is kept for a load the next pulled page starts.
+   */
+  holdLoad(held: boolean): void {
+    this.heldUntil = held ? Date.now() + LOAD_TUNING.holdMs : 0;
+    // The armed timer was set for the quiet window or an earlier hold: looked at again now.
+    if (this.loadTimer) {
+      this.stopLoadTimer();
+      this.armLoadTimer(0);
+    }
+  }
+
   private armLoadTimer(delay = LOAD_TUNING.quietMs): void {
     if (this.loadTimer) return;
     this.loadTimer = setTimeout(() => {
@@ -281,12 +317,14 @@ export class DocTable {
     this.loadTimer = null;
   }
 
-  /** Builds the next missing index once the load is quiet, then comes back for the next one. */
+  /** Builds the next missing index once the load is quiet and not held (holdLoad), then comes back
+   * for the next one. */
   private buildStep(): void {
     if (!this.loading || this.refs <= 0 || this.building || this.finishing) return;
-    const quietFor = Date.now() - this.lastBulkAt;
-    if (quietFor < LOAD_TUNING.quietMs) {
-      this.armLoadTimer(LOAD_TUNING.quietMs - quietFor);
+    const now = Date.now();
+    const wait = Math.max(LOAD_TUNING.quietMs - (now - this.lastBulkAt), this.heldUntil - now);
+    if (wait > 0) {
+      this.armLoadTimer(wait);
       return;
     }
     const next = this.missing.values().next();
@@ -731,6 +769,7 @@ export class DocTable {
     this.storeUnfaithful.fill(0);
     this.stopLoadTimer();
     this.loading = false;
+    this.heldUntil = 0;
     this.missing.clear();
     this.heads.clear();
   }

@@ -77,6 +77,13 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
     return fileLoading(this.file);
   }
 
+  /** Holds this collection's next deferred index build past the load's quiet window (true, for at
+   * most LOAD_HOLD_MS, renewed by each call) or releases it (false): see DocTable.holdLoad. The
+   * replication holds while a pull has more pages coming. */
+  holdLoad(held: boolean): void {
+    if (!this.closed) this.table.holdLoad(held);
+  }
+
   /** @internal The file this instance writes to (writeAtomically checks that parts share one). */
   get storageFile(): StorageFile {
     return this.file;
