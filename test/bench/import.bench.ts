@@ -3,10 +3,13 @@
  * map the file once, then campaigns.leads.import in calls of 5,000 rows, each input passed through
  * JSON as the bridge does), into an empty list, then again into the now full list (every row an
  * existing lead). Baseline in the same run: papaparse alone parsing the same text. Target: the
- * 100k-row import under 10 s. `npx tsx test/bench/import.bench.ts` runs it alone.
+ * 100k-row import under 10 s. `npx tsx test/bench/import.bench.ts` runs it alone. BENCH_PROFILE=<dir>
+ * writes each pass's CPU profile there (`import-first.cpuprofile`, `import-again.cpuprofile`; read
+ * them with test/bench/support/profile-summary.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -22,6 +25,7 @@ import { generatedExport } from './support/generated-export.ts';
 
 const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 100_000);
 const TARGET_S = 10;
+const PROFILE_DIR = process.env.BENCH_PROFILE;
 const line = (s: string) => process.stdout.write(`${s}\n`);
 
 type Pass = { seconds: number; cpuSeconds: number; created: number; unchanged: number };
@@ -48,7 +52,13 @@ export async function run(): Promise<{ rows: number; parseSeconds: number; first
     const env = { actor, store: db.store, clock: { now: () => new Date() }, ids, random: Math.random, secrets: nodeSecrets };
 
     /** What the import dialog does with a picked file: read it once, then send it in calls. */
-    async function importAll(onExisting: 'fill_empty' | 'update'): Promise<Pass> {
+    async function importAll(onExisting: 'fill_empty' | 'update', profileName: string): Promise<Pass> {
+      const profiler = PROFILE_DIR ? new Session() : null;
+      if (profiler) {
+        profiler.connect();
+        await profiler.post('Profiler.enable');
+        await profiler.post('Profiler.start');
+      }
       const start = performance.now();
       const cpu = process.cpuUsage();
       const file = readCsvBytes(bytes);
@@ -66,14 +76,20 @@ export async function run(): Promise<{ rows: number; parseSeconds: number; first
         unchanged += out.totals.unchanged;
       }
       const used = process.cpuUsage(cpu);
-      return { seconds: (performance.now() - start) / 1000, cpuSeconds: (used.user + used.system) / 1e6, created, unchanged };
+      const seconds = (performance.now() - start) / 1000;
+      if (profiler && PROFILE_DIR) {
+        const { profile } = await profiler.post('Profiler.stop');
+        writeFileSync(join(PROFILE_DIR, `${profileName}.cpuprofile`), JSON.stringify(profile));
+        profiler.disconnect();
+      }
+      return { seconds, cpuSeconds: (used.user + used.system) / 1e6, created, unchanged };
     }
 
-    const firstImport = await importAll('fill_empty');
+    const firstImport = await importAll('fill_empty', 'import-first');
     if (firstImport.created !== ROWS) throw new Error(`expected ${ROWS} created, got ${firstImport.created}`);
     const verdict = (s: number) => (s < TARGET_S ? `under the ${TARGET_S} s target` : `OVER the ${TARGET_S} s target`);
     line(`import    into an empty list              ${firstImport.seconds.toFixed(2)} s   ${Math.round(ROWS / firstImport.seconds).toLocaleString('en')} rows/s   ${(firstImport.seconds / parseSeconds).toFixed(1)}x baseline   ${verdict(firstImport.seconds)} (cpu ${firstImport.cpuSeconds.toFixed(2)} s)`);
-    const reimport = await importAll('update');
+    const reimport = await importAll('update', 'import-again');
     if (reimport.unchanged !== ROWS) throw new Error(`expected ${ROWS} unchanged, got ${reimport.unchanged}`);
     line(`re-import every row an existing lead      ${reimport.seconds.toFixed(2)} s   ${Math.round(ROWS / reimport.seconds).toLocaleString('en')} rows/s   ${(reimport.seconds / parseSeconds).toFixed(1)}x baseline   ${verdict(reimport.seconds)} (cpu ${reimport.cpuSeconds.toFixed(2)} s)`);
     return { rows: ROWS, parseSeconds, firstImport, reimport };

@@ -259,6 +259,41 @@ describe('reading what the page shows', () => {
   });
 });
 
+describe('commits', () => {
+  it('read the stored documents of their writes once per collection, and still refuse a stale one', async () => {
+    const instance = sqliteInstanceOf<Lead>(db.rx.collections.leads?.storageInstance);
+    if (!instance) throw new Error('not on the SQLite storage');
+    const leads = Array.from({ length: 40 }, (_, i) =>
+      newLead({ id: `c0000000-0000-4000-8000-7${String(i).padStart(11, '0')}`, workspaceId: WS, now: new Date(Date.UTC(2026, 5, 1)).toISOString() }, GROUP, { firstName: `Commit${i}`, email: `commit${i}@example.test` }),
+    );
+    const reads = vi.spyOn(instance, 'currentDocuments');
+    try {
+      await db.store.commit(creates(leads));
+      // One read for the forty ids (an import's 5,000 new leads were 5,000 reads of ids not there).
+      expect(reads).toHaveBeenCalledTimes(1);
+      const [first, second] = leads as [Lead, Lead];
+      const renamed = { ...first, firstName: 'Renamed' };
+      await db.store.commit([
+        { collection: 'leads', id: first.id, before: first, after: renamed },
+        { collection: 'leads', id: second.id, before: second, after: { ...second, firstName: 'Also' } },
+      ]);
+      expect(reads).toHaveBeenCalledTimes(2);
+      expect((await db.store.get('leads', first.id))?.firstName).toBe('Renamed');
+      // A write whose `before` is not the stored document is refused, and nothing of its commit is written.
+      await expect(
+        db.store.commit([
+          { collection: 'leads', id: second.id, before: { ...second, firstName: 'Also' }, after: { ...second, firstName: 'Third' } },
+          { collection: 'leads', id: first.id, before: first, after: { ...first, firstName: 'Stale' } },
+        ]),
+      ).rejects.toMatchObject({ code: 'CONFLICT' });
+      expect((await db.store.get('leads', first.id))?.firstName).toBe('Renamed');
+      expect((await db.store.get('leads', second.id))?.firstName).toBe('Also');
+    } finally {
+      reads.mockRestore();
+    }
+  });
+});
+
 describe('bulk loads', () => {
   const WS2 = 'c0000000-0000-4000-8000-000000000002';
   const actor2 = { ...actor, workspaceId: WS2 };
