@@ -354,6 +354,11 @@ export class StorageFile {
     });
   }
 
+  /** @internal Whether a checkpoint runs in the worker now, for tests. */
+  get checkpointUnderWay(): boolean {
+    return this.checkpointing !== null;
+  }
+
   /** @internal The connection's synchronous setting now (1 NORMAL, 2 FULL), for tests. */
   synchronousNow(): number {
     return Number(this.db.pragma('synchronous', { simple: true }));
