@@ -121,6 +121,8 @@ const TABLES = new WeakMap<StorageFile, Map<string, DocTable>>();
 
 export class DocTable {
   private refs = 0;
+  /** The last user released it: no timer is armed and no build starts any more. */
+  private released = false;
   readonly changes = new Subject<ChangeBulk>();
   readonly cache: DocCache<Doc>;
   readonly columns: readonly IndexColumn[];
@@ -263,6 +265,7 @@ export class DocTable {
   release(): void {
     this.refs--;
     if (this.refs > 0) return;
+    this.released = true;
     this.stopLoadTimer();
     if (TABLES.get(this.file)?.get(this.name) === this) TABLES.get(this.file)?.delete(this.name);
     this.changes.complete();
@@ -304,7 +307,7 @@ export class DocTable {
   }
 
   private armLoadTimer(delay = LOAD_TUNING.quietMs): void {
-    if (this.loadTimer) return;
+    if (this.loadTimer || this.released) return;
     this.loadTimer = setTimeout(() => {
       this.loadTimer = null;
       this.buildStep();
@@ -386,7 +389,11 @@ export class DocTable {
     this.finishing = true;
     try {
       if (this.building) await this.building.catch(() => undefined);
-      for (let next = this.missing.values().next(); !next.done; next = this.missing.values().next()) await this.build(next.value);
+      for (let next = this.missing.values().next(); !next.done; next = this.missing.values().next()) {
+        // Released meanwhile (its file closing): the load goes on at the next open.
+        if (this.released) throw new Error(`${this.name}: closed before its load's indexes were built.`);
+        await this.build(next.value);
+      }
       await this.file.whenFree(() => this.file.write(true, () => this.file.db.prepare('UPDATE instances SET loading = 0 WHERE name = ?').run(this.name)));
       this.loading = false;
     } finally {

@@ -81,9 +81,10 @@ export class StorageFile {
   private worker: StatementWorker | null = null;
   /** A second thread for reads that would hold the event loop (readInWorker). */
   private reader: StatementWorker | null = null;
-  /** A checkpoint is asked for (timer) or runs in the worker. */
+  /** A checkpoint is asked for (timer) or runs in the worker (settles when it, and the RESTART one
+   * it may start, are over). */
   private checkpointTimer: ReturnType<typeof setTimeout> | null = null;
-  private checkpointing = false;
+  private checkpointing: Promise<void> | null = null;
   /** Commits since the last checkpoint began. */
   private dirty = false;
   private closing = false;
@@ -132,9 +133,13 @@ export class StorageFile {
     this.refs++;
   }
 
-  /** Drops one user; the last one closes the connection (releasing the lock) once a worker
-   * statement under way has ended, and, when no storage instance is left in the file (every one
-   * was removed), deletes the file. An open of the same path meanwhile keeps it open. */
+  /** Drops one user; the last one closes the connection (releasing the lock) once the work queued
+   * before (writes, index builds: a build under way is waited for, it cannot be cut) and a
+   * checkpoint under way have ended, and, when no storage instance is left in the file (every one
+   * was removed), deletes the file. From then on nothing starts: an asked-for checkpoint is
+   * dropped, and work asked for later (a load's next build, a read in the reader thread) is
+   * refused; the worker threads close their connections and end before the main connection
+   * closes. An open of the same path meanwhile keeps it open. */
   async release(): Promise<void> {
     this.refs--;
     if (this.refs > 0) return;
@@ -144,6 +149,8 @@ export class StorageFile {
     this.closing = true;
     if (this.checkpointTimer) clearTimeout(this.checkpointTimer);
     this.checkpointTimer = null;
+    // Settles after the RESTART checkpoint it may have started before the file began closing.
+    await this.checkpointing;
     await this.worker?.close();
     this.worker = null;
     await this.reader?.close();
@@ -187,19 +194,19 @@ export class StorageFile {
     this.checkpointTimer = null;
     if (this.closing) return;
     this.dirty = false;
-    this.checkpointing = true;
     const again = (): void => {
-      this.checkpointing = false;
+      this.checkpointing = null;
       if (this.dirty) this.committed();
     };
     const log = this.checkpointLog;
-    this.statementWorker()
+    this.checkpointing = this.statementWorker()
       .checkpoint('PASSIVE')
       .then((wal) => {
         log.passive++;
         if (wal.backfilled === wal.frames) log.passiveComplete++;
         log.maxWalBytes = Math.max(log.maxWalBytes, wal.frames * this.pageSize);
-        if (wal.frames * this.pageSize <= CHECKPOINT_TUNING.walLimitBytes) return undefined;
+        // A file closing meanwhile gets no RESTART (its connections close next).
+        if (this.closing || wal.frames * this.pageSize <= CHECKPOINT_TUNING.walLimitBytes) return undefined;
         const t = performance.now();
         return this.inWorker('PRAGMA wal_checkpoint(RESTART)', null).then(() => {
           log.restart++;
@@ -218,9 +225,20 @@ export class StorageFile {
 
   private pageBytes: number | undefined;
 
+  /** The worker thread, started if none runs; never for a closing file (its connections close,
+   * and a new one would open the file again behind them). */
   private statementWorker(): StatementWorker {
+    this.ensureOpen();
     if (!this.worker || this.worker.ended) this.worker = new StatementWorker(this.path, this.synchronous);
     return this.worker;
+  }
+
+  private ensureOpen(): void {
+    if (this.closing) throw this.closedError();
+  }
+
+  private closedError(): Error {
+    return new Error(`The database file ${this.path} is closed.`);
   }
 
   /**
@@ -231,6 +249,7 @@ export class StorageFile {
   whenFree<T>(fn: () => T): Promise<T> {
     if (this.free) {
       try {
+        this.ensureOpen();
         return Promise.resolve(fn());
       } catch (e) {
         return Promise.reject(e instanceof Error ? e : new Error(String(e)));
@@ -239,6 +258,7 @@ export class StorageFile {
     return new Promise<T>((resolveRun, rejectRun) =>
       this.queue.push(() => {
         try {
+          this.ensureOpen();
           resolveRun(fn());
         } catch (e) {
           rejectRun(e instanceof Error ? e : new Error(String(e)));
@@ -266,6 +286,11 @@ export class StorageFile {
   inWorker(sql: string, what: string | null): Promise<void> {
     return new Promise<void>((resolveRun, rejectRun) => {
       const start = (): void => {
+        if (this.closing) {
+          rejectRun(this.closedError());
+          this.scheduleDrain();
+          return;
+        }
         this.busy = true;
         if (what !== null) this.announce(what);
         // The file is free again before the caller's continuation runs (it may write at once).
@@ -298,6 +323,7 @@ export class StorageFile {
    * come back as Uint8Array.
    */
   readInWorker(reads: readonly { sql: string; params: readonly unknown[] }[]): Promise<Record<string, unknown>[][]> {
+    if (this.closing) return Promise.reject(this.closedError());
     if (!this.reader || this.reader.ended) this.reader = new StatementWorker(this.path, this.synchronous);
     return this.reader.read(reads);
   }
@@ -326,6 +352,11 @@ export class StorageFile {
       this.queue.shift()?.();
       if (this.queue.length > 0) this.scheduleDrain();
     });
+  }
+
+  /** @internal Whether a checkpoint runs in the worker now, for tests. */
+  get checkpointUnderWay(): boolean {
+    return this.checkpointing !== null;
   }
 
   /** @internal The connection's synchronous setting now (1 NORMAL, 2 FULL), for tests. */
@@ -383,7 +414,8 @@ class StatementWorker {
       this.pending.delete(m.id);
       if (m.error === undefined) p.ok(m.rows ?? m.wal);
       else p.fail(Object.assign(new Error(m.error), { code: m.code }));
-      if (this.pending.size === 0) {
+      // A closing thread stays referenced until it has ended (close awaits its exit).
+      if (this.pending.size === 0 && !this.ended) {
         // Idle: the thread alone does not keep the process alive (see run).
         this.thread.unref();
         this.idle = setTimeout(() => void this.close(), WORKER_IDLE_MS);
