@@ -321,6 +321,31 @@ describe('SQLite storage: reads', () => {
     expect(c).not.toBe(d);
   });
 
+  it('answers a write’s check of ids a read just found absent without SQLite, and still sees a write that landed in between', async () => {
+    const s = getRxStorageSqlite({ directory: tempDir(), documentCache: 10 });
+    const inst = await openInstance<Item>(s, filledItems());
+    const other = await openInstance<Item>(s, filledItems(), { databaseName: inst.databaseName, collectionName: inst.collectionName });
+    const table = sqliteInstanceOf<Item>(inst)?.internalsForTests.table;
+    if (!table) throw new Error('not our storage');
+    // As RxDB's replication writes a pulled page: its ids read first, then the bulk write.
+    const ids = Array.from({ length: 50 }, (_, i) => `p${String(i).padStart(3, '0')}`);
+    expect(await inst.findDocumentsById(ids, true)).toEqual([]);
+    const looked = table.idsLookedUp;
+    // Another instance of the table writes two of those ids in between (a local edit).
+    await other.bulkWrite([{ document: rowDoc('p007', 'local', 7) }, { document: rowDoc('p031', 'local', 31) }], 'w');
+    const page = await inst.bulkWrite(ids.map((id, i) => ({ document: rowDoc(id, `pulled ${i}`, i) })), 'w');
+    // The two written meanwhile conflict (the write had no `previous`); the other 48 are written,
+    // their ids checked from the read before, not looked up again.
+    expect(page.error.map((e) => [e.documentId, e.status]).sort()).toEqual([['p007', 409], ['p031', 409]]);
+    expect(table.idsLookedUp - looked).toBe(0);
+    const stored = await inst.findDocumentsById(ids, true);
+    expect(stored.map((d) => d.name)).toEqual(ids.map((id, i) => (id === 'p007' || id === 'p031' ? 'local' : `pulled ${i}`)));
+    // A document written since is found, not taken for absent.
+    expect(await inst.findDocumentsById(['p100'], true)).toEqual([]);
+    await other.bulkWrite([{ document: rowDoc('p100', 'later', 100) }], 'w');
+    expect((await inst.findDocumentsById(['p100'], true)).map((d) => d.name)).toEqual(['later']);
+  });
+
   it('reads the first page of a newest-first query, not the whole range', async () => {
     const inst = await openInstance<Item>(getRxStorageSqlite({ directory: tempDir() }), filledItems());
     await inst.bulkWrite(Array.from({ length: 3000 }, (_, i) => ({ document: rowDoc(`k${String(i).padStart(5, '0')}`, `n${i}`, i) })), 'w');

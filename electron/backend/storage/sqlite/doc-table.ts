@@ -98,6 +98,9 @@ export const LOAD_TUNING = { quietMs: LOAD_QUIET_MS };
 /** Prepared statements of the Store's queries kept per table. */
 const STORE_STATEMENTS = 300;
 
+/** Ids remembered as absent per table (DocTable.absent): a few pulled pages'. */
+const ABSENT_IDS = 10_000;
+
 /** Documents a scan reads per statement: a scan that stops early reads little more than it needed. */
 const SCAN_CHUNK = 256;
 
@@ -155,8 +158,19 @@ export class DocTable {
   /** The build under way in the worker, if any. */
   private building: Promise<void> | null = null;
   private finishing = false;
+  /**
+   * Ids that reads found absent from the table, and the sequence number the set is true at: every
+   * write committed since took the ids it wrote out of it (`committed`), and a commit that finds the
+   * set at another number than the table's drops it. A row only comes to exist by a write of its id,
+   * so an id in the set is absent while `seq` is the table's. RxDB's replication reads a pulled
+   * page's ids (findDocumentsById) and its bulk write then checks the same ids again: for the new
+   * documents of an initial sync that second look-up is answered here, without SQLite.
+   */
+  private absent: { seq: number; ids: Set<string> } | null = null;
   /** @internal Rows read by scans since open, for tests and benchmarks. */
   rowsScanned = 0;
+  /** @internal Ids looked up in SQLite by `get` since open, for tests. */
+  idsLookedUp = 0;
   readonly schema: RxJsonSchema<Doc>;
   /** A replication meta table's assumed-master states stored by reference (master-states.ts). */
   private readonly masters: MetaCodec | null;
@@ -452,15 +466,18 @@ export class DocTable {
     return doc;
   }
 
-  /** The stored documents of these ids (deleted ones included), by id. Found documents are cached. */
+  /** The stored documents of these ids (deleted ones included), by id. Found documents are cached,
+   * ids not found remembered as absent (see `absent`). */
   get(ids: readonly string[]): Map<string, Doc> {
     const out = new Map<string, Doc>();
     const missing: string[] = [];
+    const known = this.absent !== null && this.absent.seq === this.lastSeq ? this.absent.ids : null;
     for (const id of ids) {
       const hit = this.cache.get(id);
       if (hit) out.set(id, hit);
-      else missing.push(id);
+      else if (known === null || !known.has(id)) missing.push(id);
     }
+    this.idsLookedUp += missing.length;
     const read: Doc[] = [];
     if (missing.length <= 4) {
       for (const id of missing) {
@@ -480,10 +497,13 @@ export class DocTable {
       }
     }
     this.masters?.decode(read);
+    let absent = known !== null && known.size + missing.length <= ABSENT_IDS ? known : null;
     for (const id of missing) {
       const doc = out.get(id);
       if (doc) this.cache.set(id, doc);
+      else (absent ??= new Set()).add(id);
     }
+    if (absent !== null && absent !== known) this.absent = { seq: this.lastSeq, ids: absent };
     return out;
   }
 
@@ -580,6 +600,11 @@ export class DocTable {
 
   /** Applies a write that SQLite committed. */
   committed(w: Written): void {
+    const absent = this.absent;
+    if (absent !== null && absent.seq === this.lastSeq) {
+      for (const { doc } of w.rows) absent.ids.delete(String((doc as Record<string, unknown>)[this.primaryPath]));
+      absent.seq = w.lastSeq;
+    } else this.absent = null;
     this.lastSeq = w.lastSeq;
     w.oddDelta.forEach((d, i) => (this.unfaithful[i] = (this.unfaithful[i] ?? 0) + d));
     w.storeOddDelta.forEach((d, i) => (this.storeUnfaithful[i] = (this.storeUnfaithful[i] ?? 0) + d));
@@ -726,6 +751,7 @@ export class DocTable {
     // A later open of this name makes a new table, even while this object still has users.
     if (TABLES.get(this.file)?.get(this.name) === this) TABLES.get(this.file)?.delete(this.name);
     this.cache.clear();
+    this.absent = null;
     this.lastSeq = 0;
     this.unfaithful.fill(0);
     this.storeUnfaithful.fill(0);
