@@ -43,8 +43,10 @@ export const STORE_QUERY_TUNING = {
   /** Rows per statement of a walk. */
   chunk: 256,
   /** A walk whose order's keys go one way and its ties the other reads a group of equal keys
-   * forwards at once when it has more than this many entries. */
-  longGroup: 32,
+   * forwards at once when it has more than this many entries (a tie of one import's 5,000
+   * leads), and shorter groups in chunks read backwards (fewer statements: a chunk of a
+   * ranking's scores holds ten groups of a hundred leads at 100k). */
+  longGroup: 256,
   /** Bounds of the cap a condition's match count is compared with, for a page of an indexed order. */
   minCap: 256,
   maxCap: 20_000,
