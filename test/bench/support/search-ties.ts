@@ -10,10 +10,12 @@
  * `... build DIR` writes the files into DIR and keeps them, `... search DIR` searches them again (a
  * change measured before and after on the same files).
  */
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { localDatabaseName, openLocalDatabase } from '../../../electron/backend/local-db.ts';
 import type { LocalDatabase } from '../../../electron/backend/local-db.ts';
 import { sqliteFilePath } from '../../../electron/backend/storage/sqlite/file.ts';
@@ -39,6 +41,11 @@ const line = (s: string): void => void process.stdout.write(`${s}\n`);
 const load = (): string => `load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`;
 const percentile = (xs: readonly number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))] ?? NaN;
 const readCalls = (): number => Number(/syscr: (\d+)/.exec(readFileSync('/proc/self/io', 'utf8'))?.[1] ?? NaN);
+/** The read() calls of readCalls itself, left out of each count. */
+const ownReads = ((): number => {
+  const a = readCalls();
+  return readCalls() - a;
+})();
 
 type Made = { dir: string; workspaceId: string; actor: LocalDatabase['actor'] };
 
@@ -94,7 +101,7 @@ async function search(m: Made, label: string): Promise<void> {
         times.push(performance.now() - t);
         const used = process.cpuUsage(c);
         cpus.push((used.user + used.system) / 1000);
-        reads += readCalls() - r0;
+        reads += readCalls() - r0 - ownReads;
         rows = out.leads.length;
       }
       const v = process.cpuUsage(v0);
@@ -108,17 +115,29 @@ async function search(m: Made, label: string): Promise<void> {
   }
 }
 
+/** Searches one file (`TIES=ties` or `distinct`) in this process; both, each in a process of its
+ * own (a second database opened in the same process after the first one's search never answered). */
+async function searchFiles(root: string): Promise<void> {
+  const made = JSON.parse(readFileSync(join(root, 'made.json'), 'utf8')) as [string, Made][];
+  if (WHICH !== 'both') {
+    for (const [label, m] of made) if (label.startsWith(WHICH)) await search(m, label);
+    return;
+  }
+  for (const which of ['ties', 'distinct']) {
+    const proc = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), 'search', root], { stdio: 'inherit', env: { ...process.env, TIES: which } });
+    const code = await new Promise<number | null>((r) => proc.once('exit', r));
+    if (code !== 0) throw new Error(`the search of the ${which} file failed (${code})`);
+  }
+}
+
 async function main(): Promise<void> {
   // `build DIR` writes the files and keeps them, `search DIR` searches them (before and after a
   // change on the same files); without either, a temporary folder for both steps.
   const [mode, kept] = process.argv.slice(2);
   const root = (mode === 'build' || mode === 'search') && kept ? kept : mkdtempSync(join(tmpdir(), 'search-ties-'));
-  const manifest = join(root, 'made.json');
   try {
-    let made: [string, Made][];
-    if (mode === 'search') made = (JSON.parse(readFileSync(manifest, 'utf8')) as [string, Made][]).filter(([label]) => WHICH === 'both' || label.startsWith(WHICH));
-    else {
-      made = [];
+    if (mode !== 'search') {
+      const made: [string, Made][] = [];
       for (const ties of WHICH === 'both' ? [true, false] : [WHICH === 'ties']) {
         const t0 = performance.now();
         const m = await build(root, ties);
@@ -126,9 +145,9 @@ async function main(): Promise<void> {
         line(`${label}: ${LEADS} leads written in ${((performance.now() - t0) / 1000).toFixed(1)} s, file ${(statSync(sqliteFilePath(m.dir, localDatabaseName(m.workspaceId))).size / 1e6).toFixed(0)} MB (${load()})`);
         made.push([label, m]);
       }
-      writeFileSync(manifest, JSON.stringify(made));
+      writeFileSync(join(root, 'made.json'), JSON.stringify(made));
     }
-    if (mode !== 'build') for (const [label, m] of made) await search(m, label);
+    if (mode !== 'build') await searchFiles(root);
   } finally {
     if (mode !== 'build' && mode !== 'search') rmSync(root, { recursive: true, force: true });
   }
