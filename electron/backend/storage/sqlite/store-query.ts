@@ -172,9 +172,8 @@ function pinnedConds(table: DocTable, where: Cond | undefined): { column: StoreC
 /** Conditions pinning a Store column to one value (`eq` conjuncts), by column key. */
 const pinnedKeys = (table: DocTable, where: Cond | undefined): Set<string> => new Set(pinnedConds(table, where).map((p) => p.column.key));
 
-/** An index that gives an order, once the columns before the order's are pinned (`lead`); `partial`:
- * it holds live rows only (`WHERE deleted = 0`, every Store index), so a read of it must say so. */
-type WalkIndex = { name: string; lead: readonly string[]; partial: boolean };
+/** An index that gives an order, once the columns before the order's (`lead`) are pinned. */
+type WalkIndex = { name: string; lead: readonly string[] };
 
 /** An index that gives `order` once its leading columns are pinned. */
 function walkIndex(table: DocTable, order: Order, pinned: Set<string>): WalkIndex | null {
@@ -186,9 +185,9 @@ function walkIndex(table: DocTable, order: Order, pinned: Set<string>): WalkInde
     if (lead < 0 || !idx.keys.slice(lead).every((k, i) => k === keys[i]) || !idx.keys.slice(0, lead).every((k) => pinned.has(k))) continue;
     if (!best || idx.keys.length > best.keys.length) best = idx;
   }
-  if (best) return { name: best.name, lead: best.keys.slice(0, best.keys.length - keys.length), partial: true };
-  // The unique index on the id gives the bare id order (it holds deleted rows too).
-  return keys.length === 0 ? { name: `${table.table}_id`, lead: [], partial: false } : null;
+  if (best) return { name: best.name, lead: best.keys.slice(0, best.keys.length - keys.length) };
+  // The unique index on the id gives the bare id order.
+  return keys.length === 0 ? { name: `${table.table}_id`, lead: [] } : null;
 }
 
 /** The `eq` conjuncts of `where` on the index's pinned columns, as SQL on the index alone. */
@@ -393,10 +392,10 @@ function* walkRows(table: DocTable, index: WalkIndex, pinned: Sql, where: Sql, o
   // they are the same, the next group is long and is read forwards at once. A chunk read backwards
   // would test the group's last rows only to drop them (the chunk cut it), then read it forwards:
   // twice the rows, and in a tie of an import's 5,000 leads, read in id order (at random in the
-  // file), more pages than the cache holds.
-  const live = index.partial ? 't.deleted = 0 AND ' : '';
+  // file), more pages than the cache holds. (Groups need keys: the index is a Store index, which
+  // holds live rows only.)
   const keysAt = (after: boolean): string =>
-    `SELECT * FROM (SELECT ${order.keys.map((k, i) => `${k.expr} AS k${i}`).join(', ')} FROM ${q(table.table)} AS t INDEXED BY ${q(index.name)} WHERE ${live}(${pinned.sql})${after ? ` AND ${tuple(false)} ${cmp(dir)} ${marks(n)}` : ''} ORDER BY ${by(dir, true)} LIMIT 1 OFFSET ?)`;
+    `SELECT * FROM (SELECT ${order.keys.map((k, i) => `${k.expr} AS k${i}`).join(', ')} FROM ${q(table.table)} AS t INDEXED BY ${q(index.name)} WHERE t.deleted = 0 AND (${pinned.sql})${after ? ` AND ${tuple(false)} ${cmp(dir)} ${marks(n)}` : ''} ORDER BY ${by(dir, true)} LIMIT 1 OFFSET ?)`;
   const peekFirst = `${keysAt(false)} UNION ALL ${keysAt(false)}`;
   const peekNext = `${keysAt(true)} UNION ALL ${keysAt(true)}`;
   const longGroupAfter = (after: SqlValue[] | null): SqlValue[] | null => {
