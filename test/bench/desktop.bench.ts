@@ -56,7 +56,7 @@ const LEADS = Number(process.env.BENCH_LEADS ?? process.env.BENCH_DESKTOP_LEADS 
 /** The issue's targets, by scale (the 1M ones apply from 1M leads). */
 const TARGET = LEADS >= 1_000_000 ? { reopenMs: 300, rss: 300e6 } : { reopenMs: 150, rss: 250e6 };
 /** A lead number present at any scale, whose email fragment `-<n>@` matches that lead only. */
-const RARE = Math.floor(LEADS * 0.48213);
+const rareLead = (leads: number): number => Math.floor(leads * 0.48213);
 const SEARCH_RUNS = 300;
 const PROPAGATIONS = 40;
 
@@ -122,7 +122,7 @@ type Seeded = { bigKey: string; smallKey: string };
 const DAY0 = Date.parse('2026-01-01T00:00:00.000Z');
 
 /** What the team made of a lead: half at an open stage, 3 in 10 tagged, every one scored. */
-function work(rnd: () => number, stages: readonly Pick<Stage, 'id' | 'category'>[], tags: readonly Pick<Tag, 'id'>[]): Pick<Lead, 'pipelineStageId' | 'tagId' | 'leadFitScore' | 'rankingScore'> {
+export function work(rnd: () => number, stages: readonly Pick<Stage, 'id' | 'category'>[], tags: readonly Pick<Tag, 'id'>[]): Pick<Lead, 'pipelineStageId' | 'tagId' | 'leadFitScore' | 'rankingScore'> {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
   const open = stages.filter((s) => s.category !== 'LOST' && s.category !== 'ON_HOLD');
   return {
@@ -149,7 +149,7 @@ function* leadBatches(workspaceId: string, groupId: string, stages: readonly Sta
 const TAGS = ['Hot', 'Warm', 'Cold'];
 const TAG_COLOR = '#336699';
 
-const makeTags = (workspaceId: string): Tag[] =>
+export const makeTags = (workspaceId: string): Tag[] =>
   TAGS.map((name) => ({ id: randomUUID(), workspaceId, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', name, color: TAG_COLOR }));
 
 /**
@@ -242,6 +242,21 @@ export async function rawPull(url: string, key: string): Promise<{ docs: number;
   return { docs, bytes, seconds: (performance.now() - t0) / 1000, cpuSeconds: cpuMs(c0) / 1000 };
 }
 
+/** The searches measured (name, campaigns.leads.search input) in a workspace of `leads` leads whose
+ * tag "Hot" has id `hot` (also test/bench/support/search-ties.ts). */
+export function searchVariants(hot: string, leads: number): [string, Record<string, unknown>][] {
+  const rare = rareLead(leads);
+  return [
+    ['first page (newest first)', {}],
+    ['text "smith" (common last name)', { query: 'smith' }],
+    [`text "-${rare}@" (rare email fragment)`, { query: `-${rare}@` }],
+    ['text "ann"', { query: 'ann' }],
+    ['text "okafor-9"', { query: 'okafor-9' }],
+    ['tag + stage', { tagId: hot, pipelineStage: 'CONTACTED' }],
+    ['text + stage, by ranking', { query: 'acme', pipelineStage: 'NEW', sortBy: 'rankingScore', sortOrder: 'desc' }],
+  ];
+}
+
 async function searchBench(db: LocalDatabase): Promise<void> {
   const env = {
     actor: db.actor,
@@ -257,15 +272,7 @@ async function searchBench(db: LocalDatabase): Promise<void> {
   await db.indexed();
   line(`  indexes left out by the sync built ${ms(performance.now() - t0)} after this process opened the desktop`);
   const hot = (await db.store.query('tags', { where: { op: 'eq', field: 'name', value: 'Hot' } })).docs[0]?.id ?? 'all';
-  const variants: [string, Record<string, unknown>][] = [
-    ['first page (newest first)', {}],
-    ['text "smith" (common last name)', { query: 'smith' }],
-    [`text "-${RARE}@" (rare email fragment)`, { query: `-${RARE}@` }],
-    ['text "ann"', { query: 'ann' }],
-    ['text "okafor-9"', { query: 'okafor-9' }],
-    ['tag + stage', { tagId: hot, pipelineStage: 'CONTACTED' }],
-    ['text + stage, by ranking', { query: 'acme', pipelineStage: 'NEW', sortBy: 'rankingScore', sortOrder: 'desc' }],
-  ];
+  const variants = searchVariants(hot, LEADS);
   const all: number[] = [];
   for (const [name, input] of variants) {
     const times: number[] = [];

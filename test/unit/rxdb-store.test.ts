@@ -195,7 +195,7 @@ async function commitBoth(writes: AnyWrite[]): Promise<void> {
 /** Every threshold of the Store's query strategies at its smallest, so each path is taken. */
 async function withSmallestThresholds(fn: () => Promise<void>): Promise<void> {
   const saved = { query: { ...STORE_QUERY_TUNING }, sql: { ...STORE_SQL_TUNING } };
-  Object.assign(STORE_QUERY_TUNING, { chunk: 2, minCap: 2, maxCap: 12, unorderedCap: 30, docBatch: 3, countedInList: 2 });
+  Object.assign(STORE_QUERY_TUNING, { chunk: 2, longGroup: 2, minCap: 2, maxCap: 12, unorderedCap: 30, docBatch: 3, countedInList: 2 });
   Object.assign(STORE_SQL_TUNING, { inlineList: 2 });
   try {
     await fn();

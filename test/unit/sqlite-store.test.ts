@@ -19,6 +19,7 @@ import type { LocalDatabase } from '../../electron/backend/local-db.ts';
 import { BULK_ROWS, LOAD_QUIET_MS } from '../../electron/backend/storage/sqlite/doc-table.ts';
 import type { DocTable } from '../../electron/backend/storage/sqlite/doc-table.ts';
 import { layoutProblems } from '../../electron/backend/storage/sqlite/store-columns.ts';
+import { STORE_QUERY_TUNING } from '../../electron/backend/storage/sqlite/store-query.ts';
 import { sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
 import { STORE_LAYOUT } from '../../electron/backend/store-layout.ts';
 import { KEY_FIELDS } from '../../shared/intake/identity.ts';
@@ -257,6 +258,73 @@ describe('reading what the page shows', () => {
     const loose: Cond = { op: 'eq', field: 'firstName', value: 'Ann' };
     expect(await db.store.count('leads', loose)).toBe(await ref.count('leads', loose));
   });
+});
+
+describe('a long tie of the order (the leads of one import share its creation time)', () => {
+  // Three imports of 900 leads, newer than the leads above; ids in an order unrelated to the rows'
+  // (as the server's random ids are), one lead in three named Tieman.
+  const CALL = 900;
+  const permuted = (i: number): number => (i * 7919) % (3 * CALL);
+  const leads = Array.from({ length: 3 * CALL }, (_, i) =>
+    newLead({ id: `c0000000-0000-4000-8000-5${String(permuted(i)).padStart(11, '0')}`, workspaceId: WS, now: new Date(Date.UTC(2027, 0, 1) + Math.floor(i / CALL) * 60_000).toISOString() }, GROUP, {
+      firstName: `Tf${i}`,
+      lastName: i % 3 === 0 ? 'Tieman' : `Other${i}`,
+      email: `tie${i}@example.test`,
+      rankingScore: i % 7,
+    }),
+  );
+  const tieman: Cond = { op: 'contains', fields: LEAD_QUERY_FIELDS, value: 'tieman' };
+  const newest: Sort[] = [{ field: 'createdAt', dir: 'desc' }];
+  /** Rows the text test ran on: instr() on the first text field (every row's test starts there). */
+  let tested = 0;
+  const firstNames = new Set(leads.map((l) => l.firstName.toLowerCase()));
+
+  beforeAll(async () => {
+    for (let i = 0; i < leads.length; i += CALL) {
+      await db.store.commit(creates(leads.slice(i, i + CALL)));
+      await ref.commit(creates(leads.slice(i, i + CALL)));
+    }
+    await leadsTable().finishLoading();
+    // SQLite's instr() with the same answers (the position in characters), counting its calls.
+    leadsTable().file.db.function('instr', { deterministic: true }, (hay: unknown, needle: unknown) => {
+      if (hay === null || needle === null) return null;
+      const h = String(hay);
+      if (firstNames.has(h)) tested++;
+      const at = h.indexOf(String(needle));
+      return at < 0 ? 0 : [...h.slice(0, at)].length + 1;
+    });
+  }, 60_000);
+
+  it('reads the first page of a common text from the start of the newest tie, testing each row once', async () => {
+    // The newest import's leads in the order (id ascending), up to the match after the page's last
+    // (the Store reads one more to tell whether another page follows).
+    const tie = leads.slice(2 * CALL).sort((a, b) => (a.id < b.id ? -1 : 1));
+    let matches = 0;
+    const needed = tie.findIndex((l) => l.lastName === 'Tieman' && ++matches === 51) + 1;
+    expect(needed).toBeGreaterThan(100);
+    tested = 0;
+    const page = await db.store.query('leads', { where: tieman, orderBy: newest, limit: 50 });
+    expect(page).toEqual(await ref.query('leads', { where: tieman, orderBy: newest, limit: 50 }));
+    // A chunk read backwards from the tie's end first tested as many rows again, and dropped them.
+    expect(tested).toBeGreaterThan(0);
+    expect(tested).toBeLessThanOrEqual(needed);
+  });
+
+  it('pages across the ties by cursor as the memory store does, with every threshold at its smallest too', async () => {
+    const saved = { ...STORE_QUERY_TUNING };
+    try {
+      for (const tuning of [{}, { chunk: 2, longGroup: 2 }, { chunk: 3, longGroup: 40 }]) {
+        Object.assign(STORE_QUERY_TUNING, saved, tuning);
+        await expectSamePages({ where: tieman, orderBy: newest, limit: 50 }, 20);
+        await expectSamePages({ where: tieman, orderBy: newest, limit: 7 }, 3);
+        // Across the last tie into the older leads' small groups.
+        await expectSamePages({ orderBy: newest, limit: 400 }, 9);
+        await expectSamePages({ where: { op: 'contains', fields: LEAD_QUERY_FIELDS, value: 'tf1' }, orderBy: [{ field: 'rankingScore', dir: 'desc' }], limit: 30 }, 12);
+      }
+    } finally {
+      Object.assign(STORE_QUERY_TUNING, saved);
+    }
+  }, 60_000);
 });
 
 describe('commits', () => {
