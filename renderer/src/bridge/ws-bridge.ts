@@ -9,6 +9,21 @@ import { browserNotify } from './browser-notify.ts';
 
 export type ConnectionState = 'connecting' | 'open' | 'closed';
 
+/** What a socket sends as it opens. Subscriptions outlive the socket: each live one is asked for
+ * again (the backend answers with fresh data), those of an earlier socket first. Then what was
+ * queued while it opened, in the order it was given: the page's entry asks for the session before
+ * the first screen's data, and the session's answer (immediate) must not wait behind their
+ * queries, since the first paint needs it. A queued subscription that has ended since is left out,
+ * with its unsubscribe. */
+export function openingMessages(live: readonly ClientMessage[], queued: readonly ClientMessage[]): ClientMessage[] {
+  const liveIds = new Set(live.map((m) => m.id));
+  const queuedSubs = new Set(queued.filter((m) => m.t === 'sub').map((m) => m.id));
+  return [
+    ...live.filter((m) => !queuedSubs.has(m.id)),
+    ...queued.filter((m) => (m.t !== 'sub' && m.t !== 'unsub') || (m.t === 'sub' && liveIds.has(m.id))),
+  ];
+}
+
 export function createWsBridge(url: string, onConnection?: (state: ConnectionState) => void): Bridge {
   let ws: WebSocket | null = null;
   let retry = 0;
@@ -33,11 +48,7 @@ export function createWsBridge(url: string, onConnection?: (state: ConnectionSta
     socket.onopen = () => {
       retry = 0;
       onConnection?.('open');
-      // Subscriptions outlive the socket: ask again for each (the backend answers with fresh data).
-      // Queued subscribe messages are already among them, so only the rest of the outbox follows.
-      const again = client.resubscriptions();
-      const queued = outbox.splice(0).filter((m) => m.t !== 'sub' && m.t !== 'unsub');
-      for (const m of [...again, ...queued]) socket.send(JSON.stringify(m));
+      for (const m of openingMessages(client.resubscriptions(), outbox.splice(0))) socket.send(JSON.stringify(m));
     };
     socket.onmessage = (ev) => {
       let msg: ServerMessage;
