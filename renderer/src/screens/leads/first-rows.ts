@@ -193,13 +193,21 @@ function paint(pager: LeadPager, session: Extract<SessionInfo, { state: 'open' }
   const viewport = el('div', { cls: 'viewport', attrs: { tabindex: '0' } }, [el('div', { style: { 'min-width': `${layout.minWidth}px` } }, [thead, body])]);
   const table = el('div', { cls: 'table', attrs: { role: 'grid', 'aria-label': 'Leads' } }, [viewport]);
   const checked = new Set<string>();
+  // Where the rows are scrolled to, as the last scroll event said: read there, and not while
+  // drawing, where reading the viewport's scroll position or height after the DOM changed would make
+  // the browser lay the whole window out at once, again for every answer that arrives.
+  let scrollTop = 0;
+  /** The pager's version the rows were drawn from. */
+  let drawn = -1;
   // Rows as the React table draws them: those in view and twelve more (its overscan), placed by
-  // their index; a "Loading…" row after the last loaded one while more may exist.
+  // their index; a "Loading…" row after the last loaded one while more may exist. The window's
+  // height stands for the viewport's (which is inside it).
   const drawRows = () => {
+    drawn = pager.getVersion();
     const rows = pager.loadedCount + (pager.hasMore ? 1 : 0);
     table.setAttribute('aria-rowcount', String(pager.hasMore ? -1 : pager.loadedCount));
     body.style.height = `${rows * ROW_HEIGHT}px`;
-    const last = Math.min(rows, Math.ceil((viewport.scrollTop + Math.max(viewport.clientHeight, window.innerHeight)) / ROW_HEIGHT) + 12);
+    const last = Math.min(rows, Math.ceil((scrollTop + window.innerHeight) / ROW_HEIGHT) + 12);
     const out: HTMLElement[] = [];
     for (let i = 0; i < last; i++) {
       const r = pager.row(i);
@@ -260,7 +268,10 @@ function paint(pager: LeadPager, session: Extract<SessionInfo, { state: 'open' }
     e.stopPropagation();
     replay.push({ kind: 'key', init: { key: e.key, code: e.code, shiftKey: e.shiftKey, ctrlKey: e.ctrlKey, metaKey: e.metaKey, altKey: e.altKey, repeat: e.repeat } });
   };
-  const onScroll = () => drawRows();
+  const onScroll = () => {
+    scrollTop = viewport.scrollTop;
+    drawRows();
+  };
   layer.addEventListener('click', onClick, true);
   window.addEventListener('keydown', onKey, true);
   viewport.addEventListener('scroll', onScroll, { passive: true });
@@ -277,11 +288,20 @@ function paint(pager: LeadPager, session: Extract<SessionInfo, { state: 'open' }
       viewport.removeEventListener('scroll', onScroll);
     },
   };
+  // Later answers (the count, the filters' options, the sync, the next page) are drawn once per
+  // frame, right before it is laid out, and the rows only when the pager has changed.
+  let scheduled = false;
   return () => {
-    drawSync();
-    drawCount();
-    drawFilters();
-    drawRows();
+    if (scheduled) return;
+    scheduled = true;
+    requestAnimationFrame(() => {
+      scheduled = false;
+      if (!layer.isConnected) return;
+      drawSync();
+      drawCount();
+      drawFilters();
+      if (pager.getVersion() !== drawn) drawRows();
+    });
   };
 }
 
