@@ -16,7 +16,8 @@
  * `npx tsx test/bench/server.bench.ts` runs it alone; test/bench/run.ts calls run(). BENCH_TARGETS
  * (e.g. `pglite,off`) picks databases, BENCH_VERBOSE=1 prints every import call, BENCH_KEEP=1 keeps
  * the PostgreSQL schemas (for EXPLAIN afterwards), BENCH_ONLY=import measures the import rows alone
- * (no bare route, pgbench, HTTP scenarios or webhook latency).
+ * (no bare route, pgbench, HTTP scenarios or webhook latency), BENCH_TIMELINE=1 prints each import
+ * call's statements with the milliseconds (since the request arrived) of their sending and answer.
  */
 import { execFile } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -53,6 +54,9 @@ const CONNECTIONS = 10;
 const PROFILE_DIR = process.env.BENCH_PROFILE;
 /** BENCH_QUERIES=1: the CRM server counts its database round trips, printed per scenario. */
 const COUNT_QUERIES = process.env.BENCH_QUERIES === '1';
+/** BENCH_TIMELINE=1: the server prints each import call's statements, each with the milliseconds
+ * since the request arrived at which it was sent and answered, and the call's CPU time. */
+const TIMELINE = process.env.BENCH_TIMELINE === '1';
 /** BENCH_ONLY=import: the import rows alone, on every target (a quick look at the import). */
 const IMPORT_ONLY = process.env.BENCH_ONLY === 'import';
 const SELF = fileURLToPath(import.meta.url);
@@ -74,7 +78,9 @@ async function serveRole(role: string): Promise<void> {
   let queries = 0;
   /** Per statement text: how often it was sent and the milliseconds until its answer (wall time). */
   const byText = new Map<string, { n: number; ms: number }>();
-  if (COUNT_QUERIES) {
+  /** The import call being answered (BENCH_TIMELINE): when it arrived, the process's CPU then, its statements. */
+  let call: { at: number; cpu: NodeJS.CpuUsage; statements: { text: string; sent: number; answered: number }[] } | null = null;
+  if (COUNT_QUERIES || TIMELINE) {
     // Every statement a pooled or listening client sends is one round trip to PostgreSQL.
     const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
     const original = proto.query;
@@ -88,11 +94,34 @@ async function serveRole(role: string): Promise<void> {
       seen.n++;
       const started = performance.now();
       const out = original.apply(this, args);
-      if (out instanceof Promise) void out.finally(() => (seen.ms += performance.now() - started)).catch(() => undefined);
+      const current = call;
+      const step = current ? { text: short.slice(0, 24), sent: started - current.at, answered: NaN } : null;
+      if (step) current?.statements.push(step);
+      if (out instanceof Promise) {
+        void out
+          .finally(() => {
+            seen.ms += performance.now() - started;
+            if (step && current) step.answered = performance.now() - current.at;
+          })
+          .catch(() => undefined);
+      }
       return out;
     };
   }
   const app = await buildServer({ open, logLevel: 'warn', rateLimitPerMinute: 1e9 });
+  if (TIMELINE) {
+    const isImport = (url: string) => url.includes('campaigns.leads.import');
+    app.addHook('onRequest', async (req) => {
+      if (isImport(req.url)) call = { at: performance.now(), cpu: process.cpuUsage(), statements: [] };
+    });
+    app.addHook('onResponse', async (req) => {
+      if (!isImport(req.url) || !call) return;
+      const cpu = process.cpuUsage(call.cpu);
+      const steps = call.statements.map((s) => `${s.text} ${s.sent.toFixed(0)}-${Number.isNaN(s.answered) ? 'later' : s.answered.toFixed(0)}`);
+      process.stdout.write(`[timeline] answered at ${(performance.now() - call.at).toFixed(0)} ms, server CPU ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms: ${steps.join(' | ')}\n`);
+      call = null;
+    });
+  }
   // A static route wins over the operations' `/:name`: the load generator reads the count between scenarios.
   if (COUNT_QUERIES) {
     app.get('/bench-queries', async () => ({ queries }));

@@ -2,6 +2,7 @@
  * the next is checked) is still one commit: all of it or nothing, whatever refuses it and in which
  * part, with the answer checking everything first would give. On PGlite the same calls check
  * everything, then commit in one statement: the same expectations hold. */
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../../shared/errors.ts';
 import { newLead } from '../../shared/model/factories.ts';
@@ -126,5 +127,60 @@ describe.each(BACKENDS)('a commit written in parts on %s', (backend) => {
     expect(await stored(writes.filter((w) => w.collection === 'leads').map((w) => w.id))).toBe(0);
     const enrollments = await database.db.sql.query("SELECT id FROM documents WHERE collection = 'enrollments'");
     expect(enrollments).toEqual([]);
+  });
+
+  it('parts that only create documents write no comparison and no upsert (PostgreSQL: plain INSERTs)', async () => {
+    // The statements the server's pg clients send during the commit, by their first words.
+    const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+    const original = proto.query;
+    const texts: string[] = [];
+    proto.query = function (this: unknown, ...args: unknown[]) {
+      const q = args[0];
+      texts.push(typeof q === 'string' ? q : typeof q === 'object' && q !== null && 'text' in q ? String(q.text) : '');
+      return original.apply(this, args);
+    };
+    const writes = creations(70_000, N);
+    try {
+      expect(await attempt(writes)).toBeNull();
+    } finally {
+      proto.query = original;
+    }
+    expect(await stored(writes.map((w) => w.id))).toBe(N);
+    if (backend === 'postgres') {
+      const written = texts.filter((t) => t.includes('INSERT INTO documents'));
+      // One statement per part, then the probe lead's own commit (one write: the checking statement).
+      expect(written).toHaveLength(Math.ceil(N / COMMIT_PART) + 1);
+      expect(written.slice(0, -1).filter((t) => t.includes('ON CONFLICT'))).toEqual([]);
+      expect(written.at(-1)).toContain('ON CONFLICT');
+    }
+  });
+
+  it('a creation over a deleted document in a later part brings it back, as the checking statement does', async () => {
+    const gone = newLead({ id: uid(80_000), workspaceId: WS, now: NOW }, GROUP, { firstName: 'Deleted' });
+    const store = database.db.forWorkspace(WS);
+    await store.commit([{ collection: 'leads', id: gone.id, before: null, after: gone }]);
+    await store.commit([{ collection: 'leads', id: gone.id, before: gone, after: null }]);
+    const writes = creations(81_000, N);
+    const back: Lead = { ...gone, firstName: 'Back' };
+    writes.splice(COMMIT_PART * 2 + 7, 0, { collection: 'leads', id: gone.id, before: null, after: back });
+    const checked: string[] = [];
+    expect(await attempt(writes, async (part) => void checked.push(...part.map((w) => w.id)))).toBeNull();
+    expect(await stored(writes.map((w) => w.id))).toBe(N + 1);
+    expect(await database.db.forWorkspace(WS).get('leads', gone.id)).toEqual(back);
+    // Every write was checked before the answer (the check may run again when the commit is rewritten).
+    expect(new Set(checked)).toEqual(new Set(writes.map((w) => w.id)));
+  });
+
+  it('a creation of a live document\'s id in a later part is the CONFLICT the checking statement gives, and nothing is left', async () => {
+    const live = newLead({ id: uid(90_000), workspaceId: WS, now: NOW }, GROUP, { firstName: 'Live' });
+    await database.db.forWorkspace(WS).commit([{ collection: 'leads', id: live.id, before: null, after: live }]);
+    const writes = creations(91_000, N);
+    writes.splice(COMMIT_PART + 3, 0, { collection: 'leads', id: live.id, before: null, after: { ...live, firstName: 'Overwritten' } });
+    const error = await attempt(writes);
+    expect(error).toBeInstanceOf(DomainError);
+    expect((error as DomainError).code).toBe('CONFLICT');
+    expect((error as DomainError).details).toEqual({ collection: 'leads', id: live.id });
+    expect(await stored(writes.map((w) => w.id).filter((id) => id !== live.id))).toBe(0);
+    expect((await database.db.forWorkspace(WS).get('leads', live.id))?.firstName).toBe('Live');
   });
 });
