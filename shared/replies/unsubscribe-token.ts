@@ -52,11 +52,15 @@ function toBase64Url(b: Uint8Array): string {
   return btoa(s).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }
 
+/** The bytes of a base64url text, or null when it is not the one text those bytes encode to: the
+ * last character of 87 holds 2 bits no byte uses, which a decoder ignores, so 4 spellings would
+ * decode to one token (a changed character that changes nothing must not verify either). */
 function fromBase64Url(s: string): Uint8Array | null {
   if (!/^[A-Za-z0-9_-]+$/.test(s)) return null;
   try {
     const bin = atob(s.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (s.length % 4)) % 4));
-    return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+    const bytes = Uint8Array.from(bin, (c) => c.charCodeAt(0));
+    return toBase64Url(bytes) === s ? bytes : null;
   } catch {
     return null;
   }
