@@ -322,58 +322,6 @@ describe('SQLite storage: reads', () => {
     expect(c).not.toBe(d);
   });
 
-  it('answers a write’s check of ids a read just found absent without SQLite, and still sees a write that landed in between', async () => {
-    const s = getRxStorageSqlite({ directory: tempDir(), documentCache: 10 });
-    const inst = await openInstance<Item>(s, filledItems());
-    const other = await openInstance<Item>(s, filledItems(), { databaseName: inst.databaseName, collectionName: inst.collectionName });
-    const table = sqliteInstanceOf<Item>(inst)?.internalsForTests.table;
-    if (!table) throw new Error('not our storage');
-    // As RxDB's replication writes a pulled page: its ids read first, then the bulk write.
-    const ids = Array.from({ length: 50 }, (_, i) => `p${String(i).padStart(3, '0')}`);
-    expect(await inst.findDocumentsById(ids, true)).toEqual([]);
-    const looked = table.idsLookedUp;
-    // Another instance of the table writes two of those ids in between (a local edit).
-    await other.bulkWrite([{ document: rowDoc('p007', 'local', 7) }, { document: rowDoc('p031', 'local', 31) }], 'w');
-    const page = await inst.bulkWrite(ids.map((id, i) => ({ document: rowDoc(id, `pulled ${i}`, i) })), 'w');
-    // The two written meanwhile conflict (the write had no `previous`); the other 48 are written,
-    // their ids checked from the read before, not looked up again.
-    expect(page.error.map((e) => [e.documentId, e.status]).sort()).toEqual([['p007', 409], ['p031', 409]]);
-    expect(table.idsLookedUp - looked).toBe(0);
-    const stored = await inst.findDocumentsById(ids, true);
-    expect(stored.map((d) => d.name)).toEqual(ids.map((id, i) => (id === 'p007' || id === 'p031' ? 'local' : `pulled ${i}`)));
-    // A document written since is found, not taken for absent.
-    expect(await inst.findDocumentsById(['p100'], true)).toEqual([]);
-    await other.bulkWrite([{ document: rowDoc('p100', 'later', 100) }], 'w');
-    expect((await inst.findDocumentsById(['p100'], true)).map((d) => d.name)).toEqual(['later']);
-  });
-
-  it('keeps a bulk write’s order in the changes feed whatever the order of its ids, and indexes every row’s text', async () => {
-    const dir = tempDir();
-    const s = getRxStorageSqlite({ directory: dir, textSearch: { items: ['name'] } });
-    const names = { databaseName: 'order', collectionName: 'items' };
-    const inst = await openInstance<Item>(s, filledItems(), names);
-    // Ids against their write order (the storage writes rows in id order, numbering them in the
-    // order given), then a second write of mixed order that replaces some of them.
-    const first = Array.from({ length: 1200 }, (_, i) => rowDoc(`k${String(1199 - i).padStart(4, '0')}`, `first ${i}`, i));
-    await inst.bulkWrite(first.map((d) => ({ document: d })), 'w');
-    const stored = new Map((await inst.findDocumentsById(first.map((d) => d.id), true)).map((d) => [d.id, d]));
-    const second = [rowDoc('m2', 'second a', 1), rowDoc('k0500', 'second b', 2, 2), rowDoc('a1', 'second c', 3), rowDoc('k0001', 'second d', 4, 2)];
-    await inst.bulkWrite(second.map((d) => ({ document: d, previous: stored.get(d.id) })), 'w');
-    const feed: string[] = [];
-    let checkpoint: unknown;
-    for (;;) {
-      const page = await inst.getChangedDocumentsSince?.(100, checkpoint as never);
-      if (!page || page.documents.length === 0) break;
-      feed.push(...page.documents.map((d) => d.id));
-      checkpoint = page.checkpoint;
-    }
-    const replaced = new Set(second.map((d) => d.id));
-    expect(feed).toEqual([...first.map((d) => d.id).filter((id) => !replaced.has(id)), ...second.map((d) => d.id)]);
-    const search = sqliteInstanceOf<Item>(inst);
-    expect(search?.searchText('first', 10_000).length).toBe(1198);
-    expect(search?.searchText('second', 10).sort()).toEqual(['a1', 'k0001', 'k0500', 'm2']);
-  });
-
   it('reads the first page of a newest-first query, not the whole range', async () => {
     const inst = await openInstance<Item>(getRxStorageSqlite({ directory: tempDir() }), filledItems());
     await inst.bulkWrite(Array.from({ length: 3000 }, (_, i) => ({ document: rowDoc(`k${String(i).padStart(5, '0')}`, `n${i}`, i) })), 'w');

@@ -111,9 +111,6 @@ export const LOAD_TUNING = { quietMs: LOAD_QUIET_MS, holdMs: LOAD_HOLD_MS };
 /** Prepared statements of the Store's queries kept per table. */
 const STORE_STATEMENTS = 300;
 
-/** Ids remembered as absent per table (DocTable.absent): a few pulled pages'. */
-const ABSENT_IDS = 10_000;
-
 /** Documents a scan reads per statement: a scan that stops early reads little more than it needed. */
 const SCAN_CHUNK = 256;
 
@@ -176,19 +173,8 @@ export class DocTable {
   /** The build under way in the worker, if any. */
   private building: Promise<void> | null = null;
   private finishing = false;
-  /**
-   * Ids that reads found absent from the table, and the sequence number the set is true at: every
-   * write committed since took the ids it wrote out of it (`committed`), and a commit that finds the
-   * set at another number than the table's drops it. A row only comes to exist by a write of its id,
-   * so an id in the set is absent while `seq` is the table's. RxDB's replication reads a pulled
-   * page's ids (findDocumentsById) and its bulk write then checks the same ids again: for the new
-   * documents of an initial sync that second look-up is answered here, without SQLite.
-   */
-  private absent: { seq: number; ids: Set<string> } | null = null;
   /** @internal Rows read by scans since open, for tests and benchmarks. */
   rowsScanned = 0;
-  /** @internal Ids looked up in SQLite by `get` since open, for tests. */
-  idsLookedUp = 0;
   readonly schema: RxJsonSchema<Doc>;
   /** A replication meta table's assumed-master states stored by reference (master-states.ts). */
   private readonly masters: MetaCodec | null;
@@ -511,18 +497,15 @@ export class DocTable {
     return doc;
   }
 
-  /** The stored documents of these ids (deleted ones included), by id. Found documents are cached,
-   * ids not found remembered as absent (see `absent`). */
+  /** The stored documents of these ids (deleted ones included), by id. Found documents are cached. */
   get(ids: readonly string[]): Map<string, Doc> {
     const out = new Map<string, Doc>();
     const missing: string[] = [];
-    const known = this.absent !== null && this.absent.seq === this.lastSeq ? this.absent.ids : null;
     for (const id of ids) {
       const hit = this.cache.get(id);
       if (hit) out.set(id, hit);
-      else if (known === null || !known.has(id)) missing.push(id);
+      else missing.push(id);
     }
-    this.idsLookedUp += missing.length;
     const read: Doc[] = [];
     if (missing.length <= 4) {
       for (const id of missing) {
@@ -542,13 +525,10 @@ export class DocTable {
       }
     }
     this.masters?.decode(read);
-    let absent = known !== null && known.size + missing.length <= ABSENT_IDS ? known : null;
     for (const id of missing) {
       const doc = out.get(id);
       if (doc) this.cache.set(id, doc);
-      else (absent ??= new Set()).add(id);
     }
-    if (absent !== null && absent !== known) this.absent = { seq: this.lastSeq, ids: absent };
     return out;
   }
 
@@ -564,10 +544,9 @@ export class DocTable {
     for (let i = 0; i < into.length; i++) if (odd & (1 << i)) into[i] = (into[i] ?? 0) + by;
   }
 
-  /** Writes the rows, each with the next sequence number in the order given (written in id order,
-   * see writeOrder), and their text rows. Must run inside the file's write transaction; nothing in
-   * memory changes until `committed`. `pulled`: the rows come from the server (they decide which
-   * indexes a load leaves out). */
+  /** Writes the rows, each with the next sequence number, and their text rows. Must run inside
+   * the file's write transaction; nothing in memory changes until `committed`. `pulled`: the rows
+   * come from the server (they decide which indexes a load leaves out). */
   write(rows: readonly RowWrite[], pulled: boolean): Written {
     const bulk = rows.length >= BULK_ROWS;
     // A bulk write into a table holding fewer rows than it brings starts a load (file comment).
@@ -588,24 +567,19 @@ export class DocTable {
     for (const r of rows) if (r.before) replaced.push({ id: String((r.before as Record<string, unknown>)[this.primaryPath]), doc: r.before });
     materialize(this.file.db, this.table, replaced);
     const stored = this.masters ? this.masters.encode(rows.map((r) => r.doc)) : null;
+    let seq = this.lastSeq;
     const oddDelta = this.columns.map(() => 0);
     const storeOddDelta = this.storeUnfaithful.map(() => 0);
     const store = this.layout.columns;
     const values: unknown[] = new Array<unknown>(7 + store.length + this.columns.length);
-    const rowids: (number | bigint)[] = new Array<number | bigint>(rows.length);
+    const rowids: (number | bigint)[] = [];
     const heads = this.heads.size > 0 || started.length > 0 ? this.heads.all(started) : [];
     const headChanges: HeadChanges['changes'] = [];
-    const ids = rows.map((r) => String((r.doc as Record<string, unknown>)[this.primaryPath]));
-    // Each row keeps the sequence number of its place in `rows`, but the rows are written in id
-    // order (rows of one id in their order: the later one last): the unique index of the ids takes
-    // a page's random ids in one pass over its pages instead of jumping between them.
-    const order = writeOrder(ids);
-    for (const n of order) {
-      const { before, doc } = rows[n] as RowWrite;
+    for (const [n, { before, doc }] of rows.entries()) {
       const odd = this.oddOf(doc);
-      const id = ids[n] as string;
+      const id = String((doc as Record<string, unknown>)[this.primaryPath]);
       const sodd = storeValues(this.layout, id, doc, values, 7);
-      values[0] = this.lastSeq + 1 + n;
+      values[0] = ++seq;
       values[1] = id;
       values[2] = doc._deleted ? 1 : 0;
       values[3] = doc._meta.lwt;
@@ -620,7 +594,7 @@ export class DocTable {
         const key = (this.columns[i] as IndexColumn).keyOf(doc);
         if (got[`v${i}`] !== key) this.prepared(`override ${i}`, () => `UPDATE "${this.table}" SET "${overrideColumn((this.columns[i] as IndexColumn).column)}" = ? WHERE rowid = ?`).run(key, rowid);
       }
-      rowids[n] = rowid;
+      rowids.push(rowid);
       for (const head of heads) {
         if (head.touches(id, values, 7, !doc._deleted, before !== undefined)) headChanges.push({ head, id, row: doc._deleted ? null : { r: Number(rowid), id, k: head.keysOf(values, 7) } });
       }
@@ -632,38 +606,25 @@ export class DocTable {
       }
     }
     this.codec.flush();
-    // Member and text rows in the order the rows were written, so that new rows' rowids ascend.
     for (const m of this.memberStatements) {
-      for (const i of order) {
-        const r = rows[i] as RowWrite;
+      rows.forEach((r, i) => {
         const rowid = Number(rowids[i]);
         const now = m.table.valuesOf(r.doc);
         const was = r.before ? m.table.valuesOf(r.before) : [];
         for (const v of was) if (!now.includes(v)) m.remove.run(v, rowid);
         for (const v of now) if (!was.includes(v)) m.add.run(v, rowid);
-      }
+      });
     }
     // The text rows after all document rows: FTS5 flushes its pending terms to a new segment
     // whenever another statement opens a savepoint in between, which made interleaved writes
-    // twice as expensive (measured: 76 vs 39 µs of CPU per lead), and whenever a rowid comes below
-    // the one before.
+    // twice as expensive (measured: 76 vs 39 µs of CPU per lead).
     const text = this.text;
-    if (text) {
-      for (const i of order) {
-        const r = rows[i] as RowWrite;
-        text.put(rowids[i] as number | bigint, r.before, r.doc);
-      }
-    }
-    return { lastSeq: this.lastSeq + rows.length, rows, oddDelta, storeOddDelta, bulk, dropped, heads: heads.length > 0 ? { started, changes: headChanges } : null };
+    if (text) rows.forEach((r, i) => text.put(rowids[i] as number | bigint, r.before, r.doc));
+    return { lastSeq: seq, rows, oddDelta, storeOddDelta, bulk, dropped, heads: heads.length > 0 ? { started, changes: headChanges } : null };
   }
 
   /** Applies a write that SQLite committed. */
   committed(w: Written): void {
-    const absent = this.absent;
-    if (absent !== null && absent.seq === this.lastSeq) {
-      for (const { doc } of w.rows) absent.ids.delete(String((doc as Record<string, unknown>)[this.primaryPath]));
-      absent.seq = w.lastSeq;
-    } else this.absent = null;
     this.lastSeq = w.lastSeq;
     w.oddDelta.forEach((d, i) => (this.unfaithful[i] = (this.unfaithful[i] ?? 0) + d));
     w.storeOddDelta.forEach((d, i) => (this.storeUnfaithful[i] = (this.storeUnfaithful[i] ?? 0) + d));
@@ -810,7 +771,6 @@ export class DocTable {
     // A later open of this name makes a new table, even while this object still has users.
     if (TABLES.get(this.file)?.get(this.name) === this) TABLES.get(this.file)?.delete(this.name);
     this.cache.clear();
-    this.absent = null;
     this.lastSeq = 0;
     this.unfaithful.fill(0);
     this.storeUnfaithful.fill(0);
@@ -844,23 +804,6 @@ function masterCodec(file: StorageFile, table: string, schema: RxJsonSchema<Doc>
     const codec = docCodec(db);
     for (const r of db.prepare<[string], { id: string; doc: string; lwt: number }>(`SELECT id, doc, lwt FROM "${forkTable}" WHERE id IN (SELECT value FROM json_each(?))`).iterate(JSON.stringify(ids))) out.set(r.id, codec.decode(r.doc, r) as Doc);
     return out;
-  });
-}
-
-/** The order a write's rows are written in: by id (JavaScript's order of strings; any order would
- * be correct), rows of one id in their order. A pulled page's ids are random (UUIDs): in the order
- * given, each row's insert into the unique index of ids lands on another of its pages, which at
- * 100k rows outnumber the 4 MiB page cache, so pages were read again and dirty ones spilled to the
- * WAL mid-transaction and written again; in id order the index's pages are visited once, in order
- * (measured on a bare table and index of that shape: 8-12% less CPU for the inserts). */
-function writeOrder(ids: readonly string[]): number[] {
-  const order = ids.map((_, i) => i);
-  if (ids.length < 2) return order;
-  // Array.prototype.sort is stable: rows of one id keep their order.
-  return order.sort((a, b) => {
-    const x = ids[a] as string;
-    const y = ids[b] as string;
-    return x < y ? -1 : x > y ? 1 : 0;
   });
 }
 
