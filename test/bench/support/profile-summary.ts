@@ -35,7 +35,8 @@ const source = (n: Node): string => {
   return s;
 };
 
-export function summarize(profile: Profile, top = 30): string[] {
+/** A profile's nodes by id, each node's parent, and the sampled time (µs) of each node itself. */
+function sampled(profile: Profile): { byId: Map<number, Node>; parent: Map<number, number>; selfUs: Map<number, number>; totalUs: number } {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -46,6 +47,14 @@ export function summarize(profile: Profile, top = 30): string[] {
     selfUs.set(id, (selfUs.get(id) ?? 0) + dt);
     totalUs += dt;
   });
+  return { byId, parent, selfUs, totalUs };
+}
+
+/** `us` as milliseconds and as a share of `totalUs`, aligned for a table. */
+const share = (us: number, totalUs: number): string => `${(us / 1000).toFixed(0).padStart(7)} ms ${((100 * us) / totalUs).toFixed(1).padStart(5)}%`;
+
+export function summarize(profile: Profile, top = 30): string[] {
+  const { byId, parent, selfUs, totalUs } = sampled(profile);
   const key = (n: Node) => `${n.callFrame.functionName || '(anonymous)'} ${short(n.callFrame.url)}${n.callFrame.url ? `:${n.callFrame.lineNumber + 1}` : ''}`;
   const self = new Map<string, number>();
   const total = new Map<string, number>();
@@ -65,12 +74,11 @@ export function summarize(profile: Profile, top = 30): string[] {
       total.set(k, (total.get(k) ?? 0) + us);
     }
   }
-  const ms = (us: number) => `${(us / 1000).toFixed(0).padStart(7)} ms ${((100 * us) / totalUs).toFixed(1).padStart(5)}%`;
   const list = (m: Map<string, number>, n: number) =>
     [...m]
       .sort((a, b) => b[1] - a[1])
       .slice(0, n)
-      .map(([k, us]) => `  ${ms(us)}  ${k}`);
+      .map(([k, us]) => `  ${share(us, totalUs)}  ${k}`);
   return [
     `sampled ${(totalUs / 1000).toFixed(0)} ms`,
     'self time:',
@@ -121,16 +129,7 @@ export const IMPORT_CATEGORIES: readonly Category[] = [
 
 /** Sampled time by category (the first category whose test passes for the sample's stack). */
 export function byCategory(profile: Profile, categories: readonly Category[]): string[] {
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const parent = new Map<number, number>();
-  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const selfUs = new Map<number, number>();
-  let totalUs = 0;
-  profile.samples.forEach((id, i) => {
-    const dt = profile.timeDeltas[i] ?? 0;
-    selfUs.set(id, (selfUs.get(id) ?? 0) + dt);
-    totalUs += dt;
-  });
+  const { byId, parent, selfUs, totalUs } = sampled(profile);
   const sums = new Map<string, number>();
   for (const [id, us] of selfUs) {
     const stack: Frame[] = [];
@@ -144,7 +143,7 @@ export function byCategory(profile: Profile, categories: readonly Category[]): s
   }
   return [...sums]
     .sort((a, b) => b[1] - a[1])
-    .map(([name, us]) => `  ${(us / 1000).toFixed(0).padStart(7)} ms ${((100 * us) / totalUs).toFixed(1).padStart(5)}%  ${name}`);
+    .map(([name, us]) => `  ${share(us, totalUs)}  ${name}`);
 }
 
 const file = process.argv[2];
