@@ -8,8 +8,7 @@
  * them with test/bench/support/profile-summary.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -21,6 +20,7 @@ import { execute } from '../../shared/ops/execute.ts';
 import type { OpInput } from '../../shared/ops/index.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { nodeSecrets } from '../../sync-server/secrets.ts';
+import { startCpuProfile } from './support/cpu-profile.ts';
 import { generatedExport } from './support/generated-export.ts';
 
 const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 100_000);
@@ -53,12 +53,7 @@ export async function run(): Promise<{ rows: number; parseSeconds: number; first
 
     /** What the import dialog does with a picked file: read it once, then send it in calls. */
     async function importAll(onExisting: 'fill_empty' | 'update', profileName: string): Promise<Pass> {
-      const profiler = PROFILE_DIR ? new Session() : null;
-      if (profiler) {
-        profiler.connect();
-        await profiler.post('Profiler.enable');
-        await profiler.post('Profiler.start');
-      }
+      const stopProfile = await startCpuProfile(PROFILE_DIR, profileName);
       const start = performance.now();
       const cpu = process.cpuUsage();
       const file = readCsvBytes(bytes);
@@ -77,11 +72,7 @@ export async function run(): Promise<{ rows: number; parseSeconds: number; first
       }
       const used = process.cpuUsage(cpu);
       const seconds = (performance.now() - start) / 1000;
-      if (profiler && PROFILE_DIR) {
-        const { profile } = await profiler.post('Profiler.stop');
-        writeFileSync(join(PROFILE_DIR, `${profileName}.cpuprofile`), JSON.stringify(profile));
-        profiler.disconnect();
-      }
+      await stopProfile();
       return { seconds, cpuSeconds: (used.user + used.system) / 1e6, created, unchanged };
     }
 

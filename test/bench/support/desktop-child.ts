@@ -10,9 +10,7 @@
  * `workerData.args` is the mode and its arguments and the result is posted to the host thread.
  */
 import { randomUUID } from 'node:crypto';
-import { closeSync, openSync, readSync, writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
-import { join } from 'node:path';
+import { closeSync, openSync, readSync } from 'node:fs';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { writeHeapSnapshot } from 'node:v8';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
@@ -25,6 +23,7 @@ import { execute } from '../../../shared/ops/execute.ts';
 import { nodeSecrets } from '../../../sync-server/secrets.ts';
 import { seededRandom } from '../../support/deterministic.ts';
 import { cpuMs, PULL_BATCH } from './desktop-measure.ts';
+import { startCpuProfile } from './cpu-profile.ts';
 import { memoryBreakdown } from './process-memory.ts';
 import type { MemoryBreakdown } from './process-memory.ts';
 
@@ -172,13 +171,7 @@ const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
 async function syncChild(url: string, key: string, dir: string): Promise<SyncResult> {
   const who = await identifyKey(url, key);
   const db = await openLocalDatabase({ dir, workspaceId: who.workspaceId, actor: who.actor });
-  const profileDir = process.env.BENCH_PROFILE;
-  const profiler = profileDir ? new Session() : null;
-  if (profiler) {
-    profiler.connect();
-    await profiler.post('Profiler.enable');
-    await profiler.post('Profiler.start');
-  }
+  const stopProfile = await startCpuProfile(process.env.BENCH_PROFILE, 'sync');
   const file = sqliteInstanceOf(db.rx.collections['leads']?.storageInstance)?.storageFile;
   if (!file) throw new Error('desktop-child: the leads collection is not on the SQLite storage');
   // The loop during the index builds the load left out: from the first build's start (the file's
@@ -202,11 +195,7 @@ async function syncChild(url: string, key: string, dir: string): Promise<SyncRes
   const mainCpuSeconds = (threadCpuUs() - m0) / 1e6;
   const loopSync = loopDelay(syncLoop);
   const wal = { ...walDuringSync(), checkpoints: { ...file.checkpointLog } };
-  if (profiler && profileDir) {
-    const { profile } = await profiler.post('Profiler.stop');
-    writeFileSync(join(profileDir, 'sync.cpuprofile'), JSON.stringify(profile));
-    profiler.disconnect();
-  }
+  await stopProfile();
   const leads = await db.store.count('leads');
   // Memory as the app would hold it a moment after the sync (no forced collection).
   await new Promise((r) => setTimeout(r, 500));
