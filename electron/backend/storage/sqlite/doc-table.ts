@@ -49,6 +49,7 @@ import { getPrimaryFieldOfPrimaryKey } from 'rxdb';
 import { DocCache } from './doc-cache.ts';
 import { docCodec } from './doc-codec.ts';
 import type { DocCodec } from './doc-codec.ts';
+import { statementsOn } from './file.ts';
 import type { StorageFile } from './file.ts';
 import { TextIndex } from './fts.ts';
 import type { TextOrder } from './fts.ts';
@@ -853,13 +854,6 @@ function masterCodec(file: StorageFile, table: string, schema: RxJsonSchema<Doc>
     for (const r of file.reads.prepare<[string], { id: string; doc: string; lwt: number }>(`SELECT id, doc, lwt FROM "${forkTable}" WHERE id IN (SELECT value FROM json_each(?))`).iterate(JSON.stringify(ids))) out.set(r.id, codec.decode(r.doc, r) as Doc);
     return out;
   });
-}
-
-/** The statements kept for one connection. */
-function statementsOn(all: WeakMap<SqliteDatabase, Map<string, Statement>>, db: SqliteDatabase): Map<string, Statement> {
-  let kept = all.get(db);
-  if (!kept) all.set(db, (kept = new Map()));
-  return kept;
 }
 
 /** "leads by full name": an index's collection and fields in words, for the sync status. */

@@ -52,7 +52,7 @@ import { join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import type { Database as SqliteDatabase } from 'better-sqlite3';
+import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 
 /** Another process owns the database file. */
 export class StorageLockedError extends Error {
@@ -683,6 +683,14 @@ type OpenPage = {
   chain: Promise<void>;
   endCheck: ReturnType<typeof setImmediate> | null;
 };
+
+/** The statements kept for one connection (a statement belongs to the connection it was prepared
+ * on; reads go to two: StorageFile.reads). */
+export function statementsOn(all: WeakMap<SqliteDatabase, Map<string, Statement>>, db: SqliteDatabase): Map<string, Statement> {
+  let kept = all.get(db);
+  if (!kept) all.set(db, (kept = new Map()));
+  return kept;
+}
 
 /** The read-only connection that answers reads while a page is open: a small page cache (it
  * reads what the main connection's cache would have held). */

@@ -13,6 +13,7 @@
  */
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import type { RxDocumentData } from 'rxdb';
+import { statementsOn } from './file.ts';
 
 type Doc = RxDocumentData<unknown>;
 
@@ -100,8 +101,7 @@ export class TextIndex {
   private statement(plan: 'match' | 'probe' | 'sort' | 'walk', order: TextOrder | undefined): Statement {
     const key = `${plan} ${order ? `${order.column} ${order.direction}` : ''}`;
     const db = this.reads();
-    let kept = this.statements.get(db);
-    if (!kept) this.statements.set(db, (kept = new Map()));
+    const kept = statementsOn(this.statements, db);
     let stmt = kept.get(key);
     if (!stmt) {
       stmt = db.prepare(this.sql(plan, order)).pluck();
