@@ -641,13 +641,14 @@ export class DocTable {
     if (inPage) this.pendingSeq = seq;
     this.codec.flush();
     for (const m of this.memberStatements) {
-      rows.forEach((r, i) => {
+      for (const [i, r] of rows.entries()) {
         const rowid = Number(rowids[i]);
         const now = m.table.valuesOf(r.doc);
         const was = r.before ? m.table.valuesOf(r.before) : [];
         for (const v of was) if (!now.includes(v)) m.remove.run(v, rowid);
         for (const v of now) if (!was.includes(v)) m.add.run(v, rowid);
-      });
+        yield;
+      }
     }
     // The text rows after all document rows: FTS5 flushes its pending terms to a new segment
     // whenever another statement opens a savepoint in between, which made interleaved writes

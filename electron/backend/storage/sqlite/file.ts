@@ -353,15 +353,33 @@ export class StorageFile {
     page.undo.push(undo);
     if (page.endCheck) clearImmediate(page.endCheck);
     page.endCheck = null;
+    // The COMMIT and what it applies (caches, change events and their subscribers), and then
+    // the caller's continuation (RxDB's work on the page written, on the next page), each in a
+    // turn of their own, not in the last slice's.
     const run = page.chain.then(() => this.slices(page, steps)).then(
-      (step) => {
-        page.running--;
-        page.after.push(step.after);
-        if (step.ends) this.endPage(true);
-        // Nothing joined by the next turn: the page is over (see openPage).
-        else if (page.running === 0) page.endCheck = setImmediate(() => this.endIdlePage(page));
-        return step.value;
-      },
+      (step) =>
+        new Promise<T>((resolveRun, rejectRun) => {
+          page.running--;
+          page.after.push(step.after);
+          if (step.ends) {
+            setImmediate(() => {
+              try {
+                this.endPage(true);
+              } catch (e) {
+                rejectRun(e instanceof Error ? e : new Error(String(e)));
+                return;
+              }
+              setImmediate(() => resolveRun(step.value));
+            });
+            return;
+          }
+          setImmediate(() => {
+            resolveRun(step.value);
+            // Nothing joined by the next turn (the caller's continuation runs before it): the page
+            // is over (see openPage).
+            if (page.running === 0 && this.page === page) page.endCheck = setImmediate(() => this.endIdlePage(page));
+          });
+        }),
       (e: unknown) => {
         page.running--;
         if (this.page === page) this.endPage(false);
