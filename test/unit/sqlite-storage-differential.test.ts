@@ -14,7 +14,8 @@
  * RxDB's replication does (pulled documents, their assumed-master states, local edits, conflict
  * states, deletes and purges), where the SQLite storage keeps most master states by reference to
  * the collection's document (master-states.ts): the meta instance's answers must stay the memory
- * storage's.
+ * storage's. Both run again with every pulled write a page written over turns of the event loop
+ * (file.ts, openPage): in the replication history each page's meta write joins its transaction.
  */
 import { describe, expect, it } from 'vitest';
 import { fillWithDefaultSettings, getChangedDocumentsSince, getRxReplicationMetaInstanceSchema, normalizeMangoQuery, now, prepareQuery, randomToken } from 'rxdb';
