@@ -50,6 +50,7 @@ describe('an import across SIGKILL', () => {
       if (!table) throw new Error('not on the SQLite storage');
       const inFile = (): string[] => table.file.db.prepare<[string], string>("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?").pluck().all(table.table);
       const probed = table.layout.indexes.filter((i) => i.afterLoad === 'probed').map((i) => i.name);
+      expect(probed).toHaveLength(3);
       // The kill cut the load short with the key indexes out.
       expect(table.isLoading).toBe(true);
       for (const name of probed) expect(inFile()).not.toContain(name);
