@@ -6,7 +6,8 @@
  * memory store's, for leads written before the load and during it, in any stored spelling; a load
  * that outgrows the maps' bound builds the key indexes at once; one larger than the bound keeps them.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -222,6 +223,45 @@ describe('look-ups by identity key during a bulk load of local documents', () =>
       await db.close();
     }
   }, 120_000);
+});
+
+describe('a file whose layout record has the previous afterLoad kinds', () => {
+  it('opens without a layout upgrade or a rewrite of its rows; only its record is written again', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'load-probes-record-'));
+    try {
+      let db = await openLocalDatabase({ dir, workspaceId: WS, actor });
+      await db.store.commit(creates(before));
+      const table = leadsTable(db);
+      const name = table.name;
+      const probed = new Set(namesOf(table, 'probed'));
+      const local = new Set(namesOf(table, 'local'));
+      await db.close();
+      // As the previous version recorded it: the key indexes kept by local loads, the creation order by every load.
+      const file = readdirSync(dir).find((f) => f.endsWith('.sqlite'));
+      const raw = new Database(join(dir, file ?? ''));
+      const record = raw.prepare<[string], string>('SELECT layout FROM instances WHERE name = ?').pluck().get(name) ?? '';
+      const parsed = JSON.parse(record) as { i: [string, string | null][] };
+      const previous = JSON.stringify({ ...parsed, i: parsed.i.map(([n, a]) => [n, probed.has(n) ? 'pull' : local.has(n) ? null : a]) });
+      expect(previous).not.toBe(record);
+      raw.prepare('UPDATE instances SET layout = ? WHERE name = ?').run(previous, name);
+      raw.close();
+
+      const progress = vi.fn();
+      db = await openLocalDatabase({ dir, workspaceId: WS, actor, onMigration: progress });
+      try {
+        expect(progress).not.toHaveBeenCalled();
+        const reopened = leadsTable(db);
+        // A rebuild would have updated every row on this connection.
+        expect(Number(reopened.file.db.prepare('SELECT total_changes()').pluck().get())).toBeLessThan(before.length);
+        expect(reopened.file.db.prepare<[string], string>('SELECT layout FROM instances WHERE name = ?').pluck().get(name)).toBe(record);
+        expect((await db.store.query('leads', { where: { op: 'eq', field: KEY_FIELDS.email, value: 'p3@probe.test' } })).docs).toHaveLength(2);
+      } finally {
+        await db.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
 
 describe('RowsByHash', () => {
