@@ -38,15 +38,16 @@ export async function readFirstScreen(source: FirstScreenSource, waitMs = FIRST_
   if (session.state !== 'open') return null;
   const filters = DEFAULT_FILTERS;
   const ask = <T>(op: string, input: unknown) => source.call(op, input).then((r) => (r.ok ? (r.value as T) : undefined), () => undefined);
-  const later: { count?: number; campaigns?: Named[]; stages?: Named[] } = {};
-  void ask<{ count: number }>('campaigns.leads.count', leadCountInput(filters)).then((v) => (later.count = v?.count));
-  void ask<{ basicCampaigns: Named[] }>('campaigns.getBasic', CAMPAIGNS_INPUT).then((v) => (later.campaigns = v?.basicCampaigns));
-  void ask<{ stages: Named[] }>('pipelineStages.getAll', STAGES_INPUT).then((v) => (later.stages = v?.stages));
   const needed = Promise.all([
     // As the pager asks for it (lead-pager.ts).
     ask<{ leads: LeadRow[]; nextCursor: string | null }>('campaigns.leads.search', { ...searchInput(filters), limit: LEAD_PAGE_SIZE }),
     ask<{ tags: Tag[] }>('tags.getAll', TAGS_INPUT),
   ]);
+  // Asked after the rows, which they must not hold back.
+  const later: { count?: number; campaigns?: Named[]; stages?: Named[] } = {};
+  void ask<{ count: number }>('campaigns.leads.count', leadCountInput(filters)).then((v) => (later.count = v?.count));
+  void ask<{ basicCampaigns: Named[] }>('campaigns.getBasic', CAMPAIGNS_INPUT).then((v) => (later.campaigns = v?.basicCampaigns));
+  void ask<{ stages: Named[] }>('pipelineStages.getAll', STAGES_INPUT).then((v) => (later.stages = v?.stages));
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), waitMs)));
   const answered = await Promise.race([needed, late]);

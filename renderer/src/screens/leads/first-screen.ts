@@ -166,13 +166,8 @@ export function firstScreenNode(s: FirstScreen): VElement {
   const body = el('div', { attrs: { 'data-rows': '' }, style: { position: 'relative', height: rows.height } }, rows.rows);
   const viewport = el('div', { cls: 'viewport', attrs: { tabindex: '0' } }, [el('div', { style: { 'min-width': `${layout.minWidth}px` } }, [thead, body])]);
   const table = el('div', { cls: 'table', attrs: { role: 'grid', 'aria-label': 'Leads', 'aria-rowcount': rows.rowCount } }, [viewport]);
-  // The window may open on another screen (the URL's hash, which the web host does not see): one
-  // empty element per other screen, named as its hash, so that the style sheet hides this layer
-  // (`:target`) before any script has run (app.css).
-  const targets = el('div', { attrs: { hidden: '' } }, NAV_ITEMS.filter((it) => it.screen !== 'leads').map((it) => el('i', { attrs: { id: `/${it.screen}` } })));
   return el('div', { attrs: { 'data-first-paint': 'leads' }, style: { position: 'fixed', inset: '0', 'z-index': '100', background: 'var(--bg)' } }, [
     el('div', { cls: 'app' }, [nav, topbar, el('main', { cls: 'main' }, [el('div', { cls: 'screen' }, [header, toolbar, table])]), el('div', { cls: 'toasts', attrs: { 'aria-live': 'polite' } })]),
-    targets,
   ]);
 }
 
