@@ -69,19 +69,28 @@ export async function readFirstScreen(source: FirstScreenSource, waitMs = FIRST_
     checked: new Set(),
     scrollTop: 0,
     height: SERVED_HEIGHT,
+    overscan: 0,
   };
 }
 
 /** A nonce for one response's `<style>` element. */
 export const styleNonce = (): string => randomBytes(18).toString('base64');
 
+/** The page's style sheet link (the build's one for the entry). */
+const STYLESHEET = /<link rel="stylesheet" crossorigin href="\.\/assets\/([\w.-]+\.css)">/;
+
 /** The built index.html cut where the first screen goes, its CSP meta tag allowing the style
- * element of `nonce` (a page's policies all apply: the header's and the meta tag's). Null when the
- * page has no place for it. */
-export function splitIndexHtml(template: string, nonce: string): { head: string; tail: string } | null {
+ * elements of `nonce` (a page's policies all apply: the header's and the meta tag's), and its style
+ * sheet in the page (`readStyles` reads it from the build's assets): a link is a request the first
+ * frame waits for, to a host that is busy answering the page's first queries. Null when the page
+ * has no place for the first screen. */
+export async function splitIndexHtml(template: string, nonce: string, readStyles: (file: string) => Promise<string | null>): Promise<{ head: string; tail: string } | null> {
   const at = template.indexOf(ROOT_DIV);
   if (at < 0) return null;
-  const head = template.slice(0, at + ROOT_DIV.length).replace(/(<meta http-equiv="Content-Security-Policy" content="[^"]*style-src 'self')/, `$1 'nonce-${nonce}'`);
+  let head = template.slice(0, at + ROOT_DIV.length).replace(/(<meta http-equiv="Content-Security-Policy" content="[^"]*style-src 'self')/, `$1 'nonce-${nonce}'`);
+  const link = STYLESHEET.exec(head);
+  const css = link?.[1] ? await readStyles(link[1]) : null;
+  if (link && css !== null && !/<\/style/i.test(css)) head = head.replace(link[0], () => `<style nonce="${nonce}">${css}</style>`);
   return { head, tail: template.slice(at + ROOT_DIV.length) };
 }
 

@@ -96,18 +96,16 @@ export async function startWebHost(opts: WebHostOptions): Promise<WebHost> {
   const index = join(root, 'index.html');
   const firstScreen = opts.firstScreen ?? opts.backend;
   let origin = '';
+  /** The names this host answers to (Host header): its own address and localhost, on its port. */
   let ownHosts = new Set<string>();
 
-  /** The page with the first screen in it: its head at once (the browser fetches the styles and
-   * scripts meanwhile), the first screen when the backend has answered (within a bound), the rest.
-   * False when the page has no place for it. */
+  /** The page with the first screen in it: its head (with its style sheet) at once, the first
+   * screen when the backend has answered (within a bound), the rest. False when the page has no
+   * place for it. */
   async function serveIndex(res: ServerResponse, source: FirstScreenSource): Promise<boolean> {
-    const reading = readFirstScreen(source, opts.firstScreenWaitMs).catch((e: Error) => {
-      log(`web host: the first screen was not read: ${e.message}`);
-      return null;
-    });
     const nonce = styleNonce();
-    const parts = splitIndexHtml(await readFile(index, 'utf8'), nonce);
+    const readStyles = (file: string) => readFile(join(root, 'assets', file), 'utf8').catch(() => null);
+    const parts = await splitIndexHtml(await readFile(index, 'utf8'), nonce, readStyles);
     if (!parts) return false;
     res.writeHead(200, {
       'content-type': TYPES['.html'],
@@ -117,8 +115,12 @@ export async function startWebHost(opts: WebHostOptions): Promise<WebHost> {
       'x-content-type-options': 'nosniff',
       'referrer-policy': 'no-referrer',
     });
+    // The head first: the browser fetches the scripts while the backend answers.
     res.write(parts.head);
-    const screen = await reading;
+    const screen = await readFirstScreen(source, opts.firstScreenWaitMs).catch((e: Error) => {
+      log(`web host: the first screen was not read: ${e.message}`);
+      return null;
+    });
     if (screen) res.write(firstScreenHtml(screen, nonce));
     res.end(parts.tail);
     return true;
@@ -178,7 +180,8 @@ export async function startWebHost(opts: WebHostOptions): Promise<WebHost> {
   });
 
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 * 1024 });
-  const allowedOrigins = () => new Set([origin, origin.replace('127.0.0.1', 'localhost')]);
+  // The same names as the page's first screen is sent to (ownHosts).
+  const allowedOrigins = () => new Set([...ownHosts].map((h) => `http://${h}`));
   server.on('upgrade', (req, socket, head) => {
     const path = new URL(req.url ?? '/', origin).pathname;
     if (path !== '/rpc' || !allowedOrigins().has(req.headers.origin ?? '')) {

@@ -25,7 +25,8 @@ import { sequentialIds } from '../support/harness.ts';
 const NOW = '2026-11-16T10:00:00.000Z';
 const EVIL = '<img src=x onerror="alert(1)">';
 const META_CSP = `<meta http-equiv="Content-Security-Policy" content="default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:" />`;
-const TEMPLATE = `<!doctype html><html><head>${META_CSP}<title>app</title><script type="module" src="./assets/app.js"></script></head><body><div id="root"></div></body></html>`;
+const LINK = '<link rel="stylesheet" crossorigin href="./assets/app-1.css">';
+const TEMPLATE = `<!doctype html><html><head>${META_CSP}<title>app</title><script type="module" src="./assets/app.js"></script>${LINK}</head><body><div id="root"></div></body></html>`;
 
 /** A workspace with a lead whose name and company are markup, and a harmless one. */
 function workspace(): DemoWorkspace {
@@ -69,6 +70,7 @@ beforeAll(async () => {
   mkdirSync(join(dist, 'assets'), { recursive: true });
   writeFileSync(join(dist, 'index.html'), TEMPLATE);
   writeFileSync(join(dist, 'assets', 'app.js'), 'console.log(1)');
+  writeFileSync(join(dist, 'assets', 'app-1.css'), '.x { color: red }');
   const session = new SessionManager({
     dataDir: dir,
     openDb: ({ workspaceId }) => openMemoryLocalDb({ workspaceId }),
@@ -123,6 +125,9 @@ describe('the first screen in the page', () => {
     // Scripts stay this origin's files only: no inline script, with or without the nonce.
     expect(csp).toContain("script-src 'self';");
     expect(csp).not.toMatch(/unsafe-inline|script-src[^;]*nonce/);
+    // The style sheet is in the page (a request less before the first frame), under the same nonce.
+    expect(r.body).toContain(`<style nonce="${nonce}">.x { color: red }</style></head>`);
+    expect(r.body).not.toContain(LINK);
     // A new nonce each time.
     expect((await get(host, '/', own(host))).headers['content-security-policy']).not.toBe(csp);
   });

@@ -43,9 +43,12 @@ export type FirstScreen = {
   /** Where the rows are scrolled to, and the height they are seen in (the window's). */
   scrollTop: number;
   height: number;
+  /** Rows drawn past those in view (the React table's overscan, 12, unless said). */
+  overscan?: number;
 };
 
-/** The web host does not know the window's height: it sends the rows a window this high shows. */
+/** The web host does not know the window's height: it sends the rows a window this high shows, and
+ * none past them (the entry draws those when the live page answers). */
 export const SERVED_HEIGHT = 1200;
 
 function el(tag: VElement['tag'], props: { cls?: string; text?: string; attrs?: Record<string, string>; style?: Record<string, string> } = {}, children: VNode[] = []): VElement {
@@ -95,11 +98,11 @@ export function filterOptions(s: Pick<FirstScreen, 'campaigns' | 'tags' | 'stage
 
 /** The table's rows as the React table draws them: those in view and twelve more (its overscan),
  * placed by their index; a "Loading…" row after the last loaded one while more may exist. */
-export function rowsPart(s: Pick<FirstScreen, 'rows' | 'layout' | 'tags' | 'checked' | 'scrollTop' | 'height'>): { height: string; rowCount: string; rows: VElement[] } {
+export function rowsPart(s: Pick<FirstScreen, 'rows' | 'layout' | 'tags' | 'checked' | 'scrollTop' | 'height' | 'overscan'>): { height: string; rowCount: string; rows: VElement[] } {
   const { rows: source, layout } = s;
   const tagName = (id: string | null) => (id ? s.tags.get(id) : undefined);
   const rows = source.loadedCount + (source.hasMore ? 1 : 0);
-  const last = Math.min(rows, Math.ceil((s.scrollTop + s.height) / ROW_HEIGHT) + 12);
+  const last = Math.min(rows, Math.ceil((s.scrollTop + s.height) / ROW_HEIGHT) + (s.overscan ?? 12));
   const out: VElement[] = [];
   for (let i = 0; i < last; i++) {
     const r = source.row(i);
