@@ -2,10 +2,12 @@
  * The web host: the built renderer over HTTP and the backend's bridge over a WebSocket at /rpc, on the
  * loopback interface. It is how the app runs in a plain browser (no Electron binary here, Playwright).
  * Only pages served by this host may open the socket (Origin check), so another site open in the same
- * browser cannot drive the backend.
+ * browser cannot drive the backend. The page (index.html) comes with the leads table's first screen in
+ * it (first-screen-html.ts), only to a request naming this host (a page of another site whose name
+ * was made to point here, DNS rebinding, gets the plain page), never stored by a cache.
  */
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { extname, join, normalize, resolve, sep } from 'node:path';
@@ -13,6 +15,8 @@ import { WebSocketServer } from 'ws';
 import type { ServerMessage } from './bridge.ts';
 import type { Backend } from './backend/backend.ts';
 import { openRpcConnection } from './backend/rpc.ts';
+import { firstScreenHtml, readFirstScreen, splitIndexHtml, styleNonce } from './first-screen-html.ts';
+import type { FirstScreenSource } from './first-screen-html.ts';
 
 export type WebHostOptions = {
   backend: Backend;
@@ -22,6 +26,10 @@ export type WebHostOptions = {
   /** 0 picks a free port. When the port is taken, the next ones are tried. */
   port?: number;
   log?: (line: string) => void;
+  /** Where the page's first screen is read from (default: the backend); false: the plain page. */
+  firstScreen?: FirstScreenSource | false;
+  /** How long the page waits for the first screen (first-screen-html.ts). */
+  firstScreenWaitMs?: number;
 };
 
 export type WebHost = { url: string; port: number; close(): Promise<void> };
@@ -38,13 +46,14 @@ const TYPES: Record<string, string> = {
   '.map': 'application/json',
 };
 
-/** Same policy as the Electron window: only this origin's scripts and styles, no plugins, no framing. */
-export function contentSecurityPolicy(origin: string): string {
+/** Same policy as the Electron window: only this origin's scripts and styles, no plugins, no framing.
+ * `styleNonce` allows the one style element of a page that carries the first screen. */
+export function contentSecurityPolicy(origin: string, styleNonce?: string): string {
   const ws = origin.replace(/^http/, 'ws');
   return [
     "default-src 'self'",
     "script-src 'self'",
-    "style-src 'self'",
+    styleNonce ? `style-src 'self' 'nonce-${styleNonce}'` : "style-src 'self'",
     "img-src 'self' data:",
     "font-src 'self'",
     `connect-src 'self' ${ws}`,
@@ -84,7 +93,38 @@ export async function startWebHost(opts: WebHostOptions): Promise<WebHost> {
   const host = opts.host ?? '127.0.0.1';
   const log = opts.log ?? (() => undefined);
   const root = resolve(opts.rendererDir);
+  const index = join(root, 'index.html');
+  const firstScreen = opts.firstScreen ?? opts.backend;
   let origin = '';
+  /** The names this host answers to (Host header): its own address and localhost, on its port. */
+  let ownHosts = new Set<string>();
+
+  /** The page with the first screen in it: its head (with its style sheet) at once, the first
+   * screen when the backend has answered (within a bound), the rest. False when the page has no
+   * place for it. */
+  async function serveIndex(res: ServerResponse, source: FirstScreenSource): Promise<boolean> {
+    const nonce = styleNonce();
+    const readStyles = (file: string) => readFile(join(root, 'assets', file), 'utf8').catch(() => null);
+    const parts = await splitIndexHtml(await readFile(index, 'utf8'), nonce, readStyles);
+    if (!parts) return false;
+    res.writeHead(200, {
+      'content-type': TYPES['.html'],
+      // Workspace data: kept by no cache, shared or not.
+      'cache-control': 'no-store',
+      'content-security-policy': contentSecurityPolicy(origin, nonce),
+      'x-content-type-options': 'nosniff',
+      'referrer-policy': 'no-referrer',
+    });
+    // The head first: the browser fetches the scripts while the backend answers.
+    res.write(parts.head);
+    const screen = await readFirstScreen(source, opts.firstScreenWaitMs).catch((e: Error) => {
+      log(`web host: the first screen was not read: ${e.message}`);
+      return null;
+    });
+    if (screen) res.write(firstScreenHtml(screen, nonce));
+    res.end(parts.tail);
+    return true;
+  }
 
   async function serveFile(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', origin);
@@ -109,6 +149,7 @@ export async function startWebHost(opts: WebHostOptions): Promise<WebHost> {
         return;
       }
     }
+    if (file === index && req.method === 'GET' && firstScreen && ownHosts.has(req.headers.host ?? '') && (await serveIndex(res, firstScreen))) return;
     const type = TYPES[extname(file)] ?? 'application/octet-stream';
     const immutable = file.includes(`${sep}assets${sep}`);
     res.writeHead(200, {
@@ -139,7 +180,8 @@ export async function startWebHost(opts: WebHostOptions): Promise<WebHost> {
   });
 
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 * 1024 });
-  const allowedOrigins = () => new Set([origin, origin.replace('127.0.0.1', 'localhost')]);
+  // The same names as the page's first screen is sent to (ownHosts).
+  const allowedOrigins = () => new Set([...ownHosts].map((h) => `http://${h}`));
   server.on('upgrade', (req, socket, head) => {
     const path = new URL(req.url ?? '/', origin).pathname;
     if (path !== '/rpc' || !allowedOrigins().has(req.headers.origin ?? '')) {
@@ -168,6 +210,7 @@ export async function startWebHost(opts: WebHostOptions): Promise<WebHost> {
 
   const port = await listen(server, host, opts.port ?? 5173);
   origin = `http://${host}:${port}`;
+  ownHosts = new Set([new URL(origin).host, `localhost:${port}`]);
   return {
     url: `${origin}/`,
     port,

@@ -48,8 +48,11 @@ export const STORE_LAYOUT: Partial<Record<CollectionName, StoreLayout>> = {
       // count of the workspace alone reads its leading column; an index of that column alone was
       // ~52 bytes a lead for nothing this one does not do).
       { keys: ['workspaceId', 'mergedIntoId'], ordered: false, narrows: false },
-      // The leads table's orders (LEAD_SORT_FIELDS), each read either way.
-      { keys: ['createdAt'] },
+      // The leads table's orders (LEAD_SORT_FIELDS), each read either way. The creation order is
+      // kept up during a sync (as it always was) and left out of an import, whose
+      // calls each give their 5,000 leads one createdAt: random ids within the newest key, a page
+      // write per lead; the first pages meanwhile come from the load's head (load-heads.ts).
+      { keys: ['createdAt'], afterLoad: 'local' },
       { keys: ['lastActivityAt'], afterLoad: 'any' },
       { keys: ['fold:fullName'], afterLoad: 'any' },
       { keys: ['fold:company'], afterLoad: 'any' },
@@ -65,11 +68,13 @@ export const STORE_LAYOUT: Partial<Record<CollectionName, StoreLayout>> = {
       // filters of 1 lead in 10 each leave 1 in 100, which the creation order met only after
       // reading ~5,000 rows from the table for a page (195 ms at 1M leads); within the tag, ~500.
       { keys: ['tagId', 'createdAt'], afterLoad: 'any' },
-      // The look-ups of a person (imports, creation, the edit check, search by email or URL): kept
-      // up during an import, which looks up each call's people among the leads of the calls before.
-      { keys: [KEY_FIELDS.profile], ordered: false, afterLoad: 'pull' },
-      { keys: [KEY_FIELDS.email], ordered: false, afterLoad: 'pull' },
-      { keys: [KEY_FIELDS.nameCompany], ordered: false, afterLoad: 'pull' },
+      // The look-ups of a person (imports, creation, the edit check, search by email or URL): left
+      // out of a load too, an import's included, whose calls each look up their people among the
+      // leads of the calls before: those probes are answered from the load's in-memory map of the
+      // keys (load-probes.ts) until the indexes are built.
+      { keys: [KEY_FIELDS.profile], ordered: false, afterLoad: 'probed' },
+      { keys: [KEY_FIELDS.email], ordered: false, afterLoad: 'probed' },
+      { keys: [KEY_FIELDS.nameCompany], ordered: false, afterLoad: 'probed' },
     ],
   },
   enrollments: {

@@ -27,7 +27,7 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BACKEND_OLD_GENERATION_MB, BACKEND_YOUNG_GENERATION_MB } from '../../electron/backend/backend-thread.ts';
@@ -38,6 +38,7 @@ import type { LocalDatabase } from '../../electron/backend/local-db.ts';
 import type { ReopenResult, SyncResult } from './support/desktop-child.ts';
 import { cpuMs, PULL_BATCH } from './support/desktop-measure.ts';
 import { formatBreakdown } from './support/process-memory.ts';
+import { processCpuMs } from './support/process-cpu.ts';
 import { seededRandom } from '../support/deterministic.ts';
 import { importAll, pushLeadEdits } from './support/http-seed.ts';
 import { person } from './support/bench-people.ts';
@@ -387,6 +388,24 @@ async function localOnlySearch(root: string): Promise<void> {
   }
 }
 
+const secondsBetween = (before: number | null, after: number | null): number | null => (before === null || after === null ? null : (after - before) / 1000);
+
+/** Whether the machine's cores could give the sync the CPU it used, at the target's rate: the
+ * desktop's CPU for the sync and the server's for serving it (both on this machine's cores, as in
+ * the bench) against the core-seconds the target leaves (the target's time times the cores). */
+function cpuBudget(synced: SyncResult, serverSeconds: number, rawRate: number): string {
+  const cores = availableParallelism();
+  const targetSeconds = synced.leads / (0.6 * rawRate);
+  const needed = synced.cpuSeconds + serverSeconds;
+  return (
+    `CPU budget at 60% of raw: the sync would take ${targetSeconds.toFixed(1)} s, ${(targetSeconds * cores).toFixed(1)} core-seconds on ${cores} cores; it used ${needed.toFixed(1)} ` +
+    `(the desktop ${synced.cpuSeconds.toFixed(1)}, of which its main thread ${synced.mainCpuSeconds.toFixed(1)}, and the server ${serverSeconds.toFixed(1)}): ` +
+    (needed > targetSeconds * cores
+      ? `more than the cores give even if every thread ran in parallel, so the target needs less CPU, not only more parallelism`
+      : `${synced.mainCpuSeconds > targetSeconds ? `within the cores, but the desktop's main thread alone needs more than the target's time` : 'within the cores'}`)
+  );
+}
+
 export async function run(): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'desktop-bench-'));
   const serverDir = join(root, 'server');
@@ -401,12 +420,22 @@ export async function run(): Promise<void> {
       await localOnlySearch(root);
       return;
     }
+    // The server's CPU (its process, from /proc) around the raw pull and around the sync's child:
+    // the server serves nothing else meanwhile, so it is what serving the pages cost.
+    const serverCpu = (): number | null => processCpuMs(server.process.pid);
+    const rawServer0 = serverCpu();
     const raw = await rawPull(server.url, seeded.bigKey);
+    const rawServerSeconds = secondsBetween(rawServer0, serverCpu());
     const rawRate = raw.docs / raw.seconds;
-    line(`desktop: baseline, fetching and parsing the ${raw.docs} leads' pull pages (${PULL_BATCH} per page, ${mb(raw.bytes)}) raw over HTTP from the same server: ${raw.seconds.toFixed(1)} s, ${Math.round(rawRate)} docs/s; this process's CPU ${raw.cpuSeconds.toFixed(1)} s (${load()})`);
+    line(
+      `desktop: baseline, fetching and parsing the ${raw.docs} leads' pull pages (${PULL_BATCH} per page, ${mb(raw.bytes)}) raw over HTTP from the same server: ${raw.seconds.toFixed(1)} s, ${Math.round(rawRate)} docs/s; ` +
+        `this process's CPU ${raw.cpuSeconds.toFixed(1)} s, the server's ${rawServerSeconds?.toFixed(1) ?? '?'} s (${load()})`,
+    );
     const who = await identifyKey(server.url, seeded.bigKey);
     const dir = join(root, 'desktop');
+    const syncServer0 = serverCpu();
     const synced = await child<SyncResult>(['sync-child', server.url, seeded.bigKey, dir]);
+    const syncServerSeconds = secondsBetween(syncServer0, serverCpu());
     const rate = synced.leads / synced.seconds;
     const ok = (b: boolean) => (b ? 'target met' : 'target NOT met');
     line(
@@ -414,6 +443,7 @@ export async function run(): Promise<void> {
         `(target >= 60% of raw: ${ok(rate >= 0.6 * rawRate)}; the desktop process's CPU ${synced.cpuSeconds.toFixed(1)} s, its main thread's ${synced.mainCpuSeconds.toFixed(1)} s; ` +
         `the indexes the load left out built ${synced.indexedSeconds.toFixed(1)} s later; ${load()})`,
     );
+    if (syncServerSeconds !== null) line(`  ${cpuBudget(synced, syncServerSeconds, rawRate)}`);
     line(
       `desktop: memory of the desktop process 0.5 s after that sync: rss ${mb(synced.rss)}, heap ${mb(synced.heap)} (target rss <= ${mb(TARGET.rss)}: ${ok(synced.rss <= TARGET.rss)}); ` +
         `once its indexes were built and it sat idle 10 s: rss ${mb(synced.rssIdle)}; after a forced GC (for reference) rss ${mb(synced.rssAfterGc)}, heap ${mb(synced.heapAfterGc)}`,

@@ -22,7 +22,7 @@
 import { execFile } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,6 +45,7 @@ import { startChildServer, stopChildServer } from './support/child-server.ts';
 import { scratchSchemas } from './support/scratch-schemas.ts';
 import { COMMON_SURNAME, emailLocalPart, EXPORT_HEADERS, exportRow } from './support/generated-export.ts';
 import { importCalls, postImportCalls } from './support/http-seed.ts';
+import { processCpuMs } from './support/process-cpu.ts';
 import { run as webhookLatency } from './webhook-latency.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -155,18 +156,6 @@ async function serveRole(role: string): Promise<void> {
 
 const startChild = (role: string, env: Record<string, string>) => startChildServer(SELF, { ...env, BENCH_ROLE: role }, role === 'bare' ? '/bare' : '/healthz');
 
-/** CPU time the process has used (user + system), in ms, from /proc (Linux; null elsewhere): what a
- * request costs the server whatever else shares the machine. */
-function cpuMs(pid: number | undefined): number | null {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    // utime and stime: fields 14 and 15 of stat, 12 and 13 after the command name.
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return null;
-  }
-}
-
 async function cannon(opts: autocannon.Options): Promise<Scenario> {
   const result = await autocannon({ duration: SECONDS, connections: CONNECTIONS, ...opts });
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failed: result.errors + result.timeouts + result.non2xx };
@@ -180,9 +169,9 @@ async function importThroughApi(url: string, apiKey: string, leadGroupId: string
   const calls = [...importCalls({ headers: EXPORT_HEADERS, row: exportRow, rows: LEADS }, leadGroupId)];
   if (PROFILE_DIR) await fetch(`${url}/bench-profile/start`, { method: 'POST' });
   if (COUNT_QUERIES) await fetch(`${url}/bench-statements`);
-  const cpuBefore = cpuMs(pid);
+  const cpuBefore = processCpuMs(pid);
   const run = await postImportCalls(url, apiKey, calls, { label, verbose: Boolean(process.env.BENCH_VERBOSE) });
-  const cpuAfter = cpuMs(pid);
+  const cpuAfter = processCpuMs(pid);
   if (COUNT_QUERIES) {
     const statements = await json<[string, { n: number; ms: number }][]>(await fetch(`${url}/bench-statements`));
     process.stdout.write(
@@ -403,9 +392,9 @@ async function runOn(t: Target, bare: Scenario | null, pgb: Pgbench | null, rows
       const count = async (): Promise<number> => (await json<{ queries: number }>(await fetch(`${c.url}/bench-queries`))).queries;
       if (COUNT_QUERIES) await fetch(`${c.url}/bench-statements`);
       const before = COUNT_QUERIES ? await count() : 0;
-      const cpuBefore = cpuMs(c.proc.pid);
+      const cpuBefore = processCpuMs(c.proc.pid);
       const s = await cannon(opts);
-      const cpuAfter = cpuMs(c.proc.pid);
+      const cpuAfter = processCpuMs(c.proc.pid);
       const after = COUNT_QUERIES ? await count() : 0;
       if (COUNT_QUERIES) {
         const statements = await json<[string, { n: number; ms: number }][]>(await fetch(`${c.url}/bench-statements`));

@@ -1,8 +1,10 @@
-/** The leads table's first rows are drawn by the page's entry in plain DOM before the app's chunk
- * (React and the leads screen) has run, and React's table takes their place without a visible
- * change: the same rows, text and geometry, and what the person did meanwhile (scroll, focus, a
- * checked row, a key, a click) carried over. The app's chunk is held back by the test (its request
- * waits) so the first paint can be looked at alone. */
+/** The leads table's first rows come in the page's HTML (the web host draws them into it, before any
+ * script runs), or are drawn by the page's entry in plain DOM when the page comes without them (a
+ * slow backend: here the test takes them out of the page), before the app's chunk (React and the
+ * leads screen) has run; React's table takes their place without a visible change: the same rows,
+ * text and geometry, and what the person did meanwhile (scroll, focus, a checked row, a key, a
+ * click) carried over. The app's chunk (and, where said, the entry) is held back by the test (its
+ * request waits) so the first paint can be looked at alone. */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,44 +16,88 @@ import type { RunningApp } from './support/app.ts';
 
 let app: RunningApp;
 let browser: Browser;
-/** The file name of the app's chunk (app/mount.tsx) in the build. */
+/** The file names of the app's chunk (app/mount.tsx) and of the page's entry (main.tsx) in the build. */
 let mountFile = '';
+let entryFile = '';
+/** A lead whose name is markup: shown as text, first (the newest). */
+const EVIL = '<img src=x onerror="document.title=1">';
 
 beforeAll(async () => {
   await ensureRendererBuilt();
-  const manifest = JSON.parse(readFileSync(join(RENDERER_DIST, '.vite', 'manifest.json'), 'utf8')) as Record<string, { file: string; name?: string; isDynamicEntry?: boolean }>;
+  const manifest = JSON.parse(readFileSync(join(RENDERER_DIST, '.vite', 'manifest.json'), 'utf8')) as Record<string, { file: string; name?: string; isDynamicEntry?: boolean; isEntry?: boolean }>;
   mountFile = Object.values(manifest).find((c) => c.name === 'mount' && c.isDynamicEntry)?.file.split('/').pop() ?? '';
+  entryFile = Object.values(manifest).find((c) => c.isEntry)?.file.split('/').pop() ?? '';
   expect(mountFile).not.toBe('');
+  expect(entryFile).not.toBe('');
   app = await startApp();
   browser = await launchBrowser();
   // The first run: the demo workspace, so that the next windows open on it (rows with stages, tags
   // and sequences).
   const first = await openPage(browser, app.url);
   await openDemo(first, app);
+  await first.evaluate(async (name) => {
+    const list = await window.outreach?.call('campaigns.getBasic', {});
+    const c = list?.ok ? list.value.basicCampaigns[0] : undefined;
+    if (!c) throw new Error('no campaign');
+    const r = await window.outreach?.call('campaigns.leads.create', { leadGroupId: c.leadGroupId, leads: [{ firstName: name, lastName: 'Markup', company: '"><b>Bold</b>', socialUrl: 'https://www.linkedin.com/in/markup-name' }] });
+    if (!r?.ok) throw new Error(r ? r.error.message : 'no bridge');
+  }, EVIL);
   await first.context().close();
 }, 240_000);
 afterAll(() => closeDemoApp(app, browser));
 
-/** A new window on the open workspace whose app chunk is held until `release()`. */
-async function openHeld(): Promise<{ context: BrowserContext; page: Page; errors: string[]; release: () => void; mountEvaluated: () => Promise<boolean> }> {
-  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+/** Where the first rows come from: the page's HTML (the web host's), or the page's entry (the page
+ * without them, as the web host sends it when the backend is slow: here the test takes them out of
+ * the page before the entry runs). */
+type Source = 'html' | 'entry';
+
+/** Holds a request of the context until the returned function is called. */
+async function hold(context: BrowserContext, file: string): Promise<() => void> {
   let release = () => undefined as void;
   const held = new Promise<void>((r) => (release = r));
-  await context.route(`**/assets/${mountFile}`, async (route) => {
+  await context.route(`**/assets/${file}`, async (route) => {
     await held;
     await route.continue();
   });
+  return release;
+}
+
+/** A new window on the open workspace whose app chunk is held until `release()` (and its entry until
+ * `releaseEntry()` when `holdEntry`). */
+async function openHeld(source: Source, opts: { holdEntry?: boolean; hash?: string } = {}): Promise<{ context: BrowserContext; page: Page; errors: string[]; release: () => void; releaseEntry: () => void; mountEvaluated: () => Promise<boolean> }> {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  const release = await hold(context, mountFile);
+  const holdEntry = opts.holdEntry === true || source === 'entry';
+  const releaseEntry = holdEntry ? await hold(context, entryFile) : () => undefined;
   const page = await context.newPage();
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('console', (m) => {
     if (m.type() === 'error') errors.push(m.text());
   });
-  await page.goto(app.url);
+  page.on('dialog', (d) => {
+    errors.push(`dialog: ${d.message()}`);
+    void d.dismiss();
+  });
+  // The page's load waits for its scripts: with the entry held, only for the answer to begin.
+  await page.goto(`${app.url}${opts.hash ?? ''}`, { waitUntil: holdEntry ? 'commit' : 'load' });
+  if (source === 'entry') {
+    // The page parsed (its entry, a module, runs after that): without the first screen it brought.
+    await page.waitForFunction(() => document.readyState !== 'loading');
+    expect(await page.evaluate(() => {
+      const layer = document.querySelector('[data-first-paint]');
+      layer?.remove();
+      return layer !== null;
+    })).toBe(true);
+    releaseEntry();
+  }
   // React renders into #root: while the app's chunk has not run, nothing is there.
   const mountEvaluated = () => page.evaluate(() => (document.getElementById('root')?.childElementCount ?? 0) > 0);
-  return { context, page, errors, release, mountEvaluated };
+  return { context, page, errors, release, releaseEntry, mountEvaluated };
 }
+
+/** The first rows, once the page's entry has drawn or adopted them (they answer clicks and keys). */
+const liveRows = '[data-first-paint][data-live] .table [data-lead-id]';
 
 type Box = { x: number; y: number; w: number; h: number };
 type Drawn = { rows: { id: string; box: Box; cells: { text: string; title: string; box: Box }[] }[]; headers: { text: string; box: Box }[]; nav: string[]; h1: Box | null; count: string };
@@ -92,8 +138,8 @@ const takenOver = (page: Page) => page.waitForFunction(() => !document.querySele
 type Held = Awaited<ReturnType<typeof openHeld>>;
 
 /** Runs `check` on a fresh page whose app chunk is held back; the page must log no error. */
-async function withHeld(check: (held: Held) => Promise<void>): Promise<void> {
-  const held = await openHeld();
+async function withHeld(source: Source, check: (held: Held) => Promise<void>, opts: { holdEntry?: boolean; hash?: string } = {}): Promise<void> {
+  const held = await openHeld(source, opts);
   try {
     await check(held);
     expect(held.errors).toEqual([]);
@@ -102,10 +148,10 @@ async function withHeld(check: (held: Held) => Promise<void>): Promise<void> {
   }
 }
 
-describe('first rows before the app chunk', () => {
+describe.each<Source>(['html', 'entry'])('first rows before the app chunk, from the %s', (source) => {
   it('draws real rows of the first page before the app chunk has run, and React takes them over unchanged', async () => {
-    await withHeld(async ({ page, release, mountEvaluated }) => {
-    await page.locator('[data-first-paint] .table [data-lead-id]').first().waitFor({ timeout: 60_000 });
+    await withHeld(source, async ({ page, release, mountEvaluated }) => {
+    await page.locator(liveRows).first().waitFor({ timeout: 60_000 });
     expect(await mountEvaluated()).toBe(false);
     // The count is not waited for by the first paint: it answers later and is drawn into the plain
     // layer then (at the next frame), still before the app chunk runs.
@@ -123,7 +169,7 @@ describe('first rows before the app chunk', () => {
     expect(before.rows.map((r) => r.cells[1]?.text.split('\n')[0])).toEqual(page1.slice(0, before.rows.length).map((l) => l.name));
     // Readable: the first row's name is in view, not zero-sized or covered.
     await expect(page.locator('[data-first-paint] .table [data-lead-id] .name').first().isVisible()).resolves.toBe(true);
-    await screenshot(page, 'first-rows-plain');
+    await screenshot(page, `first-rows-${source}`);
 
     release();
     await takenOver(page);
@@ -139,20 +185,21 @@ describe('first rows before the app chunk', () => {
   }, 120_000);
 
   it('draws what changes while the app chunk loads: a lead created then is the first row and the count counts it', async () => {
-    await withHeld(async ({ page, mountEvaluated }) => {
-      await page.locator('[data-first-paint] .table [data-lead-id]').first().waitFor({ timeout: 60_000 });
+    await withHeld(source, async ({ page, mountEvaluated }) => {
+      await page.locator(liveRows).first().waitFor({ timeout: 60_000 });
       await expect.poll(async () => (await drawn(page)).count, { timeout: 30_000 }).toMatch(/\d/);
       const before = await drawn(page);
       const digits = (count: string) => Number(count.replace(/\D/g, ''));
-      // A lead comes in (another window, the sync) while the app's chunk is still held.
-      const id = await page.evaluate(async () => {
+      // A lead comes in (another window, the sync) while the app's chunk is still held (one person per
+      // source: the same profile again would be the same lead).
+      const id = await page.evaluate(async (source) => {
         const list = await window.outreach?.call('campaigns.getBasic', {});
         const c = list?.ok ? list.value.basicCampaigns[0] : undefined;
         if (!c) throw new Error('no campaign');
-        const r = await window.outreach?.call('campaigns.leads.create', { leadGroupId: c.leadGroupId, leads: [{ firstName: 'Latecomer', lastName: 'Plain', company: 'Frame Co', socialUrl: 'https://www.linkedin.com/in/latecomer-plain' }] });
+        const r = await window.outreach?.call('campaigns.leads.create', { leadGroupId: c.leadGroupId, leads: [{ firstName: 'Latecomer', lastName: 'Plain', company: 'Frame Co', socialUrl: `https://www.linkedin.com/in/latecomer-plain-${source}` }] });
         if (!r?.ok) throw new Error(r ? r.error.message : 'no bridge');
         return r.value.leadIds[0] ?? '';
-      });
+      }, source);
       expect(id).not.toBe('');
       // The plain layer draws the live answers that follow: the new lead first, the count one more.
       await expect.poll(async () => (await drawn(page)).rows[0]?.id, { timeout: 30_000 }).toBe(id);
@@ -163,9 +210,9 @@ describe('first rows before the app chunk', () => {
   }, 120_000);
 
   it('hands over the scroll position, the focus, a checked row and a key given to the first rows', async () => {
-    await withHeld(async ({ page, release }) => {
+    await withHeld(source, async ({ page, release }) => {
+    await page.locator(liveRows).first().waitFor({ timeout: 60_000 });
     const plainRows = page.locator('[data-first-paint] .table [data-lead-id]');
-    await plainRows.first().waitFor({ timeout: 60_000 });
     const fourth = await plainRows.nth(3).getAttribute('data-lead-id');
     const first = await plainRows.nth(0).getAttribute('data-lead-id');
     await plainRows.nth(3).locator('input[type="checkbox"]').click();
@@ -190,12 +237,67 @@ describe('first rows before the app chunk', () => {
   }, 120_000);
 
   it('replays a click given to the first paint on the app once it has taken over', async () => {
-    await withHeld(async ({ page, release }) => {
-    await page.locator('[data-first-paint] .table [data-lead-id]').first().waitFor({ timeout: 60_000 });
+    await withHeld(source, async ({ page, release }) => {
+    await page.locator(liveRows).first().waitFor({ timeout: 60_000 });
     await page.locator('[data-first-paint] nav').getByRole('button', { name: /Pipeline/ }).click();
     release();
     await page.getByRole('heading', { name: 'Pipeline', exact: true }).waitFor({ timeout: 30_000 });
     expect(await page.locator('[data-first-paint]').count()).toBe(0);
     });
+  }, 120_000);
+});
+
+describe('first rows in the page\'s HTML', () => {
+  it('carries the first page\'s rows, painted before any script has run, escaped, and the entry adopts them', async () => {
+    // The page itself, as the browser gets it: the rows in it, never to be cached.
+    const res = await fetch(app.url);
+    const html = await res.text();
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(res.headers.get('content-security-policy')).toMatch(/script-src 'self';/);
+    const served = [...html.matchAll(/data-lead-id="([^"]+)"/g)].map((m) => m[1]);
+    expect(served.length).toBeGreaterThan(8);
+    expect(html).not.toContain(EVIL);
+
+    await withHeld('html', async ({ page, release, releaseEntry, mountEvaluated }) => {
+      // No script has run (the entry is held): the rows are painted from the HTML alone.
+      await page.locator('[data-first-paint] .table [data-lead-id] .name').first().waitFor({ timeout: 60_000 });
+      expect(await page.evaluate(() => window.outreach === undefined && document.getElementById('root')?.childElementCount === 0)).toBe(true);
+      expect(await page.locator('[data-first-paint][data-live]').count()).toBe(0);
+      const before = await drawn(page);
+      expect(before.rows.length).toBeGreaterThan(8);
+      expect(before.rows.map((r) => r.id)).toEqual(served.slice(0, before.rows.length));
+      expect(before.count).toMatch(/\d/);
+      // A lead's name is markup, shown as text: no element made of it.
+      expect(before.rows.some((r) => r.cells[1]?.text.split('\n')[0] === `${EVIL} Markup`)).toBe(true);
+      expect(await page.locator('[data-first-paint] img, [data-first-paint] b').count()).toBe(0);
+      await expect(page.locator('[data-first-paint] .table [data-lead-id] .name').first().isVisible()).resolves.toBe(true);
+      await screenshot(page, 'first-rows-html-before-scripts');
+      // The entry adopts that layer (the same element, now live) instead of drawing its own.
+      await page.evaluate(() => document.querySelector('[data-first-paint]')?.setAttribute('data-test-served', ''));
+      releaseEntry();
+      await page.locator(liveRows).first().waitFor({ timeout: 60_000 });
+      expect(await page.locator('[data-first-paint][data-test-served]').count()).toBe(1);
+      expect(await page.locator('[data-first-paint]').count()).toBe(1);
+      expect(await mountEvaluated()).toBe(false);
+      // React takes them over as before.
+      release();
+      await takenOver(page);
+      const after = await drawn(page);
+      expect(after.rows.map((r) => r.id)).toEqual(before.rows.map((r) => r.id));
+      expect(after.rows).toEqual(before.rows);
+      expect(after.headers).toEqual(before.headers);
+    }, { holdEntry: true });
+  }, 120_000);
+
+  it('goes when the window opens on another screen (the host does not see the hash): the entry removes it', async () => {
+    await withHeld('html', async ({ page, release, releaseEntry }) => {
+      await page.waitForFunction(() => document.readyState !== 'loading');
+      expect(await page.locator('[data-first-paint]').count()).toBe(1);
+      releaseEntry();
+      await expect.poll(() => page.locator('[data-first-paint]').count(), { timeout: 30_000 }).toBe(0);
+      release();
+      await page.getByRole('heading', { name: 'Inbox', exact: true }).waitFor({ timeout: 30_000 });
+      expect(await page.locator('[data-first-paint]').count()).toBe(0);
+    }, { holdEntry: true, hash: '#/inbox' });
   }, 120_000);
 });

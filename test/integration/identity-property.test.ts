@@ -7,8 +7,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openLocalDatabase } from '../../electron/backend/local-db.ts';
+import { BULK_ROWS, LOAD_TUNING } from '../../electron/backend/storage/sqlite/doc-table.ts';
+import { sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
+import { newLead } from '../../shared/model/factories.ts';
 import { MemoryDatabase } from '../../shared/memory-store.ts';
 import type { Lead } from '../../shared/model/index.ts';
 import { parsePush, push } from '../../sync-server/replication-push.ts';
@@ -26,13 +29,26 @@ describe('one person, one lead, any spelling (property)', () => {
     }, { numRuns: 60 });
   }, 120_000);
 
-  it('on the desktop SQLite Store', async () => {
+  it.each([false, true])('on the desktop SQLite Store (during a bulk load: %s)', async (loading) => {
     const dir = mkdtempSync(join(tmpdir(), 'identity-prop-'));
     let local: Awaited<ReturnType<typeof openLocalDatabase>> | null = null;
+    const tuning = { ...LOAD_TUNING };
     try {
       await checkIdentityProperty(
         async (ws, fn) => {
-          local ??= await openLocalDatabase({ dir, workspaceId: ws, actor: { workspaceId: ws, memberId: 'x', role: 'owner' } });
+          if (!local) {
+            local = await openLocalDatabase({ dir, workspaceId: ws, actor: { workspaceId: ws, memberId: 'x', role: 'owner' } });
+            if (loading) {
+              // An import-sized write first: the whole property then runs in the bulk load it
+              // starts, whose identity-key indexes are out (look-ups from the probe maps).
+              LOAD_TUNING.quietMs = 600_000;
+              const filler = Array.from({ length: BULK_ROWS }, (_, i) => newLead({ id: `f1110000-0000-4000-8000-${String(i).padStart(12, '0')}`, workspaceId: ws, now: '2026-12-01T00:00:00.000Z' }, 'f1110000-0000-4000-8000-00000000ffff', { firstName: 'Filler', lastName: `${i}`, email: `filler${i}@prop.test` }));
+              await local.store.commit(filler.map((after) => ({ collection: 'leads', id: after.id, before: null, after })));
+              const table = sqliteInstanceOf(local.rx.collections.leads?.storageInstance)?.internalsForTests.table;
+              expect(table?.isLoading).toBe(true);
+              expect(table?.layout.indexes.filter((i) => i.afterLoad === 'probed').every((i) => !table.indexReady(i.name))).toBe(true);
+            }
+          }
           return fn(local.store);
         },
         async (_ws, _actor, lead: Lead) => {
@@ -42,6 +58,7 @@ describe('one person, one lead, any spelling (property)', () => {
         { numRuns: 25 },
       );
     } finally {
+      Object.assign(LOAD_TUNING, tuning);
       await (local as { close(): Promise<void> } | null)?.close();
       rmSync(dir, { recursive: true, force: true });
     }

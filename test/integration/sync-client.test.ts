@@ -26,6 +26,7 @@ import { masterStateStorage, referencedStates } from '../../electron/backend/sto
 import { sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
 import { BULK_ROWS, LOAD_TUNING } from '../../electron/backend/storage/sqlite/doc-table.ts';
 import type { DocTable } from '../../electron/backend/storage/sqlite/doc-table.ts';
+import { leftOutOfLoad } from '../../electron/backend/storage/sqlite/store-columns.ts';
 import type { SyncStatus } from '../../electron/backend/sync-status.ts';
 import { COLLECTIONS } from '../../shared/model/index.ts';
 import type { Lead } from '../../shared/model/index.ts';
@@ -326,7 +327,7 @@ describe('replication client against the protocol', () => {
       const leads = sqliteInstanceOf(own.rx.collections['leads']?.storageInstance);
       if (!leads) throw new Error('not the SQLite storage');
       const { file, table } = leads.internalsForTests;
-      const deferred = [...table.layout.indexes.filter((i) => i.afterLoad).map((i) => i.name), ...table.columns.filter((c) => c.sql === null).map((c) => `${table.table}_${c.column}`)];
+      const deferred = [...table.layout.indexes.filter((i) => leftOutOfLoad(i.afterLoad, true)).map((i) => i.name), ...table.columns.filter((c) => c.sql === null).map((c) => `${table.table}_${c.column}`)];
       const leadBuilds: string[] = [];
       unwatch = file.watchBuilds((what) => {
         if (what?.startsWith('leads ')) leadBuilds.push(what);

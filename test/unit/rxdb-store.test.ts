@@ -15,12 +15,13 @@ import { STORE_QUERY_TUNING } from '../../electron/backend/storage/sqlite/store-
 import { STORE_SQL_TUNING } from '../../electron/backend/storage/sqlite/store-sql.ts';
 import type { Actor } from '../../shared/context.ts';
 import { DomainError } from '../../shared/errors.ts';
+import { emailKey, KEY_FIELDS, nameCompanyKey } from '../../shared/intake/identity.ts';
 import { MemoryDatabase } from '../../shared/memory-store.ts';
 import { newActivity, newLead } from '../../shared/model/factories.ts';
 import { REPLICATED_COLLECTIONS } from '../../shared/model/index.ts';
 import type { Activity, CollectionName, Docs, Lead } from '../../shared/model/index.ts';
 import { execute } from '../../shared/ops/execute.ts';
-import type { AnyWrite, Cond, Query, Sort, Store } from '../../shared/store.ts';
+import type { AnyWrite, Cond, DuplicatePage, Query, Sort, Store } from '../../shared/store.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { FakeClock, seededRandom, sequentialIds, testSecrets } from '../support/harness.ts';
 
@@ -125,6 +126,13 @@ const WHERES: (Cond | undefined)[] = [
   },
   { op: 'and', conds: [] },
   { op: 'and', conds: [{ op: 'eq', field: 'company', value: 'Rare Co' }, { op: 'eq', field: 'tagId', value: null }] },
+  // Look-ups of a person by identity key (answered from the probe maps while the seed's bulk load
+  // has their indexes out, then through the indexes).
+  { op: 'eq', field: KEY_FIELDS.email, value: emailKey(leadsA.find((l) => l.email !== '')?.email ?? '') },
+  { op: 'in', field: KEY_FIELDS.email, values: [...leadsA.slice(0, 90).map((l) => emailKey(l.email)), 'nobody@x.test', ''] },
+  { op: 'in', field: KEY_FIELDS.nameCompany, values: leadsA.slice(0, 5).map((l) => nameCompanyKey(l.fullName, l.company)) },
+  { op: 'and', conds: [{ op: 'eq', field: KEY_FIELDS.nameCompany, value: nameCompanyKey((leadsA[1] as Lead).fullName, (leadsA[1] as Lead).company) }, { op: 'neq', field: 'tagId', value: null }] },
+  { op: 'eq', field: KEY_FIELDS.profile, value: 'linkedin.com/in/nobody' },
 ];
 
 const ORDERS: (readonly Sort[] | undefined)[] = [
@@ -174,6 +182,13 @@ async function expectSameAnswers(): Promise<void> {
     for (const orderBy of ORDERS) {
       await expectSamePages('leads', { where, orderBy, limit: 7 }, 2);
       await expectSamePages('leads', { where, orderBy, limit: 800 });
+    }
+  }
+  for (const kind of ['profile', 'email', 'nameCompany'] as const) {
+    for (let cursor: string | null = null, page = 0; page === 0 || cursor; page++) {
+      const [a, b]: DuplicatePage[] = await Promise.all([rx.duplicateGroups(kind, { limit: 5, cursor }), ref.duplicateGroups(kind, { limit: 5, cursor })]);
+      expect(a, `${kind} duplicates, page ${page}`).toEqual(b);
+      cursor = b?.nextCursor ?? null;
     }
   }
   await expectSamePages('activities', { where: { op: 'eq', field: 'leadId', value: activities[0]?.leadId ?? '' }, orderBy: [{ field: 'createdAt', dir: 'desc' }], limit: 3 });

@@ -7,6 +7,8 @@ import { searchInput } from '../screens/leads/selection.ts';
 
 export const STAGES_INPUT: OpInput<'pipelineStages.getAll'> = {};
 export const TAGS_INPUT: OpInput<'tags.getAll'> = {};
+/** The leads table's page size (lead-pager.ts): its first page is what the first paint shows. */
+export const LEAD_PAGE_SIZE = 100;
 export const CAMPAIGNS_INPUT: OpInput<'campaigns.getBasic'> = { pageSize: 200, sortBy: 'name', sortOrder: 'asc' };
 
 /** The leads screen's count of the leads its filters match. */

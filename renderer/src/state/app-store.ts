@@ -3,24 +3,14 @@
  * URL hash so reload and back/forward work. */
 import { create } from 'zustand';
 import type { SessionInfo, SyncStatus } from '../../../electron/bridge.ts';
+import { DEFAULT_FILTERS } from './lead-filters.ts';
+import type { LeadFilters, SortBy } from './lead-filters.ts';
 
 export const SCREENS = ['leads', 'duplicates', 'pipeline', 'inbox', 'tasks', 'triage', 'campaigns', 'senders', 'social', 'settings'] as const;
 export type Screen = (typeof SCREENS)[number];
 
-export type SortBy = 'createdAt' | 'lastActivityAt' | 'fullName' | 'company' | 'rankingScore' | 'leadFitScore' | 'followUpAt';
-
-export type LeadFilters = {
-  query: string;
-  campaignId: string;
-  /** all, uncategorized, or a tag id. */
-  tagId: string;
-  /** '' for any stage, else a stage name or category. */
-  pipelineStage: string;
-  sortBy: SortBy;
-  sortOrder: 'asc' | 'desc';
-};
-
-export const DEFAULT_FILTERS: LeadFilters = { query: '', campaignId: '', tagId: 'all', pipelineStage: '', sortBy: 'createdAt', sortOrder: 'desc' };
+export { DEFAULT_FILTERS };
+export type { LeadFilters, SortBy };
 
 /** A toast may offer one action (e.g. Undo) while it shows. */
 export type ToastAction = { label: string; run: () => void };

@@ -27,8 +27,9 @@
  * costs every written row a page write per such index, which made an initial sync of 100k leads
  * several times slower than the documents alone, and grows with the table. A bulk write
  * (BULK_ROWS rows or more) into a table holding fewer rows than it brings starts a load: those
- * indexes (RxDB's index columns' and the layout's `afterLoad` ones; in a load of local documents,
- * an import, not the ones it looks people up by) are dropped, in that write's transaction, and
+ * indexes (RxDB's index columns' and the layout's `afterLoad` ones, store-columns.ts AfterLoad:
+ * which loads leave each out; the identity keys' look-ups are answered meanwhile from in-memory
+ * maps, load-probes.ts) are dropped, in that write's transaction, and
  * built again from sorted keys once no bulk write came for LOAD_QUIET_MS and no pull with more
  * pages coming holds them (holdLoad, bounded by LOAD_HOLD_MS), one index after the other, each in
  * the file's worker thread (StorageFile.inWorker: a build is one statement of up to seconds at 1M
@@ -53,13 +54,14 @@ import { statementsOn } from './file.ts';
 import type { StorageFile } from './file.ts';
 import { TextIndex } from './fts.ts';
 import type { TextOrder } from './fts.ts';
-import { computedColumnSql, indexColumns, indexName, overrideColumn } from './index-columns.ts';
+import { computedColumnSql, fnv1a, indexColumns, indexName, overrideColumn } from './index-columns.ts';
 import { HEAD_ROWS, LoadHeads, OrderHead } from './load-heads.ts';
+import { PROBE_TUNING, RowsByHash } from './load-probes.ts';
 import type { HeadChanges, HeadRow } from './load-heads.ts';
 import type { IndexColumn, KeyRange } from './index-columns.ts';
 import { forkOf, isMetaSchema, link, materialize, materializeAll, MetaCodec, metaFollows, unlink } from './master-states.ts';
-import { layoutRecord, resolveLayout, storeOddOf, storeValues } from './store-columns.ts';
-import type { MemberTable, ResolvedLayout, SqlValue, StoreColumn, StoreIndex, StoreLayout } from './store-columns.ts';
+import { layoutRecord, leftOutOfLoad, resolveLayout, sameLayout, storeOddOf, storeValues } from './store-columns.ts';
+import type { AfterLoad, MemberTable, ResolvedLayout, SqlValue, StoreColumn, StoreIndex, StoreLayout } from './store-columns.ts';
 
 export type Doc = RxDocumentData<unknown>;
 
@@ -85,7 +87,10 @@ export type TableSetup = {
 export type RowWrite = { before: Doc | undefined; doc: Doc };
 
 /** What a committed write changes in memory (applied only once SQLite committed it). */
-export type Written = { lastSeq: number; rows: readonly RowWrite[]; oddDelta: number[]; storeOddDelta: number[]; bulk: boolean; dropped: readonly string[]; heads: HeadChanges | null };
+export type Written = { lastSeq: number; rows: readonly RowWrite[]; oddDelta: number[]; storeOddDelta: number[]; bulk: boolean; pulled: boolean; dropped: readonly string[]; heads: HeadChanges | null };
+
+/** An index a load may leave out: its SQL, which loads leave it out, its words for the sync status. */
+type Deferrable = { sql: string; afterLoad: AfterLoad; label: string };
 
 /** Rows in one write that make it a bulk write (an initial sync's pull page, an import call). */
 export const BULK_ROWS = 1000;
@@ -151,9 +156,9 @@ export class DocTable {
   private readonly pending = new Map<string, Doc>();
   /** The sequence number of the open page's last row in this table, or null. */
   private pendingSeq: number | null = null;
-  /** Indexes built after a load (see the file comment), by name: their SQL, and whether a load of
-   * local documents keeps them up. */
-  private readonly deferrable = new Map<string, { sql: string; keptLocally: boolean; label: string }>();
+  /** Indexes built after a load (see the file comment), by name: their SQL, and which loads leave
+   * them out (store-columns.ts AfterLoad). */
+  private readonly deferrable = new Map<string, Deferrable>();
   /** Those not in the file now. */
   private readonly missing = new Set<string>();
   /** The first rows of the orders whose index a load dropped (load-heads.ts), and where each such
@@ -168,7 +173,15 @@ export class DocTable {
    * in the replication's meta table. Built in the worker the first time a query or count reads the
    * column (that query is answered without it, as SQLite plans it: the same rows), then kept.
    */
-  private readonly unbuilt = new Map<string, { sql: string; keptLocally: boolean; label: string }>();
+  private readonly unbuilt = new Map<string, Deferrable>();
+  /** The 'probed' Store indexes (store-columns.ts AfterLoad): each one's column among the Store values. */
+  private readonly probed = new Map<string, { column: string; pos: number }>();
+  /** While such indexes are missing, the maps answering look-ups on their columns (load-probes.ts),
+   * by index name; null until a look-up needs them (filled from the table then). */
+  private probes: Map<string, { pos: number; rows: RowsByHash }> | null = null;
+  /** Indexes built at once, before the quiet window: a load of local documents grew the table past
+   * the bound of the probe maps (PROBE_TUNING). */
+  private readonly urgent = new Set<string>();
   private readonly buildingUnbuilt = new Set<string>();
   private loading = false;
   private lastBulkAt = 0;
@@ -230,14 +243,17 @@ export class DocTable {
     const collection = name.slice(0, name.lastIndexOf('-'));
     // Built in this order after a load: the Store's indexes first (the orders of the leads table, the
     // board, tasks: what the user sorts by), then RxDB's own.
-    for (const i of this.layout.indexes) if (i.afterLoad) this.deferrable.set(i.name, { sql: storeIndexSql(table, i), keptLocally: i.afterLoad === 'pull', label: indexLabel(collection, i.keys) });
+    for (const i of this.layout.indexes) if (i.afterLoad) this.deferrable.set(i.name, { sql: storeIndexSql(table, i), afterLoad: i.afterLoad, label: indexLabel(collection, i.keys) });
+    for (const i of this.layout.indexes) {
+      if (i.afterLoad === 'probed' && i.columns.length === 1) this.probed.set(i.name, { column: i.columns[0] as string, pos: this.layout.columns.findIndex((c) => c.column === i.columns[0]) });
+    }
     // Heads of the orders a page is read in (one key: the leads table's columns), not of indexes
     // that give an order within a pinned first key (a tag's leads by creation).
     for (const i of this.layout.indexes) if (i.afterLoad && i.ordered && i.keys.length === 1) this.headKeys.set(i.name, i.columns.map((c) => this.layout.columns.findIndex((x) => x.column === c)));
     const present = new Set(db.prepare<[string], string>("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?").pluck().all(table));
     this.columns.forEach((c, i) => {
       const index = `${table}_${c.column}`;
-      const spec = { sql: `CREATE INDEX IF NOT EXISTS "${index}" ON ${t} ("${c.column}")`, keptLocally: false, label: indexLabel(collection, c.fields) };
+      const spec: Deferrable = { sql: `CREATE INDEX IF NOT EXISTS "${index}" ON ${t} ("${c.column}")`, afterLoad: 'any', label: indexLabel(collection, c.fields) };
       // A computed column's index is built when a query first reads the column (see wantIndex).
       if (this.computed[i] && !present.has(index)) this.unbuilt.set(index, spec);
       else this.deferrable.set(index, spec);
@@ -333,13 +349,15 @@ export class DocTable {
    * for the next one. */
   private buildStep(): void {
     if (!this.loading || this.refs <= 0 || this.building || this.finishing) return;
+    for (const name of this.urgent) if (!this.missing.has(name)) this.urgent.delete(name);
+    const urgent = this.urgent.values().next();
     const now = Date.now();
     const wait = Math.max(LOAD_TUNING.quietMs - (now - this.lastBulkAt), this.heldUntil - now);
-    if (wait > 0) {
+    if (urgent.done && wait > 0) {
       this.armLoadTimer(wait);
       return;
     }
-    const next = this.missing.values().next();
+    const next = urgent.done ? this.missing.values().next() : urgent;
     if (next.done) {
       void this.finishLoading().catch(() => this.armLoadTimer());
       return;
@@ -358,6 +376,9 @@ export class DocTable {
     const run = this.file.inWorker(index.sql, index.label).then(() => {
       this.missing.delete(name);
       this.heads.drop(name);
+      this.urgent.delete(name);
+      this.probes?.delete(name);
+      if (this.probes?.size === 0) this.probes = null;
     });
     this.building = run.finally(() => {
       this.building = null;
@@ -388,6 +409,65 @@ export class DocTable {
   indexBuiltOrAsked(column: IndexColumn): boolean {
     const name = `${this.table}_${column.column}`;
     return !this.unbuilt.has(name) || this.buildingUnbuilt.has(name);
+  }
+
+  /**
+   * The rows that may hold one of `values` (as stored) in a Store column whose 'probed' index a load
+   * left out, from the column's probe map (load-probes.ts; filled from the table on the first
+   * call): a superset of the rows that do, which the caller tests in SQL. Null when no map answers:
+   * the column has no such index or it is built, a value is not a string (a missing key is not
+   * mapped), or the table is over the maps' bound.
+   */
+  probeRows(column: string, values: readonly SqlValue[]): number[] | null {
+    let name: string | undefined;
+    for (const [n, p] of this.probed) if (p.column === column && this.missing.has(n)) name = n;
+    if (name === undefined || !values.every((v) => typeof v === 'string')) return null;
+    if (!this.probes) {
+      if (this.rowEstimate() > PROBE_TUNING.rows) return null;
+      this.probes = this.fillProbes();
+    }
+    const map = this.probes.get(name);
+    if (!map) return null;
+    const rows = new Set<number>();
+    for (const v of values) map.rows.find(fnv1a(v as string), rows);
+    return [...rows];
+  }
+
+  /** A probe map for each 'probed' index missing now, from the table's live rows. */
+  private fillProbes(): Map<string, { pos: number; rows: RowsByHash }> {
+    const out = new Map<string, { pos: number; rows: RowsByHash }>();
+    const wanted = [...this.probed].filter(([name]) => this.missing.has(name));
+    if (wanted.length === 0) return out;
+    const size = this.rowEstimate();
+    for (const [name, p] of wanted) out.set(name, { pos: p.pos, rows: new RowsByHash(size) });
+    // The main connection, also while a pulled page's transaction is open (StorageFile.reads): the
+    // page's rows written so far are in the maps too (a map may name more rows than match; none fewer).
+    const read = this.file.db.prepare(`SELECT rowid AS r, ${wanted.map(([, p], i) => `"${p.column}" AS v${i}`).join(', ')} FROM "${this.table}" WHERE deleted = 0`).raw();
+    const maps = [...out.values()];
+    for (const row of read.iterate() as Iterable<unknown[]>) {
+      const rowid = row[0] as number;
+      for (let i = 0; i < maps.length; i++) {
+        const v = row[i + 1];
+        if (typeof v === 'string') (maps[i] as { rows: RowsByHash }).rows.add(fnv1a(v), rowid);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The table grew past the probe maps' bound: a load of local documents builds the probed indexes
+   * now (the maps answer until each is built, and later writes keep the built ones up); in a load of
+   * pulled documents, whose builds wait for the end of the pull, the maps go and look-ups read the
+   * table meanwhile, as they do in a sync that started over the bound.
+   */
+  private probesOverBound(pulled: boolean): void {
+    if (pulled) {
+      this.probes = null;
+      return;
+    }
+    for (const name of this.probes?.keys() ?? []) this.urgent.add(name);
+    this.stopLoadTimer();
+    this.armLoadTimer(0);
   }
 
   /** Builds every index a load left out, now, one after the other in the file's worker thread (the
@@ -584,8 +664,10 @@ export class DocTable {
     const dropped: string[] = [];
     const started: OrderHead[] = [];
     if (bulk && !this.loading && this.deferrable.size > 0 && this.rowEstimate() < rows.length) {
+      // A local load the probe maps could not follow (load-probes.ts) keeps the probed indexes up.
+      const probeable = pulled || this.rowEstimate() + rows.length <= PROBE_TUNING.rows;
       for (const [name, index] of this.deferrable) {
-        if (index.keptLocally && !pulled) continue;
+        if (!leftOutOfLoad(index.afterLoad, pulled) || (index.afterLoad === 'probed' && !probeable)) continue;
         const ordered = this.headKeys.has(name) ? this.layout.indexes.find((i) => i.name === name) : undefined;
         if (ordered && this.indexReady(name)) started.push(...this.startHeads(ordered));
         this.file.db.exec(`DROP INDEX IF EXISTS "${name}"`);
@@ -626,6 +708,10 @@ export class DocTable {
         if (got[`v${i}`] !== key) this.prepared(`override ${i}`, () => `UPDATE "${this.table}" SET "${overrideColumn((this.columns[i] as IndexColumn).column)}" = ? WHERE rowid = ?`).run(key, rowid);
       }
       rowids.push(rowid);
+      if (this.probes) for (const p of this.probes.values()) {
+        const v = values[7 + p.pos];
+        if (typeof v === 'string') p.rows.add(fnv1a(v), Number(rowid));
+      }
       for (const head of heads) {
         if (head.touches(id, values, 7, !doc._deleted, before !== undefined)) headChanges.push({ head, id, row: doc._deleted ? null : { r: Number(rowid), id, k: head.keysOf(values, 7) } });
       }
@@ -660,7 +746,7 @@ export class DocTable {
         yield;
       }
     }
-    return { lastSeq: seq, rows, oddDelta, storeOddDelta, bulk, dropped, heads: heads.length > 0 ? { started, changes: headChanges } : null };
+    return { lastSeq: seq, rows, oddDelta, storeOddDelta, bulk, pulled, dropped, heads: heads.length > 0 ? { started, changes: headChanges } : null };
   }
 
   /** Applies a write that SQLite committed. */
@@ -676,6 +762,7 @@ export class DocTable {
     }
     if (w.heads) this.heads.commit(w.heads);
     if (w.bulk) this.lastBulkAt = Date.now();
+    if (this.probes && w.bulk && this.rowEstimate() > PROBE_TUNING.rows) this.probesOverBound(w.pulled);
     if (this.loading) this.armLoadTimer();
     for (const { doc } of w.rows) this.cache.set(String((doc as Record<string, unknown>)[this.primaryPath]), doc);
   }
@@ -829,6 +916,8 @@ export class DocTable {
     this.heldUntil = 0;
     this.missing.clear();
     this.heads.clear();
+    this.probes = null;
+    this.urgent.clear();
   }
 }
 
@@ -901,7 +990,11 @@ function ensureTable(file: StorageFile, setup: TableSetup): string {
     if (row) {
       const layout = layoutOf(row.tbl);
       const layoutJson = recordOf(layout);
-      if (row.columns === columnsJson && row.text_fields === textJson && row.layout === layoutJson) return row.tbl;
+      if (row.columns === columnsJson && row.text_fields === textJson && sameLayout(row.layout, layoutJson)) {
+        // Only which loads leave an index out changed (store-columns.ts AfterLoad): no rebuild.
+        if (row.layout !== layoutJson) db.prepare('UPDATE instances SET layout = ? WHERE name = ?').run(layoutJson, setup.name);
+        return row.tbl;
+      }
       rebuild(db, row.tbl, { columns: JSON.parse(row.columns) as ColumnsRecord, text: JSON.parse(row.text_fields) as string[], layout: row.layout }, setup, layout);
       db.prepare('UPDATE instances SET columns = ?, text_fields = ?, layout = ? WHERE name = ?').run(columnsJson, textJson, layoutJson, setup.name);
       return row.tbl;

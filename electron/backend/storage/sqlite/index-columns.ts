@@ -67,12 +67,17 @@ export const indexName = (fields: readonly string[]): string => fields.join(',')
 /** FNV-1a, 32 bits: short stable names of columns, tables and indexes (an index's column name
  * changes with its fields, so a changed index set is detected). */
 export function hash32(s: string): string {
+  return (fnv1a(s) >>> 0).toString(16).padStart(8, '0');
+}
+
+/** FNV-1a over a string's UTF-16 code units, as a signed 32-bit integer. */
+export function fnv1a(s: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < s.length; i++) {
     h ^= s.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
-  return (h >>> 0).toString(16).padStart(8, '0');
+  return h | 0;
 }
 
 // eslint-disable-next-line no-control-regex -- control characters sort below RxDB's space padding

@@ -23,7 +23,7 @@ import { sqliteFilePath, StorageFile } from './file.ts';
 import { computedColumnSql, indexColumns, overrideColumn } from './index-columns.ts';
 import { INTERNAL_INSTANCE, schemasFromInternalStore } from './migrate.ts';
 import type { MigrationProgress } from './migrate.ts';
-import { layoutRecord, resolveLayout, storeValues } from './store-columns.ts';
+import { layoutRecord, resolveLayout, sameLayout, storeValues } from './store-columns.ts';
 import type { StoreLayout } from './store-columns.ts';
 
 export type LayoutUpgradeOptions = {
@@ -85,7 +85,8 @@ export async function upgradeStoreLayouts(opts: LayoutUpgradeOptions): Promise<s
       if (!layoutSpec || !schema || row.name !== `${collection}-${schema.version}`) continue;
       const layout = resolveLayout(row.tbl, schema, layoutSpec);
       const record = layoutRecord(layout);
-      if (row.layout === record) continue;
+      // Other `afterLoad` kinds only: DocTable.open writes the record again, nothing to rewrite.
+      if (sameLayout(row.layout, record)) continue;
       const table = row.tbl;
       const total = Number(db.prepare(`SELECT count(*) FROM "${table}"`).pluck().get());
       opts.onProgress?.({ instance: row.name, done: 0, total });

@@ -46,13 +46,31 @@ export type StoreIndexSpec = {
   ordered?: boolean;
   /** Built once a bulk load is over rather than kept up row by row during it: for keys that
    * arrive in random order, where every row costs a page write in each such index (see
-   * doc-table.ts, "loading"). 'any': in every load; 'pull': only in a load of pulled documents (an
-   * initial sync), kept up during a local one (an import, which looks people up by it). */
-  afterLoad?: 'any' | 'pull';
+   * doc-table.ts, "loading"). See AfterLoad. */
+  afterLoad?: AfterLoad;
   /** False for an index that never narrows a search down (every row of a desktop's file has the
    * same workspace): counted through, never read rows from. Default true. */
   narrows?: boolean;
 };
+
+/**
+ * Which bulk loads leave an index out (doc-table.ts, "loading"):
+ * - 'any': every load;
+ * - 'pull': a load of pulled documents (an initial sync) only;
+ * - 'local': a load of local documents (an import) only: an index a sync keeps up cheaply;
+ * - 'probed': every load, for a one-column index that look-ups probe with `eq`/`in` (a lead's
+ *   identity keys: every call of an import looks up its people among the leads of the calls
+ *   before). While it is missing, those probes are answered from an in-memory map of the column's
+ *   values to rows (load-probes.ts), kept for a table of up to PROBE_ROWS rows; a local load into a
+ *   larger table keeps the index up.
+ * A change of it rewrites nothing: the record of a table's layout ignores it (sameLayout).
+ */
+export type AfterLoad = 'any' | 'pull' | 'local' | 'probed';
+
+/** Whether a load of pulled (or local) documents leaves out an index of this kind, before the
+ * size check of 'probed' ones (doc-table.ts). */
+export const leftOutOfLoad = (afterLoad: AfterLoad | null, pulled: boolean): boolean =>
+  afterLoad === 'any' || afterLoad === 'probed' || afterLoad === (pulled ? 'pull' : 'local');
 
 export type SqlValue = number | string | Buffer;
 
@@ -101,7 +119,7 @@ export type StoreColumn = {
 
 export type MemberTable = { field: string; table: string; valuesOf: (doc: Doc) => string[] };
 
-export type StoreIndex = { name: string; keys: readonly string[]; columns: readonly string[]; ordered: boolean; afterLoad: 'any' | 'pull' | null; narrows: boolean };
+export type StoreIndex = { name: string; keys: readonly string[]; columns: readonly string[]; ordered: boolean; afterLoad: AfterLoad | null; narrows: boolean };
 
 export type ResolvedLayout = { columns: StoreColumn[]; members: MemberTable[]; indexes: StoreIndex[] };
 
@@ -233,4 +251,19 @@ export const storeOddOf = (layout: ResolvedLayout, id: string, doc: Doc): number
 /** A description of a resolved layout, stored in the file to notice a changed one. */
 export function layoutRecord(layout: ResolvedLayout): string {
   return JSON.stringify({ c: layout.columns.map((c) => [c.key, c.kind, c.column]), m: layout.members.map((m) => m.table), i: layout.indexes.map((i) => [i.name, i.afterLoad]) });
+}
+
+/**
+ * Whether two layout records (layoutRecord) describe the same columns, member tables and indexes,
+ * whatever loads leave the indexes out: a table recorded with other `afterLoad` kinds needs no
+ * rebuild (its rows and indexes are the same), only its record written again.
+ */
+export function sameLayout(a: string, b: string): boolean {
+  if (a === b) return true;
+  if (a === '' || b === '') return false;
+  const shape = (record: string): string => {
+    const r = JSON.parse(record) as { c: unknown; m: unknown; i: [string, unknown][] };
+    return JSON.stringify({ c: r.c, m: r.m, i: r.i.map(([name]) => name) });
+  };
+  return shape(a) === shape(b);
 }

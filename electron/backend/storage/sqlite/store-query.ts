@@ -222,6 +222,14 @@ function drivers(table: DocTable, where: Cond | undefined): Driver[] {
       if (s.exact && s.sql !== '1') out.push({ sql: `SELECT t.rowid AS r FROM ${t} AS t INDEXED BY ${q(idx.name)} WHERE t.deleted = 0 AND (${s.sql})`, params: s.params, size, source: c, exact: true });
       continue;
     }
+    // eq/in on a column whose index a load left out, answered by its probe map (load-probes.ts):
+    // the rows it names, each tested in SQL (the map may name more).
+    const probed = column ? probedRows(table, column, c) : null;
+    if (column && probed) {
+      const s = condSql(table, merged(c), 'set');
+      if (s.exact) out.push({ sql: `SELECT t.rowid AS r FROM json_each(?) AS j CROSS JOIN ${t} AS t ON t.rowid = j.value WHERE t.deleted = 0 AND (${s.sql})`, params: [JSON.stringify(probed), ...s.params], size: probed.length, source: c, exact: true });
+      continue;
+    }
     // eq/in on a field found through its folded column (a name): the folded matches hold every match.
     const folded = (c.op === 'eq' || c.op === 'in') && c.field !== 'id' ? foldedColumn(table, c.field) : null;
     const foldedIdx = folded ? leading(folded) : undefined;
@@ -257,6 +265,20 @@ function sameColumn(table: DocTable, c: Cond): StoreColumn | null {
     return first && cols.every((x) => x === first) ? first : null;
   }
   return null;
+}
+
+/** The rows a probe map (DocTable.probeRows) names for an eq/in (or an or of those) on `column`,
+ * or null when the condition is another or no map answers. */
+function probedRows(table: DocTable, column: StoreColumn, c: Cond): number[] | null {
+  const m = merged(c);
+  if (m.op !== 'eq' && m.op !== 'in') return null;
+  const keys: SqlValue[] = [];
+  for (const v of m.op === 'eq' ? [m.value] : m.values) {
+    const k = encodeKey(v, false);
+    if (k === undefined) return null;
+    keys.push(k);
+  }
+  return table.probeRows(column.column, keys);
 }
 
 /** An or of eq/in on one field as one in (one index range list). */

@@ -1,27 +1,29 @@
 /**
- * The leads screen's first rows, drawn by the page's entry (main.tsx) in plain DOM as soon as the
- * first page of leads has answered, without waiting for React and the app's chunk to load and run.
- * It draws the whole window as the React app draws it at that moment (navigation, top bar, the
- * screen's header and filters, the table with the same columns, classes and sizes: columns.ts), in
- * a layer over #root. React renders the app underneath; when its table first shows what it will
- * show, it calls `takeOverFirstRows` in a layout effect, which removes the layer before the browser
- * paints again and hands over what the person did meanwhile: the scroll position, the focused
- * control, the text typed into the search box, the rows checked, and the clicks and keys given to
- * anything else, replayed on React's own controls at the same places.
+ * The leads screen's first rows, drawn before React and the app's chunk have loaded and run. Either
+ * the page's HTML brought them (the web host draws the first screen into it: electron/first-screen-
+ * html.ts), and the page's entry (main.tsx) adopts that layer, or the entry draws them in plain DOM as
+ * soon as the first page of leads has answered. Both draw one description (first-screen.ts): the
+ * whole window as the React app draws it at that moment (navigation, top bar, the screen's header and
+ * filters, the table with the same columns, classes and sizes: columns.ts), in a layer over #root.
+ * The layer then draws the live answers as they come. React renders the app underneath; when its
+ * table first shows what it will show, it calls `takeOverFirstRows` in a layout effect, which
+ * removes the layer before the browser paints again and hands over what the person did meanwhile:
+ * the scroll position, the focused control, the text typed into the search box, the rows checked,
+ * and the clicks and keys given to anything else, replayed on React's own controls at the same
+ * places.
  */
 import type { SessionInfo } from '../../../../electron/bridge.ts';
 import { bridge } from '../../bridge/index.ts';
-import { NAV_ITEMS } from '../../app/nav-items.ts';
-import { syncSummary } from '../../app/sync-summary.ts';
 import { liveKey, subscribeLive } from '../../lib/live-ops.ts';
 import { CAMPAIGNS_INPUT, leadCountInput, STAGES_INPUT, TAGS_INPUT } from '../../lib/workspace-inputs.ts';
 import { DEFAULT_FILTERS, useApp } from '../../state/app-store.ts';
 import type { LeadFilters } from '../../state/app-store.ts';
-import { ariaSort, COLUMNS, HEADER_HEIGHT, layoutOf, leadCountText, parseHidden, readHidden, ROW_HEIGHT, sortArrow } from './columns.ts';
-import type { CellNode } from './columns.ts';
+import { layoutOf, parseHidden, readHidden } from './columns.ts';
+import type { Layout } from './columns.ts';
+import { countPart, filterOptions, firstScreenNode, rowsPart, syncPart, toDom, toDomChildren } from './first-screen.ts';
+import type { Named, OpenSession, Tag, VElement } from './first-screen.ts';
 import type { LeadPager } from './lead-pager.ts';
 
-type Tag = { id: string; name: string; color: string };
 type Replay = { kind: 'click'; x: number; y: number; mods: MouseEventInit } | { kind: 'key'; init: KeyboardEventInit };
 
 /** What the first paint holds while it shows. */
@@ -35,43 +37,33 @@ type Early = {
   stop: () => void;
 };
 
+/** The live answers the first paint draws (undefined or null until answered). */
+type Live = { session: OpenSession | null; tags: Map<string, Tag> | null; count?: number; campaigns?: Named[]; stages?: Named[] };
+
 let early: Early | null = null;
 /** React's table has taken over (or the app went elsewhere): the first paint is no longer wanted. */
 let over = false;
 /** Subscriptions held until React's views hold their own (so theirs start with an answer). */
 let held: (() => void)[] = [];
 
-/** Builds an element (styles through the CSSOM: the page's CSP refuses style attributes). */
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: { cls?: string; text?: string; attrs?: Record<string, string>; style?: Record<string, string> } = {}, children: (Node | string)[] = []): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (props.cls !== undefined) e.className = props.cls;
-  if (props.text !== undefined) e.textContent = props.text;
-  for (const [k, v] of Object.entries(props.attrs ?? {})) e.setAttribute(k, v);
-  for (const [k, v] of Object.entries(props.style ?? {})) e.style.setProperty(k, v);
-  e.append(...children);
-  return e;
-}
-
-function cellDom(nodes: CellNode[]): (Node | string)[] {
-  return nodes.map((n) => {
-    if (typeof n === 'string') return n;
-    const style: Record<string, string> = {};
-    if (n.style?.background) style.background = n.style.background;
-    if (n.style?.color) style.color = n.style.color;
-    return el(n.tag, { ...(n.cls !== undefined ? { cls: n.cls } : {}), ...(n.title !== undefined ? { attrs: { title: n.title } } : {}), style }, cellDom(n.children));
-  });
-}
+/** The first paint the page's HTML brought, if any. */
+const servedLayer = (): HTMLElement | null => document.querySelector<HTMLElement>('body > [data-first-paint]');
 
 /** Asks, now, for what the leads screen's first frame shows besides the rows, through the same live
- * subscriptions React's views use (so they start with these answers), and draws the first rows
- * once the session is open and the pager's first page and the tags have answered. Nothing is drawn
- * when React's table is there first, or when the window opens on something else. Resolves when the
- * app's chunk may run without delaying the first rows: they are painted, or will not be drawn
- * here, or a second has passed. */
+ * subscriptions React's views use (so they start with these answers). Adopts the first paint the
+ * page's HTML brought, or draws the first rows once the session is open and the pager's first page
+ * and the tags have answered. Nothing is drawn when React's table is there first, or when the window
+ * opens on something else. Resolves when the app's chunk may run without delaying the first rows:
+ * they are painted, or will not be drawn here, or a second has passed. */
 export function paintFirstRowsWhenReady(pager: LeadPager, session: Promise<SessionInfo>): Promise<void> {
   const { filters, leadId } = useApp.getState();
+  const hidden = parseHidden(readHidden());
+  const served = servedLayer();
   // A lead open in the panel narrows the table, and filters add controls: React draws those.
-  if (leadId !== null || JSON.stringify(filters) !== JSON.stringify({ ...DEFAULT_FILTERS, sortBy: filters.sortBy, sortOrder: filters.sortOrder })) return Promise.resolve();
+  if (leadId !== null || JSON.stringify(filters) !== JSON.stringify({ ...DEFAULT_FILTERS, sortBy: filters.sortBy, sortOrder: filters.sortOrder })) {
+    served?.remove();
+    return Promise.resolve();
+  }
   let settle = () => undefined as void;
   const settled = new Promise<void>((resolve) => (settle = resolve));
   // React is not held back for long by a slow first page: it then draws its own "Loading…" rows.
@@ -80,11 +72,22 @@ export function paintFirstRowsWhenReady(pager: LeadPager, session: Promise<Sessi
     clearTimeout(cap);
     settle();
   };
-  let open: Extract<SessionInfo, { state: 'open' }> | null = null;
+  const layout = layoutOf(false, hidden);
+  const live: Live = { session: null, tags: null };
   let sessionAnswered = false;
-  let tags: Map<string, Tag> | null = null;
-  const data: { count?: number; campaigns: { id: string; name: string }[]; stages: { id: string; name: string }[] } = { campaigns: [], stages: [] };
   let refresh: (() => void) | null = null;
+  // The web host drew every column: with columns hidden on this machine the entry draws its own.
+  if (served && (hidden.size > 0 || filters.sortBy !== DEFAULT_FILTERS.sortBy || filters.sortOrder !== DEFAULT_FILTERS.sortOrder)) served.remove();
+  else if (served) {
+    try {
+      refresh = paint(pager, filters, layout, live, served);
+      // Painted already, with the page's first frame: the app's chunk may run at once.
+      requestAnimationFrame(() => setTimeout(done, 0));
+    } catch {
+      // Not the markup this entry draws (a page from an older build): the entry draws its own.
+      served.remove();
+    }
+  }
   const ready = () => {
     if (over) return done();
     if (early) {
@@ -92,10 +95,10 @@ export function paintFirstRowsWhenReady(pager: LeadPager, session: Promise<Sessi
       return;
     }
     // Nothing to draw here (no rows, an error, no workspace): React draws what there is.
-    if (sessionAnswered && !open) return done();
+    if (sessionAnswered && !live.session) return done();
     if (pager.error !== null || (!pager.loading && pager.loadedCount === 0)) return done();
-    if (!open || !tags || pager.loadedCount === 0) return;
-    refresh = paint(pager, open, filters, tags, data);
+    if (!live.session || !live.tags || pager.loadedCount === 0) return;
+    refresh = paint(pager, filters, layout, live, null);
     // Once the frame with the rows is painted.
     requestAnimationFrame(() => setTimeout(done, 0));
   };
@@ -105,10 +108,10 @@ export function paintFirstRowsWhenReady(pager: LeadPager, session: Promise<Sessi
       ready();
     }));
   };
-  hold<{ tags: Tag[] }>('tags.getAll', TAGS_INPUT, (v) => (tags = new Map(v.tags.map((t) => [t.id, t]))));
-  hold<{ count: number }>('campaigns.leads.count', leadCountInput(filters), (v) => (data.count = v.count));
-  hold<{ basicCampaigns: { id: string; name: string }[] }>('campaigns.getBasic', CAMPAIGNS_INPUT, (v) => (data.campaigns = v.basicCampaigns));
-  hold<{ stages: { id: string; name: string }[] }>('pipelineStages.getAll', STAGES_INPUT, (v) => (data.stages = v.stages));
+  hold<{ tags: Tag[] }>('tags.getAll', TAGS_INPUT, (v) => (live.tags = new Map(v.tags.map((t) => [t.id, t]))));
+  hold<{ count: number }>('campaigns.leads.count', leadCountInput(filters), (v) => (live.count = v.count));
+  hold<{ basicCampaigns: Named[] }>('campaigns.getBasic', CAMPAIGNS_INPUT, (v) => (live.campaigns = v.basicCampaigns));
+  hold<{ stages: Named[] }>('pipelineStages.getAll', STAGES_INPUT, (v) => (live.stages = v.stages));
   held.push(bridge.syncStatus.subscribe((s) => {
     useApp.getState().setSync(s);
     ready();
@@ -117,129 +120,99 @@ export function paintFirstRowsWhenReady(pager: LeadPager, session: Promise<Sessi
   session.then((s) => {
     // The app's first render can then draw the workspace at once (App.tsx asks for it too).
     if (useApp.getState().session === null) useApp.getState().setSession(s);
-    if (s.state === 'open') open = s;
+    if (s.state === 'open') live.session = s;
     sessionAnswered = true;
     ready();
   }, done);
   return settled;
 }
 
-/** Draws the first paint; returns what redraws its live parts (rows, count, sync, filter options). */
-function paint(pager: LeadPager, session: Extract<SessionInfo, { state: 'open' }>, filters: LeadFilters, tags: Map<string, Tag>, data: { count?: number; campaigns: { id: string; name: string }[]; stages: { id: string; name: string }[] }): () => void {
-  const hidden = parseHidden(readHidden());
-  const layout = layoutOf(false, hidden);
-  const tagName = (id: string | null) => (id ? tags.get(id) : undefined);
+/** Finds a part of the first paint by its place (first-screen.ts names them). */
+function part<T extends Element>(layer: HTMLElement, selector: string, type: { new (): T; prototype: T }): T {
+  const found = layer.querySelector(selector);
+  if (!(found instanceof type)) throw new Error(`The first paint has no ${selector}`);
+  return found;
+}
 
-  const nav = el('nav', { cls: 'nav', attrs: { 'aria-label': 'Main' } }, [
-    el('div', { cls: 'brand' }, [el('span', { cls: 'logo', attrs: { 'aria-hidden': 'true' } }), 'Outreach CRM']),
-    ...NAV_ITEMS.map((it) => el('button', { attrs: it.screen === 'leads' ? { 'aria-current': 'page' } : {} }, [el('span', { text: it.label }), el('kbd', { text: it.keys })])),
-    el('div', { cls: 'spacer' }),
-    el('div', { cls: 'workspace' }, [el('strong', { text: session.workspaceName }), session.member.name, ' · ', session.member.role, el('div', { text: session.kind === 'demo' ? 'Local demo workspace' : new URL(session.serverUrl ?? 'http://x').host })]),
-  ]);
-  const search = el('input', { attrs: { type: 'search', placeholder: 'Search leads by name, email, company, phone or profile URL   ( / )', 'aria-label': 'Search leads' } });
-  const sync = el('button', { attrs: { title: 'Sync status: open Settings for details' } });
-  const drawSync = () => {
-    const s = useApp.getState().sync;
-    const { cls, text, progress } = syncSummary(s);
-    sync.className = `sync ${cls}`;
-    sync.title = s?.error ?? 'Sync status: open Settings for details';
-    const bar = progress
-      ? [el('span', { cls: 'progress', attrs: { role: 'progressbar', 'aria-label': 'Sync progress', 'aria-valuenow': String(progress.done), 'aria-valuemin': '0', 'aria-valuemax': String(progress.total) } }, [el('span', { style: { width: `${progress.total > 0 ? Math.min(100, (100 * progress.done) / progress.total) : 100}%` } })])]
-      : [];
-    sync.replaceChildren(el('span', { cls: 'dot', attrs: { 'aria-hidden': 'true' } }), text, ...bar);
-  };
-  const topbar = el('header', { cls: 'topbar' }, [
-    el('div', { cls: 'search' }, [search]),
-    el('div', { cls: 'right' }, [sync, el('button', { cls: 'btn small', attrs: { title: 'Command palette' } }, ['Commands ', el('kbd', { text: 'Ctrl K' })])]),
-  ]);
-
-  const count = el('span', { cls: 'sub' });
-  const drawCount = () => {
-    count.textContent = leadCountText(data.count, pager);
-    count.dataset.loaded = String(pager.loadedCount);
-    count.dataset.more = pager.hasMore ? 'yes' : 'no';
-  };
-  const shownColumns = COLUMNS.length - hidden.size;
-  const header = el('div', { cls: 'screen-header' }, [
-    el('h1', { text: 'Leads' }),
-    count,
-    el('div', { cls: 'grow' }),
-    el('div', { cls: 'column-chooser', style: { position: 'relative' } }, [el('button', { cls: 'btn', text: `Columns${hidden.size > 0 ? ` (${shownColumns} of ${COLUMNS.length})` : ''}`, attrs: { 'aria-haspopup': 'true', 'aria-expanded': 'false', title: 'Show or hide columns' } })]),
-    el('button', { cls: 'btn', text: 'New lead', attrs: { title: 'New lead (n)' } }),
-    el('button', { cls: 'btn', text: 'Import CSV' }),
-    el('button', { cls: 'btn', text: 'Export CSV' }),
-    el('button', { cls: 'btn', text: 'Duplicates', attrs: { title: 'Leads of one person, to merge (g d)' } }),
-  ]);
-  const option = (value: string, text: string) => el('option', { text, attrs: { value } });
-  const campaignSelect = el('select', { attrs: { 'aria-label': 'Campaign' } });
-  const tagSelect = el('select', { attrs: { 'aria-label': 'Tag' } });
-  const stageSelect = el('select', { attrs: { 'aria-label': 'Pipeline stage' } });
-  const drawFilters = () => {
-    campaignSelect.replaceChildren(option('', 'All campaigns'), ...data.campaigns.map((c) => option(c.id, c.name)));
-    tagSelect.replaceChildren(option('all', 'Any tag'), option('uncategorized', 'Uncategorized (no tag)'), ...[...tags.values()].map((t) => option(t.id, t.name)));
-    stageSelect.replaceChildren(option('', 'Any stage'), ...data.stages.map((s) => option(s.name, s.name)));
-  };
-  const toolbar = el('div', { cls: 'toolbar', attrs: { role: 'search', 'aria-label': 'Lead filters' } }, [campaignSelect, tagSelect, stageSelect]);
-
-  const thead = el('div', { cls: 'thead', attrs: { role: 'row' }, style: { 'grid-template-columns': layout.grid, height: `${HEADER_HEIGHT}px` } }, [
-    el('div', { cls: 'th', attrs: { role: 'columnheader' } }, [el('input', { cls: 'check', attrs: { type: 'checkbox', 'aria-label': 'Select all loaded leads' } })]),
-    ...layout.columns.map((c) => {
-      const sort = ariaSort(filters, c);
-      const arrow = sortArrow(filters, c);
-      return el('div', { cls: `th${c.sort ? ' sortable' : ''}`, attrs: { role: 'columnheader', ...(sort ? { 'aria-sort': sort } : {}) }, style: c.num ? { 'justify-content': 'flex-end' } : {} }, [c.label, ...(arrow ? [el('span', { cls: 'arrow', text: arrow })] : [])]);
-    }),
-  ]);
-  const body = el('div', { style: { position: 'relative' } });
-  const viewport = el('div', { cls: 'viewport', attrs: { tabindex: '0' } }, [el('div', { style: { 'min-width': `${layout.minWidth}px` } }, [thead, body])]);
-  const table = el('div', { cls: 'table', attrs: { role: 'grid', 'aria-label': 'Leads' } }, [viewport]);
+/** Draws the first paint, or adopts the one the page's HTML brought (`served`: drawn from the web
+ * host's answers, which the live ones replace as they come); returns what redraws its live parts
+ * (rows, count, sync, filter options). */
+function paint(pager: LeadPager, filters: LeadFilters, layout: Layout, live: Live, served: HTMLElement | null): () => void {
   const checked = new Set<string>();
   // Where the rows are scrolled to, as the last scroll event said: read there, and not while
   // drawing, where reading the viewport's scroll position or height after the DOM changed would make
   // the browser lay the whole window out at once, again for every answer that arrives.
   let scrollTop = 0;
-  /** The pager's version the rows were drawn from. */
-  let drawn = -1;
-  // Rows as the React table draws them: those in view and twelve more (its overscan), placed by
-  // their index; a "Loading…" row after the last loaded one while more may exist. The window's
-  // height stands for the viewport's (which is inside it).
-  const drawRows = () => {
-    drawn = pager.getVersion();
-    const rows = pager.loadedCount + (pager.hasMore ? 1 : 0);
-    table.setAttribute('aria-rowcount', String(pager.hasMore ? -1 : pager.loadedCount));
-    body.style.height = `${rows * ROW_HEIGHT}px`;
-    const last = Math.min(rows, Math.ceil((scrollTop + window.innerHeight) / ROW_HEIGHT) + 12);
-    const out: HTMLElement[] = [];
-    for (let i = 0; i < last; i++) {
-      const r = pager.row(i);
-      const place = { transform: `translateY(${i * ROW_HEIGHT}px)`, 'grid-template-columns': layout.grid };
-      if (!r) {
-        out.push(el('div', { cls: 'tr', attrs: { role: 'row' }, style: place }, [el('div', { cls: 'td loading-row', text: pager.error ?? 'Loading…', style: { 'grid-column': '1 / -1' } })]));
-        continue;
-      }
-      const box = el('input', { cls: 'check', attrs: { type: 'checkbox', 'aria-label': `Select ${r.fullName}`, 'data-early-id': r.id } });
-      box.checked = checked.has(r.id);
-      out.push(el('div', { cls: `tr${box.checked ? ' selected' : ''}`, attrs: { role: 'row', 'aria-selected': String(box.checked), 'data-lead-id': r.id }, style: place }, [
-        el('div', { cls: 'td', attrs: { role: 'gridcell' } }, [box]),
-        ...layout.columns.map((c) => {
-          const title = c.title?.(r);
-          return el('div', { cls: `td${c.num ? ' num' : ''}`, attrs: { role: 'gridcell', ...(title ? { title } : {}) } }, cellDom(c.cell(r, tagName)));
-        }),
-      ]));
+  let layer: HTMLElement;
+  if (served) layer = served;
+  else {
+    if (!live.session || !live.tags) throw new Error('The first paint needs the session and the tags');
+    layer = toDom(firstScreenNode({ session: live.session, sync: useApp.getState().sync, filters, layout, tags: live.tags, count: live.count, campaigns: live.campaigns, stages: live.stages, rows: pager, checked, scrollTop, height: window.innerHeight }));
+  }
+  const search = part(layer, '.topbar input[type="search"]', HTMLInputElement);
+  const sync = part(layer, '.topbar .sync', HTMLButtonElement);
+  const count = part(layer, '.screen-header .sub', HTMLSpanElement);
+  const campaignSelect = part(layer, 'select[aria-label="Campaign"]', HTMLSelectElement);
+  const tagSelect = part(layer, 'select[aria-label="Tag"]', HTMLSelectElement);
+  const stageSelect = part(layer, 'select[aria-label="Pipeline stage"]', HTMLSelectElement);
+  const table = part(layer, '.table', HTMLDivElement);
+  const viewport = part(layer, '.table .viewport', HTMLDivElement);
+  const body = part(layer, '.table [data-rows]', HTMLDivElement);
+  if (served) {
+    // What was done on it before this script ran: rows checked, a scroll.
+    for (const box of Array.from(layer.querySelectorAll<HTMLInputElement>('input[data-early-id]'))) {
+      if (box.checked && box.dataset.earlyId) checked.add(box.dataset.earlyId);
     }
-    body.replaceChildren(...out);
+    scrollTop = viewport.scrollTop;
+  }
+
+  const drawSync = () => {
+    const s = useApp.getState().sync;
+    if (!s) return;
+    const p = syncPart(s);
+    sync.className = p.cls;
+    sync.title = p.title;
+    sync.replaceChildren(...toDomChildren(p.children));
+  };
+  const drawCount = () => {
+    // The web host's count stays until the live one answers.
+    if (live.count === undefined && (pager.loading || served)) return;
+    const c = countPart(live.count, pager);
+    count.textContent = c.text;
+    count.dataset.loaded = c.loaded;
+    count.dataset.more = c.more;
+  };
+  const options = (select: HTMLSelectElement, list: VElement[]) => {
+    const value = select.value;
+    select.replaceChildren(...toDomChildren(list));
+    select.value = value;
+    if (select.selectedIndex < 0) select.selectedIndex = 0;
+  };
+  const drawFilters = () => {
+    const o = filterOptions({ campaigns: live.campaigns, tags: live.tags ?? new Map(), stages: live.stages });
+    if (live.campaigns) options(campaignSelect, o.campaignId);
+    if (live.tags) options(tagSelect, o.tagId);
+    if (live.stages) options(stageSelect, o.pipelineStage);
+  };
+  /** The pager's version the rows were drawn from (none: the web host's rows). */
+  let drawn = served ? -1 : pager.getVersion();
+  // The window's height stands for the viewport's (which is inside it).
+  const drawRows = () => {
+    // The web host's rows stay until the pager's first page (and the tags) have answered.
+    if (pager.loading || !live.tags) return;
+    drawn = pager.getVersion();
+    const r = rowsPart({ rows: pager, layout, tags: live.tags, checked, scrollTop, height: window.innerHeight });
+    table.setAttribute('aria-rowcount', r.rowCount);
+    body.style.height = r.height;
+    body.replaceChildren(...toDomChildren(r.rows));
   };
 
-  const layer = el('div', { attrs: { 'data-first-paint': 'leads' }, style: { position: 'fixed', inset: '0', 'z-index': '100', background: 'var(--bg)' } }, [
-    el('div', { cls: 'app' }, [nav, topbar, el('main', { cls: 'main' }, [el('div', { cls: 'screen' }, [header, toolbar, table])]), el('div', { cls: 'toasts', attrs: { 'aria-live': 'polite' } })]),
-  ]);
-  drawSync();
-  drawCount();
-  drawFilters();
-  drawRows();
   // React renders underneath, unseen (and out of the way of anyone looking for a control by role).
   const root = document.getElementById('root');
   root?.style.setProperty('visibility', 'hidden');
-  document.body.append(layer);
+  if (!served) document.body.append(layer);
+  // Marks the layer as live: its handlers are bound and it draws the answers that come.
+  layer.setAttribute('data-live', '');
 
   // Until React takes over: rows checked stay checked; text goes into the search box; other clicks
   // and keys wait, to be replayed on React's controls.
@@ -316,7 +289,11 @@ function finish(): Early | null {
   setTimeout(() => {
     for (const stop of release) stop();
   }, 1000);
-  if (!e) return null;
+  if (!e) {
+    // A first paint the page's HTML brought and the entry did not adopt (another screen).
+    servedLayer()?.remove();
+    return null;
+  }
   e.stop();
   e.layer.remove();
   document.getElementById('root')?.style.removeProperty('visibility');

@@ -7,6 +7,7 @@
 import type { Result } from '../../../../electron/bridge.ts';
 import type { OpInput, OpOutput } from '../../../../shared/ops/index.ts';
 import { bridge } from '../../bridge/index.ts';
+import { LEAD_PAGE_SIZE } from '../../lib/workspace-inputs.ts';
 
 export type SearchInput = OpInput<'campaigns.leads.search'>;
 export type LeadRow = OpOutput<'campaigns.leads.search'>['leads'][number];
@@ -33,7 +34,7 @@ export class LeadPager {
 
   constructor(
     private readonly input: Omit<SearchInput, 'cursor' | 'limit'>,
-    readonly pageSize = 100,
+    readonly pageSize = LEAD_PAGE_SIZE,
   ) {
     this.setVisible(0, 0);
   }
