@@ -14,7 +14,8 @@
  * RxDB's replication does (pulled documents, their assumed-master states, local edits, conflict
  * states, deletes and purges), where the SQLite storage keeps most master states by reference to
  * the collection's document (master-states.ts): the meta instance's answers must stay the memory
- * storage's.
+ * storage's. Both run again with every pulled write a page written over turns of the event loop
+ * (file.ts, openPage): in the replication history each page's meta write joins its transaction.
  */
 import { describe, expect, it } from 'vitest';
 import { fillWithDefaultSettings, getChangedDocumentsSince, getRxReplicationMetaInstanceSchema, normalizeMangoQuery, now, prepareQuery, randomToken } from 'rxdb';
@@ -25,6 +26,7 @@ import { newEnrollment, newLead, newStage } from '../../shared/model/factories.t
 import { LEAD_QUERY_FIELDS } from '../../shared/ops/lead-search.ts';
 import { getRxStorageSqlite, sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
 import { referencedStates } from '../../electron/backend/storage/sqlite/master-states.ts';
+import { SLICE_TUNING } from '../../electron/backend/storage/sqlite/file.ts';
 import { seededRandom } from '../support/deterministic.ts';
 import { openInstance, tempDir } from './sqlite-storage.fixtures.ts';
 
@@ -464,5 +466,17 @@ async function runReplicationCase(seed: number, steps: number): Promise<void> {
 describe('SQLite storage against RxDB’s memory storage: a collection and its replication meta instance', () => {
   it('pulled pages, local edits, conflict states, deletes, purges and reopening give the memory storage’s answers', async () => {
     await runReplicationCase(77, 600);
+  });
+  // Every pulled write a page written over turns of the event loop (file.ts, openPage), the
+  // documents and their meta rows in one transaction: the same answers.
+  it('the same with every pulled write sliced over turns of the event loop', async () => {
+    const was = { ...SLICE_TUNING };
+    Object.assign(SLICE_TUNING, { rows: 1, ms: 0 });
+    try {
+      await runReplicationCase(78, 600);
+      await runCase(leadCase('leads (real schema)'), 1100, 400);
+    } finally {
+      Object.assign(SLICE_TUNING, was);
+    }
   });
 });

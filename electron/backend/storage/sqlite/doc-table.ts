@@ -50,6 +50,7 @@ import { getPrimaryFieldOfPrimaryKey } from 'rxdb';
 import { DocCache } from './doc-cache.ts';
 import { docCodec } from './doc-codec.ts';
 import type { DocCodec } from './doc-codec.ts';
+import { statementsOn } from './file.ts';
 import type { StorageFile } from './file.ts';
 import { TextIndex } from './fts.ts';
 import type { TextOrder } from './fts.ts';
@@ -146,10 +147,15 @@ export class DocTable {
   private readonly upsert: Statement;
   /** Per index column: computed from the row's columns (index-columns.ts indexSql), or stored. */
   private readonly computed: boolean[];
-  private readonly getOne: Statement<[string], { doc: string; lwt: number }>;
-  private readonly getMany: Statement<[string], { id: string; doc: string; lwt: number }>;
-  private readonly statements = new Map<string, Statement>();
-  private readonly storeStatements = new Map<string, Statement>();
+  /** Prepared statements by connection (reads go to the file's read-only one while a pulled page's
+   * transaction is open: StorageFile.reads), by key. */
+  private readonly statements = new WeakMap<SqliteDatabase, Map<string, Statement>>();
+  private readonly storeStatements = new WeakMap<SqliteDatabase, Map<string, Statement>>();
+  /** Documents written by the open pulled page's transaction (StorageFile.openPage), by id: what
+   * the page's own reads see (the cache holds committed documents only); empty otherwise. */
+  private readonly pending = new Map<string, Doc>();
+  /** The sequence number of the open page's last row in this table, or null. */
+  private pendingSeq: number | null = null;
   /** Indexes built after a load (see the file comment), by name: their SQL, and which loads leave
    * them out (store-columns.ts AfterLoad). */
   private readonly deferrable = new Map<string, Deferrable>();
@@ -209,7 +215,7 @@ export class DocTable {
     this.primaryPath = getPrimaryFieldOfPrimaryKey(setup.schema.primaryKey);
     this.columns = indexColumns(setup.schema);
     for (const c of this.columns) this.byIndex.set(indexName(c.fields), c);
-    this.text = setup.textFields.length > 0 ? new TextIndex(db, `${table}_fts`, table, setup.textFields) : null;
+    this.text = setup.textFields.length > 0 ? new TextIndex(db, `${table}_fts`, table, setup.textFields, () => file.reads) : null;
     this.layout = resolveLayout(table, setup.schema, setup.layout);
     for (const c of this.layout.columns) this.byStoreKey.set(c.key, c);
     this.memberStatements = this.layout.members.map((m) => ({
@@ -229,8 +235,6 @@ export class DocTable {
         `ON CONFLICT (id) DO UPDATE SET ${cols.filter((c) => c !== 'id').map((c) => `${c} = excluded.${c}`).join(', ')} RETURNING ${returning.join(', ')}`,
     );
 
-    this.getOne = db.prepare<[string], { doc: string; lwt: number }>(`SELECT doc, lwt FROM ${t} WHERE id = ?`);
-    this.getMany = db.prepare<[string], { id: string; doc: string; lwt: number }>(`SELECT id, doc, lwt FROM ${t} WHERE id IN (SELECT value FROM json_each(?))`);
     this.lastSeq = Number(db.prepare(`SELECT coalesce(max(seq), 0) FROM ${t}`).pluck().get());
     this.unfaithful = this.columns.map(() => 0);
     for (const odd of db.prepare(`SELECT odd FROM ${t} WHERE odd <> 0`).pluck().iterate() as Iterable<number>) this.countOdd(odd, 1, this.unfaithful);
@@ -295,6 +299,11 @@ export class DocTable {
   /** Whether an index (by name) is in the file now: not one a load is still to build. */
   indexReady(name: string): boolean {
     return !this.missing.has(name);
+  }
+
+  /** The collection table this replication meta table follows (master-states.ts), or undefined. */
+  get follows(): string | undefined {
+    return this.masters ? forkOf(this.file.db, this.table) : undefined;
   }
 
   /** Whether a bulk load's indexes are still to be built. */
@@ -431,6 +440,8 @@ export class DocTable {
     if (wanted.length === 0) return out;
     const size = this.rowEstimate();
     for (const [name, p] of wanted) out.set(name, { pos: p.pos, rows: new RowsByHash(size) });
+    // The main connection, also while a pulled page's transaction is open (StorageFile.reads): the
+    // page's rows written so far are in the maps too (a map may name more rows than match; none fewer).
     const read = this.file.db.prepare(`SELECT rowid AS r, ${wanted.map(([, p], i) => `"${p.column}" AS v${i}`).join(', ')} FROM "${this.table}" WHERE deleted = 0`).raw();
     const maps = [...out.values()];
     for (const row of read.iterate() as Iterable<unknown[]>) {
@@ -553,17 +564,19 @@ export class DocTable {
   /** A prepared statement on this table's file, kept by `key` (the Store's queries, whose SQL
    * varies with the shape of the condition: the most recently used few hundred are kept). */
   statement(key: string, sql: () => string): Statement {
-    let stmt = this.storeStatements.get(key);
+    const db = this.file.reads;
+    const kept = statementsOn(this.storeStatements, db);
+    let stmt = kept.get(key);
     if (stmt) {
-      this.storeStatements.delete(key);
+      kept.delete(key);
     } else {
-      stmt = this.file.db.prepare(sql());
-      if (this.storeStatements.size >= STORE_STATEMENTS) {
-        const oldest = this.storeStatements.keys().next();
-        if (!oldest.done) this.storeStatements.delete(oldest.value);
+      stmt = db.prepare(sql());
+      if (kept.size >= STORE_STATEMENTS) {
+        const oldest = kept.keys().next();
+        if (!oldest.done) kept.delete(oldest.value);
       }
     }
-    this.storeStatements.set(key, stmt);
+    kept.set(key, stmt);
     return stmt;
   }
 
@@ -579,7 +592,14 @@ export class DocTable {
   get(ids: readonly string[]): Map<string, Doc> {
     const out = new Map<string, Doc>();
     const missing: string[] = [];
+    // The open page's own reads see its documents (the cache and other reads: the committed ones).
+    const pending = this.pending.size > 0 && this.file.reads === this.file.db ? this.pending : null;
     for (const id of ids) {
+      const written = pending?.get(id);
+      if (written) {
+        out.set(id, written);
+        continue;
+      }
       const hit = this.cache.get(id);
       if (hit) out.set(id, hit);
       else missing.push(id);
@@ -588,7 +608,7 @@ export class DocTable {
     if (missing.length <= 4) {
       for (const id of missing) {
         if (out.has(id)) continue;
-        const stored = this.getOne.get(id);
+        const stored = this.prepared('get-one', () => `SELECT doc, lwt FROM "${this.table}" WHERE id = ?`).get(id) as { doc: string; lwt: number } | undefined;
         if (stored !== undefined) {
           const doc = this.codec.decode(stored.doc, { id, lwt: stored.lwt }) as Doc;
           out.set(id, doc);
@@ -596,7 +616,8 @@ export class DocTable {
         }
       }
     } else {
-      for (const row of this.getMany.iterate(JSON.stringify(missing))) {
+      const many = this.prepared('get-many', () => `SELECT id, doc, lwt FROM "${this.table}" WHERE id IN (SELECT value FROM json_each(?))`);
+      for (const row of many.iterate(JSON.stringify(missing)) as Iterable<{ id: string; doc: string; lwt: number }>) {
         const doc = this.codec.decode(row.doc, row) as Doc;
         out.set(row.id, doc);
         read.push(doc);
@@ -626,6 +647,18 @@ export class DocTable {
    * the file's write transaction; nothing in memory changes until `committed`. `pulled`: the rows
    * come from the server (they decide which indexes a load leaves out). */
   write(rows: readonly RowWrite[], pulled: boolean): Written {
+    const steps = this.writing(rows, pulled);
+    for (;;) {
+      const r = steps.next();
+      if (r.done) return r.value;
+    }
+  }
+
+  /** `write` as steps, yielding after each row (a pulled page's write spreads them over turns of
+   * the event loop: StorageFile.openPage). In a page, the written documents are what the page's
+   * own later reads get (`pending`) until it commits. */
+  *writing(rows: readonly RowWrite[], pulled: boolean): Generator<void, Written> {
+    const inPage = this.file.pageOpen;
     const bulk = rows.length >= BULK_ROWS;
     // A bulk write into a table holding fewer rows than it brings starts a load (file comment).
     const dropped: string[] = [];
@@ -647,7 +680,7 @@ export class DocTable {
     for (const r of rows) if (r.before) replaced.push({ id: String((r.before as Record<string, unknown>)[this.primaryPath]), doc: r.before });
     materialize(this.file.db, this.table, replaced);
     const stored = this.masters ? this.masters.encode(rows.map((r) => r.doc)) : null;
-    let seq = this.lastSeq;
+    let seq = this.pendingSeq ?? this.lastSeq;
     const oddDelta = this.columns.map(() => 0);
     const storeOddDelta = this.storeUnfaithful.map(() => 0);
     const store = this.layout.columns;
@@ -688,27 +721,38 @@ export class DocTable {
         this.countOdd(this.oddOf(before), -1, oddDelta);
         this.countOdd(storeOddOf(this.layout, id, before), -1, storeOddDelta);
       }
+      if (inPage) this.pending.set(id, doc);
+      yield;
     }
+    if (inPage) this.pendingSeq = seq;
     this.codec.flush();
     for (const m of this.memberStatements) {
-      rows.forEach((r, i) => {
+      for (const [i, r] of rows.entries()) {
         const rowid = Number(rowids[i]);
         const now = m.table.valuesOf(r.doc);
         const was = r.before ? m.table.valuesOf(r.before) : [];
         for (const v of was) if (!now.includes(v)) m.remove.run(v, rowid);
         for (const v of now) if (!was.includes(v)) m.add.run(v, rowid);
-      });
+        yield;
+      }
     }
     // The text rows after all document rows: FTS5 flushes its pending terms to a new segment
     // whenever another statement opens a savepoint in between, which made interleaved writes
     // twice as expensive (measured: 76 vs 39 µs of CPU per lead).
     const text = this.text;
-    if (text) rows.forEach((r, i) => text.put(rowids[i] as number | bigint, r.before, r.doc));
+    if (text) {
+      for (const [i, r] of rows.entries()) {
+        text.put(rowids[i] as number | bigint, r.before, r.doc);
+        yield;
+      }
+    }
     return { lastSeq: seq, rows, oddDelta, storeOddDelta, bulk, pulled, dropped, heads: heads.length > 0 ? { started, changes: headChanges } : null };
   }
 
   /** Applies a write that SQLite committed. */
   committed(w: Written): void {
+    this.pending.clear();
+    this.pendingSeq = null;
     this.lastSeq = w.lastSeq;
     w.oddDelta.forEach((d, i) => (this.unfaithful[i] = (this.unfaithful[i] ?? 0) + d));
     w.storeOddDelta.forEach((d, i) => (this.storeUnfaithful[i] = (this.storeUnfaithful[i] ?? 0) + d));
@@ -721,6 +765,12 @@ export class DocTable {
     if (this.probes && w.bulk && this.rowEstimate() > PROBE_TUNING.rows) this.probesOverBound(w.pulled);
     if (this.loading) this.armLoadTimer();
     for (const { doc } of w.rows) this.cache.set(String((doc as Record<string, unknown>)[this.primaryPath]), doc);
+  }
+
+  /** After the open page's transaction rolled back: its documents are forgotten. */
+  rolledBack(): void {
+    this.pending.clear();
+    this.pendingSeq = null;
   }
 
   /** The first rows of an ordered Store index, either way, read from it before a load drops it
@@ -736,10 +786,12 @@ export class DocTable {
   }
 
   private prepared(key: string, sql: () => string): Statement {
-    let stmt = this.statements.get(key);
+    const db = this.file.reads;
+    const kept = statementsOn(this.statements, db);
+    let stmt = kept.get(key);
     if (!stmt) {
-      stmt = this.file.db.prepare(sql());
-      this.statements.set(key, stmt);
+      stmt = db.prepare(sql());
+      kept.set(key, stmt);
     }
     return stmt;
   }
@@ -889,7 +941,7 @@ function masterCodec(file: StorageFile, table: string, schema: RxJsonSchema<Doc>
     if (open) return open.get(ids);
     const out = new Map<string, Doc>();
     const codec = docCodec(db);
-    for (const r of db.prepare<[string], { id: string; doc: string; lwt: number }>(`SELECT id, doc, lwt FROM "${forkTable}" WHERE id IN (SELECT value FROM json_each(?))`).iterate(JSON.stringify(ids))) out.set(r.id, codec.decode(r.doc, r) as Doc);
+    for (const r of file.reads.prepare<[string], { id: string; doc: string; lwt: number }>(`SELECT id, doc, lwt FROM "${forkTable}" WHERE id IN (SELECT value FROM json_each(?))`).iterate(JSON.stringify(ids))) out.set(r.id, codec.decode(r.doc, r) as Doc);
     return out;
   });
 }
@@ -898,6 +950,12 @@ function masterCodec(file: StorageFile, table: string, schema: RxJsonSchema<Doc>
 function indexLabel(collection: string, keys: readonly string[]): string {
   const fields = keys.filter((k) => k !== '_deleted' && k !== '_meta.lwt').map((k) => k.replace(/^fold:/, '').replace(/[._]/g, ' ').replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase());
   return `${collection} by ${fields.join(', ') || 'id'}`;
+}
+
+/** Whether an open meta table of the file follows the collection table (master-states.ts). */
+export function followedNow(file: StorageFile, forkTable: string): boolean {
+  for (const table of TABLES.get(file)?.values() ?? []) if (table.follows === forkTable) return true;
+  return false;
 }
 
 /** Whether a table of the file is in a bulk load whose indexes are still to be built. */

@@ -36,13 +36,23 @@
  *   checkpoint gets a RESTART one that, like an index build, holds the file's write queue until it
  *   is done (short: the passive one copied most of it), so the next write starts the WAL from its
  *   beginning. The limit is journal_size_limit: the WAL file is reused in place, never cut back.
+ * - Pulled pages written over several turns of the event loop (`openPage`, `inPage`): a page of an
+ *   initial sync (2,000 documents, then RxDB's 2,000 assumed-master rows) took 250 ms or more of
+ *   the loop as one transaction. Its writes now run in one transaction on this connection spread
+ *   over turns, SLICE_TUNING.ms of work a turn, and commit together (a kill takes back all of the
+ *   page, never the documents without their meta rows). While it is open, reads that are not part
+ *   of the page's writes (`reads`: RxDB's queries, the Store's, the changes feed, text search) go
+ *   to a second, read-only connection on this thread, which sees the file as committed (WAL), so
+ *   they see none of the page or all of it; other writes and worker statements wait in the queue
+ *   (`whenFree`) until it commits; the writes' caches, counters and change events are applied
+ *   after the COMMIT.
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import type { Database as SqliteDatabase } from 'better-sqlite3';
+import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 
 /** Another process owns the database file. */
 export class StorageLockedError extends Error {
@@ -88,6 +98,12 @@ export class StorageFile {
   /** Commits since the last checkpoint began. */
   private dirty = false;
   private closing = false;
+  /** A pulled page's transaction, open over several turns (see the file comment), or null. */
+  private page: OpenPage | null = null;
+  /** Work of the open page runs now (its reads see its own rows: they go to this connection). */
+  private writing = false;
+  /** The read-only connection answering reads while a page is open; opened at the first page. */
+  private readerDb: SqliteDatabase | null = null;
   /** What the worker builds now, in words, and who wants to know. */
   private buildingNow: string | null = null;
   private readonly buildWatchers = new Set<(what: string | null) => void>();
@@ -156,6 +172,8 @@ export class StorageFile {
     await this.reader?.close();
     this.reader = null;
     const empty = (this.db.prepare('SELECT count(*) FROM instances').pluck().get() as number) === 0;
+    this.readerDb?.close();
+    this.readerDb = null;
     this.db.close();
     this.lock.close();
     if (empty) for (const suffix of ['', '-wal', '-shm', '-journal', LOCK_SUFFIX]) rmSync(this.path + suffix, { force: true });
@@ -168,6 +186,7 @@ export class StorageFile {
    */
   write<T>(durable: boolean, fn: () => T): T {
     if (this.busy) throw new Error(`${this.path}: a write was started while a worker statement holds the file (it must wait in whenFree).`);
+    if (this.page) throw new Error(`${this.path}: a write was started while a pulled page's transaction is open (it must wait in whenFree).`);
     const relax = !durable && this.synchronous === 'FULL';
     if (relax) this.db.pragma('synchronous = NORMAL');
     try {
@@ -269,12 +288,181 @@ export class StorageFile {
 
   /** Nothing holds the file and nothing waits for it: work asked for now runs at once. */
   private get free(): boolean {
-    return !this.busy && this.queue.length === 0;
+    return !this.busy && this.page === null && this.queue.length === 0;
   }
 
   /** Whether a worker statement runs or work waits for one. */
   get building(): boolean {
     return this.busy || this.queue.length > 0;
+  }
+
+  /**
+   * The connection a read goes to now: this thread's main one, unless a pulled page's transaction
+   * is open and the read is not part of its writes; then the read-only connection, which sees the
+   * file as last committed (see the file comment). Statements are prepared per connection.
+   */
+  get reads(): SqliteDatabase {
+    if (this.page === null || this.writing) return this.db;
+    return (this.readerDb ??= openReader(this.path));
+  }
+
+  /** Whether a pulled page's transaction is open. */
+  get pageOpen(): boolean {
+    return this.page !== null;
+  }
+
+  /** The documents table of the open page's first write (the collection), or null. */
+  get pageOf(): string | null {
+    return this.page?.fork ?? null;
+  }
+
+  /**
+   * Opens a pulled page's transaction once the file is free (after the work queued before it), for
+   * the documents table `fork`, and runs `steps` in it over turns of the event loop (inPage); the
+   * transaction stays open for the writes that join it (the replication's meta rows), and commits
+   * at the end of the write that ends it (PageStep.ends) or, failing that, one turn after the last
+   * joined write resolved with nothing joining meanwhile.
+   */
+  openPage<T>(fork: string, steps: () => Iterator<unknown, PageStep<T>>, undo: () => void): Promise<T> {
+    return this.whenFree(() => {
+      const relax = this.synchronous === 'FULL';
+      if (relax) this.db.pragma('synchronous = NORMAL');
+      try {
+        this.db.exec('BEGIN IMMEDIATE');
+      } catch (e) {
+        if (relax) this.db.pragma('synchronous = FULL');
+        throw e;
+      }
+      this.page = { fork, relax, after: [], undo: [], running: 0, chain: Promise.resolve(), endCheck: null };
+      return this.inPage(steps, undo);
+    }).then((p) => p);
+  }
+
+  /**
+   * Runs `steps` in the open page's transaction after the page's writes before it, SLICE_TUNING.ms
+   * of them a turn; its reads meanwhile see the transaction's rows (`reads`). `steps` ends with what
+   * to apply after the COMMIT, whether this write ends the page (commits it before the promise
+   * resolves), and the value; `undo` forgets in memory what its steps did, after a ROLLBACK. A step
+   * that throws rolls the whole page back (the writes that resolved before included: nothing of
+   * the page is kept) and rejects.
+   */
+  inPage<T>(steps: () => Iterator<unknown, PageStep<T>>, undo: () => void): Promise<T> {
+    const page = this.page;
+    if (!page) return Promise.reject(new Error(`${this.path}: no pulled page is open.`));
+    page.running++;
+    page.undo.push(undo);
+    if (page.endCheck) clearImmediate(page.endCheck);
+    page.endCheck = null;
+    // The COMMIT and what it applies (caches, change events and their subscribers), and then
+    // the caller's continuation (RxDB's work on the page written, on the next page), each in a
+    // turn of their own, not in the last slice's.
+    const run = page.chain.then(() => this.slices(page, steps)).then(
+      (step) =>
+        new Promise<T>((resolveRun, rejectRun) => {
+          page.running--;
+          page.after.push(step.after);
+          if (step.ends) {
+            setImmediate(() => {
+              try {
+                this.endPage(true);
+              } catch (e) {
+                rejectRun(e instanceof Error ? e : new Error(String(e)));
+                return;
+              }
+              setImmediate(() => resolveRun(step.value));
+            });
+            return;
+          }
+          setImmediate(() => {
+            resolveRun(step.value);
+            // Nothing joined by the next turn (the caller's continuation runs before it): the page
+            // is over (see openPage).
+            if (page.running === 0 && this.page === page) page.endCheck = setImmediate(() => this.endIdlePage(page));
+          });
+        }),
+      (e: unknown) => {
+        page.running--;
+        if (this.page === page) this.endPage(false);
+        throw e instanceof Error ? e : new Error(String(e));
+      },
+    );
+    page.chain = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
+  /** Runs an iterator's steps on this thread, the first in the next turn, then as many as fit in
+   * SLICE_TUNING.ms per turn. */
+  private slices<T>(page: OpenPage, steps: () => Iterator<unknown, T>): Promise<T> {
+    return new Promise<T>((done, fail) => {
+      let it: Iterator<unknown, T> | null = null;
+      const turn = (): void => {
+        if (this.page !== page) {
+          fail(new Error(`${this.path}: the pulled page's transaction ended before its write did.`));
+          return;
+        }
+        const end = performance.now() + SLICE_TUNING.ms;
+        this.writing = true;
+        try {
+          it ??= steps();
+          for (;;) {
+            const r = it.next();
+            if (r.done) {
+              done(r.value);
+              return;
+            }
+            if (performance.now() >= end) break;
+          }
+        } catch (e) {
+          fail(e instanceof Error ? e : new Error(String(e)));
+          return;
+        } finally {
+          this.writing = false;
+        }
+        setImmediate(turn);
+      };
+      setImmediate(turn);
+    });
+  }
+
+  /** The end of a page no write ended: its writes resolved already, so a failed COMMIT (a full
+   * disk) cannot reject them; the page is pulled again (its rows are the server's). */
+  private endIdlePage(page: OpenPage): void {
+    if (page.running !== 0 || this.page !== page) return;
+    try {
+      this.endPage(true);
+    } catch {
+      // Rolled back (endPage): nothing of the page is kept.
+    }
+  }
+
+  /** Commits (or rolls back) the open page, applies (or undoes) its writes in memory, and lets the
+   * queued work run. */
+  private endPage(commit: boolean): void {
+    const page = this.page;
+    if (!page) return;
+    if (page.endCheck) clearImmediate(page.endCheck);
+    this.page = null;
+    let failed: unknown = null;
+    try {
+      if (commit) this.db.exec('COMMIT');
+      else if (this.db.inTransaction) this.db.exec('ROLLBACK');
+    } catch (e) {
+      failed = e;
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+    } finally {
+      if (page.relax) this.db.pragma('synchronous = FULL');
+    }
+    if (commit && failed === null) {
+      for (const apply of page.after) apply();
+      this.committed();
+    } else {
+      for (const undo of page.undo) undo();
+    }
+    this.scheduleDrain();
+    if (failed !== null) throw failed instanceof Error ? failed : new Error(String(failed));
   }
 
   /**
@@ -348,7 +536,7 @@ export class StorageFile {
     this.drainScheduled = true;
     setImmediate(() => {
       this.drainScheduled = false;
-      if (this.busy) return;
+      if (this.busy || this.page) return;
       this.queue.shift()?.();
       if (this.queue.length > 0) this.scheduleDrain();
     });
@@ -487,6 +675,48 @@ const WAL_FILE_BYTES = 64 * 1024 * 1024;
  * after a passive checkpoint gets a RESTART one (see the file comment).
  */
 export const CHECKPOINT_TUNING = { delayMs: 500, walLimitBytes: WAL_FILE_BYTES };
+
+/**
+ * @internal The slices of a pulled page's write (openPage): a pulled write of `rows` documents or
+ * more is a page (fewer, a live change or a pull's last page, are written at once: a few
+ * milliseconds); `ms` of work a turn of the event loop (the target is no task over 50 ms, and a
+ * turn also runs what waited for it). Tests make both smaller.
+ */
+export const SLICE_TUNING = { rows: 200, ms: 12 };
+
+/** The end of a write run in a page: its value, what to apply after the COMMIT, and whether it
+ * ends the page. */
+export type PageStep<T> = { value: T; after: () => void; ends: boolean };
+
+/** A pulled page's open transaction (StorageFile.openPage). */
+type OpenPage = {
+  fork: string;
+  /** synchronous was FULL and is NORMAL until the page ends. */
+  relax: boolean;
+  after: (() => void)[];
+  undo: (() => void)[];
+  /** Writes joined and not yet resolved. */
+  running: number;
+  /** The page's writes run one after the other. */
+  chain: Promise<void>;
+  endCheck: ReturnType<typeof setImmediate> | null;
+};
+
+/** The statements kept for one connection (a statement belongs to the connection it was prepared
+ * on; reads go to two: StorageFile.reads). */
+export function statementsOn(all: WeakMap<SqliteDatabase, Map<string, Statement>>, db: SqliteDatabase): Map<string, Statement> {
+  let kept = all.get(db);
+  if (!kept) all.set(db, (kept = new Map()));
+  return kept;
+}
+
+/** The read-only connection that answers reads while a page is open: a small page cache (it
+ * reads what the main connection's cache would have held). */
+function openReader(path: string): SqliteDatabase {
+  const db = new Database(path, { readonly: true, timeout: 200 });
+  db.pragma('cache_size = -1024');
+  return db;
+}
 
 /** The better-sqlite3 this module uses, for the worker to load the same one. */
 const DRIVER = createRequire(import.meta.url).resolve('better-sqlite3');

@@ -13,6 +13,7 @@
  */
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import type { RxDocumentData } from 'rxdb';
+import { statementsOn } from './file.ts';
 
 type Doc = RxDocumentData<unknown>;
 
@@ -22,15 +23,19 @@ export type TextOrder = { column: string; direction: 'asc' | 'desc' };
 export class TextIndex {
   private readonly insert: Statement;
   private readonly remove: Statement<[number]>;
-  private readonly statements = new Map<string, Statement>();
+  /** The search statements, by connection (see `reads`). */
+  private readonly statements = new WeakMap<SqliteDatabase, Map<string, Statement>>();
 
   constructor(
-    private readonly db: SqliteDatabase,
+    db: SqliteDatabase,
     /** The FTS5 table. */
     readonly table: string,
     /** The documents table it indexes. */
     private readonly docTable: string,
     readonly fields: readonly string[],
+    /** The connection a search reads from now (StorageFile.reads: the read-only one while a
+     * pulled page's transaction is open); the writes' connection by default. */
+    private readonly reads: () => SqliteDatabase = () => db,
   ) {
     const cols = fields.map((_, i) => `f${i}`);
     this.insert = db.prepare(`INSERT INTO "${table}" (rowid, ${cols.join(', ')}) VALUES (?, ${cols.map(() => '?').join(', ')})`);
@@ -95,10 +100,12 @@ export class TextIndex {
 
   private statement(plan: 'match' | 'probe' | 'sort' | 'walk', order: TextOrder | undefined): Statement {
     const key = `${plan} ${order ? `${order.column} ${order.direction}` : ''}`;
-    let stmt = this.statements.get(key);
+    const db = this.reads();
+    const kept = statementsOn(this.statements, db);
+    let stmt = kept.get(key);
     if (!stmt) {
-      stmt = this.db.prepare(this.sql(plan, order)).pluck();
-      this.statements.set(key, stmt);
+      stmt = db.prepare(this.sql(plan, order)).pluck();
+      kept.set(key, stmt);
     }
     return stmt;
   }

@@ -5,7 +5,12 @@
  * SQLite in one transaction (documents, index columns, text index), and only then put into the
  * cache and emitted on the change stream, all before the returned promise resolves; a failed
  * SQLite write rejects the whole write and changes nothing. Everything runs synchronously
- * (better-sqlite3 is synchronous), so no other write interleaves.
+ * (better-sqlite3 is synchronous), so no other write interleaves. Except a pulled page (a write
+ * of pulled documents of SLICE_TUNING.rows or more, and then RxDB's write of their meta rows):
+ * both are written in one transaction spread over turns of the event loop (file.ts, openPage),
+ * other writes wait for its COMMIT, reads meanwhile see the committed file, and the documents'
+ * write resolves before the COMMIT, which the meta rows' write makes (and only then are the cache
+ * and change events of both applied).
  *
  * Attachments are not stored: no collection of this app has them, and a schema that declares
  * them is refused when the instance is created.
@@ -14,10 +19,12 @@ import { categorizeBulkWriteRows, getPrimaryFieldOfPrimaryKey, now as rxNow } fr
 import type { BulkWriteRow, CategorizeBulkWriteRowsOutput, EventBulk, PreparedQuery, RxDocumentData, RxJsonSchema, RxStorageBulkWriteResponse, RxStorageChangeEvent, RxStorageCountResult, RxStorageInstance, RxStorageQueryResult } from 'rxdb';
 import type { Observable } from 'rxjs';
 import { changedDocumentsSince, checkpointOf } from './changes.ts';
-import { fileLoading } from './doc-table.ts';
+import { fileLoading, followedNow } from './doc-table.ts';
 import type { ChangeBulk, Doc, DocTable, RowWrite, SqliteCheckpoint, Written } from './doc-table.ts';
-import { isRefetchableWrite } from '../../rxdb-internals.ts';
-import type { StorageFile } from './file.ts';
+import { isDownstreamWrite, isRefetchableWrite, RXDB_CONTEXT } from '../../rxdb-internals.ts';
+import { SLICE_TUNING } from './file.ts';
+import type { PageStep, StorageFile } from './file.ts';
+import { forkOf } from './master-states.ts';
 import { runCount, runQuery } from './query.ts';
 import { storeCount, storeQuery, storeQueryOffLoop } from './store-query.ts';
 import type { StoreAnswer, StoreRead } from './store-query.ts';
@@ -62,6 +69,11 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
   /** Checked, committed and applied in one go once the file is free (StorageFile.whenFree: at once,
    * unless a worker thread is building an index; then after it, in the order asked). */
   bulkWrite(rows: BulkWriteRow<RxDocType>[], context: string): Promise<RxStorageBulkWriteResponse<RxDocType>> {
+    const table = this.table;
+    // A pulled page over several turns of the event loop, in one transaction with the meta rows
+    // RxDB writes next (StorageFile.openPage).
+    if (this.joinsPage(context)) return this.file.inPage(() => this.pageSteps(rows as BulkWriteRow<unknown>[], context, context === RXDB_CONTEXT.downstreamMeta), () => table.rolledBack());
+    if (isDownstreamWrite(context) && rows.length >= SLICE_TUNING.rows) return this.file.openPage(table.table, () => this.pageSteps(rows as BulkWriteRow<unknown>[], context, false), () => table.rolledBack());
     return this.file.whenFree(() => {
       const planned = this.plan(rows as BulkWriteRow<unknown>[], context);
       let written: Written | null = null;
@@ -69,6 +81,30 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
       this.apply(planned, written);
       return { error: planned.categorized.errors as RxStorageBulkWriteResponse<RxDocType>['error'] };
     });
+  }
+
+  /** Whether a write joins the open pulled page: the pulled documents of its collection (RxDB
+   * writes a page again when the storage refused some rows as conflicts), or their meta rows. */
+  private joinsPage(context: string): boolean {
+    const fork = this.file.pageOf;
+    if (fork === null) return false;
+    if (isDownstreamWrite(context)) return fork === this.table.table;
+    return context === RXDB_CONTEXT.downstreamMeta && forkOf(this.file.db, this.table.table) === fork;
+  }
+
+  /** A write in the open page, as steps (StorageFile.inPage): checked, written row by row, applied
+   * after the COMMIT. The page commits at its end (before it resolves) when it is the meta rows
+   * (`meta`: RxDB's last write of a page), or when no meta write will follow: RxDB writes the
+   * meta rows of the documents written, and only into an open meta table that follows the
+   * collection (master-states.ts). So
+   * the only time a resolved write is not yet committed is the few promise callbacks between
+   * RxDB's two writes. */
+  private *pageSteps(rows: BulkWriteRow<unknown>[], context: string, meta: boolean): Generator<void, PageStep<RxStorageBulkWriteResponse<RxDocType>>> {
+    const planned = this.plan(rows, context);
+    yield;
+    const written = planned.rows.length > 0 ? yield* this.table.writing(planned.rows, planned.pulled) : null;
+    const ends = meta || written === null || !followedNow(this.file, this.table.table);
+    return { value: { error: planned.categorized.errors as RxStorageBulkWriteResponse<RxDocType>['error'] }, after: () => this.apply(planned, written), ends };
   }
 
   /** Whether a bulk load of this instance's file (any of its tables) still has indexes to build

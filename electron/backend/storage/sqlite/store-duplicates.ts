@@ -19,7 +19,7 @@ export function storeDuplicateGroups(table: DocTable, field: string, kind: Ident
   const ws = table.storeColumn('workspaceId');
   if (!col || !ws) {
     // A table without the key's column (a layout without it): every live document, in JavaScript.
-    const all = table.file.db.prepare<[], { id: string }>(`SELECT id FROM "${table.table}" WHERE deleted = 0`).all();
+    const all = table.file.reads.prepare<[], { id: string }>(`SELECT id FROM "${table.table}" WHERE deleted = 0`).all();
     const docs = [...table.get(all.map((r) => r.id)).values()].filter((d) => !d._deleted && (d as { workspaceId?: unknown }).workspaceId === workspaceId);
     return duplicateGroupsOf(docs, kind, opts);
   }
