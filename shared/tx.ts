@@ -41,6 +41,8 @@ export class Tx implements StoreReader {
   private readonly base = new Map<Key, string | null>();
   /** Staged writes in the order they were first made. */
   private readonly staged = new Map<Key, Staged>();
+  /** The keys of `staged` in that order, for walks from a position (writeAhead). */
+  private readonly order: Key[] = [];
   /** The same writes by collection, so a read of one collection never walks another's writes. */
   private readonly stagedBy = new Map<CollectionName, Map<string, Staged>>();
   /** Equality indexes over staged documents, built on first need: collection -> field -> value -> ids.
@@ -96,7 +98,8 @@ export class Tx implements StoreReader {
   }
 
   private stage(c: CollectionName, id: string, after: unknown): void {
-    if (this.sealed.has(key(c, id))) throw new Error(`${c}/${id} was sealed by this unit of work: it may not be written again.`);
+    const k = key(c, id);
+    if (this.sealed.size > 0 && this.sealed.has(k)) throw new Error(`${c}/${id} was sealed by this unit of work: it may not be written again.`);
     this.stagedSince?.add(c);
     const mine = this.stagedOf(c);
     const prev = mine.get(id);
@@ -104,8 +107,8 @@ export class Tx implements StoreReader {
       if (prev && prev.after !== null) byValue.get(eqKey(prev.after, field))?.delete(id);
       if (after !== null) addToIndex(byValue, eqKey(after, field), id);
     }
-    const k = key(c, id);
     const entry: Staged = { collection: c, id, after };
+    if (!prev) this.order.push(k);
     this.staged.set(k, entry); // re-setting a key keeps its first position: writes() stays in order
     mine.set(id, entry);
   }
@@ -265,10 +268,9 @@ export class Tx implements StoreReader {
   writes(): AnyWrite[] {
     if (this.unread.size > 0) throw new Error('Tx.settle() must run before writes(): some writes do not know the state they replace yet.');
     const out: AnyWrite[] = [];
-    let at = 0;
-    for (const [k, s] of this.staged) {
-      if (at++ < this.handed) continue;
-      const w = this.writeOf(k, s);
+    for (let at = this.handed; at < this.order.length; at++) {
+      const k = this.order[at] as Key;
+      const w = this.writeOf(k, this.staged.get(k) as Staged);
       if (w) out.push(w);
     }
     return out;
@@ -293,12 +295,10 @@ export class Tx implements StoreReader {
   async writeAhead(): Promise<void> {
     if (!this.ahead) return;
     const out: AnyWrite[] = [];
-    let at = 0;
-    for (const [k, s] of this.staged) {
-      if (at++ < this.handed) continue;
+    for (; this.handed < this.order.length; this.handed++) {
+      const k = this.order[this.handed] as Key;
       if (!this.sealed.has(k) || this.unread.has(k)) break;
-      this.handed++;
-      const w = this.writeOf(k, s);
+      const w = this.writeOf(k, this.staged.get(k) as Staged);
       if (w) out.push(w);
     }
     if (out.length === 0) return;

@@ -16,9 +16,9 @@ type Answer = { totals: Record<string, number>; results: RowResult[] };
  * of a lead created in the first part's rows), the same row again (a repeat), and a second person with
  * row 11's name and company and no email (a possible duplicate). */
 function rows(n: number, tag: string): Record<string, string>[] {
-  const out = Array.from({ length: n }, (_, i) => ({ 'First Name': `First${i}`, 'Last Name': `Last${i}${tag}`, Email: `p${i}.${tag}@example.com`, Company: `Co${i % 97}`, Title: '' }));
+  const out: Record<string, string>[] = Array.from({ length: n }, (_, i) => ({ 'First Name': `First${i}`, 'Last Name': `Last${i}${tag}`, Email: `p${i}.${tag}@example.com`, Company: `Co${i % 97}`, Title: '' }));
   out.push({ 'First Name': 'First2', 'Last Name': `Last2${tag}`, Email: ` P2.${tag.toUpperCase()}@EXAMPLE.COM `, Company: 'Co2', Title: 'Chief Executive' });
-  out.push({ ...(out[5] as Record<string, string>) });
+  out.push({ ...out[5] });
   out.push({ 'First Name': 'First9', 'Last Name': `Last9${tag}`, Email: '', Company: 'Co9', Title: 'Elsewhere' });
   return out;
 }
@@ -76,7 +76,7 @@ describe.each(BACKENDS)('an import writing its new leads ahead (%s)', (backend) 
     try {
       // Distinct people only: a person repeated later keeps the leads after its first row for the
       // end (they are handed over in the order they are written).
-      const input = rows(1_600, 'b').slice(0, 1_600).map((r) => ({ ...r, 'Do not contact': '' }));
+      const input: Record<string, string>[] = rows(1_600, 'b').slice(0, 1_600).map((r) => ({ ...r, 'Do not contact': '' }));
       input.push({ 'First Name': 'Known', 'Last Name': '', Email: 'known.b@example.com', Company: '', Title: '', 'Do not contact': 'yes' });
       res = await s.call<Answer>(s.ours.ownerKey, 'campaigns.leads.import', { leadGroupId: groupId, rows: input });
     } finally {
