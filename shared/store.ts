@@ -82,6 +82,22 @@ export type Store = StoreReader & {
    * the first refusal of `check` in write order wins over the store's own, and a refusal of either
    * leaves nothing written. */
   commitChecked?(writes: readonly AnyWrite[], check: (part: readonly AnyWrite[]) => Promise<void>): Promise<void>;
+  /** Optional, for a store that can write a commit while the operation still runs (PostgreSQL): the
+   * first writes arrive through `add` (Tx.writeAhead: writes the operation sealed), the rest through
+   * `finish`, and the whole is one commit with commitChecked's answer, `check` running on each part
+   * before it is written. Null when this store commits at the end (then use commitChecked). */
+  commitAhead?(check: (part: readonly AnyWrite[]) => Promise<void>): CommitAhead | null;
+};
+
+/** A commit written while its operation runs (Store.commitAhead). */
+export type CommitAhead = {
+  /** Takes writes in commit order; may check and send some before it returns. */
+  add(writes: readonly AnyWrite[]): Promise<void>;
+  /** The commit's last writes: everything is checked and written, or nothing is left (it throws
+   * what commitChecked would have thrown for all the writes). */
+  finish(rest: readonly AnyWrite[]): Promise<void>;
+  /** Nothing of the commit is left (the operation failed, or it is committed again another way). */
+  abandon(): Promise<void>;
 };
 
 /** Opens a workspace-scoped Store for the length of one unit of work (one DB transaction on the

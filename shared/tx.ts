@@ -41,6 +41,8 @@ export class Tx implements StoreReader {
   private readonly base = new Map<Key, string | null>();
   /** Staged writes in the order they were first made. */
   private readonly staged = new Map<Key, Staged>();
+  /** The keys of `staged` in that order, for walks from a position (writeAhead). */
+  private readonly order: Key[] = [];
   /** The same writes by collection, so a read of one collection never walks another's writes. */
   private readonly stagedBy = new Map<CollectionName, Map<string, Staged>>();
   /** Equality indexes over staged documents, built on first need: collection -> field -> value -> ids.
@@ -52,6 +54,17 @@ export class Tx implements StoreReader {
   private readonly unread = new Map<Key, { collection: CollectionName; id: string }>();
   private readonly deferBase: boolean;
   private readonly readOnly: boolean;
+
+  /** Staged documents the operation will not write again (seal): writeAhead may hand them over. */
+  private readonly sealed = new Set<Key>();
+  /** How many staged documents, from the first in staged order, writeAhead has handed over. */
+  private handed = 0;
+  /** The writes writeAhead handed over, in staged order. */
+  private readonly handedWrites: AnyWrite[] = [];
+  /** Where writeAhead hands writes (execute, when the store writes them while the operation runs). */
+  private ahead: ((writes: AnyWrite[]) => Promise<void>) | null = null;
+  /** Collections staged since trackStaging(), or null when not tracked. */
+  private stagedSince: Set<CollectionName> | null = null;
 
   /** `deferBase`: a put or remove of an unread document does not read it at once; settle() reads
    * them all before writes() (an import of 1,000 new leads: one read instead of 1,000). */
@@ -85,14 +98,17 @@ export class Tx implements StoreReader {
   }
 
   private stage(c: CollectionName, id: string, after: unknown): void {
+    const k = key(c, id);
+    if (this.sealed.size > 0 && this.sealed.has(k)) throw new Error(`${c}/${id} was sealed by this unit of work: it may not be written again.`);
+    this.stagedSince?.add(c);
     const mine = this.stagedOf(c);
     const prev = mine.get(id);
     for (const [field, byValue] of this.eqIndex.get(c) ?? []) {
       if (prev && prev.after !== null) byValue.get(eqKey(prev.after, field))?.delete(id);
       if (after !== null) addToIndex(byValue, eqKey(after, field), id);
     }
-    const k = key(c, id);
     const entry: Staged = { collection: c, id, after };
+    if (!prev) this.order.push(k);
     this.staged.set(k, entry); // re-setting a key keeps its first position: writes() stays in order
     mine.set(id, entry);
   }
@@ -238,18 +254,70 @@ export class Tx implements StoreReader {
     }
   }
 
-  /** The staged writes with the state each was based on; unchanged documents are left out. */
+  /** The write of a staged document, or null when it leaves the document as it was. */
+  private writeOf(k: Key, s: Staged): AnyWrite | null {
+    const baseText = this.base.get(k) ?? null;
+    // A creation (no stored state) is a write without comparing texts; so is a removal of a stored document.
+    if (baseText === null ? s.after === null : s.after !== null && baseText === JSON.stringify(s.after)) return null;
+    const before: unknown = baseText === null ? null : JSON.parse(baseText);
+    return { collection: s.collection, id: s.id, before, after: s.after } as AnyWrite;
+  }
+
+  /** The staged writes with the state each was based on; unchanged documents are left out. Writes
+   * writeAhead handed over are not among them (handedOver has those, which come first). */
   writes(): AnyWrite[] {
     if (this.unread.size > 0) throw new Error('Tx.settle() must run before writes(): some writes do not know the state they replace yet.');
     const out: AnyWrite[] = [];
-    for (const [k, s] of this.staged) {
-      const baseText = this.base.get(k) ?? null;
-      // A creation (no stored state) is a write without comparing texts; so is a removal of a stored document.
-      if (baseText === null ? s.after === null : s.after !== null && baseText === JSON.stringify(s.after)) continue;
-      const before: unknown = baseText === null ? null : JSON.parse(baseText);
-      out.push({ collection: s.collection, id: s.id, before, after: s.after } as AnyWrite);
+    for (let at = this.handed; at < this.order.length; at++) {
+      const k = this.order[at] as Key;
+      const w = this.writeOf(k, this.staged.get(k) as Staged);
+      if (w) out.push(w);
     }
     return out;
+  }
+
+  /** Marks a staged document as final: this unit of work will not write it again (staging it again
+   * throws), so writeAhead may hand its write to the store before the operation ends. */
+  seal(c: CollectionName, id: string): void {
+    if (this.stagedOf(c).has(id)) this.sealed.add(key(c, id));
+  }
+
+  /** Hands writeAhead's writes to `sink` (execute, for a store that writes a commit while the
+   * operation still runs: Store.commitAhead). Without it writeAhead does nothing. */
+  aheadTo(sink: (writes: AnyWrite[]) => Promise<void>): void {
+    this.ahead = sink;
+  }
+
+  /** Hands over the writes of the longest run of sealed documents at the start of the staged order
+   * not handed yet (so the commit's writes stay in staged order: handedOver(), then writes()), and
+   * waits while the store takes them (it checks and sends them, a turn of the event loop at a time).
+   * A no-op unless aheadTo was called: a dry run, or a store that commits at the end. */
+  async writeAhead(): Promise<void> {
+    if (!this.ahead) return;
+    const out: AnyWrite[] = [];
+    for (; this.handed < this.order.length; this.handed++) {
+      const k = this.order[this.handed] as Key;
+      if (!this.sealed.has(k) || this.unread.has(k)) break;
+      const w = this.writeOf(k, this.staged.get(k) as Staged);
+      if (w) out.push(w);
+    }
+    if (out.length === 0) return;
+    this.handedWrites.push(...out);
+    await this.ahead(out);
+  }
+
+  /** The writes writeAhead handed over, in staged order. */
+  handedOver(): readonly AnyWrite[] {
+    return this.handedWrites;
+  }
+
+  /** Records the collections staged from now on (stagedSinceTracking). */
+  trackStaging(): void {
+    this.stagedSince ??= new Set();
+  }
+
+  stagedSinceTracking(): ReadonlySet<CollectionName> {
+    return this.stagedSince ?? new Set();
   }
 }
 

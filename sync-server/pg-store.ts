@@ -9,7 +9,7 @@ import { DomainError, isDomainError } from '../shared/errors.ts';
 import { storedKeys } from '../shared/intake/identity.ts';
 import type { IdentityKind } from '../shared/intake/identity.ts';
 import { checkGroupLimit, decodeCursor, decodeKeyCursor, encodeCursor, encodeKeyCursor, matches, runQuery } from '../shared/query.ts';
-import type { AnyWrite, Cond, DuplicateGroup, DuplicatePage, DuplicatePageOptions, Page, Query, Store } from '../shared/store.ts';
+import type { AnyWrite, CommitAhead, Cond, DuplicateGroup, DuplicatePage, DuplicatePageOptions, Page, Query, Store } from '../shared/store.ts';
 import { IDENTITY_KEY_COLUMNS, Params, condSql, cursorSql, orderSql, probeFromSql, probeOf, scopeSql } from './cond-sql.ts';
 import { prepared } from './db.ts';
 import type { SqlExecutor } from './db.ts';
@@ -212,6 +212,120 @@ async function writeDocuments(sql: SqlExecutor, workspaceId: string, notify: boo
     throw new DomainError('CONFLICT', `${w.collection}/${w.id} changed since it was read; try again.`, { collection: w.collection, id: w.id });
   }
   return { workspaceId, collections, maxSeq: Number(result.max_seq), rows: Number(result.n) };
+}
+
+/**
+ * One commit written in parts of COMMIT_PART writes inside a savepoint (PgStore.commitChecked and
+ * commitAhead): each part is checked in slices of CHECK_SLICE, with a turn of the event loop between
+ * (the part ahead is written to the socket meanwhile, and its successor sent the moment PostgreSQL
+ * answers it), then queued on the connection. Writes arrive with `add`, in commit order; a part is
+ * sent once it is full, the last one at `finish`. Once a part is refused nothing more is sent; after
+ * a malformed write the checks go on (theirs is the answer) but nothing more is sent.
+ */
+class CommitParts {
+  /** The commit's writes so far, in order. */
+  readonly writes: AnyWrite[] = [];
+  /** The events of the parts, once finish() has returned true. */
+  events: CommitEvent[] = [];
+  private sentTo = 0;
+  private readonly savepoint: Promise<unknown>;
+  private readonly sent: Promise<CommitEvent>[] = [];
+  private refused: { error: unknown } | null = null;
+  private malformed: { error: unknown } | null = null;
+  /** The parts being checked and sent, one add after the other. */
+  private pumping: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly sql: SqlExecutor,
+    private readonly workspaceId: string,
+    private readonly notify: boolean,
+    private readonly check: (part: readonly AnyWrite[]) => Promise<void>,
+    /** Parts that only create documents are written by CREATE_SQL (see writeDocuments). */
+    private readonly creations: boolean,
+    private readonly refuseMalformed: (writes: readonly AnyWrite[]) => void,
+  ) {
+    this.savepoint = sql.query(`SAVEPOINT ${PARTS_SAVEPOINT}`);
+    this.savepoint.catch(() => undefined);
+  }
+
+  /** Takes writes; checks and sends every full part. Never rejects: a refusal is kept for finish. */
+  add(writes: readonly AnyWrite[]): Promise<void> {
+    this.writes.push(...writes);
+    this.pumping = this.pumping.then(() => this.pump(false));
+    return this.pumping;
+  }
+
+  private async pump(last: boolean): Promise<void> {
+    while (this.refused === null) {
+      const from = this.sentTo;
+      const left = this.writes.length - from;
+      if (left === 0 || (!last && left < COMMIT_PART)) return;
+      const to = from + Math.min(left, COMMIT_PART);
+      this.sentTo = to;
+      try {
+        for (let at = from; at < to; at += CHECK_SLICE) {
+          await this.check(this.writes.slice(at, Math.min(to, at + CHECK_SLICE)));
+          await nextTurn();
+        }
+      } catch (error) {
+        this.refused = { error };
+        return;
+      }
+      if (this.malformed !== null) continue;
+      try {
+        this.refuseMalformed(this.writes.slice(from, to));
+      } catch (error) {
+        this.malformed = { error };
+        continue;
+      }
+      const written = writeDocuments(this.sql, this.workspaceId, this.notify, this.writes, { from, to, creations: this.creations });
+      // Observed at once (the outcome is read in finish), so an early failure is never unhandled.
+      written.catch(() => undefined);
+      this.sent.push(written);
+    }
+  }
+
+  /** Sends the last part and waits for every part: true when all are written (then RELEASE), false
+   * when a creation part collided (CreationCollided) and nothing of the commit is left; throws the
+   * commit's refusal after rolling back to the savepoint. */
+  async finish(): Promise<boolean> {
+    this.pumping = this.pumping.then(() => this.pump(true));
+    await this.pumping;
+    const outcomes = await Promise.allSettled([this.savepoint, ...this.sent]);
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    const { refused, malformed } = this;
+    if (refused !== null || malformed !== null || failed) {
+      // A check that failed only because a part's failure aborted the transaction (its read was
+      // refused) is not the reason: the part's failure is.
+      const reason = refused !== null && (isDomainError(refused.error) || (malformed === null && !failed)) ? refused : (malformed ?? { error: failed?.reason });
+      try {
+        await this.sql.query(`ROLLBACK TO SAVEPOINT ${PARTS_SAVEPOINT}`);
+        if (reason.error instanceof CreationCollided) {
+          await this.sql.query(`RELEASE SAVEPOINT ${PARTS_SAVEPOINT}`);
+          return false;
+        }
+      } catch {
+        // The connection is lost: the transaction rolls back as a whole.
+      }
+      throw reason.error instanceof CreationCollided ? (uniqueViolation(reason.error.collision, this.writes) ?? reason.error.collision) : reason.error;
+    }
+    await this.sql.query(`RELEASE SAVEPOINT ${PARTS_SAVEPOINT}`);
+    this.events = outcomes.slice(1).map((o) => (o as PromiseFulfilledResult<CommitEvent>).value);
+    return true;
+  }
+
+  /** Leaves nothing of the commit: waits for the parts sent, then rolls back to the savepoint. */
+  async abandon(): Promise<void> {
+    this.refused ??= { error: new Error('The commit was abandoned.') };
+    await this.pumping;
+    await Promise.allSettled([this.savepoint, ...this.sent]);
+    try {
+      await this.sql.query(`ROLLBACK TO SAVEPOINT ${PARTS_SAVEPOINT}`);
+      await this.sql.query(`RELEASE SAVEPOINT ${PARTS_SAVEPOINT}`);
+    } catch {
+      // The connection is lost: the transaction rolls back as a whole.
+    }
+  }
 }
 
 export class PgStore implements Store {
@@ -437,62 +551,58 @@ export class PgStore implements Store {
     // statement's time in PostgreSQL. When one meets a stored row or a unique index, the commit
     // (rolled back to its savepoint) is checked and written again with COMMIT_SQL throughout, so
     // the outcome is the one that statement gives: the same refusal, or a tombstone brought back.
-    if (await this.writeParts(writes, check, true)) return;
-    await this.writeParts(writes, check, false);
+    const parts = new CommitParts(this.sql, this.workspaceId, this.notify, check, true, (w) => this.refuseMalformed(w));
+    await parts.add(writes);
+    await this.finishParts(parts, check);
   }
 
-  /** commitChecked's parts, inside a savepoint; false when a creation part collided (CreationCollided)
-   * and nothing of the commit is left, so the caller writes it again without `creations`. */
-  private async writeParts(writes: readonly AnyWrite[], check: (part: readonly AnyWrite[]) => Promise<void>, creations: boolean): Promise<boolean> {
-    const savepoint = this.sql.query(`SAVEPOINT ${PARTS_SAVEPOINT}`);
-    savepoint.catch(() => undefined);
-    const sent: Promise<CommitEvent>[] = [];
-    let refused: { error: unknown } | null = null;
-    let malformed: { error: unknown } | null = null;
-    try {
-      for (let from = 0; from < writes.length; from += COMMIT_PART) {
-        const to = Math.min(writes.length, from + COMMIT_PART);
-        // Checked in slices, each followed by a turn of the event loop: the part ahead is written
-        // to the socket meanwhile, and its successor sent the moment PostgreSQL answers it.
-        for (let at = from; at < to; at += CHECK_SLICE) {
-          await check(writes.slice(at, Math.min(to, at + CHECK_SLICE)));
-          await nextTurn();
-        }
-        // Once a part is refused nothing more is sent; the checks go on, since theirs is the answer.
-        if (malformed !== null) continue;
-        try {
-          this.refuseMalformed(writes.slice(from, to));
-        } catch (error) {
-          malformed = { error };
-          continue;
-        }
-        const written = writeDocuments(this.sql, this.workspaceId, this.notify, writes, { from, to, creations });
-        // Observed at once (the outcome is read below), so an early failure is never unhandled.
-        written.catch(() => undefined);
-        sent.push(written);
-      }
-    } catch (error) {
-      refused = { error };
+  /**
+   * A commit written while the operation still runs (Store.commitAhead; PostgreSQL only): the
+   * writes it seals arrive first (Tx.writeAhead), and once a part's worth is there it is checked and
+   * sent while the operation goes on with its rows, so PostgreSQL writes the import's first leads
+   * while the handler builds the next ones (before, it waited for the whole call's leads). The parts
+   * are those of commitChecked, in the same order, with the same savepoint and answer. A commit that
+   * never reaches a part's worth before `finish` is written by commitChecked.
+   */
+  commitAhead(check: (part: readonly AnyWrite[]) => Promise<void>): CommitAhead | null {
+    if (!this.inParts || this.deferred) return null;
+    const held: AnyWrite[] = [];
+    let parts: Promise<CommitParts> | null = null;
+    const open = async (): Promise<CommitParts> => {
+      await this.lock();
+      return new CommitParts(this.sql, this.workspaceId, this.notify, check, true, (w) => this.refuseMalformed(w));
+    };
+    return {
+      add: async (writes) => {
+        if (parts !== null) return (await parts).add(writes);
+        held.push(...writes);
+        if (held.length < COMMIT_PART) return;
+        parts = open();
+        await (await parts).add(held.splice(0));
+      },
+      finish: async (rest) => {
+        if (parts === null) return this.commitChecked([...held, ...rest], check);
+        const p = await parts;
+        await p.add(rest);
+        await this.finishParts(p, check);
+      },
+      abandon: async () => {
+        if (parts !== null) await (await parts).abandon();
+        held.length = 0;
+      },
+    };
+  }
+
+  /** The end of a commit in parts: waits for every part, then RELEASE and the commit's event, or
+   * (a creation part collided) the whole commit written again with COMMIT_SQL, or the refusal. */
+  private async finishParts(parts: CommitParts, check: (part: readonly AnyWrite[]) => Promise<void>): Promise<void> {
+    let done = parts;
+    if (!(await parts.finish())) {
+      done = new CommitParts(this.sql, this.workspaceId, this.notify, check, false, (w) => this.refuseMalformed(w));
+      await done.add(parts.writes);
+      await done.finish();
     }
-    const outcomes = await Promise.allSettled([savepoint, ...sent]);
-    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
-    if (refused !== null || malformed !== null || failed) {
-      // A check that failed only because a part's failure aborted the transaction (its read was
-      // refused) is not the reason: the part's failure is.
-      const reason = refused !== null && (isDomainError(refused.error) || (malformed === null && !failed)) ? refused : (malformed ?? { error: failed?.reason });
-      try {
-        await this.sql.query(`ROLLBACK TO SAVEPOINT ${PARTS_SAVEPOINT}`);
-        if (reason.error instanceof CreationCollided) {
-          await this.sql.query(`RELEASE SAVEPOINT ${PARTS_SAVEPOINT}`);
-          return false;
-        }
-      } catch {
-        // The connection is lost: the transaction rolls back as a whole.
-      }
-      throw reason.error instanceof CreationCollided ? (uniqueViolation(reason.error.collision, writes) ?? reason.error.collision) : reason.error;
-    }
-    await this.sql.query(`RELEASE SAVEPOINT ${PARTS_SAVEPOINT}`);
-    const events = outcomes.slice(1).map((o) => (o as PromiseFulfilledResult<CommitEvent>).value);
+    const { writes, events } = done;
     // One commit, one event for this process's listeners (a bulk commit's statistics, streams).
     this.committed.push({
       workspaceId: this.workspaceId,
@@ -502,7 +612,6 @@ export class PgStore implements Store {
     });
     if (this.outbox) await this.outbox.afterCommit(this, this.sql, this.workspaceId, writes);
     this.writes.push(...writes);
-    return true;
   }
 
   async commit(writes: readonly AnyWrite[]): Promise<void> {

@@ -260,6 +260,45 @@ function withBuiltInColumns(row: MappedRow, custom: ReadonlyMap<string, LeadGrou
   return fields === row.fields ? row : { ...row, fields };
 }
 
+/** Rows between two hand-overs of final leads to the store (Tx.writeAhead): a part's worth. */
+const AHEAD_ROWS = 500;
+
+/**
+ * For each row (by index), the index of the last row of the call that may name the same lead: rows
+ * sharing a profile key or an email key are one person, and so, transitively, are rows linked
+ * through them (a row that fills a lead's email makes the lead findable by that email). A lead a row
+ * creates is final once that last row is read: no later row finds it, by profile URL or email, nor
+ * changes it. Name and company do not link rows: a row matched that way is reported or creates
+ * another lead (with onPossibleDuplicate 'merge', where it changes the lead, nothing is final early,
+ * since a lead's name can be made of several rows' cells).
+ */
+function lastRowOfPerson(keys: readonly IdentityKeys[]): Int32Array {
+  const parent = Int32Array.from(keys, (_, i) => i);
+  const root = (i: number): number => {
+    let r = i;
+    while (parent[r] !== r) r = parent[r] as number;
+    while (parent[i] !== r) {
+      const next = parent[i] as number;
+      parent[i] = r;
+      i = next;
+    }
+    return r;
+  };
+  const firstRow = new Map<string, number>();
+  const link = (key: string, i: number) => {
+    const j = firstRow.get(key);
+    if (j === undefined) firstRow.set(key, i);
+    else parent[root(i)] = root(j);
+  };
+  keys.forEach((k, i) => {
+    if (k.profile) link(`p ${k.profile}`, i);
+    if (k.email) link(`e ${k.email}`, i);
+  });
+  const last = new Int32Array(keys.length);
+  for (let i = 0; i < keys.length; i++) last[root(i)] = i;
+  return Int32Array.from(keys, (_, i) => last[root(i)] as number);
+}
+
 async function groupOf(ctx: Ctx, input: { leadGroupId?: string; campaignId?: string }): Promise<LeadGroup> {
   if (input.leadGroupId === undefined && input.campaignId === undefined) {
     throw invalid('Name the list to import into: a lead list (leadGroupId) or a campaign (campaignId, its lead list).', 'leadGroupId');
@@ -304,6 +343,8 @@ const importOp = mutation({
     const known = new Set(group.columns.map((c) => columnKey(c.name)));
     const columns = names.size > 0 ? await ensureCustomColumns(ctx, group.id, names) : new Map<string, LeadGroupColumn>();
     const columnsCreated = [...names].filter((n) => !known.has(columnKey(n)));
+    // The list is written once, before any lead: it may go ahead of them (Tx.writeAhead).
+    ctx.db.seal('leadGroups', group.id);
     const rows = readable.map((r) => withBuiltInColumns(r, columns));
 
     const nameKeys = new NameCompanyKeys();
@@ -314,6 +355,25 @@ const importOp = mutation({
 
     const now = nowIso(ctx);
     const touched = new Map<string, Lead>();
+    /** The ids of `touched` in the order rows first touched them (the order they are staged in). */
+    const touchOrder: string[] = [];
+    /** Of a lead this call creates: the index of the last row that may change it (see lastRowOfPerson). */
+    const finalAfter = new Map<string, number>();
+    const lastRow = onPossible === 'merge' ? null : lastRowOfPerson(keys);
+    const rowIds = new Set(rows.flatMap((r) => (r.id ? [r.id] : [])));
+    let staged = 0;
+    /** Stages the leads of touchOrder, from the first not staged yet, that no later row can change:
+     * each is sealed, so the Tx may hand them to the store while the rows after them are read. */
+    const stageFinal = async (rowIndex: number): Promise<void> => {
+      const from = staged;
+      for (; staged < touchOrder.length; staged++) {
+        const id = touchOrder[staged] as string;
+        if (!((finalAfter.get(id) ?? Infinity) <= rowIndex)) break;
+        await ctx.db.create('leads', touched.get(id) as Lead);
+        ctx.db.seal('leads', id);
+      }
+      if (staged > from) await ctx.db.writeAhead();
+    };
     /** Leads this call creates (fresh ids): staged as creations, with no stored state to read. */
     const created = new Set<string>();
     const flagged = { doNotContact: new Set<string>(), blocklisted: new Set<string>() };
@@ -329,6 +389,7 @@ const importOp = mutation({
     };
 
     for (const [i, row] of rows.entries()) {
+      if (i > 0 && i % AHEAD_ROWS === 0) await stageFinal(i - 1);
       const k = keys[i] as IdentityKeys;
       const note = row.notes.length > 0 ? ` (${row.notes.join('; ')})` : '';
       const byId = row.id ? index.byId.get(row.id) : undefined;
@@ -384,7 +445,11 @@ const importOp = mutation({
           ),
         });
         touched.set(made.id, made);
+        touchOrder.push(made.id);
         created.add(made.id);
+        // A later row names it by a key of its own row's person, or by its id (when a row of the
+        // file happens to carry the fresh id, it waits for the end).
+        if (lastRow !== null && !rowIds.has(made.id)) finalAfter.set(made.id, lastRow[i] as number);
         // Its keys are the row's: the same URL, email, full name and company.
         index.add(made, k);
         firstRowOf.set(made.id, row.row);
@@ -400,6 +465,7 @@ const importOp = mutation({
       const after: Lead = link ? onList : changed.length > 0 ? next : current;
       if (after !== current) {
         after.updatedAt = now;
+        if (!touched.has(after.id)) touchOrder.push(after.id);
         touched.set(after.id, after);
         index.replace(current, after);
       }
@@ -421,7 +487,10 @@ const importOp = mutation({
       result({ row: row.row, code, leadId: after.id, matchedBy, message: `${message.slice(0, -1)}${idNote}${note}.` });
     }
 
-    for (const lead of touched.values()) await (created.has(lead.id) ? ctx.db.create('leads', lead) : ctx.db.put('leads', lead));
+    for (const id of touchOrder.slice(staged)) {
+      const lead = touched.get(id) as Lead;
+      await (created.has(id) ? ctx.db.create('leads', lead) : ctx.db.put('leads', lead));
+    }
     if (flagged.doNotContact.size > 0) await stopRunningEnrollments(ctx, [...flagged.doNotContact], 'do_not_contact');
     if (flagged.blocklisted.size > 0) await stopRunningEnrollments(ctx, [...flagged.blocklisted], 'blocklisted');
 

@@ -4,8 +4,11 @@ import type { z } from 'zod';
 import type { Actor, Clock, Ctx, Ids, OAuthConnectPort, PrepareCtx, Secrets, SenderCredentials, SenderHostCheck, SenderVerifier } from '../context.ts';
 import type { ChannelHost } from '../engine/channel.ts';
 import { DomainError } from '../errors.ts';
+import type { IdentityKind } from '../intake/identity.ts';
+import type { CollectionName, Docs } from '../model/index.ts';
 import { validateWrites } from '../rules/index.ts';
-import type { AnyWrite, Store, StoreReader } from '../store.ts';
+import type { RuleCtx } from '../rules/index.ts';
+import type { AnyWrite, CommitAhead, Cond, DuplicatePage, DuplicatePageOptions, Page, Query, Store, StoreReader } from '../store.ts';
 import { Tx } from '../tx.ts';
 import type { WebhookPort } from '../webhooks/port.ts';
 import { hasPermission } from './define.ts';
@@ -127,8 +130,30 @@ export async function execute(name: string, rawInput: unknown, env: ExecEnv): Pr
     dryRun,
     prepared,
   };
-  const raw = await op.handler(input, ctx);
-  await tx.settle();
+  // A store that writes a commit while the operation runs takes the writes the handler seals as
+  // they come (Tx.writeAhead: an import's new leads, a part at a time, while it builds the next).
+  const ahead = op.mutates && !dryRun ? commitAhead(env, tx) : null;
+  let raw: unknown;
+  try {
+    raw = await op.handler(input, ctx);
+    await tx.settle();
+  } catch (e) {
+    await ahead?.commit.abandon();
+    throw e;
+  }
+  const handed = tx.handedOver();
+  if (ahead && handed.length > 0) {
+    const rest = tx.writes();
+    const writes = [...handed, ...rest];
+    if (ahead.stale()) {
+      // A write staged after the handed writes were checked changed what their rules read: the
+      // commit is checked and written again from the start, against the final state.
+      await ahead.commit.abandon();
+      await commitWith(env, writes, (part) => validateWrites(part, { actor: env.actor, read: tx, now: env.clock.now() }));
+    } else await ahead.commit.finish(rest);
+    env.onCommit?.(writes);
+    return output(op, raw);
+  }
   const writes = tx.writes();
   if (writes.length > 0) {
     if (!op.mutates) throw new DomainError('INTERNAL', `${op.name} is a read but tried to write.`);
@@ -136,19 +161,88 @@ export async function execute(name: string, rawInput: unknown, env: ExecEnv): Pr
     const check = (part: readonly AnyWrite[]) => validateWrites(part, rules);
     if (dryRun) await check(writes);
     else {
-      if (env.store.commitChecked) await env.store.commitChecked(writes, check);
-      else {
-        await check(writes);
-        await env.store.commit(writes);
-      }
+      await commitWith(env, writes, check);
       env.onCommit?.(writes);
     }
   }
+  return output(op, raw);
+}
+
+/** The rules' check and the commit of `writes`: in parts where the store writes them so. */
+async function commitWith(env: ExecEnv, writes: readonly AnyWrite[], check: (part: readonly AnyWrite[]) => Promise<void>): Promise<void> {
+  if (env.store.commitChecked) await env.store.commitChecked(writes, check);
+  else {
+    await check(writes);
+    await env.store.commit(writes);
+  }
+}
+
+/** The handler's answer as its schema gives it. */
+function output(op: OpDef, raw: unknown): unknown {
   const out = op.output.safeParse(raw);
   if (!out.success) {
     throw new DomainError('INTERNAL', `${op.name} produced a response that does not match its schema: ${invalidInput(out.error).message}`);
   }
   return out.data;
+}
+
+/** A reader that notes the collections read through it: which collections the rules of writes
+ * checked ahead read, so a later write to one of them sends the commit back to a full check. */
+class NotingReader implements StoreReader {
+  constructor(
+    private readonly read: StoreReader,
+    readonly collections: Set<CollectionName>,
+  ) {}
+
+  get<C extends CollectionName>(c: C, id: string): Promise<Docs[C] | null> {
+    this.collections.add(c);
+    return this.read.get(c, id);
+  }
+  getMany<C extends CollectionName>(c: C, ids: readonly string[]): Promise<Docs[C][]> {
+    this.collections.add(c);
+    return this.read.getMany(c, ids);
+  }
+  query<C extends CollectionName>(c: C, q?: Query): Promise<Page<Docs[C]>> {
+    this.collections.add(c);
+    return this.read.query(c, q);
+  }
+  count<C extends CollectionName>(c: C, where?: Cond): Promise<number> {
+    this.collections.add(c);
+    return this.read.count(c, where);
+  }
+  duplicateGroups(kind: IdentityKind, opts: DuplicatePageOptions): Promise<DuplicatePage> {
+    this.collections.add('leads');
+    return this.read.duplicateGroups(kind, opts);
+  }
+}
+
+/**
+ * The store's commit ahead (Store.commitAhead) wired to `tx`: writes the handler seals go to it from
+ * Tx.writeAhead, checked by the rules as each part is sent. The rules read the state of the writes
+ * staged so far, which is the final state unless the operation later stages a write to a collection
+ * they read (`stale`: the import's later writes are leads, which no lead rule reads). `now` is read
+ * from the clock only if a rule asks for it, as no rule does today (the handler's own clock reads
+ * stay the ones it makes without this).
+ */
+function commitAhead(env: ExecEnv, tx: Tx): { commit: CommitAhead; stale: () => boolean } | null {
+  if (!env.store.commitAhead) return null;
+  const reader = new NotingReader(tx, new Set());
+  let now: Date | null = null;
+  const rules: RuleCtx = {
+    actor: env.actor,
+    read: reader,
+    get now() {
+      return (now ??= env.clock.now());
+    },
+  };
+  const commit = env.store.commitAhead((part) => validateWrites(part, rules));
+  if (!commit) return null;
+  tx.aheadTo(async (writes) => {
+    // What the handler stages from here on may change what these writes' rules read.
+    tx.trackStaging();
+    await commit.add(writes);
+  });
+  return { commit, stale: () => [...tx.stagedSinceTracking()].some((c) => reader.collections.has(c)) };
 }
 
 export type { OpName, OpInput, OpOutput };

@@ -137,6 +137,32 @@ describe('Tx.create', () => {
   });
 });
 
+describe('Tx.writeAhead', () => {
+  it('hands over the sealed writes at the start of the staged order, in that order, and never stages them again', async () => {
+    const store = new MemoryDatabase().forWorkspace(ws);
+    const tx = new Tx(store, { deferBase: true });
+    const handed: string[][] = [];
+    for (const id of ['l-1', 'l-2', 'l-3']) await tx.create('leads', lead(id));
+    tx.seal('leads', 'l-1');
+    tx.seal('leads', 'l-3');
+    // Without a sink (a dry run, a store that commits at the end) nothing is handed over.
+    await tx.writeAhead();
+    expect(tx.handedOver()).toEqual([]);
+    tx.aheadTo(async (writes) => void handed.push(writes.map((w) => w.id)));
+    await tx.writeAhead();
+    // l-2 is not sealed: l-3 waits behind it, so the commit's writes stay in staged order.
+    expect(handed).toEqual([['l-1']]);
+    tx.seal('leads', 'l-2');
+    await tx.writeAhead();
+    expect(handed).toEqual([['l-1'], ['l-2', 'l-3']]);
+    await tx.create('leads', lead('l-4'));
+    await tx.settle();
+    expect(tx.handedOver().map((w) => w.id)).toEqual(['l-1', 'l-2', 'l-3']);
+    expect(tx.writes().map((w) => w.id)).toEqual(['l-4']);
+    await expect(tx.put('leads', { ...lead('l-1'), firstName: 'Again' })).rejects.toThrow(/sealed/);
+  });
+});
+
 describe('Tx over many staged writes', () => {
   it('answers equality queries exactly like a scan once it indexes staged documents', async () => {
     const db = new MemoryDatabase();
