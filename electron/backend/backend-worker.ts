@@ -11,6 +11,9 @@ import type { CredentialStore } from './credentials.ts';
 import { createDesktopBackend } from './desktop.ts';
 import { openRpcConnection } from './rpc.ts';
 import type { RpcConnection } from './rpc.ts';
+import { keepWasmInBaseline } from './wasm-tiering.ts';
+
+keepWasmInBaseline();
 
 function threadPort(): MessagePort {
   if (!parentPort) throw new Error('backend-worker.ts runs as a worker thread (electron/backend/backend-thread.ts).');

@@ -10,7 +10,6 @@
  * server answering 502-504), UNAUTHENTICATED for a refused key, CLIENT_OUTDATED for an app older than
  * the server (426), and otherwise the server's own code and sentence. The UI shows `message`.
  */
-import { setFlagsFromString } from 'node:v8';
 import { z } from 'zod';
 import type { Actor } from '../../shared/context.ts';
 import { DomainError, ERROR_STATUS } from '../../shared/errors.ts';
@@ -19,21 +18,6 @@ import { COLLECTIONS, ROLES } from '../../shared/model/index.ts';
 import type { CollectionName, Role } from '../../shared/model/index.ts';
 import { checkedAs, pullPageSchema } from '../../shared/wire/replication.ts';
 import type { PullPage } from '../../shared/wire/replication.ts';
-
-/**
- * Node's fetch parses HTTP with llhttp compiled to WebAssembly, and V8 recompiles the parser's one
- * large function with its optimizing wasm compiler once it runs hot: a ~7.5 MB block of compiler
- * memory, freed at once. glibc then raises its mmap threshold to that size and its trim threshold
- * to twice it (~15 MB), so no thread's malloc arena in the process gives back a free top under
- * 15 MB: after a 100k sync ~25-30 MB of memory already freed stayed resident in the arenas of V8's
- * threads and of the SQLite worker threads (README, "Desktop storage", rss). So wasm stays in V8's
- * baseline compiler (Liftoff) in this process: the parser handles each response's headers and
- * chunk sizes (the bodies pass through as spans), where the baseline code costs little. V8's flags
- * are the process's: in the app, set from the backend's thread before its first request.
- */
-// `--liftoff-only` would say it at launch; set at run time its implied flags are not applied, so
-// the two that stop the tier-up are set themselves.
-setFlagsFromString('--no-wasm-tier-up --no-wasm-dynamic-tiering');
 
 /** The codes a server call fails with: the server's, or SERVER_UNREACHABLE (no answer at all). */
 export type ServerErrorCode = ErrorCode | 'SERVER_UNREACHABLE';

@@ -19,6 +19,7 @@ import { startSync } from '../../../electron/backend/replication.ts';
 import { sqliteInstanceOf } from '../../../electron/backend/storage/sqlite/storage.ts';
 import type { StorageFile } from '../../../electron/backend/storage/sqlite/file.ts';
 import { identifyKey } from '../../../electron/backend/server-client.ts';
+import { keepWasmInBaseline } from '../../../electron/backend/wasm-tiering.ts';
 import { execute } from '../../../shared/ops/execute.ts';
 import { nodeSecrets } from '../../../sync-server/secrets.ts';
 import { seededRandom } from '../../support/deterministic.ts';
@@ -266,6 +267,10 @@ async function main(argv: readonly string[]): Promise<unknown> {
   }
   throw new Error(`desktop-child: unknown mode ${mode ?? '(none)'}`);
 }
+
+// The app's backend thread keeps wasm in V8's baseline compiler (backend-worker.ts); so does this
+// backend, whichever way the bench hosts it.
+keepWasmInBaseline();
 
 if (!isMainThread) {
   // A worker of desktop-worker-host.ts: the result goes to the thread that started it, an error too
