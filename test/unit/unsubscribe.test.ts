@@ -25,6 +25,19 @@ const SENDER = 'b0000000-0000-4000-8000-0000000000b2';
 const LEAD = 'b0000000-0000-4000-8000-0000000000c3';
 const KEY = newUnsubscribeKey(testSecrets.randomBytes);
 
+/** A random-bytes port that keeps what it was asked for and what it gave. */
+function recordingBytes() {
+  const asked: number[] = [];
+  const made: Uint8Array[] = [];
+  const bytes = (n: number): Uint8Array => {
+    asked.push(n);
+    const b = testSecrets.randomBytes(n);
+    made.push(b);
+    return b;
+  };
+  return { asked, made, bytes };
+}
+
 /** The token with one character changed at `i` (to another valid base64url character). */
 const flip = (t: string, i: number): string => `${t.slice(0, i)}${t[i] === 'A' ? 'B' : 'A'}${t.slice(i + 1)}`;
 
@@ -64,6 +77,14 @@ describe('unsubscribe tokens', () => {
       expect(await verifyUnsubscribeToken(KEY, bad), bad).toBeNull();
     }
     expect(await verifyUnsubscribeToken('', token)).toBeNull();
+  });
+
+  it('makes a key of 256 bits from the host\'s random bytes, as 64 hex characters, never from ids', () => {
+    const given = recordingBytes();
+    const key = newUnsubscribeKey(given.bytes);
+    expect(given.asked).toEqual([32]);
+    expect(key).toBe(Buffer.from(given.made[0] ?? []).toString('hex'));
+    expect(key).toMatch(/^[0-9a-f]{64}$/);
   });
 
   it('signs nothing for ids that are not UUIDs, or without a key', async () => {
@@ -153,9 +174,13 @@ describe('an unsubscribe mail read by the runner', () => {
     const c = await w.h.addCampaign({ senderIds: [old.id], steps: [newStep(w.h.ids.uuid(), 'EMAIL', { subject: 'Hi', content: 'Hi' })] });
     await w.start(c);
     await w.enroll(lead, c, { sdrProfileId: old.id });
-    await w.runner().tick();
+    const given = recordingBytes();
+    await w.runner({ randomBytes: given.bytes }).tick();
     const key = (await w.h.store.get('senders', old.id))?.unsubscribeKey;
     expect(key).toMatch(/^[0-9a-f]{64}$/);
+    // The runner's random bytes, not its ids.
+    expect(given.asked).toEqual([32]);
+    expect(key).toBe(Buffer.from(given.made[0] ?? []).toString('hex'));
     // The first email already went out with it: the channel was handed the sender with its key.
     expect(w.scripted.sent[0]?.sender.unsubscribeKey).toBe(key);
     expect((await w.h.store.get('senders', social.id))?.unsubscribeKey ?? null).toBeNull();
