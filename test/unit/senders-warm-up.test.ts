@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { newEnrollment, newStep } from '../../shared/model/factories.ts';
 import { execute } from '../../shared/ops/execute.ts';
-import { makeHarness, testSecrets } from '../support/harness.ts';
+import { makeHarness, recordingBytes, testSecrets } from '../support/harness.ts';
 import type { Harness } from '../support/harness.ts';
 import { engineWorld } from './engine-fixtures.ts';
 
@@ -43,16 +43,16 @@ describe('new or warmed up, at connection', () => {
 
   it('an email sender gets its unsubscribe key at creation, from the host\'s random bytes, never in an answer', async () => {
     const h = await makeHarness();
-    const made: Uint8Array[] = [];
-    const secrets = { ...testSecrets, randomBytes: (n: number) => { const b = testSecrets.randomBytes(n); made.push(b); return b; } };
+    const given = recordingBytes();
+    const secrets = { ...testSecrets, randomBytes: given.bytes };
     const out = await execute('sdrProfiles.create', { name: 'Mail Mia', channel: 'email', channelConfig: { host: 'smtp.example.test', port: 587, secure: false, user: 'mia', from: 'mia@example.test' } }, {
       actor: h.owner, store: h.store, clock: h.clock, ids: h.ids, random: h.random, secrets, channels: null,
     });
     const key = (await h.store.get('senders', out.id))?.unsubscribeKey;
     expect(key).toMatch(/^[0-9a-f]{64}$/);
     // 256 bits the host gave for it, not the operation's ids.
-    expect(made.map((b) => b.length)).toEqual([32]);
-    expect(key).toBe(Buffer.from(made[0] ?? []).toString('hex'));
+    expect(given.asked).toEqual([32]);
+    expect(key).toBe(Buffer.from(given.made[0] ?? []).toString('hex'));
     expect(JSON.stringify(out)).not.toContain(key);
     expect(JSON.stringify(await h.call('sdrProfiles.list', {}))).not.toContain(key);
   });

@@ -17,7 +17,7 @@ import {
   unsubscribeUrl,
   verifyUnsubscribeToken,
 } from '../../shared/replies/unsubscribe-token.ts';
-import { testSecrets } from '../support/harness.ts';
+import { recordingBytes, testSecrets } from '../support/harness.ts';
 import { engineWorld } from './engine-fixtures.ts';
 
 const WS = 'b0000000-0000-4000-8000-00000000000a';
@@ -25,18 +25,6 @@ const SENDER = 'b0000000-0000-4000-8000-0000000000b2';
 const LEAD = 'b0000000-0000-4000-8000-0000000000c3';
 const KEY = newUnsubscribeKey(testSecrets.randomBytes);
 
-/** A random-bytes port that keeps what it was asked for and what it gave. */
-function recordingBytes() {
-  const asked: number[] = [];
-  const made: Uint8Array[] = [];
-  const bytes = (n: number): Uint8Array => {
-    asked.push(n);
-    const b = testSecrets.randomBytes(n);
-    made.push(b);
-    return b;
-  };
-  return { asked, made, bytes };
-}
 
 /** The token with one character changed at `i` (to another valid base64url character). */
 const flip = (t: string, i: number): string => `${t.slice(0, i)}${t[i] === 'A' ? 'B' : 'A'}${t.slice(i + 1)}`;
