@@ -62,4 +62,5 @@ export const hashApiKey = (key: string): string => createHash('sha256').update(k
 export const nodeSecrets: Secrets = {
   newApiKey: () => `live_${randomBase62(40)}`,
   hash: hashApiKey,
+  randomBytes: (length) => new Uint8Array(randomBytes(length)),
 };

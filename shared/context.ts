@@ -21,7 +21,10 @@ export const systemActor = (workspaceId: string): Actor => ({ workspaceId, membe
 export type Clock = { now(): Date };
 export type Ids = { uuid(): string };
 /** Secret generation and hashing, injected because shared/ has no crypto module of its own. */
-export type Secrets = { newApiKey(): string; hash(secret: string): string };
+/** Cryptographically strong random bytes: the material of keys, tokens and nonces (never an id,
+ * which carries the time it was made). */
+export type RandomBytes = (length: number) => Uint8Array;
+export type Secrets = { newApiKey(): string; hash(secret: string): string; randomBytes: RandomBytes };
 
 /**
  * Where a sender's secret (SMTP password, connector token) is kept: beside the runner that uses it,

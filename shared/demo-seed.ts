@@ -177,6 +177,10 @@ export async function demoSeedWrites(input: DemoSeedInput): Promise<{ writes: An
       throw new Error('The demo creates no API keys.');
     },
     hash: (s) => s,
+    // Its senders are sandbox ones, which hold no unsubscribe key (nor any other key).
+    randomBytes: () => {
+      throw new Error('The demo creates no keys.');
+    },
   };
   const network = createSandboxNetwork({ seed: workspaceId, clock });
   const channels = { channelFor: (s: { channel: string }) => (s.channel === 'sandbox' ? network : null) };
@@ -341,7 +345,7 @@ export async function demoSeedWrites(input: DemoSeedInput): Promise<{ writes: An
   // The simulated days: campaign 1 from the first day, campaign 2 from the third; the owner works
   // the pipeline in the evenings (notes, tasks, won and lost deals, on hold).
   const runner = createRunner({
-    store, clock, random, ids, channels, actor: { ...owner, isSystem: true },
+    store, clock, random, ids, randomBytes: secrets.randomBytes, channels, actor: { ...owner, isSystem: true },
     spacing: { minSeconds: 8 * 60, jitterSeconds: 10 * 60 },
   });
   clockMs = startMs;

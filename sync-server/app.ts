@@ -13,6 +13,7 @@ import type { Clock, Ids, Secrets } from '../shared/context.ts';
 import type { ChannelHost } from '../shared/engine/channel.ts';
 import { createSandboxNetwork } from '../shared/engine/sandbox.ts';
 import { DomainError, isDomainError } from '../shared/errors.ts';
+import { timeOrderedIds } from '../shared/ids.ts';
 import type { ErrorBody } from '../shared/errors.ts';
 import type { OpDef } from '../shared/ops/define.ts';
 import { execute, prepareOperation } from '../shared/ops/execute.ts';
@@ -133,7 +134,7 @@ const OPS = operations as Record<string, OpDef>;
 const lookup = (name: string): OpDef | null => (Object.prototype.hasOwnProperty.call(OPS, name) ? (OPS[name] ?? null) : null);
 
 const realClock: Clock = { now: () => new Date() };
-const realIds: Ids = { uuid: () => randomUUID() };
+
 
 /** Builds the Fastify app (not listening yet). Migrations run before it resolves. */
 export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInstance> {
@@ -147,7 +148,7 @@ export async function buildServer(opts: ServerOptions = {}): Promise<FastifyInst
   }
   const db = new PgDatabase(sql);
   const clock = opts.clock ?? realClock;
-  const ids = opts.ids ?? realIds;
+  const ids = opts.ids ?? timeOrderedIds;
   const random = opts.random ?? Math.random;
   const secrets = opts.secrets ?? nodeSecrets;
   const channels = opts.channels !== undefined ? opts.channels : sandboxHost(clock);

@@ -4,10 +4,10 @@
  * finish the requests in flight and exit 0. `npm run sync-server` execs node in place of npm's shell,
  * so npm's forwarded signal reaches the server and npm exits with it; in a container run `node ...`
  * as PID 1 all the same (no npm in between). */
-import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import { DomainError, isDomainError } from '../shared/errors.ts';
+import { timeOrderedIds } from '../shared/ids.ts';
 import { ROLES, SUBSCRIPTION_STATUSES } from '../shared/model/index.ts';
 import { createMember, createWorkspace, seedDemo, setSubscription } from './admin.ts';
 import { loadCredentialsKey, serverCredentials } from './credentials.ts';
@@ -110,7 +110,7 @@ async function admin(command: string, args: Record<string, string>): Promise<unk
   try {
     await migrate(sql);
     const db = new PgDatabase(sql);
-    const deps: AdminDeps = { clock: { now: () => new Date() }, ids: { uuid: () => randomUUID() }, secrets: nodeSecrets, random: Math.random };
+    const deps: AdminDeps = { clock: { now: () => new Date() }, ids: timeOrderedIds, secrets: nodeSecrets, random: Math.random };
     const ws = args.workspace ?? '';
     switch (command) {
       case 'create-workspace':

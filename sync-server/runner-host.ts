@@ -24,11 +24,13 @@ import { createRunnerHost } from '../shared/engine/host.ts';
 import type { RunnerHost } from '../shared/engine/host.ts';
 import { spacingFromEnv } from '../shared/engine/pacing.ts';
 import { createRunner } from '../shared/engine/runner.ts';
+import { timeOrderedIds } from '../shared/ids.ts';
 import type { Spacing, TickReport } from '../shared/engine/runner.ts';
 import type { Sender } from '../shared/model/index.ts';
 import { imapCredentialId } from '../shared/ops/credentials.ts';
 import { createHostChannels } from '../channels/host.ts';
 import { serverRenewalLock } from './oauth.ts';
+import { nodeSecrets } from './secrets.ts';
 import type { HostChannels } from '../channels/host.ts';
 import { smtpConfig } from '../channels/smtp.ts';
 import { CredentialUnreadable } from './credentials.ts';
@@ -102,7 +104,7 @@ export function createServerRunner(opts: ServerRunnerOptions): ServerRunner {
   const db = new PgDatabase(sql);
   const clock = opts.clock ?? { now: () => new Date() };
   const random = opts.random ?? Math.random;
-  const ids = opts.ids ?? { uuid: () => randomUUID() };
+  const ids = opts.ids ?? timeOrderedIds;
   const identity = opts.runnerId ? { id: opts.runnerId, release: () => undefined } : persistedRunnerId(opts.stateDir);
   const runnerId = identity.id;
   const log = opts.log ?? quiet;
@@ -154,7 +156,7 @@ export function createServerRunner(opts: ServerRunnerOptions): ServerRunner {
     const actor = systemActor(workspaceId);
     const runner = createRunner({
       store,
-      clock, random, ids, channels, actor, runnerId,
+      clock, random, ids, randomBytes: nodeSecrets.randomBytes, channels, actor, runnerId,
       ...(opts.leaseMs !== undefined ? { leaseMs: opts.leaseMs } : {}),
       spacing: opts.spacing ?? spacingFromEnv(process.env),
     });

@@ -4,12 +4,12 @@
  * and turns every failure into a {code, message, details} value before it leaves the process. It has
  * no Electron import: the main process hosts it over IPC, the web host over WebSocket, tests directly.
  */
-import { randomUUID } from 'node:crypto';
 import type { Clock, Ids, Secrets, SenderCredentials, SenderHostCheck, SenderVerifier } from '../../shared/context.ts';
 import type { ChannelHost } from '../../shared/engine/channel.ts';
 import { DomainError, isDomainError } from '../../shared/errors.ts';
 import type { CollectionName } from '../../shared/model/index.ts';
 import { hostedByOf } from '../../shared/ops/credentials.ts';
+import { timeOrderedIds } from '../../shared/ids.ts';
 import { execute, getOperation } from '../../shared/ops/execute.ts';
 import type { Store } from '../../shared/store.ts';
 import { nodeSecrets } from '../../channels/secret-codec.ts';
@@ -59,7 +59,7 @@ type Sub = {
 
 const systemClock: Clock = { now: () => new Date() };
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
-const randomIds: Ids = { uuid: () => randomUUID() };
+
 
 /** A refusal about the desktop itself rather than about an operation (no workspace open, ...). */
 export class BackendError extends Error {
@@ -113,7 +113,7 @@ export class Backend {
   constructor(private readonly opts: BackendOptions) {
     this.session = opts.session;
     this.clock = opts.clock ?? systemClock;
-    this.ids = opts.ids ?? randomIds;
+    this.ids = opts.ids ?? timeOrderedIds;
     // The backend is an I/O edge: handlers get randomness through ctx, and this is where it comes from.
     this.random = opts.random ?? Math.random;
     this.secrets = opts.secrets ?? nodeSecrets;

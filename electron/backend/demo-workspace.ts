@@ -4,9 +4,9 @@
  * and task show what you can read but not change. The content comes from a fixed seed, so every demo
  * looks the same; ids are fresh, so two demos never collide on a server.
  */
-import { randomUUID } from 'node:crypto';
 import type { Ids } from '../../shared/context.ts';
 import { demoSeedWrites } from '../../shared/demo-seed.ts';
+import { timeOrderedIds } from '../../shared/ids.ts';
 import { newActivity } from '../../shared/model/factories.ts';
 import type { Lead, Member, Stage } from '../../shared/model/index.ts';
 import type { AnyWrite } from '../../shared/store.ts';
@@ -24,7 +24,7 @@ const TEAMMATE_NOTES = [
 ];
 
 export async function buildDemoWorkspace(opts: { now: Date; ids?: Ids; seed?: number; timeZone?: string }): Promise<DemoWorkspace> {
-  const ids: Ids = opts.ids ?? { uuid: () => randomUUID() };
+  const ids: Ids = opts.ids ?? timeOrderedIds;
   const now = opts.now.toISOString();
   const ws = workspaceCreation(ids, now, { name: 'Demo workspace', owner: DEMO_OWNER, subscriptionStatus: 'active' });
   const stages = ws.writes.flatMap((w) => (w.collection === 'stages' && w.after ? [w.after as Stage] : []));

@@ -16,7 +16,6 @@
  * misbehaving client; only with --allow-raw), `$indexed` (answers once the indexes a bulk load left out
  * are built), `$close`.
  */
-import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -24,6 +23,7 @@ import { parseArgs } from 'node:util';
 import type { Actor } from '../../shared/context.ts';
 import { DomainError, isDomainError } from '../../shared/errors.ts';
 import type { CollectionName } from '../../shared/model/index.ts';
+import { timeOrderedIds } from '../../shared/ids.ts';
 import { execute, getOperation } from '../../shared/ops/execute.ts';
 import type { AnyWrite, Cond, Query } from '../../shared/store.ts';
 import { nodeSecrets } from '../../channels/secret-codec.ts';
@@ -83,7 +83,7 @@ async function main(): Promise<void> {
     actor: who.actor,
     store: db.store,
     clock: { now: () => new Date() },
-    ids: { uuid: () => randomUUID() },
+    ids: timeOrderedIds,
     random: Math.random,
     secrets: nodeSecrets,
     channels: null,

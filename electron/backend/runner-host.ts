@@ -6,7 +6,6 @@
  * connector, with secrets from this machine's credential store), and leases keep two desktops from
  * working one sender.
  */
-import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Actor, Clock } from '../../shared/context.ts';
 import type { ChannelHost } from '../../shared/engine/channel.ts';
@@ -19,6 +18,8 @@ import type { Sender } from '../../shared/model/index.ts';
 import { hostedByOf, imapCredentialId } from '../../shared/ops/credentials.ts';
 import type { WorkspaceKind } from '../bridge.ts';
 import { createHostChannels } from '../../channels/host.ts';
+import { nodeSecrets } from '../../channels/secret-codec.ts';
+import { timeOrderedIds } from '../../shared/ids.ts';
 import type { DesktopSenderCredentials } from './credentials.ts';
 import type { LocalDb } from './local-db-port.ts';
 import type { RunnerHandle } from './session.ts';
@@ -65,7 +66,8 @@ export function startWorkspaceRunner(args: { db: LocalDb; actor: Actor; kind: Wo
     store: args.db.store,
     clock,
     random: Math.random,
-    ids: { uuid: () => randomUUID() },
+    ids: timeOrderedIds,
+    randomBytes: nodeSecrets.randomBytes,
     channels,
     actor: { workspaceId, memberId: args.actor.memberId, role: args.actor.role, isSystem: true },
     // Stable across restarts: a desktop restarted after a crash takes its own leases back at once.

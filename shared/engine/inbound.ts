@@ -284,7 +284,7 @@ export function createInbound(core: RunnerCore, leases: Leases) {
     await commitWithRetry(async (tx) => {
       const s = await tx.get('senders', sender.id);
       if (!s) return;
-      out = s.unsubscribeKey ? s : { ...s, unsubscribeKey: newUnsubscribeKey(core.ids), updatedAt: st.nowIso };
+      out = s.unsubscribeKey ? s : { ...s, unsubscribeKey: newUnsubscribeKey(core.randomBytes), updatedAt: st.nowIso };
       if (out !== s) await tx.put('senders', out);
     });
     st.senders.set(out.id, out);

@@ -6,7 +6,7 @@
  * (recording outcomes), company-relay.ts, inbound.ts (channel events), direct.ts (direct
  * messages), leases.ts (which runner works a sender, backoff); runner.ts orchestrates a tick.
  */
-import type { Actor, Clock, Ids } from '../context.ts';
+import type { Actor, Clock, Ids, RandomBytes } from '../context.ts';
 import { DomainError } from '../errors.ts';
 import type { Campaign, Enrollment, LeadGroup, Message, Sender, Stage, Step, Workspace } from '../model/index.ts';
 import type { Readiness, ReadinessInput } from '../rules/readiness.ts';
@@ -28,6 +28,8 @@ export type RunnerOptions = {
   /** Uniform in [0, 1): jitter and random variants. */
   random: () => number;
   ids: Ids;
+  /** Key material (a sender's unsubscribe key when it has none yet). */
+  randomBytes: RandomBytes;
   channels: ChannelHost;
   /** Only these senders (default: every sender whose channel this host resolves). */
   hostedSenderIds?: readonly string[];
@@ -176,6 +178,7 @@ export type RunnerCore = {
   clock: Clock;
   random: () => number;
   ids: Ids;
+  randomBytes: RandomBytes;
   channels: ChannelHost;
   actor: Actor;
   runnerId: string | null;
@@ -236,7 +239,7 @@ export function createCore(opts: RunnerOptions, judge: RunnerCore['judge']): Run
   }
 
   return {
-    store, clock, random, ids: opts.ids, channels, actor,
+    store, clock, random, ids: opts.ids, randomBytes: opts.randomBytes, channels, actor,
     runnerId: opts.runnerId ?? null,
     leaseMs: opts.leaseMs ?? 5 * 60_000,
     spacing,

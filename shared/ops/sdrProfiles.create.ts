@@ -195,7 +195,7 @@ const create = mutation({
     sender.warmedUp = input.warmedUp ?? false;
     sender.rampUpStartedAt = sender.warmedUp ? null : sender.createdAt;
     // Signs the List-Unsubscribe tokens of this sender's emails (shared/replies/unsubscribe-token.ts).
-    if (sender.channel === 'email') sender.unsubscribeKey = newUnsubscribeKey(ctx.ids);
+    if (sender.channel === 'email') sender.unsubscribeKey = newUnsubscribeKey(ctx.secrets.randomBytes);
     // Found by prepare (before the transaction); a caller that skipped it gets them made now.
     const found = ctx.prepared instanceof CreateChecks ? ctx.prepared : await checkNewSender(input, ctx);
     if (found.host) {

@@ -173,7 +173,7 @@ const complete = mutation({
       );
       sender.warmedUp = false;
       sender.rampUpStartedAt = sender.createdAt;
-      sender.unsubscribeKey = newUnsubscribeKey(ctx.ids);
+      sender.unsubscribeKey = newUnsubscribeKey(ctx.secrets.randomBytes);
     }
     const warnings: string[] = [];
     if (found.host) {

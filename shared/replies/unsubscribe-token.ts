@@ -13,7 +13,7 @@
  *
  * Web Crypto (globalThis.crypto.subtle, in Node and in browsers): shared/ has no crypto module.
  */
-import type { Ids } from '../context.ts';
+import type { RandomBytes } from '../context.ts';
 
 export const UNSUBSCRIBE_TOKEN_VERSION = 1;
 
@@ -28,10 +28,21 @@ const TOKEN_BYTES = BODY_BYTES + MAC_BYTES;
 const CONTEXT = new TextEncoder().encode('outreach-crm unsubscribe\n');
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** A new sender's key: 256 bits from the host's id source (random UUIDs in production). */
-export function newUnsubscribeKey(ids: Ids): string {
-  return `${ids.uuid()}${ids.uuid()}`.replace(/-/g, '');
+/** How many random bytes a sender's key holds (256 bits). */
+export const UNSUBSCRIBE_KEY_BYTES = 32;
+
+/**
+ * A new sender's key: 256 bits from the host's random bytes, as 64 lowercase hex characters (the
+ * text keys made before had too: two random UUIDs without their dashes, so those keep verifying).
+ * Never from ids: a UUIDv7 carries the time it was made and fewer random bits.
+ */
+export function newUnsubscribeKey(randomBytes: RandomBytes): string {
+  const bytes = randomBytes(UNSUBSCRIBE_KEY_BYTES);
+  if (bytes.length !== UNSUBSCRIBE_KEY_BYTES) throw new Error(`The host gave ${bytes.length} random bytes for an unsubscribe key, not ${UNSUBSCRIBE_KEY_BYTES}.`);
+  return hexOf(bytes);
 }
+
+const hexOf = (b: Uint8Array): string => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
 
 function uuidBytes(id: string): Uint8Array | null {
   if (!UUID.test(id)) return null;
@@ -42,7 +53,7 @@ function uuidBytes(id: string): Uint8Array | null {
 }
 
 function bytesUuid(b: Uint8Array): string {
-  const hex = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+  const hex = hexOf(b);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 

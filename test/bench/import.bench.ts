@@ -7,7 +7,6 @@
  * writes each pass's CPU profile there (`import-first.cpuprofile`, `import-again.cpuprofile`; read
  * them with test/bench/support/profile-summary.ts).
  */
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +15,7 @@ import Papa from 'papaparse';
 import { openLocalDatabase } from '../../electron/backend/local-db.ts';
 import { suggestMapping } from '../../shared/import/fields.ts';
 import { MAX_IMPORT_ROWS, readCsvBytes } from '../../shared/import/file.ts';
+import { timeOrderedIds } from '../../shared/ids.ts';
 import { execute } from '../../shared/ops/execute.ts';
 import type { OpInput } from '../../shared/ops/index.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
@@ -43,7 +43,8 @@ export async function run(): Promise<{ rows: number; parseSeconds: number; first
   line(`baseline  raw papaparse of the text      ${parseSeconds.toFixed(2)} s   ${Math.round(ROWS / parseSeconds).toLocaleString('en')} rows/s`);
 
   const dir = mkdtempSync(join(tmpdir(), 'import-bench-'));
-  const ids = { uuid: () => randomUUID() };
+  // The desktop backend's ids (shared/ids.ts), as the app's import makes them.
+  const ids = timeOrderedIds;
   const w = workspaceCreation(ids, new Date().toISOString(), { name: 'Import bench', owner: { name: 'Owner', email: 'owner@bench.test' }, subscriptionStatus: 'active' });
   const actor = { workspaceId: w.workspaceId, memberId: w.ownerId, role: 'owner' as const };
   const db = await openLocalDatabase({ dir, workspaceId: w.workspaceId, actor });

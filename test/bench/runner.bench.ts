@@ -15,6 +15,7 @@ import { newCampaign, newEnrollment, newLead, newLeadGroup, newSender, newStep }
 import type { Campaign, Enrollment, Sender } from '../../shared/model/index.ts';
 import type { AnyWrite } from '../../shared/store.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
+import { nodeSecrets } from '../../channels/secret-codec.ts';
 import { FakeClock, seededRandom, sequentialIds } from '../support/deterministic.ts';
 
 const ENROLLMENTS = 100_000;
@@ -90,7 +91,7 @@ export async function run(): Promise<RunnerBenchResult> {
 
   const network = createSandboxNetwork({ seed: 'bench', clock });
   const runner = createRunner({
-    store, clock, random: seededRandom(3), ids, channels: channelHostOf({ sandbox: network }),
+    store, clock, random: seededRandom(3), ids, randomBytes: nodeSecrets.randomBytes, channels: channelHostOf({ sandbox: network }),
     actor: { workspaceId: w.workspaceId, memberId: w.ownerId, role: 'owner', isSystem: true }, runnerId: 'bench', leaseMs: 3600_000,
     spacing: { minSeconds: 20, jitterSeconds: 20 },
   });

@@ -30,6 +30,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
 import pg from 'pg';
+import { timeOrderedIds } from '../../shared/ids.ts';
 import { storedKeys } from '../../shared/intake/identity.ts';
 import { MAX_IMPORT_ROWS } from '../../shared/import/file.ts';
 import { newLead } from '../../shared/model/factories.ts';
@@ -196,7 +197,8 @@ async function rawInsert(open: OpenOptions): Promise<number> {
     for (let at = 0; at < LEADS; at += MAX_IMPORT_ROWS) {
       const leads = Array.from({ length: Math.min(MAX_IMPORT_ROWS, LEADS - at) }, (_, k) => {
         const [firstName = '', lastName = '', jobTitle = '', company = '', email = '', , phone = '', socialUrl = ''] = exportRow(at + k);
-        return newLead({ id: randomUUID(), workspaceId, now }, groupId, { firstName, lastName, jobTitle, company, email, phone, socialUrl });
+        // The server's own ids (shared/ids.ts, time-ordered), as its import gives the same rows.
+        return newLead({ id: timeOrderedIds.uuid(), workspaceId, now }, groupId, { firstName, lastName, jobTitle, company, email, phone, socialUrl });
       });
       // With the identity key columns every lead write fills (migration 017): the same rows.
       batches.push(JSON.stringify(leads.map((l) => ({ id: l.id, doc: l, ...storedKeys(l) }))));

@@ -5,7 +5,7 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { makeHarness, seededRandom } from '../support/harness.ts';
+import { makeHarness, seededRandom, testSecrets } from '../support/harness.ts';
 import { createHttpConnector, retryAfterSeconds } from '../../channels/http-connector.ts';
 import { channelHostOf } from '../../shared/engine/channel.ts';
 import type { ChannelEvent } from '../../shared/engine/channel.ts';
@@ -99,7 +99,7 @@ async function world(token = 'secret-token') {
   clockNow = () => h.clock.now().getTime();
   const sender = await h.addSender({ name: 'Connector Cara', channel: 'http', channelConfig: { baseUrl, accountId: 'acct 1' } });
   const runner = createRunner({
-    store: h.store, clock: h.clock, random: seededRandom(5), ids: h.ids, channels: channelHostOf({ http: connector }),
+    store: h.store, clock: h.clock, random: seededRandom(5), ids: h.ids, randomBytes: testSecrets.randomBytes, channels: channelHostOf({ http: connector }),
     actor: { ...h.owner, isSystem: true }, spacing: { minSeconds: 0, jitterSeconds: 0 },
   });
   async function enrolled(steps = [newStep(h.ids.uuid(), 'SEND_MESSAGE', { content: 'Hi {{First name}}' })]) {

@@ -33,7 +33,7 @@ import { migrate } from '../../sync-server/migrate.ts';
 import { PgDatabase } from '../../sync-server/pg-database.ts';
 import { createServerRunner } from '../../sync-server/runner-host.ts';
 import type { ServerRunner } from '../../sync-server/runner-host.ts';
-import { makeHarness } from '../support/harness.ts';
+import { makeHarness, testSecrets } from '../support/harness.ts';
 import type { FakeClock } from '../support/harness.ts';
 import { BACKENDS, testDatabase } from './support/db.ts';
 import { startDovecot } from './support/dovecot.ts';
@@ -662,7 +662,7 @@ describe('the Sent folder and refusals at send time', () => {
     const sender = await h.addSender({ name: 'Sam Refused', channel: 'email', capabilities: ['email'], channelConfig: emailConfig({ imapSentCopy: 'none' }) });
     const { createRunner } = await import('../../shared/engine/runner.ts');
     const runner = createRunner({
-      store: h.store, clock: h.clock, random: () => 0, ids: h.ids, channels: { channelFor: (x) => (x.channel === 'email' ? channels.email : null) },
+      store: h.store, clock: h.clock, random: () => 0, ids: h.ids, randomBytes: testSecrets.randomBytes, channels: { channelFor: (x) => (x.channel === 'email' ? channels.email : null) },
       actor: { ...h.owner, isSystem: true }, spacing: { minSeconds: 0, jitterSeconds: 0 },
     });
     const group = (await h.store.query('leadGroups', { limit: 1 })).docs[0] as LeadGroup;

@@ -3,7 +3,7 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeHarness, seededRandom } from '../support/harness.ts';
+import { makeHarness, seededRandom, testSecrets } from '../support/harness.ts';
 import { createSmtpChannel } from '../../channels/smtp.ts';
 import { channelHostOf } from '../../shared/engine/channel.ts';
 import { createRunner } from '../../shared/engine/runner.ts';
@@ -72,7 +72,7 @@ async function world(password = 'right-password') {
     channelConfig: { host: '127.0.0.1', port, secure: false, ignoreTLS: true, user: 'sam@acme.test', from: 'sam@acme.test' },
   });
   const runner = createRunner({
-    store: h.store, clock: h.clock, random: seededRandom(1), ids: h.ids, channels: channelHostOf({ email: smtp }),
+    store: h.store, clock: h.clock, random: seededRandom(1), ids: h.ids, randomBytes: testSecrets.randomBytes, channels: channelHostOf({ email: smtp }),
     actor: { ...h.owner, isSystem: true }, spacing: { minSeconds: 0, jitterSeconds: 0 },
   });
   return { h, smtp, sender, runner };

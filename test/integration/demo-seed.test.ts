@@ -156,7 +156,7 @@ describe('the demo seed', () => {
     await restoreSandbox(store, network, clock);
     const owner = { workspaceId: ws.workspaceId, memberId: ws.ownerId, role: 'owner' as const };
     const env = { actor: owner, store, clock, ids, random: seededRandom(3), secrets: testSecrets };
-    const runner = createRunner({ store, clock, random: seededRandom(4), ids, channels: { channelFor: () => network }, actor: { ...owner, isSystem: true } });
+    const runner = createRunner({ store, clock, random: seededRandom(4), ids, randomBytes: testSecrets.randomBytes, channels: { channelFor: () => network }, actor: { ...owner, isSystem: true } });
     const count = async () => {
       const { docs: msgs } = await store.query('messages');
       const { docs: acts } = await store.query('activities');

@@ -1,6 +1,7 @@
 /** The replication endpoints (API-CONTRACT.md "Replication endpoints") over real HTTP: pull by seq,
  * push with conflicts and the shared rules, refusals, the live stream, schema versions, isolation. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { timeOrderedIds } from '../../shared/ids.ts';
 import { newActivity, newLead } from '../../shared/model/factories.ts';
 import type { Activity, Campaign, Lead, LeadGroup } from '../../shared/model/index.ts';
 import { COLLECTIONS, REPLICATED_COLLECTIONS } from '../../shared/model/index.ts';
@@ -8,6 +9,7 @@ import { BACKENDS } from './support/db.ts';
 import { seedFixtures } from './support/fixtures.ts';
 import type { Fixtures } from './support/fixtures.ts';
 import { startTestServer } from './support/server.ts';
+import { UUID_V7 } from '../support/uuid-v7.ts';
 import type { TestServer } from './support/server.ts';
 import { randomUUID } from 'node:crypto';
 import { collectionsListSchema, parseStreamEvent, pullPageSchema, pushAnswerSchema, refusalsListSchema } from '../../shared/wire/replication.ts';
@@ -209,6 +211,26 @@ describe.each(BACKENDS)('replication endpoints (%s)', (backend) => {
     expect(found.body.leads.map((l) => l.id)).toEqual([lead.id]);
     const pulled = (await pullAll(s.ours.ownerKey, 'leads', 500)).docs.find((d) => d.id === lead.id);
     expect(pulled && plain(pulled)).toEqual(lead);
+  });
+
+  it('makes time-ordered ids (UUIDv7) and takes them at its boundary: a push of a desktop\'s new lead, an operation naming it', async () => {
+    // A desktop's new lead, with the id its host made.
+    const lead = newLead({ id: timeOrderedIds.uuid(), workspaceId: s.ours.workspaceId, now: '2026-11-16T11:30:00.000Z' }, group.id, { firstName: 'Seven', lastName: 'Pushed' });
+    expect(lead.id).toMatch(UUID_V7);
+    const res = await pushRows(s.ours.memberKey, 'leads', [{ newDocumentState: { ...lead, _deleted: false } }]);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual([]);
+    expect((await s.db.forWorkspace(s.ours.workspaceId).get('leads', lead.id))?.firstName).toBe('Seven');
+    // An operation whose input names it (validated as a UUID), and whose new documents get the
+    // server's own ids: v7, ascending in the order they were made.
+    const notes: string[] = [];
+    for (const content of ['first', 'second', 'third']) {
+      const note = await s.call<{ id: string }>(s.ours.memberKey, 'leadActivities.create', { leadId: lead.id, content });
+      expect(note.status).toBe(200);
+      notes.push(note.body.id);
+    }
+    for (const id of notes) expect(id).toMatch(UUID_V7);
+    expect([...notes].sort()).toEqual(notes);
   });
 
   it('returns the server document as a conflict when the assumed state is outdated, changing nothing', async () => {

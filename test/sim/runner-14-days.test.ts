@@ -8,7 +8,7 @@
  */
 import { DateTime } from 'luxon';
 import { describe, expect, it } from 'vitest';
-import { makeHarness, seededRandom } from '../support/harness.ts';
+import { makeHarness, seededRandom, testSecrets } from '../support/harness.ts';
 import type { Actor } from '../../shared/context.ts';
 import { channelHostOf } from '../../shared/engine/channel.ts';
 import { restoreSandbox } from '../../shared/engine/host.ts';
@@ -163,7 +163,7 @@ describe('14 simulated days of outreach', () => {
     const behaviour = { acceptRate: 0.6, acceptDelayHours: [1, 20] as const };
     let network: SandboxNetwork = createSandboxNetwork({ seed: 'sim-14', clock: h.clock, behaviour });
     const makeRunner = (): Runner =>
-      createRunner({ store: h.store, clock: h.clock, random: seededRandom(99), ids: h.ids, channels: channelHostOf({ sandbox: network }), actor: system, runnerId: 'desktop-1', leaseMs: 10 * 60_000 });
+      createRunner({ store: h.store, clock: h.clock, random: seededRandom(99), ids: h.ids, randomBytes: testSecrets.randomBytes, channels: channelHostOf({ sandbox: network }), actor: system, runnerId: 'desktop-1', leaseMs: 10 * 60_000 });
     let runner = makeRunner();
 
     const reports: TickReport[] = [];

@@ -18,6 +18,19 @@ export { FakeClock, sequentialIds, seededRandom };
 
 export const testSecrets: Secrets = nodeSecrets;
 
+/** A random-bytes port that keeps what it was asked for and what it gave. */
+export function recordingBytes() {
+  const asked: number[] = [];
+  const made: Uint8Array[] = [];
+  const bytes = (n: number): Uint8Array => {
+    asked.push(n);
+    const b = testSecrets.randomBytes(n);
+    made.push(b);
+    return b;
+  };
+  return { asked, made, bytes };
+}
+
 export type Harness = Awaited<ReturnType<typeof makeHarness>>;
 
 export async function makeHarness(opts: { channels?: ChannelHost | null; subscription?: 'active' | 'trialing' | 'past_due' | 'canceled' } = {}) {

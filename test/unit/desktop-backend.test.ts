@@ -19,6 +19,7 @@ import type { DemoWorkspace } from '../../electron/backend/session.ts';
 import { newLead } from '../../shared/model/factories.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { sequentialIds } from '../support/harness.ts';
+import { UUID_V7 } from '../support/uuid-v7.ts';
 
 const NOW = '2026-11-16T10:00:00.000Z';
 
@@ -102,6 +103,20 @@ describe('desktop backend', () => {
     expect(names(r)).toEqual(['Ann', 'Bob', 'Cy']);
     const note = await backend.call('leadActivities.create', { leadId: (r.ok ? (r.value as { leads: { id: string }[] }).leads[0]?.id : '') ?? '', content: 'Hello' });
     expect(note).toMatchObject({ ok: true, value: { userId: info.state === 'open' ? info.member.id : '', content: 'Hello' } });
+  });
+
+  it('gives new documents time-ordered ids (UUIDv7), ascending in the order they were made', async () => {
+    const { backend } = setup();
+    await backend.session.openDemo();
+    const r = await backend.call('campaigns.leads.search', {});
+    const leadId = r.ok ? (r.value as { leads: { id: string }[] }).leads[0]?.id : '';
+    const notes: string[] = [];
+    for (const content of ['first', 'second', 'third']) {
+      const note = await backend.call('leadActivities.create', { leadId, content });
+      notes.push(note.ok ? (note.value as { id: string }).id : '');
+    }
+    for (const id of notes) expect(id).toMatch(UUID_V7);
+    expect([...notes].sort()).toEqual(notes);
   });
 
   it('turns refusals and unknown operations into {code, message, details} values', async () => {

@@ -1,6 +1,6 @@
 /** Shared fixtures of the engine tests: a harness workspace with a sandbox network, a scripted
  * channel whose answers a test controls, and helpers to enroll leads and start campaigns. */
-import { makeHarness, seededRandom } from '../support/harness.ts';
+import { makeHarness, seededRandom, testSecrets } from '../support/harness.ts';
 import type { Actor } from '../../shared/context.ts';
 import { ChannelFailure, channelHostOf } from '../../shared/engine/channel.ts';
 import type { Channel, ChannelAction, ChannelEvent, ChannelHost, ChannelSendResult, PollResult, PostReadResult } from '../../shared/engine/channel.ts';
@@ -58,7 +58,7 @@ export async function engineWorld(opts: { behaviour?: Partial<SandboxBehaviour>;
 
   function runner(extra: Partial<RunnerOptions> = {}) {
     return createRunner({
-      store: h.store, clock: h.clock, random: seededRandom(11), ids: h.ids, channels, actor: system,
+      store: h.store, clock: h.clock, random: seededRandom(11), ids: h.ids, randomBytes: testSecrets.randomBytes, channels, actor: system,
       spacing: { minSeconds: 0, jitterSeconds: 0 }, ...extra,
     });
   }

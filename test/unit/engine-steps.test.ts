@@ -3,7 +3,7 @@
  * room, the actor's checks, intent before action, variant choice, the step after an outcome and
  * company relay's choice. The runner as a whole is tested in engine-runner.test.ts and runner-*. */
 import { describe, expect, it } from 'vitest';
-import { seededRandom } from '../support/harness.ts';
+import { seededRandom, testSecrets } from '../support/harness.ts';
 import { perform, senderRefusal, skipReason, stopReasonFor, waitEnd } from '../../shared/engine/act.ts';
 import { ChannelFailure } from '../../shared/engine/channel.ts';
 import type { ChannelAction, ChannelSendResult } from '../../shared/engine/channel.ts';
@@ -40,7 +40,7 @@ function tickState(now: Date, senders: readonly Sender[], campaigns: readonly Ca
 async function world() {
   const w = await engineWorld();
   const core: RunnerCore = createCore(
-    { store: w.h.store, clock: w.h.clock, random: seededRandom(3), ids: w.h.ids, channels: w.channels, actor: w.system, spacing: { minSeconds: 0, jitterSeconds: 0 } },
+    { store: w.h.store, clock: w.h.clock, random: seededRandom(3), ids: w.h.ids, randomBytes: testSecrets.randomBytes, channels: w.channels, actor: w.system, spacing: { minSeconds: 0, jitterSeconds: 0 } },
     readiness,
   );
   const stages = (await w.h.store.query('stages')).docs;

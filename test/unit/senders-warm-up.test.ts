@@ -7,7 +7,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { newEnrollment, newStep } from '../../shared/model/factories.ts';
-import { makeHarness } from '../support/harness.ts';
+import { execute } from '../../shared/ops/execute.ts';
+import { makeHarness, recordingBytes, testSecrets } from '../support/harness.ts';
 import type { Harness } from '../support/harness.ts';
 import { engineWorld } from './engine-fixtures.ts';
 
@@ -40,11 +41,18 @@ describe('new or warmed up, at connection', () => {
     expect((await h.call('sdrProfiles.list', {})).sdrProfiles.map((s) => [s.name, s.warmedUp])).toEqual([['New Nina', false], ['Warm Walt', true]]);
   });
 
-  it('an email sender gets its unsubscribe key at creation, never in an answer', async () => {
+  it('an email sender gets its unsubscribe key at creation, from the host\'s random bytes, never in an answer', async () => {
     const h = await makeHarness();
-    const out = await h.call('sdrProfiles.create', { name: 'Mail Mia', channel: 'email', channelConfig: { host: 'smtp.example.test', port: 587, secure: false, user: 'mia', from: 'mia@example.test' } });
+    const given = recordingBytes();
+    const secrets = { ...testSecrets, randomBytes: given.bytes };
+    const out = await execute('sdrProfiles.create', { name: 'Mail Mia', channel: 'email', channelConfig: { host: 'smtp.example.test', port: 587, secure: false, user: 'mia', from: 'mia@example.test' } }, {
+      actor: h.owner, store: h.store, clock: h.clock, ids: h.ids, random: h.random, secrets, channels: null,
+    });
     const key = (await h.store.get('senders', out.id))?.unsubscribeKey;
     expect(key).toMatch(/^[0-9a-f]{64}$/);
+    // 256 bits the host gave for it, not the operation's ids.
+    expect(given.asked).toEqual([32]);
+    expect(key).toBe(Buffer.from(given.made[0] ?? []).toString('hex'));
     expect(JSON.stringify(out)).not.toContain(key);
     expect(JSON.stringify(await h.call('sdrProfiles.list', {}))).not.toContain(key);
   });

@@ -192,7 +192,7 @@ describe('Tx over many staged writes', () => {
 describe('execute', () => {
   it('refuses unknown operations and malformed input without touching the store', async () => {
     const h = await makeHarness();
-    const env = { actor: h.owner, store: h.store, clock: h.clock, ids: h.ids, random: h.random, secrets: { newApiKey: () => 'live_x', hash: (s: string) => s } };
+    const env = { actor: h.owner, store: h.store, clock: h.clock, ids: h.ids, random: h.random, secrets: { newApiKey: () => 'live_x', hash: (s: string) => s, randomBytes: (n: number) => new Uint8Array(n) } };
     await h.expectRefused(execute('nope.nothing', {}, env), 'UNKNOWN_OPERATION');
     await h.expectRefused(execute('toString', {}, env), 'UNKNOWN_OPERATION');
     const err = await h.expectRefused(execute('tags.create', { name: 42 }, env), 'INVALID_INPUT');

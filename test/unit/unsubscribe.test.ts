@@ -17,13 +17,14 @@ import {
   unsubscribeUrl,
   verifyUnsubscribeToken,
 } from '../../shared/replies/unsubscribe-token.ts';
-import { sequentialIds } from '../support/harness.ts';
+import { recordingBytes, testSecrets } from '../support/harness.ts';
 import { engineWorld } from './engine-fixtures.ts';
 
 const WS = 'b0000000-0000-4000-8000-00000000000a';
 const SENDER = 'b0000000-0000-4000-8000-0000000000b2';
 const LEAD = 'b0000000-0000-4000-8000-0000000000c3';
-const KEY = newUnsubscribeKey(sequentialIds(5));
+const KEY = newUnsubscribeKey(testSecrets.randomBytes);
+
 
 /** The token with one character changed at `i` (to another valid base64url character). */
 const flip = (t: string, i: number): string => `${t.slice(0, i)}${t[i] === 'A' ? 'B' : 'A'}${t.slice(i + 1)}`;
@@ -38,7 +39,7 @@ describe('unsubscribe tokens', () => {
 
   it('refuses another key, any changed character (claim or signature), another version, and garbage', async () => {
     const token = (await signUnsubscribeToken(KEY, { workspaceId: WS, sdrProfileId: SENDER, leadId: LEAD })) ?? '';
-    expect(await verifyUnsubscribeToken(newUnsubscribeKey(sequentialIds(6)), token)).toBeNull();
+    expect(await verifyUnsubscribeToken(newUnsubscribeKey(testSecrets.randomBytes), token)).toBeNull();
     // Character 40 lies in the lead id, 80 in the signature.
     expect(readUnsubscribeToken(flip(token, 40))).not.toBeNull();
     expect(await verifyUnsubscribeToken(KEY, flip(token, 40))).toBeNull();
@@ -66,6 +67,14 @@ describe('unsubscribe tokens', () => {
     expect(await verifyUnsubscribeToken('', token)).toBeNull();
   });
 
+  it('makes a key of 256 bits from the host\'s random bytes, as 64 hex characters, never from ids', () => {
+    const given = recordingBytes();
+    const key = newUnsubscribeKey(given.bytes);
+    expect(given.asked).toEqual([32]);
+    expect(key).toBe(Buffer.from(given.made[0] ?? []).toString('hex'));
+    expect(key).toMatch(/^[0-9a-f]{64}$/);
+  });
+
   it('signs nothing for ids that are not UUIDs, or without a key', async () => {
     expect(await signUnsubscribeToken(KEY, { workspaceId: WS, sdrProfileId: SENDER, leadId: 'not-a-uuid' })).toBeNull();
     expect(await signUnsubscribeToken('', { workspaceId: WS, sdrProfileId: SENDER, leadId: LEAD })).toBeNull();
@@ -85,7 +94,7 @@ describe('an unsubscribe mail read by the runner', () => {
   async function world() {
     const w = await engineWorld();
     // An email sender (the scripted channel plays its mailbox) with its key, and a sandbox sender.
-    const mail = await w.h.addSender({ name: 'Mia Mailer', channel: 'email', capabilities: ['email'], unsubscribeKey: newUnsubscribeKey(w.h.ids) });
+    const mail = await w.h.addSender({ name: 'Mia Mailer', channel: 'email', capabilities: ['email'], unsubscribeKey: newUnsubscribeKey(testSecrets.randomBytes) });
     const social = await w.h.addSender({ name: 'Sam Social' });
     const lead = await w.h.addLead({ fullName: 'Ada Lovelace', email: 'ada@example.test' });
     const emails = await w.h.addCampaign({ name: 'Email run', senderIds: [mail.id], steps: [newStep(w.h.ids.uuid(), 'EMAIL', { subject: 'Hi', content: 'Hi' }), newStep(w.h.ids.uuid(), 'WAIT', { waitTimeSeconds: 86_400 }), newStep(w.h.ids.uuid(), 'EMAIL', { subject: 'Again', content: 'Again' })] });
@@ -124,7 +133,7 @@ describe('an unsubscribe mail read by the runner', () => {
   it('changes nothing for a token signed with another key, for another sender or another lead, or altered', async () => {
     const { w, mail, social, lead, inEmail, token } = await world();
     const other = await w.h.addLead({ fullName: 'Grace Hopper', email: 'grace@example.test' });
-    const withOtherKey = { id: mail.id, unsubscribeKey: newUnsubscribeKey(sequentialIds(9)) };
+    const withOtherKey = { id: mail.id, unsubscribeKey: newUnsubscribeKey(testSecrets.randomBytes) };
     const socialKeyed = { id: social.id, unsubscribeKey: mail.unsubscribeKey ?? null };
     const forged = [
       await token(withOtherKey),
@@ -153,9 +162,13 @@ describe('an unsubscribe mail read by the runner', () => {
     const c = await w.h.addCampaign({ senderIds: [old.id], steps: [newStep(w.h.ids.uuid(), 'EMAIL', { subject: 'Hi', content: 'Hi' })] });
     await w.start(c);
     await w.enroll(lead, c, { sdrProfileId: old.id });
-    await w.runner().tick();
+    const given = recordingBytes();
+    await w.runner({ randomBytes: given.bytes }).tick();
     const key = (await w.h.store.get('senders', old.id))?.unsubscribeKey;
     expect(key).toMatch(/^[0-9a-f]{64}$/);
+    // The runner's random bytes, not its ids.
+    expect(given.asked).toEqual([32]);
+    expect(key).toBe(Buffer.from(given.made[0] ?? []).toString('hex'));
     // The first email already went out with it: the channel was handed the sender with its key.
     expect(w.scripted.sent[0]?.sender.unsubscribeKey).toBe(key);
     expect((await w.h.store.get('senders', social.id))?.unsubscribeKey ?? null).toBeNull();
