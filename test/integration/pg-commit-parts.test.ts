@@ -2,7 +2,7 @@
  * the next is checked) is still one commit: all of it or nothing, whatever refuses it and in which
  * part, with the answer checking everything first would give. On PGlite the same calls check
  * everything, then commit in one statement: the same expectations hold. */
-import pg from 'pg';
+import { recordPgStatements } from '../support/pg-statements.ts';
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../../shared/errors.ts';
 import { newLead } from '../../shared/model/factories.ts';
@@ -131,19 +131,12 @@ describe.each(BACKENDS)('a commit written in parts on %s', (backend) => {
 
   it('parts that only create documents write no comparison and no upsert (PostgreSQL: plain INSERTs)', async () => {
     // The statements the server's pg clients send during the commit, by their first words.
-    const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
-    const original = proto.query;
-    const texts: string[] = [];
-    proto.query = function (this: unknown, ...args: unknown[]) {
-      const q = args[0];
-      texts.push(typeof q === 'string' ? q : typeof q === 'object' && q !== null && 'text' in q ? String(q.text) : '');
-      return original.apply(this, args);
-    };
+    const { texts, stop } = recordPgStatements();
     const writes = creations(70_000, N);
     try {
       expect(await attempt(writes)).toBeNull();
     } finally {
-      proto.query = original;
+      stop();
     }
     expect(await stored(writes.map((w) => w.id))).toBe(N);
     if (backend === 'postgres') {

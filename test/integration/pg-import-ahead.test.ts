@@ -3,7 +3,7 @@
  * of the commit before the handler ends. The answer is the one the same call gives as a dry run
  * (which writes nothing ahead), the leads a later row changes again are stored as that row left them,
  * and the call is still one commit. On PGlite nothing is written ahead; the same expectations hold. */
-import pg from 'pg';
+import { recordPgStatements } from '../support/pg-statements.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BACKENDS } from './support/db.ts';
 import { startTestServer } from './support/server.ts';
@@ -64,14 +64,7 @@ describe.each(BACKENDS)('an import writing its new leads ahead (%s)', (backend) 
     // A last row that marks an existing person Do Not Contact: the handler then reads that lead's
     // enrollments after its loop, the last statement it sends before the commit.
     await s.call(s.ours.ownerKey, 'campaigns.leads.import', { leadGroupId: groupId, rows: [{ Email: 'known.b@example.com', 'First Name': 'Known' }] });
-    const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
-    const original = proto.query;
-    const texts: string[] = [];
-    proto.query = function (this: unknown, ...args: unknown[]) {
-      const q = args[0];
-      texts.push(typeof q === 'string' ? q : typeof q === 'object' && q !== null && 'text' in q ? String(q.text) : '');
-      return original.apply(this, args);
-    };
+    const { texts, stop } = recordPgStatements();
     let res;
     try {
       // Distinct people only: a person repeated later keeps the leads after its first row for the
@@ -80,7 +73,7 @@ describe.each(BACKENDS)('an import writing its new leads ahead (%s)', (backend) 
       input.push({ 'First Name': 'Known', 'Last Name': '', Email: 'known.b@example.com', Company: '', Title: '', 'Do not contact': 'yes' });
       res = await s.call<Answer>(s.ours.ownerKey, 'campaigns.leads.import', { leadGroupId: groupId, rows: input });
     } finally {
-      proto.query = original;
+      stop();
     }
     expect(res.status).toBe(200);
     expect(res.body.totals).toMatchObject({ created: 1_600, updated: 1 });
