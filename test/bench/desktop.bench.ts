@@ -25,7 +25,7 @@
  * `BENCH_KEEP_DIR=1` keeps the data folders and prints where (the synced file, to look into).
  */
 import { spawn } from 'node:child_process';
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,6 +50,7 @@ import { execute } from '../../shared/ops/execute.ts';
 import type { AnyWrite } from '../../shared/store.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
 import { nodeSecrets } from '../../sync-server/secrets.ts';
+import { timeOrderedIds } from '../../shared/ids.ts';
 // The server's modules (PGlite among them) are imported where used, so the desktop-only child
 // processes below do not load them.
 
@@ -140,7 +141,7 @@ function* leadBatches(workspaceId: string, groupId: string, stages: readonly Sta
   for (let done = 0; done < LEADS; done += 5000) {
     const writes: AnyWrite[] = [];
     for (let i = done; i < Math.min(LEADS, done + 5000); i++) {
-      const lead: Lead = newLead({ id: randomUUID(), workspaceId, now: new Date(DAY0 + i * 60_000).toISOString() }, groupId, { ...person(i), ...work(rnd, stages, tags) });
+      const lead: Lead = newLead({ id: timeOrderedIds.uuid(), workspaceId, now: new Date(DAY0 + i * 60_000).toISOString() }, groupId, { ...person(i), ...work(rnd, stages, tags) });
       writes.push({ collection: 'leads', id: lead.id, before: null, after: lead });
     }
     yield writes;
@@ -151,7 +152,7 @@ const TAGS = ['Hot', 'Warm', 'Cold'];
 const TAG_COLOR = '#336699';
 
 export const makeTags = (workspaceId: string): Tag[] =>
-  TAGS.map((name) => ({ id: randomUUID(), workspaceId, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', name, color: TAG_COLOR }));
+  TAGS.map((name) => ({ id: timeOrderedIds.uuid(), workspaceId, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', name, color: TAG_COLOR }));
 
 /**
  * Two workspaces on the server's database, one with LEADS leads and one tiny, filled as a team fills
@@ -175,7 +176,7 @@ export async function seed(dataDir: string): Promise<Seeded> {
   try {
     await migrate(sql);
     const db = new PgDatabase(sql);
-    const deps = { clock: { now: () => new Date() }, ids: { uuid: () => randomUUID() }, secrets: nodeSecrets, random: seededRandom(7) };
+    const deps = { clock: { now: () => new Date() }, ids: timeOrderedIds, secrets: nodeSecrets, random: seededRandom(7) };
     big = await createWorkspace(db, { name: 'Desktop bench', ownerEmail: 'bench@desktop.test' }, deps);
     small = await createWorkspace(db, { name: 'Propagation', ownerEmail: 'live@desktop.test' }, deps);
     for (const w of [big, small]) await setSubscription(db, { workspaceId: w.workspaceId, status: 'active' }, deps);
@@ -263,7 +264,7 @@ async function searchBench(db: LocalDatabase): Promise<void> {
     actor: db.actor,
     store: db.store,
     clock: { now: () => new Date() },
-    ids: { uuid: () => randomUUID() },
+    ids: timeOrderedIds,
     random: seededRandom(3),
     secrets: nodeSecrets,
     channels: null,
@@ -374,7 +375,7 @@ async function hostingVariants(url: string, key: string, root: string, base: Syn
 
 /** Without the server's replication routes, the search is measured on a desktop seeded locally. */
 async function localOnlySearch(root: string): Promise<void> {
-  const c = workspaceCreation({ uuid: () => randomUUID() }, '2026-01-01T00:00:00.000Z', { name: 'Local bench', owner: { name: 'Bench', email: 'bench@local.test' }, subscriptionStatus: 'active' });
+  const c = workspaceCreation(timeOrderedIds, '2026-01-01T00:00:00.000Z', { name: 'Local bench', owner: { name: 'Bench', email: 'bench@local.test' }, subscriptionStatus: 'active' });
   const db = await openLocalDatabase({ dir: join(root, 'local-only'), workspaceId: c.workspaceId, actor: { workspaceId: c.workspaceId, memberId: c.ownerId, role: 'owner' } });
   try {
     await db.store.commit(c.writes);

@@ -9,7 +9,6 @@
  * Each prints one line `RESULT <json>`. Run as a worker thread (test/bench/support/desktop-worker-host.ts),
  * `workerData.args` is the mode and its arguments and the result is posted to the host thread.
  */
-import { randomUUID } from 'node:crypto';
 import { closeSync, openSync, readSync } from 'node:fs';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { writeHeapSnapshot } from 'node:v8';
@@ -27,6 +26,7 @@ import { cpuMs, PULL_BATCH } from './desktop-measure.ts';
 import { startCpuProfile } from './cpu-profile.ts';
 import { memoryBreakdown } from './process-memory.ts';
 import type { MemoryBreakdown } from './process-memory.ts';
+import { timeOrderedIds } from '../../../shared/ids.ts';
 
 
 export type SyncResult = {
@@ -204,7 +204,7 @@ async function syncChild(url: string, key: string, dir: string): Promise<SyncRes
   const breakdown = memoryBreakdown();
   // The re-sort a user makes right after the sync (before the index builds), and again once they
   // have begun (when bulk writes have been quiet for LOAD_QUIET_MS, 1.5 s).
-  const env = { actor: who.actor, store: db.store, clock: { now: () => new Date() }, ids: { uuid: () => randomUUID() }, random: seededRandom(3), secrets: nodeSecrets, channels: null };
+  const env = { actor: who.actor, store: db.store, clock: { now: () => new Date() }, ids: timeOrderedIds, random: seededRandom(3), secrets: nodeSecrets, channels: null };
   const resort = async (): Promise<number> => {
     const t = performance.now();
     await execute('campaigns.leads.search', { sortBy: 'fullName', sortOrder: 'asc', limit: 50 }, env);
@@ -243,7 +243,7 @@ async function reopenChild(dir: string, workspaceId: string, memberId: string): 
   const c0 = process.cpuUsage();
   const db = await openLocalDatabase({ dir, workspaceId, actor });
   const openMs = performance.now() - t0;
-  const env = { actor, store: db.store, clock: { now: () => new Date() }, ids: { uuid: () => randomUUID() }, random: seededRandom(3), secrets: nodeSecrets, channels: null };
+  const env = { actor, store: db.store, clock: { now: () => new Date() }, ids: timeOrderedIds, random: seededRandom(3), secrets: nodeSecrets, channels: null };
   const first = (await execute('campaigns.leads.search', { limit: 50 }, env)) as { leads: unknown[] };
   const firstRowsMs = performance.now() - t0;
   const firstRowsCpuMs = cpuMs(c0);
