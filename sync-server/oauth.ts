@@ -21,6 +21,7 @@ import type { CredentialsKey } from '../channels/secret-codec.ts';
 import type { ServerCredentials } from './credentials.ts';
 import type { SqlDatabase, SqlExecutor } from './db.ts';
 import type { PgDatabase } from './pg-database.ts';
+import { escapeHtml } from '../shared/html.ts';
 
 /** The advisory lock class of OAuth renewals (key: the sender's id); beside pg-store.ts's writer lock. */
 export const OAUTH_RENEWAL_LOCK_CLASS = 728;
@@ -115,7 +116,6 @@ export function serverOAuthPort(sql: SqlExecutor, opts: ServerOAuthOptions): OAu
   });
 }
 
-const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 function page(title: string, body: string): string {
   return `<!doctype html><html><head><meta charset="utf-8"><meta name="referrer" content="no-referrer"><title>${escapeHtml(title)}</title></head><body style="font-family:system-ui,sans-serif;max-width:40em;margin:4em auto"><h1>${escapeHtml(title)}</h1><p>${escapeHtml(body)}</p></body></html>`;

@@ -30,6 +30,7 @@ import { validateWrites } from '../shared/rules/index.ts';
 import { Tx } from '../shared/tx.ts';
 import type { SqlExecutor } from './db.ts';
 import type { PgDatabase } from './pg-database.ts';
+import { escapeHtml } from '../shared/html.ts';
 
 export type UnsubscribeOptions = {
   db: PgDatabase;
@@ -132,7 +133,6 @@ async function resolve(db: PgDatabase, token: string): Promise<Found | null> {
   });
 }
 
-const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** "ada@example.com" as "a**@example.com": enough for the person to recognise, little for others. */
 function masked(email: string): string {

@@ -17,6 +17,7 @@ import { createOAuthConnect, memoryPendingStore } from '../../channels/oauth-con
 import { PENDING_TTL_MS } from '../../channels/oauth.ts';
 import type { OAuthClientSettings } from '../../channels/oauth.ts';
 import type { Result } from '../bridge.ts';
+import { escapeHtml } from '../../shared/html.ts';
 
 export const LOOPBACK_PATH = '/oauth/callback';
 
@@ -39,7 +40,6 @@ export type DesktopOAuth = OAuthConnectPort & {
   close(): Promise<void>;
 };
 
-const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const page = (title: string, body: string): string =>
   `<!doctype html><html><head><meta charset="utf-8"><meta name="referrer" content="no-referrer"><title>${escapeHtml(title)}</title></head><body style="font-family:system-ui,sans-serif;max-width:40em;margin:4em auto"><h1>${escapeHtml(title)}</h1><p>${escapeHtml(body)}</p></body></html>`;
 

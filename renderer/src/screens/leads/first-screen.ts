@@ -14,6 +14,7 @@ import type { LeadFilters } from '../../state/lead-filters.ts';
 import { ariaSort, COLUMNS, HEADER_HEIGHT, leadCountText, ROW_HEIGHT, sortArrow } from './columns.ts';
 import type { CellNode, Layout } from './columns.ts';
 import type { LeadRow } from './lead-pager.ts';
+import { escapeHtml, escapeHtmlText } from '../../../../shared/html.ts';
 
 /** An element: a tag, its class, attributes and inline styles (drawn through the CSSOM, or as
  * classes of a style sheet in HTML: the page's CSP refuses style attributes), and its children,
@@ -190,8 +191,6 @@ export function toDomChildren(nodes: VNode[]): (Node | string)[] {
 
 const NAME = /^[a-z][a-z0-9-]*$/;
 const VOID = new Set(['input', 'br', 'img', 'hr', 'meta', 'link']);
-const escapeText = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-const escapeAttr = (s: string): string => escapeText(s).replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 /** A CSS value that cannot leave its declaration or fetch anything: no quotes, semicolons, braces,
  * angle brackets, backslashes, comments, url() or image functions. */
 const SAFE_CSS = /^[\w #%().,/+-]*$/;
@@ -203,7 +202,7 @@ const UNSAFE_CSS = /url|image|\/\/|\/\*/i;
 export function toHtml(node: VElement): { html: string; css: string } {
   const classes = new Map<string, string>();
   const write = (n: VNode): string => {
-    if (typeof n === 'string') return escapeText(n);
+    if (typeof n === 'string') return escapeHtmlText(n);
     if (!NAME.test(n.tag)) throw new Error(`toHtml: bad tag ${n.tag}`);
     const decls = Object.entries(n.style ?? {})
       .filter(([k, v]) => NAME.test(k) && SAFE_CSS.test(v) && !UNSAFE_CSS.test(v))
@@ -216,10 +215,10 @@ export function toHtml(node: VElement): { html: string; css: string } {
     }
     const cls = [n.cls ?? '', styleClass].filter((c) => c !== '').join(' ');
     let out = `<${n.tag}`;
-    if (cls !== '') out += ` class="${escapeAttr(cls)}"`;
+    if (cls !== '') out += ` class="${escapeHtml(cls)}"`;
     for (const [k, v] of Object.entries(n.attrs ?? {})) {
       if (!NAME.test(k) || k.startsWith('on') || k === 'style') throw new Error(`toHtml: bad attribute ${k}`);
-      out += v === '' ? ` ${k}` : ` ${k}="${escapeAttr(v)}"`;
+      out += v === '' ? ` ${k}` : ` ${k}="${escapeHtml(v)}"`;
     }
     out += '>';
     if (VOID.has(n.tag)) return out;
