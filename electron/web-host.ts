@@ -96,6 +96,13 @@ export async function startWebHost(opts: WebHostOptions): Promise<WebHost> {
   const index = join(root, 'index.html');
   const firstScreen = opts.firstScreen ?? opts.backend;
   let origin = '';
+  /** The headers every response of a file or page carries: the policy (with the first screen's
+   * style nonce), no type sniffing, no referrer. */
+  const pageHeaders = (nonce?: string) => ({
+    'content-security-policy': contentSecurityPolicy(origin, nonce),
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+  });
   /** The names this host answers to (Host header): its own address and localhost, on its port. */
   let ownHosts = new Set<string>();
 
@@ -111,9 +118,7 @@ export async function startWebHost(opts: WebHostOptions): Promise<WebHost> {
       'content-type': TYPES['.html'],
       // Workspace data: kept by no cache, shared or not.
       'cache-control': 'no-store',
-      'content-security-policy': contentSecurityPolicy(origin, nonce),
-      'x-content-type-options': 'nosniff',
-      'referrer-policy': 'no-referrer',
+      ...pageHeaders(nonce),
     });
     // The head first: the browser fetches the scripts while the backend answers.
     res.write(parts.head);
@@ -156,9 +161,7 @@ export async function startWebHost(opts: WebHostOptions): Promise<WebHost> {
       'content-type': type,
       'content-length': info.size,
       'cache-control': immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
-      'content-security-policy': contentSecurityPolicy(origin),
-      'x-content-type-options': 'nosniff',
-      'referrer-policy': 'no-referrer',
+      ...pageHeaders(),
     });
     if (req.method === 'HEAD') {
       res.end();
