@@ -106,12 +106,17 @@ describe('look-ups by identity key during a bulk load of local documents', () =>
     for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   });
   const open = (dir: string): Promise<LocalDatabase> => openLocalDatabase({ dir, workspaceId: WS, actor });
+  /** A new folder, removed after the test. */
+  const folder = (name: string): string => {
+    const dir = mkdtempSync(join(tmpdir(), `load-probes-${name}`));
+    dirs.push(dir);
+    return dir;
+  };
 
   it('find leads of the same load and from before it, by any stored spelling, with counts and Duplicates the memory store gives, also after a reopen', async () => {
     // No build starts by itself during the test.
     LOAD_TUNING.quietMs = 600_000;
-    const dir = mkdtempSync(join(tmpdir(), 'load-probes-'));
-    dirs.push(dir);
+    const dir = folder('');
     const ref = new MemoryDatabase().forWorkspace(WS);
     let db = await open(dir);
     try {
@@ -181,8 +186,7 @@ describe('look-ups by identity key during a bulk load of local documents', () =>
   it('builds the key indexes at once when the load outgrows the maps, and keeps them up in a load larger than that', async () => {
     LOAD_TUNING.quietMs = 600_000;
     PROBE_TUNING.rows = 2_000;
-    const dir = mkdtempSync(join(tmpdir(), 'load-probes-bound-'));
-    dirs.push(dir);
+    const dir = folder('bound-');
     const ref = new MemoryDatabase().forWorkspace(WS);
     let db = await open(dir);
     try {
@@ -209,8 +213,7 @@ describe('look-ups by identity key during a bulk load of local documents', () =>
 
       // A load that alone brings more than the bound keeps the key indexes up.
       PROBE_TUNING.rows = 1_000;
-      const dir2 = mkdtempSync(join(tmpdir(), 'load-probes-large-'));
-      dirs.push(dir2);
+      const dir2 = folder('large-');
       db = await open(dir2);
       const ref2 = new MemoryDatabase().forWorkspace(WS);
       await db.store.commit(creates([...before, ...first]));
