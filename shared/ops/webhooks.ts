@@ -16,7 +16,7 @@ import { z } from 'zod';
 import { nowIso } from '../context.ts';
 import type { Ctx } from '../context.ts';
 import { DomainError, notFound } from '../errors.ts';
-import { TEST_EVENT_TYPE, WEBHOOK_EVENT_TYPES, eventBody } from '../webhooks/events.ts';
+import { TEST_EVENT_TYPE, WEBHOOK_EVENT_TYPES, eventBody, newEventId } from '../webhooks/events.ts';
 import { MAX_ENDPOINTS, PREVIOUS_SECRET_VALID_MS, SECRET_BYTES } from '../webhooks/port.ts';
 import type { WebhookEndpointView, WebhookPort } from '../webhooks/port.ts';
 import { webhookSecret } from '../webhooks/secret.ts';
@@ -222,7 +222,7 @@ const sendTest = mutation({
     const current = await endpointOrNotFound(ctx, input.endpointId);
     if (!current.enabled) throw new DomainError('ENDPOINT_DISABLED', 'This endpoint is disabled; enable it to send to it.', { endpointId: current.id, disabledReason: current.disabledReason });
     const at = nowIso(ctx);
-    const eventId = `msg_${ctx.ids.uuid().replace(/-/g, '')}`;
+    const eventId = newEventId(ctx.ids);
     const deliveryId = ctx.ids.uuid();
     const body = eventBody({ type: TEST_EVENT_TYPE, timestamp: at, data: { endpointId: current.id, message: 'A test event: this endpoint receives signed webhooks from Outreach CRM.' } });
     await portOf(ctx).enqueue(ctx.actor.workspaceId, current.id, { id: eventId, type: TEST_EVENT_TYPE, body, deliveryId, at });

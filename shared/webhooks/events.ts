@@ -10,6 +10,7 @@
  * (ids and the fields a receiver needs; never a secret). README "Webhooks" documents each one.
  */
 import type { Activity, Campaign, Enrollment, Lead, Message, ReplyLabel, Stage, StageCategory } from '../model/index.ts';
+import type { Ids } from '../context.ts';
 import type { AnyWrite } from '../store.ts';
 
 /** The event types an endpoint can choose. */
@@ -322,4 +323,8 @@ function campaignEvents(before: Campaign, after: Campaign): WebhookEvent[] {
 }
 
 /** The exact body sent (and signed) for an event. */
+/** A new event id, the webhook-id header: `msg_` and a UUID without dashes (no dots, as the
+ * specification asks). Time-ordered like every id the hosts make, whoever raises the event. */
+export const newEventId = (ids: Ids): string => `msg_${ids.uuid().replace(/-/g, '')}`;
+
 export const eventBody = (e: { type: string; timestamp: string; data: unknown }): string => JSON.stringify({ type: e.type, timestamp: e.timestamp, data: e.data });

@@ -11,9 +11,9 @@
  * webhook service started, or its LISTEN connection down) it asks the database instead of trusting
  * what it remembers.
  */
-import { randomUUID } from 'node:crypto';
 import type { AnyWrite, StoreReader } from '../../shared/store.ts';
-import { eventBody, eventsOf, mayRaiseEvents, referencesOf } from '../../shared/webhooks/events.ts';
+import { timeOrderedIds } from '../../shared/ids.ts';
+import { eventBody, eventsOf, mayRaiseEvents, newEventId, referencesOf } from '../../shared/webhooks/events.ts';
 import type { EventReferences } from '../../shared/webhooks/events.ts';
 import { prepared } from '../db.ts';
 import type { SqlExecutor } from '../db.ts';
@@ -23,9 +23,6 @@ import type { SqlExecutor } from '../db.ts';
 export const WEBHOOKS_CHANNEL = 'crm_webhooks';
 export const DELIVER = 'deliver';
 export const endpointsChanged = (workspaceId: string): string => `endpoints:${workspaceId}`;
-
-/** A new event id: the webhook-id header (no dots, as the specification asks). */
-export const newEventId = (): string => `msg_${randomUUID().replace(/-/g, '')}`;
 
 const NO_REFERENCES: EventReferences = { leads: new Map(), stages: new Map() };
 
@@ -86,7 +83,7 @@ export class Outbox {
     const refs = referencesOf(writes);
     const [leads, stages] = await Promise.all([read.getMany('leads', refs.leadIds), read.getMany('stages', refs.stageIds)]);
     const events = eventsOf(writes, { leads: new Map(leads.map((l) => [l.id, l])), stages: new Map(stages.map((s) => [s.id, s])) });
-    const rows = events.map((e, ord) => ({ ord, id: newEventId(), type: e.type, body: eventBody(e) }));
+    const rows = events.map((e, ord) => ({ ord, id: newEventId(timeOrderedIds), type: e.type, body: eventBody(e) }));
     await tx.query(prepared(INSERT_SQL), [workspaceId, JSON.stringify(rows), WEBHOOKS_CHANNEL]);
   }
 

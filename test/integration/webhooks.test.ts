@@ -114,7 +114,8 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
     if (!got) throw new Error('nothing received');
     expect(got.verifyError).toBeNull();
     expect(verify(ep.secret, got)).toEqual(payload(got));
-    expect(got.headers['webhook-id']).toMatch(/^msg_[0-9a-f]{32}$/);
+    // A UUIDv7 without dashes: time-ordered, as every id the hosts make (the version nibble is 7).
+    expect(got.headers['webhook-id']).toMatch(/^msg_[0-9a-f]{12}7[0-9a-f]{19}$/);
     expect(got.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
     expect(Math.abs(Number(got.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(30);
     expect(got.headers['content-type']).toBe('application/json');
