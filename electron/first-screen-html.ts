@@ -8,6 +8,8 @@
  * pills' colours are classes of one `<style>` element allowed by a nonce of this response.
  */
 import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Result, SessionInfo, SyncStatus } from './bridge.ts';
 import { CAMPAIGNS_INPUT, LEAD_PAGE_SIZE, leadCountInput, STAGES_INPUT, TAGS_INPUT } from '../renderer/src/lib/workspace-inputs.ts';
 import { layoutOf } from '../renderer/src/screens/leads/columns.ts';
@@ -98,4 +100,26 @@ export async function splitIndexHtml(template: string, nonce: string, readStyles
 export function firstScreenHtml(screen: FirstScreen, nonce: string): string {
   const { html, css } = toHtml(firstScreenNode(screen));
   return `<style nonce="${nonce}">${css}</style>${html}`;
+}
+
+/** The page as the web host serves it: the build's index.html
+ * (in `root`) with its head ready at once (the browser fetches the scripts while the backend answers)
+ * and the rest, with the first screen in it when `source` answered within `waitMs`, plain otherwise.
+ * Null when the page has no place for the first screen (then the file is served as it is). */
+export async function pageWithFirstScreen(
+  root: string,
+  source: FirstScreenSource,
+  nonce: string,
+  opts: { waitMs?: number; log?: (line: string) => void } = {},
+): Promise<{ head: string; rest: Promise<string> } | null> {
+  const readStyles = (file: string) => readFile(join(root, 'assets', file), 'utf8').catch(() => null);
+  const parts = await splitIndexHtml(await readFile(join(root, 'index.html'), 'utf8'), nonce, readStyles);
+  if (!parts) return null;
+  const rest = readFirstScreen(source, opts.waitMs)
+    .catch((e: Error) => {
+      opts.log?.(`the first screen was not read: ${e.message}`);
+      return null;
+    })
+    .then((screen) => (screen ? firstScreenHtml(screen, nonce) : '') + parts.tail);
+  return { head: parts.head, rest };
 }

@@ -3,44 +3,14 @@
  * CSP's nonce allows one style element, scripts stay 'self' only), never cached, only for requests
  * naming the host itself (DNS rebinding gets the plain page), and the plain page at once when the
  * backend fails or is slow. */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Result, SessionInfo, SyncStatus } from '../../electron/bridge.ts';
-import { Backend } from '../../electron/backend/backend.ts';
-import { fileCredentialStore } from '../../electron/backend/credentials.ts';
-import { openMemoryLocalDb } from '../../electron/backend/local-db-port.ts';
-import { SessionManager } from '../../electron/backend/session.ts';
-import type { DemoWorkspace } from '../../electron/backend/session.ts';
-import type { FirstScreenSource } from '../../electron/first-screen-html.ts';
+import type { Result } from '../../electron/bridge.ts';
+import type { Backend } from '../../electron/backend/backend.ts';
 import { startWebHost } from '../../electron/web-host.ts';
 import type { WebHost } from '../../electron/web-host.ts';
 import { toHtml } from '../../renderer/src/screens/leads/first-screen.ts';
-import { newLead } from '../../shared/model/factories.ts';
-import { workspaceCreation } from '../../shared/workspace-setup.ts';
-import { sequentialIds } from '../support/harness.ts';
-
-const NOW = '2026-11-16T10:00:00.000Z';
-const EVIL = '<img src=x onerror="alert(1)">';
-const META_CSP = `<meta http-equiv="Content-Security-Policy" content="default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:" />`;
-const LINK = '<link rel="stylesheet" crossorigin href="./assets/app-1.css">';
-const TEMPLATE = `<!doctype html><html><head>${META_CSP}<title>app</title><script type="module" src="./assets/app.js"></script>${LINK}</head><body><div id="root"></div></body></html>`;
-
-/** A workspace with a lead whose name and company are markup, and a harmless one. */
-function workspace(): DemoWorkspace {
-  const ids = sequentialIds(7);
-  const ws = workspaceCreation(ids, NOW, { name: 'Acme & <Co>', owner: { name: 'Olga "O" Owner', email: 'o@t.test' }, subscriptionStatus: 'active' });
-  const leads = [
-    newLead({ id: ids.uuid(), workspaceId: ws.workspaceId, now: '2026-11-10T00:00:00.000Z' }, ws.leadGroupId, { firstName: 'Ann', lastName: 'Lee', email: 'ann@x.test' }),
-    newLead({ id: ids.uuid(), workspaceId: ws.workspaceId, now: '2026-11-11T00:00:00.000Z' }, ws.leadGroupId, { firstName: EVIL, lastName: '</style><script>alert(2)</script>', company: '"><b>bold</b>', email: 'evil@x.test' }),
-  ];
-  return {
-    workspaceId: ws.workspaceId, workspaceName: 'Acme & <Co>', member: { id: ws.ownerId, name: 'Olga "O" Owner', role: 'owner' },
-    writes: [...ws.writes, ...leads.map((l) => ({ collection: 'leads' as const, id: l.id, before: null, after: l }))],
-  };
-}
+import { firstScreenFixture, LINK, sourceCalling, TEMPLATE } from '../support/first-screen-fixture.ts';
 
 type Got = { status: number; headers: Record<string, string | string[] | undefined>; body: string; ms: number };
 
@@ -65,22 +35,7 @@ let host: WebHost;
 const hosts: WebHost[] = [];
 
 beforeAll(async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'crm-first-screen-'));
-  dist = join(dir, 'dist');
-  mkdirSync(join(dist, 'assets'), { recursive: true });
-  writeFileSync(join(dist, 'index.html'), TEMPLATE);
-  writeFileSync(join(dist, 'assets', 'app.js'), 'console.log(1)');
-  writeFileSync(join(dist, 'assets', 'app-1.css'), '.x { color: red }');
-  const session = new SessionManager({
-    dataDir: dir,
-    openDb: ({ workspaceId }) => openMemoryLocalDb({ workspaceId }),
-    credentials: fileCredentialStore(join(dir, 'credentials.json')),
-    buildDemo: workspace,
-  });
-  backend = new Backend({ session });
-  await backend.session.openDemo();
-  const tag = await backend.call('tags.create', { name: '<i>hot</i>', color: '#ff0000' });
-  expect(tag.ok).toBe(true);
+  ({ dist, backend } = await firstScreenFixture());
   host = await startWebHost({ backend, rendererDir: dist, port: 0 });
   hosts.push(host);
 }, 60_000);
@@ -145,12 +100,9 @@ describe('the first screen in the page', () => {
   });
 
   it('gives the plain page at once when the backend fails or is slow', async () => {
-    const session: SessionInfo = { state: 'open', kind: 'demo', dataDir: '/tmp', workspaceId: 'w', workspaceName: 'W', member: { id: 'm', name: 'M', role: 'owner' }, serverUrl: null, apiKeyPrefix: null, runner: 'stopped' };
-    const sync: SyncStatus = { mode: 'local', pending: 0, lastSyncedAt: null, refusals: [], error: null };
-    const source = (call: FirstScreenSource['call']): FirstScreenSource => ({ call, session: { info: () => session, syncStatus: () => sync } });
-    const failing = source(async (): Promise<Result<unknown>> => ({ ok: false, error: { code: 'INTERNAL', message: 'broken', details: {} } }));
-    const throwing = source(() => Promise.reject(new Error('gone')));
-    const slow = source((op, input) => new Promise((resolve) => setTimeout(() => void backend.call(op, input).then(resolve), 2000)));
+    const failing = sourceCalling(async (): Promise<Result<unknown>> => ({ ok: false, error: { code: 'INTERNAL', message: 'broken', details: {} } }));
+    const throwing = sourceCalling(() => Promise.reject(new Error('gone')));
+    const slow = sourceCalling((op, input) => new Promise((resolve) => setTimeout(() => void backend.call(op, input).then(resolve), 2000)));
     for (const firstScreen of [failing, throwing, slow]) {
       const h = await startWebHost({ backend, rendererDir: dist, port: 0, firstScreen, firstScreenWaitMs: 150 });
       hosts.push(h);
