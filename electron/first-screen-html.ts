@@ -5,12 +5,15 @@
  * of the filters) and drawn by the description the entry draws from (renderer/src/screens/leads/
  * first-screen.ts), so the browser paints the rows with its first frame, before any script has run;
  * the entry adopts that layer (first-rows.ts). Every value is escaped; the rows' places and the
- * pills' colours are classes of one `<style>` element allowed by a nonce of this response.
+ * pills' colours are classes of one `<style>` element allowed by a nonce of this response. One
+ * builder for both who serve the page: the web host (web-host.ts) and the desktop window's app:
+ * scheme (app-protocol.ts), which reads the backend over a connection to its thread.
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Result, SessionInfo, SyncStatus } from './bridge.ts';
+import type { Bridge, Result, ServerMessage, SessionInfo, SyncStatus } from './bridge.ts';
+import { createBridgeClient } from './bridge-client.ts';
 import { CAMPAIGNS_INPUT, LEAD_PAGE_SIZE, leadCountInput, STAGES_INPUT, TAGS_INPUT } from '../renderer/src/lib/workspace-inputs.ts';
 import { layoutOf } from '../renderer/src/screens/leads/columns.ts';
 import { firstScreenNode, SERVED_HEIGHT, toHtml } from '../renderer/src/screens/leads/first-screen.ts';
@@ -19,7 +22,8 @@ import type { LeadRow } from '../renderer/src/screens/leads/lead-pager.ts';
 import { searchInput } from '../renderer/src/screens/leads/selection.ts';
 import { DEFAULT_FILTERS } from '../renderer/src/state/lead-filters.ts';
 
-/** What the first screen is read from: the backend (or the Electron main process's way to it). */
+/** What the first screen is read from: the backend (the web host's, in its process), or the Electron
+ * main process's connection to the backend's thread (`firstScreenOverBridge`). */
 export type FirstScreenSource = {
   call(op: string, input: unknown): Promise<Result<unknown>>;
   session: { info(): SessionInfo; syncStatus(): SyncStatus };
@@ -102,7 +106,7 @@ export function firstScreenHtml(screen: FirstScreen, nonce: string): string {
   return `<style nonce="${nonce}">${css}</style>${html}`;
 }
 
-/** The page as the web host serves it: the build's index.html
+/** The page as the web host and the desktop window's `app:` scheme serve it: the build's index.html
  * (in `root`) with its head ready at once (the browser fetches the scripts while the backend answers)
  * and the rest, with the first screen in it when `source` answered within `waitMs`, plain otherwise.
  * Null when the page has no place for the first screen (then the file is served as it is). */
@@ -122,4 +126,59 @@ export async function pageWithFirstScreen(
     })
     .then((screen) => (screen ? firstScreenHtml(screen, nonce) : '') + parts.tail);
   return { head: parts.head, rest };
+}
+
+/** One connection to the backend, as the backend's thread gives main one (backend-thread.ts) and
+ * rpc.ts opens one in-process: bridge messages in, `ServerMessage`s out through `send`. */
+export type BackendConnection = { receive(raw: unknown): void; close(): void };
+
+/** A first screen source over a bridge connection of its own: the Electron main process's way to
+ * the backend in its thread. Calls go over the bridge protocol (bridge-client.ts); the session and
+ * the sync status are the last the backend pushed, so `readFirstScreen` reads them at once.
+ * Resolves once both are known (the session asked for, the sync status pushed when the connection
+ * opens). After `close`, calls answer DISCONNECTED. */
+export async function firstScreenOverBridge(connect: (send: (msg: ServerMessage) => void) => BackendConnection): Promise<FirstScreenSource & { close(): void }> {
+  let connection: BackendConnection | null = null;
+  const client = createBridgeClient({
+    platform: 'electron',
+    send: (msg) => connection?.receive(msg),
+    // Nothing of this connection opens links or shows notifications.
+    openExternal: () => undefined,
+    notify: () => Promise.resolve(false),
+  });
+  connection = connect((msg) => client.receive(msg));
+  const bridge: Bridge = client.bridge;
+  const call: FirstScreenSource['call'] = bridge.call;
+  let sync: SyncStatus | null = null;
+  let stopSync: () => void = () => undefined;
+  const firstSync = new Promise<SyncStatus>((resolve) => {
+    stopSync = bridge.syncStatus.subscribe((s) => {
+      sync = s;
+      resolve(s);
+    });
+  });
+  let info: SessionInfo | null = null;
+  const stopSession = bridge.session.subscribe((i) => (info = i));
+  try {
+    // Pushed before the answer: older than it; after: newer (one ordered connection).
+    info = await bridge.session.get();
+  } catch (e) {
+    stopSession();
+    stopSync();
+    connection?.close();
+    throw e;
+  }
+  const opened = info;
+  const synced = await firstSync;
+  const closed: Result<unknown> = { ok: false, error: { code: 'DISCONNECTED', message: 'The first screen connection is closed.', details: {} } };
+  return {
+    call: (op, input) => (connection ? call(op, input) : Promise.resolve(closed)),
+    session: { info: () => info ?? opened, syncStatus: () => sync ?? synced },
+    close() {
+      stopSession();
+      stopSync();
+      connection?.close();
+      connection = null;
+    },
+  };
 }
