@@ -5,21 +5,25 @@
  * notifications, and the backend relayed over IPC. The backend runs in a worker thread of this
  * process (electron/backend/backend-thread.ts: its own V8 heap, with a capped young generation, and
  * its SQLite work off the thread that runs the windows). The renderer is sandboxed with context isolation
- * and no Node; it sees only `window.outreach`. Tested without Electron's binary by test/electron/
+ * and no Node; it sees only `window.outreach`. Its page comes from the app's own scheme,
+ * app://outreach/ (app-protocol.ts), with the leads table's first screen in it as the web host's. Tested without Electron's binary by test/electron/
  * (a double of the Electron APIs); what only a real desktop shows is in docs/desktop-checklist.md.
  */
-import { app, BrowserWindow, dialog, ipcMain, Menu, nativeImage, Notification, safeStorage, screen, session, shell, Tray } from 'electron';
+import { app, BrowserWindow, dialog, ipcMain, Menu, nativeImage, Notification, protocol, safeStorage, screen, session, shell, Tray } from 'electron';
 import type { Display, IpcMainEvent, IpcMainInvokeEvent, MenuItemConstructorOptions, Rectangle, WebContents } from 'electron';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { APP_SCHEME, APP_SCHEME_PRIVILEGES, APP_URL, appProtocolHandler, isAppPage } from './app-protocol.ts';
 import { BackendThread } from './backend/backend-thread.ts';
 import type { ThreadConnection } from './backend/backend-thread.ts';
 import { fileCredentialStore } from './backend/credentials.ts';
 import { defaultDataDir } from './backend/data-dir.ts';
 import { IPC_FROM_BACKEND, IPC_NOTIFY, IPC_OPEN_EXTERNAL, IPC_TO_BACKEND, NOTICE_LIMITS } from './bridge.ts';
 import type { Notice, ServerMessage, ShellCommand } from './bridge.ts';
+import { firstScreenOverBridge } from './first-screen-html.ts';
+import type { FirstScreenSource } from './first-screen-html.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** The app's root: main runs bundled as build/electron/main.mjs (npm start, the installers), and
@@ -28,8 +32,8 @@ const BUNDLED = basename(HERE) === 'electron' && basename(dirname(HERE)) === 'bu
 const ROOT = BUNDLED ? join(HERE, '..', '..') : join(HERE, '..');
 /** The backend's thread: bundled next to main (scripts/build-app.ts), or its source in tests. */
 const BACKEND_WORKER = BUNDLED ? join(HERE, 'backend-worker.mjs') : join(HERE, 'backend', 'backend-worker.ts');
-const RENDERER = join(ROOT, 'renderer', 'dist', 'index.html');
-const RENDERER_URL = pathToFileURL(RENDERER).href;
+/** The renderer's build, served to the window as app://outreach/ (app-protocol.ts). */
+const RENDERER_DIR = join(ROOT, 'renderer', 'dist');
 const PRELOAD = join(ROOT, 'build', 'electron', 'preload.cjs');
 const ICON = join(ROOT, 'build', 'icon.png');
 /** The installers' appId (build/electron-builder.yml). Windows shows an app's notifications only
@@ -50,9 +54,14 @@ const PAGE_PERMISSIONS: ReadonlySet<string> = new Set(['notifications']);
 let win: BrowserWindow | null = null;
 let tray: Tray | null = null;
 let backend: BackendThread | null = null;
+/** main's own connection to the backend, for the first screen in the window's page. */
+let firstScreen: (FirstScreenSource & { close(): void }) | null = null;
 let quitting = false;
 let closing: Promise<void> | null = null;
 const connections = new Map<number, ThreadConnection>();
+
+// Before the app is ready, as Electron requires: the scheme the window's page comes from.
+protocol.registerSchemesAsPrivileged([APP_SCHEME_PRIVILEGES]);
 
 if (!app.requestSingleInstanceLock()) {
   // Another instance owns the data folder (its database file allows one owner): hand over to it.
@@ -123,27 +132,15 @@ function openExternal(url: string): void {
   }
 }
 
-/** Whether `url` is the app's own page (with any fragment or query). */
-function isOurUrl(url: string): boolean {
-  try {
-    const u = new URL(url);
-    u.hash = '';
-    u.search = '';
-    return u.href === RENDERER_URL;
-  } catch {
-    return false;
-  }
-}
-
 function isOurPage(contents: WebContents): boolean {
-  return isOurUrl(contents.getURL());
+  return isAppPage(contents.getURL());
 }
 
 /** IPC is answered only for our page's top frame. A page that is not ours gets the same preload (it
  * runs in whatever the window shows) but no backend, no links and no notifications. */
 function fromOurPage(event: IpcMainEvent | IpcMainInvokeEvent): boolean {
   const frame = event.senderFrame;
-  return frame !== null && frame.parent === null && isOurUrl(frame.url) && isOurPage(event.sender);
+  return frame !== null && frame.parent === null && isAppPage(frame.url) && isOurPage(event.sender);
 }
 
 const noticeInput = z.strictObject({
@@ -227,7 +224,7 @@ function createWindow(): BrowserWindow {
     return { action: 'deny' };
   });
   w.webContents.on('will-navigate', (e, url) => {
-    if (!isOurUrl(url)) {
+    if (!isAppPage(url)) {
       e.preventDefault();
       openExternal(url);
     }
@@ -237,7 +234,7 @@ function createWindow(): BrowserWindow {
     connections.get(id)?.close();
     connections.delete(id);
   });
-  void w.loadFile(RENDERER);
+  void w.loadURL(APP_URL);
   return w;
 }
 
@@ -339,8 +336,14 @@ function backendStopped(error: Error): void {
 async function start(): Promise<void> {
   if (process.platform === 'win32') app.setAppUserModelId(APP_ID);
   // The renderer's policy, also in the page's meta tag (which holds however the page is loaded); a
-  // test keeps the two equal. Written out here so that `npm run lint:electron` evaluates it.
+  // test keeps the two equal. Written out here so that `npm run lint:electron` evaluates it. A
+  // response with a policy of its own keeps it: the app: scheme's (app-protocol.ts) carry this
+  // policy, and the page's allows its first screen's style element by a nonce of that response.
   session.defaultSession.webRequest.onHeadersReceived((details, callback) => {
+    if (Object.keys(details.responseHeaders ?? {}).some((h) => h.toLowerCase() === 'content-security-policy')) {
+      callback({});
+      return;
+    }
     callback({ responseHeaders: { ...details.responseHeaders, 'Content-Security-Policy': ["default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'"] } });
   });
   session.defaultSession.setPermissionRequestHandler((contents, permission, callback) => callback(PAGE_PERMISSIONS.has(permission) && isOurPage(contents)));
@@ -382,6 +385,13 @@ async function start(): Promise<void> {
     return showNotice(notice.data);
   });
 
+  // The window's page and files, with the first screen read over a connection of main's own.
+  firstScreen = await firstScreenOverBridge((send) => b.connect(send)).catch((e: unknown) => {
+    console.error('The first screen will not be in the page:', e);
+    return null;
+  });
+  session.defaultSession.protocol.handle(APP_SCHEME, appProtocolHandler({ rendererDir: RENDERER_DIR, firstScreen, log: (line) => console.error(line) }));
+
   buildMenu();
   buildTray();
   win = createWindow();
@@ -402,6 +412,8 @@ async function start(): Promise<void> {
     backend = null;
     for (const c of connections.values()) c.close();
     connections.clear();
+    firstScreen?.close();
+    firstScreen = null;
     closing = closeBackend(b).then((code) => {
       tray?.destroy();
       app.exit(code);

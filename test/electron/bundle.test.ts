@@ -7,9 +7,10 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, inject, it, vi } from 'vitest';
+import { APP_URL } from '../../electron/app-protocol.ts';
 import { ROOT } from '../../scripts/build-app.ts';
+import { ensureRendererBuilt } from '../e2e/support/app.ts';
 import { eventually, mainWindow, openPage, startMain, stopAll, tempDir, within } from './harness.ts';
 
 /** Built once for the project by global-setup.ts. */
@@ -21,12 +22,22 @@ afterEach(async () => {
 
 describe('the bundled main process and preload', () => {
   it('start in the double: a window on the built renderer, the sandboxed preload, the backend over IPC, Quit', async () => {
+    await ensureRendererBuilt();
     const { electron } = await startMain({ main: () => import(bundle.main) });
     const win = await mainWindow(electron);
     const preload = win.options.webPreferences?.preload;
     expect(preload).toBe(bundle.preload);
     expect(existsSync(bundle.preload)).toBe(true);
-    expect(win.webContents.getURL()).toBe(pathToFileURL(join(ROOT, 'renderer', 'dist', 'index.html')).href);
+    // The page comes from the app's scheme, from the build the bundle finds beside it.
+    expect(win.webContents.getURL()).toBe(APP_URL);
+    expect(win.webContents.loaded?.status).toBe(200);
+    const built = readFileSync(join(ROOT, 'renderer', 'dist', 'index.html'), 'utf8');
+    const script = /<script type="module" crossorigin src="[^"]+"><\/script>/.exec(built)?.[0];
+    expect(script).toBeDefined();
+    expect(win.webContents.loaded?.body).toContain(script);
+    // The build's style sheet link is where the page builder looks for it: its rules are in the page.
+    expect(win.webContents.loaded?.body).not.toContain('<link rel="stylesheet"');
+    expect(win.webContents.loaded?.body).toMatch(/<style nonce="[^"]+">/);
     // The tray and window icon is found where the bundle looks for it (an empty image otherwise).
     const icon = electron.double.trays[0]?.image;
     expect(icon instanceof electron.NativeImageDouble && !icon.isEmpty()).toBe(true);

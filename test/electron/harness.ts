@@ -61,11 +61,14 @@ export function within<T>(p: Promise<T>, ms: number): Promise<T | 'timeout'> {
   return Promise.race([p, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), ms))]);
 }
 
-/** The window main makes once its backend is up. The backend starts in a worker thread, a fresh
- * isolate that loads its modules (through tsx, from the sources) at every start: seconds on a loaded
- * machine. */
+/** The window main makes once its backend is up, with its page loaded (from the app's scheme: its
+ * handler has answered). The backend starts in a worker thread, a fresh isolate that loads its
+ * modules (through tsx, from the sources) at every start: seconds on a loaded machine. */
 export function mainWindow(electron: Electron): Promise<BrowserWindowDouble> {
-  return eventually(() => electron.double.windows[0], 60_000, 'the main window');
+  return eventually(() => {
+    const win = electron.double.windows[0];
+    return win?.webContents.page ? win : null;
+  }, 60_000, 'the main window and its page');
 }
 
 function isBridge(v: unknown): v is Bridge {

@@ -10,17 +10,18 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { APP_URL } from '../../electron/app-protocol.ts';
+import { contentSecurityPolicy } from '../../electron/renderer-files.ts';
 import { IPC_NOTIFY, NOTICE_LIMITS } from '../../electron/bridge.ts';
 import type { BackendThread } from '../../electron/backend/backend-thread.ts';
 import type { Notice, SessionInfo, ShellCommand } from '../../electron/bridge.ts';
+import { ensureRendererBuilt } from '../e2e/support/app.ts';
 import { eventually, mainWindow, openPage, startMain, stopAll, tempDir, within } from './harness.ts';
 import type { Electron } from './harness.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const RENDERER = join(ROOT, 'renderer', 'dist', 'index.html');
-const RENDERER_URL = pathToFileURL(RENDERER).href;
 
 afterEach(async () => {
   vi.restoreAllMocks();
@@ -55,7 +56,7 @@ describe('the window and its page', () => {
     });
     for (const risky of ['nodeIntegrationInWorker', 'nodeIntegrationInSubFrames', 'webviewTag', 'experimentalFeatures'] as const) expect(prefs[risky]).not.toBe(true);
     expect(prefs.enableBlinkFeatures).toBeUndefined();
-    expect(win.webContents.getURL()).toBe(RENDERER_URL);
+    expect(win.webContents.getURL()).toBe(APP_URL);
     // Shown once the page is ready, not as a blank window before.
     expect(win.options.show).toBe(false);
     await eventually(() => win.isVisible(), 2000, 'the window to show');
@@ -135,9 +136,11 @@ describe('the window and its page', () => {
     electron.double.openedExternally.length = 0;
     for (const url of [...outside, ...never]) expect(win.webContents.navigate(url)).toBe(false);
     expect(electron.double.openedExternally).toEqual(outside.map((u) => new URL(u).href));
-    expect(win.webContents.getURL()).toBe(RENDERER_URL);
-    // Our own page (a reload of it) may load.
-    expect(win.webContents.navigate(`${RENDERER_URL}?reload=1`)).toBe(true);
+    expect(win.webContents.getURL()).toBe(APP_URL);
+    // The app's files, another host of its scheme, and the files the page once came from are not our page.
+    for (const url of [`${APP_URL}assets/index.js`, 'app://elsewhere/', `file://${join(ROOT, 'renderer', 'dist', 'index.html')}`]) expect(win.webContents.navigate(url)).toBe(false);
+    // Our own page (a reload of it, on a route) may load.
+    expect(win.webContents.navigate(`${APP_URL}?reload=1#/tasks`)).toBe(true);
   });
 
   it('grants our page notifications and nothing else; no other page is granted anything', async () => {
@@ -158,7 +161,7 @@ describe('the window and its page', () => {
 
   it('sets the content security policy on responses, the same one the page carries', async () => {
     const { electron } = await started();
-    const headers = await csp(electron, RENDERER_URL);
+    const headers = await csp(electron, APP_URL);
     expect(headers['content-type']).toEqual(['text/html']);
     const policy = headers['Content-Security-Policy'];
     expect(Array.isArray(policy) ? policy : [policy]).toHaveLength(1);
@@ -174,6 +177,50 @@ describe('the window and its page', () => {
     // renderer/index.html carries the same policy in a meta tag (file: pages may have no headers).
     const meta = /http-equiv="Content-Security-Policy" content="([^"]+)"/.exec(readFileSync(join(ROOT, 'renderer', 'index.html'), 'utf8'));
     expect(meta?.[1]).toBe(Array.isArray(policy) ? policy[0] : policy);
+    // A response with a policy of its own (the app: scheme's page, whose policy allows its first
+    // screen's style element by a nonce) keeps it: a second, nonce-less policy would refuse it.
+    const own = "default-src 'self'; style-src 'self' 'nonce-abc'";
+    expect(await electron.session.defaultSession.respond(APP_URL, { 'content-security-policy': [own] })).toEqual({ 'content-security-policy': [own] });
+  });
+
+  it('serves the page from app://outreach/, a privileged scheme registered before ready, with the first screen read from the backend thread', async () => {
+    await ensureRendererBuilt();
+    const { electron, win, outreach } = await started();
+    // Standard and secure (an origin of its own, relative URLs), fetch for its own files; no CSP
+    // bypass, no cross-origin reads, no service workers.
+    expect(electron.double.privilegedSchemes).toEqual([{ scheme: 'app', privileges: { standard: true, secure: true, supportFetchAPI: true, codeCache: true } }]);
+    const loaded = win.webContents.loaded;
+    expect(loaded?.url).toBe(APP_URL);
+    expect(loaded?.status).toBe(200);
+    // No workspace yet: the page without rows (its style sheet in it, under the response's nonce),
+    // with the policy, nosniff and no referrer.
+    expect(loaded?.body).not.toContain('data-lead-id');
+    expect(loaded?.body).toContain('<div id="root"></div>');
+    expect(loaded?.headers.get('content-security-policy')).toBe(contentSecurityPolicy(null, /<style nonce="([^"]+)">/.exec(loaded?.body ?? '')?.[1]));
+    expect(loaded?.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(loaded?.headers.get('referrer-policy')).toBe('no-referrer');
+
+    const opened = await outreach.session.openDemo();
+    expect(opened.ok).toBe(true);
+    const ses = electron.session.defaultSession.protocol;
+    // main's connection hears the session change; the next load of the page carries the first rows.
+    let page: { r: Response; body: string } | null = null;
+    for (const deadline = Date.now() + 10_000; !page; await new Promise((r) => setTimeout(r, 50))) {
+      if (Date.now() > deadline) throw new Error('no first screen in the page within 10 s');
+      const r = await ses.fetch(APP_URL);
+      const body = await r.text();
+      if (body.includes('data-lead-id')) page = { r, body };
+    }
+    expect(page.r.headers.get('cache-control')).toBe('no-store');
+    const nonce = /<style nonce="([^"]+)">/.exec(page.body)?.[1] ?? '';
+    expect(page.r.headers.get('content-security-policy')).toContain(`style-src 'self' 'nonce-${nonce}'`);
+    // The page's own files, with their types; nothing outside the renderer's folder, no other host.
+    const script = /<script type="module" crossorigin src="\.\/(assets\/[\w.-]+\.js)">/.exec(page.body)?.[1] ?? '';
+    const asset = await ses.fetch(`${APP_URL}${script}`);
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect((await ses.fetch(`${APP_URL}..%2f..%2fpackage.json`)).status).toBe(403);
+    expect((await ses.fetch('app://elsewhere/')).status).toBe(404);
   });
 
   it('a start that fails says why in a dialog and exits with 1', async () => {

@@ -84,6 +84,8 @@ class World {
   readonly openedExternally: string[] = [];
   readonly errorBoxes: { title: string; content: string }[] = [];
   readonly appUserModelIds: string[] = [];
+  /** The schemes registered as privileged (protocol.registerSchemesAsPrivileged), before ready. */
+  readonly privilegedSchemes: ElectronApi.CustomScheme[] = [];
   applicationMenu: MenuDouble | null = null;
   /** Every message that reached the main process over IPC, from whichever page: main decides
    * whether to answer, and a test can tell "ignored" from "never arrived". */
@@ -207,9 +209,14 @@ export const app = new AppDouble();
 
 let nextWebContentsId = 1;
 
+/** What a page loaded from a scheme of the app's own was answered (its handler's Response, read). */
+export type LoadedPage = { url: string; status: number; headers: Headers; body: string };
+
 export class WebContentsDouble extends EventEmitter implements Pick<ElectronApi.WebContents, 'id' | 'getURL' | 'isDestroyed' | 'isLoading' | 'setWindowOpenHandler'> {
   readonly id = nextWebContentsId++;
   page: PageDouble | null = null;
+  /** The last page loaded through a protocol handler (loadURL of the app's own scheme). */
+  loaded: LoadedPage | null = null;
   private url = '';
   private destroyed = false;
   private windowOpenHandler: ((details: ElectronApi.HandlerDetails) => ElectronApi.WindowOpenHandlerResponse) | null = null;
@@ -301,7 +308,7 @@ export class WebContentsDouble extends EventEmitter implements Pick<ElectronApi.
   }
 }
 
-export class BrowserWindowDouble extends EventEmitter implements Pick<ElectronApi.BrowserWindow, 'id' | 'show' | 'hide' | 'focus' | 'isVisible' | 'isFocused' | 'isMinimized' | 'minimize' | 'restore' | 'maximize' | 'isMaximized' | 'getNormalBounds' | 'isDestroyed' | 'loadFile' | 'close' | 'destroy'> {
+export class BrowserWindowDouble extends EventEmitter implements Pick<ElectronApi.BrowserWindow, 'id' | 'show' | 'hide' | 'focus' | 'isVisible' | 'isFocused' | 'isMinimized' | 'minimize' | 'restore' | 'maximize' | 'isMaximized' | 'getNormalBounds' | 'isDestroyed' | 'loadFile' | 'loadURL' | 'close' | 'destroy'> {
   private static nextId = 1;
   readonly id = BrowserWindowDouble.nextId++;
   readonly webContents: WebContentsDouble;
@@ -398,6 +405,22 @@ export class BrowserWindowDouble extends EventEmitter implements Pick<ElectronAp
       if (!this.destroyed) this.emit('ready-to-show');
     });
     return Promise.resolve();
+  }
+
+  /** Loads a URL as Electron does for a scheme the app handles (protocol.handle in the default
+   * session): its handler answers a GET of the URL, the page's URL is the URL, ready-to-show follows.
+   * A scheme nobody handles fails as Electron's does (ERR_UNKNOWN_URL_SCHEME). Only the app's own
+   * schemes are loaded here: main loads nothing else. */
+  async loadURL(url: string): Promise<void> {
+    const handler = session.defaultSession.protocol.handlerOf(new URL(url).protocol.slice(0, -1));
+    if (!handler) throw new Error(`ERR_UNKNOWN_URL_SCHEME (-302) loading '${url}'`);
+    const response = await handler(new Request(url));
+    this.webContents.loaded = { url, status: response.status, headers: response.headers, body: await response.text() };
+    if (this.destroyed) return;
+    this.webContents.load(url);
+    setImmediate(() => {
+      if (!this.destroyed) this.emit('ready-to-show');
+    });
   }
 
   /** The window's close button (or Cmd+W handled by the OS): 'close' may prevent it. */
@@ -646,8 +669,42 @@ class WebRequestDouble implements SameParams<ElectronApi.WebRequest, 'onHeadersR
   };
 }
 
+type ProtocolHandler = Parameters<ElectronApi.Protocol['handle']>[1];
+
+/** A session's protocol: handlers of schemes, by name. Electron refuses a second handler. */
+class ProtocolDouble implements SameParams<ElectronApi.Protocol, 'handle' | 'unhandle' | 'isProtocolHandled'> {
+  private readonly handlers = new Map<string, ProtocolHandler>();
+
+  handle(scheme: string, handler: ProtocolHandler): void {
+    if (this.handlers.has(scheme)) throw new Error(`Failed to register protocol: ${scheme}`);
+    this.handlers.set(scheme, handler);
+  }
+
+  unhandle(scheme: string): void {
+    this.handlers.delete(scheme);
+  }
+
+  isProtocolHandled(scheme: string): boolean {
+    return this.handlers.has(scheme);
+  }
+
+  /** The handler of `scheme`, answering as a Promise (Electron takes a Response or a promise of one). */
+  handlerOf(scheme: string): ((request: Request) => Promise<Response>) | null {
+    const handler = this.handlers.get(scheme);
+    return handler ? async (request) => handler(request) : null;
+  }
+
+  /** A request of the page's, as Chromium makes it to the scheme's handler (a subresource, a reload). */
+  async fetch(url: string, init?: RequestInit): Promise<Response> {
+    const handler = this.handlerOf(new URL(url).protocol.slice(0, -1));
+    if (!handler) throw new Error(`ERR_UNKNOWN_URL_SCHEME (-302) loading '${url}'`);
+    return handler(new Request(url, init));
+  }
+}
+
 export class SessionDouble implements Pick<ElectronApi.Session, 'setPermissionRequestHandler' | 'setPermissionCheckHandler'> {
   readonly webRequest = new WebRequestDouble();
+  readonly protocol = new ProtocolDouble();
   private requestHandler: PermissionRequestHandler = null;
   private checkHandler: PermissionCheckHandler = null;
 
@@ -688,6 +745,15 @@ export class SessionDouble implements Pick<ElectronApi.Session, 'setPermissionRe
 }
 
 export const session = { defaultSession: new SessionDouble() };
+
+export const protocol = {
+  /** Electron allows it only before the app is ready (it throws after). */
+  registerSchemesAsPrivileged(customSchemes: ElectronApi.CustomScheme[]): void {
+    if (app.isReady()) throw new Error('protocol.registerSchemesAsPrivileged should be called before app is ready');
+    double.privilegedSchemes.push(...customSchemes.map((s) => structuredClone(s)));
+  },
+  handle: (scheme: string, handler: ProtocolHandler): void => session.defaultSession.protocol.handle(scheme, handler),
+} satisfies SameParams<ElectronApi.Protocol, 'registerSchemesAsPrivileged' | 'handle'>;
 
 export const safeStorage = {
   isEncryptionAvailable: (): boolean => double.config.encryptionAvailable,
