@@ -1,5 +1,6 @@
-/** Builds the renderer (React) into renderer/dist, loaded by the Electron window (file://, hence the
- * relative base) and served by the web host. */
+/** Builds the renderer (React) into renderer/dist, served to the Electron window from app://outreach/
+ * (electron/app-protocol.ts) and by the web host. The base stays relative (`./`), which both serve
+ * from their root and which a build loaded from disk (file://) also resolves. */
 import { fileURLToPath } from 'node:url';
 import react from '@vitejs/plugin-react';
 import { defineConfig } from 'vite';
