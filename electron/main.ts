@@ -337,10 +337,12 @@ async function start(): Promise<void> {
   if (process.platform === 'win32') app.setAppUserModelId(APP_ID);
   // The renderer's policy, also in the page's meta tag (which holds however the page is loaded); a
   // test keeps the two equal. Written out here so that `npm run lint:electron` evaluates it. A
-  // response with a policy of its own keeps it: the app: scheme's (app-protocol.ts) carry this
-  // policy, and the page's allows its first screen's style element by a nonce of that response.
+  // response of the app: scheme with a policy of its own keeps it (app-protocol.ts: this policy, and
+  // the page's allows its first screen's style element by a nonce of that response); any other
+  // response gets this one, whatever it says.
   session.defaultSession.webRequest.onHeadersReceived((details, callback) => {
-    if (Object.keys(details.responseHeaders ?? {}).some((h) => h.toLowerCase() === 'content-security-policy')) {
+    const own = details.url.startsWith(`${APP_SCHEME}:`) && Object.keys(details.responseHeaders ?? {}).some((h) => h.toLowerCase() === 'content-security-policy');
+    if (own) {
       callback({});
       return;
     }

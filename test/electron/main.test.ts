@@ -181,6 +181,10 @@ describe('the window and its page', () => {
     // screen's style element by a nonce) keeps it: a second, nonce-less policy would refuse it.
     const own = "default-src 'self'; style-src 'self' 'nonce-abc'";
     expect(await electron.session.defaultSession.respond(APP_URL, { 'content-security-policy': [own] })).toEqual({ 'content-security-policy': [own] });
+    // Any other response's own policy is replaced by the app's: a page of another origin that the
+    // window would show (it never navigates there) gets no looser policy than the app's.
+    const elsewhere = await electron.session.defaultSession.respond('https://evil.example/', { 'content-security-policy': ["default-src *; script-src 'unsafe-inline'"] });
+    expect(elsewhere['Content-Security-Policy']).toEqual(Array.isArray(policy) ? policy : [policy]);
   });
 
   it('serves the page from app://outreach/, a privileged scheme registered before ready, with the first screen read from the backend thread', async () => {
