@@ -108,7 +108,8 @@ export const IMPORT_CATEGORIES: readonly Category[] = [
   { name: 'garbage collection', test: (s) => s[0]?.fn === '(garbage collector)' },
   { name: 'storage: text index rows (FTS5 trigram inserts)', test: inStack('put', 'storage/sqlite/fts.ts') },
   { name: 'storage: COMMIT (WAL pages, fsync, FTS5 flush)', test: nativeFrom('sqliteTransaction', 'better-sqlite3/lib/methods/transaction.js') },
-  { name: 'storage: row writes in SQLite (row, Store columns, kept indexes, member rows)', test: (s) => inStack('write', 'storage/sqlite/doc-table.ts')(s) && (nativeFrom('write', 'storage/sqlite/doc-table.ts')(s) || nativeFrom('', 'storage/sqlite/doc-table.ts')(s)) },
+  // DocTable.write runs its rows in `writing` (the steps a pulled page spreads over turns of the loop).
+  { name: 'storage: row writes in SQLite (row, Store columns, kept indexes, member rows)', test: (s) => inStack('write', 'storage/sqlite/doc-table.ts')(s) && (nativeFrom('writing', 'storage/sqlite/doc-table.ts')(s) || nativeFrom('write', 'storage/sqlite/doc-table.ts')(s) || nativeFrom('', 'storage/sqlite/doc-table.ts')(s)) },
   { name: 'storage: encode documents (doc-codec)', test: inStack('encode', 'storage/sqlite/doc-codec.ts') },
   { name: 'storage: reads (statements, decoding documents)', test: (s) => nativeFrom(null, 'storage/sqlite/doc-table.ts')(s) || nativeFrom(null, 'storage/sqlite/store-query.ts')(s) || inStack('decode', 'storage/sqlite/doc-codec.ts')(s) },
   { name: 'storage: Store column values and identity keys', test: (s) => inStack(null, 'storage/sqlite/store-columns.ts')(s) || inStack(null, 'storage/sqlite/index-columns.ts')(s) },
