@@ -2,7 +2,7 @@
  * The hosts' ids (shared/ids.ts): UUIDv7, ascending in the order they were made within a process,
  * so every store's unique id index takes new rows at its end.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { timeOrderedIds } from '../../shared/ids.ts';
 import { UUID_V7 } from '../support/uuid-v7.ts';
 
@@ -19,5 +19,17 @@ describe('timeOrderedIds', () => {
     const ms = (id: string) => parseInt(id.replace(/-/g, '').slice(0, 12), 16);
     expect(ms(made[0] ?? '')).toBeGreaterThanOrEqual(before);
     expect(ms(made[made.length - 1] ?? '')).toBeLessThanOrEqual(after + 1);
+  });
+
+  it('draws the random bytes of many ids in one call to the host (an import call makes 5,000)', () => {
+    const draw = vi.spyOn(globalThis.crypto, 'getRandomValues');
+    try {
+      const made = Array.from({ length: 1_000 }, () => timeOrderedIds.uuid());
+      expect(new Set(made).size).toBe(1_000);
+      // 16 bytes per id, 256 ids a draw: at most five draws for 1,000 ids (one per id before).
+      expect(draw.mock.calls.length).toBeLessThanOrEqual(5);
+    } finally {
+      draw.mockRestore();
+    }
   });
 });
