@@ -173,7 +173,7 @@ export class OrderHead {
     const bound = this.bound;
     const added: HeadRow[] = [];
     for (const row of last.values()) if (row && (bound === null || this.compare(row, bound) < 0)) added.push(row);
-    added.sort((a, b) => this.compare(a, b));
+    this.sortRows(added);
     // The first HEAD_ROWS + 1 of both (the one after HEAD_ROWS becomes the bound).
     const merged: HeadRow[] = [];
     let i = 0;
@@ -193,6 +193,25 @@ export class OrderHead {
     this.rows.splice(0, this.rows.length, ...merged);
     this.ids.clear();
     for (const r of merged) this.ids.set(r.id, r);
+  }
+
+  /** Sorts rows in this head's order. A one-key order compares numbers, and text and ids without a
+   * character from U+D800 on, with JavaScript's own comparison (the same order there, see
+   * `narrow`), which halves the sort of a pulled page's rows; anything else with compare. */
+  private sortRows(rows: HeadRow[]): void {
+    if (this.positions.length !== 1) {
+      rows.sort((a, b) => this.compare(a, b));
+      return;
+    }
+    const sign = this.dir === 'asc' ? 1 : -1;
+    const plain = (v: SqlValue): boolean => typeof v === 'number' || (typeof v === 'string' && !WIDE.test(v));
+    const keyed = rows.map((row) => ({ row, k: row.k[0] as SqlValue, plain: plain(row.k[0] as SqlValue) && !WIDE.test(row.id) }));
+    keyed.sort((a, b) => {
+      if (!a.plain || !b.plain || typeof a.k !== typeof b.k) return this.compare(a.row, b.row);
+      if (a.k !== b.k) return (a.k < b.k ? -1 : 1) * sign;
+      return a.row.id === b.row.id ? 0 : a.row.id < b.row.id ? -1 : 1;
+    });
+    keyed.forEach((x, i) => (rows[i] = x.row));
   }
 
   /** How many rows of the list come at or before `place`. */
