@@ -16,7 +16,10 @@ const MAX_REFUSALS = 50;
 const RATE_WINDOW_MS = 30_000;
 const RATE_MIN_MS = 3_000;
 
-const count = (n: number): string => n.toLocaleString('en-US');
+/** A count as en-US writes it ("12,000"), without ICU: the process's first number formatted
+ * through Intl (toLocaleString) loads ICU's number data, 25-40 ms of CPU in the turn of a pulled
+ * page during the initial sync (its first "n of m"). */
+const count = (n: number): string => String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 
 /** "leadGroups" -> "lead groups". */
 const collectionInWords = (c: string): string => c.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();

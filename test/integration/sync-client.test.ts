@@ -29,6 +29,7 @@ import type { DocTable } from '../../electron/backend/storage/sqlite/doc-table.t
 import { leftOutOfLoad } from '../../electron/backend/storage/sqlite/store-columns.ts';
 import type { SyncStatus } from '../../electron/backend/sync-status.ts';
 import { COLLECTIONS } from '../../shared/model/index.ts';
+import { isDownstreamWrite } from '../../electron/backend/rxdb-internals.ts';
 import type { Lead } from '../../shared/model/index.ts';
 
 type Json = Record<string, unknown>;
@@ -302,6 +303,39 @@ describe('replication client against the protocol', () => {
       expect(asked.length).toBeGreaterThanOrEqual(Math.ceil(total / 10));
       expect(wroteDuring).toBe(true);
       expect(server.seq).toBe(firstSeq + 1);
+    } finally {
+      await s?.stop();
+      await own.close();
+      db = await openLocalDatabase({ dir, workspaceId: WS, actor });
+    }
+  });
+
+  it('hands RxDB a pull page only once the page before it is stored: one page per write, never begun inside the turns of another', async () => {
+    // RxDB pulls ahead without bound and merges the pages it has not begun to store into one write
+    // (one long turn of its own work per merged page); the pull handler holds each page back until
+    // the storage's page before it has ended (replication.ts).
+    await db.close();
+    const own = await openLocalDatabase({ dir: join(dir, 'one-page-a-write'), workspaceId: WS, actor });
+    let s: Sync | null = null;
+    try {
+      const leads = sqliteInstanceOf(own.rx.collections['leads']?.storageInstance);
+      if (!leads) throw new Error('not the SQLite storage');
+      const { file } = leads.internalsForTests;
+      const have = [...server.rows.keys()].filter((k) => k.startsWith('leads/')).length;
+      for (let i = 0; i < 1500; i++) server.write('leads', lead(20_000 + i));
+      const writes: { rows: number; pageOpen: boolean }[] = [];
+      const bulkWrite = leads.bulkWrite.bind(leads);
+      leads.bulkWrite = (rows, context) => {
+        if (isDownstreamWrite(context)) writes.push({ rows: rows.length, pageOpen: file.pageOpen });
+        return bulkWrite(rows, context);
+      };
+      const page = 250;
+      s = await startSync({ db: own, serverUrl: server.url, apiKey: KEY, retryMs: 100, backoffMs: 50, maxBackoffMs: 400, pullBatchSize: page });
+      await s.awaitInSync();
+      expect(await own.store.count('leads')).toBe(have + 1500);
+      expect(writes.length).toBeGreaterThanOrEqual(Math.ceil((have + 1500) / page));
+      expect(Math.max(...writes.map((w) => w.rows))).toBeLessThanOrEqual(page);
+      expect(writes.filter((w) => w.pageOpen)).toEqual([]);
     } finally {
       await s?.stop();
       await own.close();

@@ -20,10 +20,12 @@ export type LocalInstance = {
   /** Holds the collection's deferred index builds while a pull has more pages coming (true: for a
    * bounded time from now, renewed by each call), or releases them (false). */
   holdLoad(held: boolean): void;
+  /** Resolves once the database has no pulled page's transaction open (at once when none is). */
+  pageEnded(): Promise<void>;
 };
 
 /** The local storage instance behind an RxDB collection's (wrapped) storage instance, or null. */
 export function localInstanceOf(storageInstance: unknown): LocalInstance | null {
   const sqlite = sqliteInstanceOf<Json>(storageInstance);
-  return sqlite && { changeStream: () => sqlite.changeStream(), current: (id) => sqlite.currentDocuments([id]).get(id), watchBuilds: (watcher) => sqlite.storageFile.watchBuilds(watcher), holdLoad: (held) => sqlite.holdLoad(held) };
+  return sqlite && { changeStream: () => sqlite.changeStream(), current: (id) => sqlite.currentDocuments([id]).get(id), watchBuilds: (watcher) => sqlite.storageFile.watchBuilds(watcher), holdLoad: (held) => sqlite.holdLoad(held), pageEnded: () => sqlite.storageFile.whenPageEnded() };
 }

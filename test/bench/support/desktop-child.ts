@@ -4,12 +4,15 @@
  *   sync-child URL KEY DIR                  an empty desktop syncs from the server; time and memory after
  *                                           (BENCH_HEAP_SNAPSHOT=path also writes a heap snapshot then;
  *                                           BENCH_PROFILE=dir writes the sync's CPU profile there,
- *                                           sync.cpuprofile, from startSync to in sync)
+ *                                           sync.cpuprofile, from startSync to in sync, and
+ *                                           sync.long-tasks.json, the long tasks meanwhile: see
+ *                                           profile-summary.ts --tasks)
  *   reopen-child DIR WORKSPACE MEMBER       a fresh process opens the synced desktop, first page of leads
  * Each prints one line `RESULT <json>`. Run as a worker thread (test/bench/support/desktop-worker-host.ts),
  * `workerData.args` is the mode and its arguments and the result is posted to the host thread.
  */
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, openSync, readSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { writeHeapSnapshot } from 'node:v8';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
@@ -86,7 +89,14 @@ const memory = () => {
   return { rss: m.rss, heap: m.heapUsed };
 };
 /** A loop delay monitor sampling every 10 ms: its max is the longest block seen, within 10 ms. */
-type Monitor = { h: ReturnType<typeof monitorEventLoopDelay>; timer: ReturnType<typeof setInterval>; cpuMaxUs: number; gc: PerformanceObserver; gcMaxMs: number };
+type Monitor = { h: ReturnType<typeof monitorEventLoopDelay>; timer: ReturnType<typeof setInterval>; cpuMaxUs: number; gc: PerformanceObserver; gcMaxMs: number; long: LongTask[] };
+/** A stretch between two ticks of the 2 ms timer that took `cpuMs` of the main thread's CPU, from
+ * `fromUs` to `toUs` (process.hrtime in µs: the clock of a V8 CPU profile's timestamps). */
+export type LongTask = { fromUs: number; toUs: number; cpuMs: number };
+/** With BENCH_PROFILE, the stretches of at least this much CPU (ms) are written beside the profile
+ * (profile-summary.ts FILE --tasks TASKS says what ran in them). */
+const LONG_TASK_MS = Number(process.env.BENCH_LONG_TASK_MS ?? 35);
+const hrUs = (): number => Number(process.hrtime.bigint() / 1000n);
 const threadCpuUs = (): number => {
   const u = process.threadCpuUsage();
   return u.user + u.system;
@@ -95,13 +105,18 @@ const loopMonitor = (): Monitor => {
   const h = monitorEventLoopDelay({ resolution: 10 });
   h.enable();
   let last = threadCpuUs();
+  let lastAt = hrUs();
   const m: Monitor = {
     h,
     cpuMaxUs: 0,
+    long: [],
     timer: setInterval(() => {
       const now = threadCpuUs();
+      const at = hrUs();
       m.cpuMaxUs = Math.max(m.cpuMaxUs, now - last);
+      if (now - last >= LONG_TASK_MS * 1000) m.long.push({ fromUs: lastAt, toUs: at, cpuMs: (now - last) / 1000 });
       last = now;
+      lastAt = at;
     }, 2),
     // The longest garbage collection pause meanwhile (a block the backend's code did not ask for).
     gc: new PerformanceObserver((list) => {
@@ -197,6 +212,7 @@ async function syncChild(url: string, key: string, dir: string): Promise<SyncRes
   const loopSync = loopDelay(syncLoop);
   const wal = { ...walDuringSync(), checkpoints: { ...file.checkpointLog } };
   await stopProfile();
+  if (process.env.BENCH_PROFILE) writeFileSync(join(process.env.BENCH_PROFILE, 'sync.long-tasks.json'), JSON.stringify(syncLoop.long));
   const leads = await db.store.count('leads');
   // Memory as the app would hold it a moment after the sync (no forced collection).
   await new Promise((r) => setTimeout(r, 500));

@@ -3,6 +3,8 @@
  * Profiler writes it; BENCH_PROFILE of the desktop bench's sync child):
  *   npx tsx test/bench/support/profile-summary.ts FILE [TOP]
  *   npx tsx test/bench/support/profile-summary.ts FILE import   (the import bench's categories)
+ *   npx tsx test/bench/support/profile-summary.ts FILE --tasks TASKS [TOP]   (what ran in each long
+ *     task of the sync child's TASKS file, sync.long-tasks.json beside its profile, and in all)
  * prints the sampled time, the functions with the most self time, the functions with the most
  * total time (self and callees, each sample counted once per function however deep it recurses),
  * and self time by source (package or project file). Native calls (a better-sqlite3 statement, a
@@ -36,14 +38,17 @@ const source = (n: Node): string => {
 };
 
 /** A profile's nodes by id, each node's parent, and the sampled time (µs) of each node itself. */
-function sampled(profile: Profile): { byId: Map<number, Node>; parent: Map<number, number>; selfUs: Map<number, number>; totalUs: number } {
+function sampled(profile: Profile, keep: (atUs: number) => boolean = () => true): { byId: Map<number, Node>; parent: Map<number, number>; selfUs: Map<number, number>; totalUs: number } {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const selfUs = new Map<number, number>();
   let totalUs = 0;
+  let atUs = profile.startTime;
   profile.samples.forEach((id, i) => {
     const dt = profile.timeDeltas[i] ?? 0;
+    atUs += dt;
+    if (!keep(atUs)) return;
     selfUs.set(id, (selfUs.get(id) ?? 0) + dt);
     totalUs += dt;
   });
@@ -53,8 +58,8 @@ function sampled(profile: Profile): { byId: Map<number, Node>; parent: Map<numbe
 /** `us` as milliseconds and as a share of `totalUs`, aligned for a table. */
 const share = (us: number, totalUs: number): string => `${(us / 1000).toFixed(0).padStart(7)} ms ${((100 * us) / totalUs).toFixed(1).padStart(5)}%`;
 
-export function summarize(profile: Profile, top = 30): string[] {
-  const { byId, parent, selfUs, totalUs } = sampled(profile);
+export function summarize(profile: Profile, top = 30, keep?: (atUs: number) => boolean): string[] {
+  const { byId, parent, selfUs, totalUs } = sampled(profile, keep);
   const key = (n: Node) => `${n.callFrame.functionName || '(anonymous)'} ${short(n.callFrame.url)}${n.callFrame.url ? `:${n.callFrame.lineNumber + 1}` : ''}`;
   const self = new Map<string, number>();
   const total = new Map<string, number>();
@@ -147,10 +152,29 @@ export function byCategory(profile: Profile, categories: readonly Category[]): s
     .map(([name, us]) => `  ${share(us, totalUs)}  ${name}`);
 }
 
+/** A stretch of the main thread's CPU between two ticks of the sync child's 2 ms timer (its
+ * sync.long-tasks.json: hrtime µs, the profile's clock). */
+type LongTask = { fromUs: number; toUs: number; cpuMs: number };
+
+/** What the profile sampled within each long task, and within all of them together. */
+export function summarizeTasks(profile: Profile, tasks: readonly LongTask[], top = 12): string[] {
+  const out: string[] = [];
+  const within = (t: LongTask) => (atUs: number) => atUs > t.fromUs && atUs <= t.toUs;
+  for (const t of tasks) {
+    out.push(`== task of ${t.cpuMs.toFixed(1)} ms CPU, ${((t.toUs - t.fromUs) / 1000).toFixed(1)} ms wall, ${((t.fromUs - profile.startTime) / 1e6).toFixed(2)} s into the profile`);
+    out.push(...summarize(profile, top, within(t)).slice(0, 2 + top * 3 + 1));
+  }
+  out.push('== all long tasks together');
+  out.push(...summarize(profile, top * 2, (atUs) => tasks.some((t) => within(t)(atUs))));
+  return out;
+}
+
 const file = process.argv[2];
 if (file) {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
-  // `import` instead of a number: the import's categories (IMPORT_CATEGORIES).
-  if (process.argv[3] === 'import') for (const l of byCategory(profile, IMPORT_CATEGORIES)) process.stdout.write(`${l}\n`);
+  // `import` instead of a number: the import's categories (IMPORT_CATEGORIES); `--tasks FILE`:
+  // what ran in the long tasks the sync child wrote beside its profile (sync.long-tasks.json).
+  if (process.argv[3] === '--tasks') for (const l of summarizeTasks(profile, JSON.parse(readFileSync(process.argv[4] ?? '', 'utf8')) as LongTask[], Number(process.argv[5] ?? 12))) process.stdout.write(`${l}\n`);
+  else if (process.argv[3] === 'import') for (const l of byCategory(profile, IMPORT_CATEGORIES)) process.stdout.write(`${l}\n`);
   else for (const l of summarize(profile, Number(process.argv[3] ?? 30))) process.stdout.write(`${l}\n`);
 }

@@ -100,6 +100,8 @@ export class StorageFile {
   private closing = false;
   /** A pulled page's transaction, open over several turns (see the file comment), or null. */
   private page: OpenPage | null = null;
+  /** Waiting for the open page to end (whenPageEnded). */
+  private pageWaiters: (() => void)[] = [];
   /** Work of the open page runs now (its reads see its own rows: they go to this connection). */
   private writing = false;
   /** The read-only connection answering reads while a page is open; opened at the first page. */
@@ -311,6 +313,13 @@ export class StorageFile {
     return this.page !== null;
   }
 
+  /** Resolves once no pulled page's transaction is open: at once when none is, else when the open
+   * one has committed or rolled back (and its writes are applied or undone). */
+  whenPageEnded(): Promise<void> {
+    if (this.page === null) return Promise.resolve();
+    return new Promise((resolveEnd) => this.pageWaiters.push(resolveEnd));
+  }
+
   /** The documents table of the open page's first write (the collection), or null. */
   get pageOf(): string | null {
     return this.page?.fork ?? null;
@@ -462,6 +471,9 @@ export class StorageFile {
       for (const undo of page.undo) undo();
     }
     this.scheduleDrain();
+    const waiters = this.pageWaiters;
+    this.pageWaiters = [];
+    for (const w of waiters) w();
     if (failed !== null) throw failed instanceof Error ? failed : new Error(String(failed));
   }
 
