@@ -1001,7 +1001,8 @@ function masterCodec(file: StorageFile, table: string, schema: RxJsonSchema<Doc>
 
 /** "leads by full name": an index's collection and fields in words, for the sync status. */
 function indexLabel(collection: string, keys: readonly string[]): string {
-  const fields = keys.filter((k) => k !== '_deleted' && k !== '_meta.lwt').map((k) => k.replace(/^fold:/, '').replace(/[._]/g, ' ').replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase());
+  // An identity key's column (`key:email`) reads "email key".
+  const fields = keys.filter((k) => k !== '_deleted' && k !== '_meta.lwt').map((k) => k.replace(/^fold:/, '').replace(/^key:(.*)$/, '$1 key').replace(/[._]/g, ' ').replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase());
   return `${collection} by ${fields.join(', ') || 'id'}`;
 }
 
