@@ -101,6 +101,9 @@ export class Backend {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private unbindDb: (() => void) | null = null;
   private unbindSync: (() => void) | null = null;
+  /** The index a local workspace's database builds now, in words (a workspace that syncs has its
+   * sync status say it: replication.ts). */
+  private localBuild: string | null = null;
   private readonly clock: Clock;
   private readonly ids: Ids;
   private readonly random: () => number;
@@ -155,7 +158,7 @@ export class Backend {
 
   onSyncStatus(listener: (s: SyncStatus) => void): () => void {
     this.syncListeners.add(listener);
-    listener(this.session.syncStatus());
+    listener(this.syncStatus());
     return () => this.syncListeners.delete(listener);
   }
 
@@ -295,7 +298,22 @@ export class Backend {
     this.unbindSync?.();
     const open = this.session.current();
     this.unbindDb = open ? open.db.onChange((cs) => this.notifyChanged(cs)) : null;
-    this.unbindSync = open?.sync ? open.sync.onStatus((s) => this.emitSync(s)) : null;
+    this.localBuild = null;
+    // A local workspace (no sync) says what its database builds too (an import's indexes at 1M
+    // leads: tens of seconds, during which pages of a re-sorted table come slower).
+    this.unbindSync = open?.sync
+      ? open.sync.onStatus((s) => this.emitSync(s))
+      : (open?.db.watchBuilds?.((what) => {
+          if (what === this.localBuild) return;
+          this.localBuild = what;
+          this.emitSync(this.syncStatus());
+        }) ?? null);
+  }
+
+  /** The session's sync status, with a local workspace's index build as its activity. */
+  private syncStatus(): SyncStatus {
+    const status = this.session.syncStatus();
+    return status.mode === 'local' && this.localBuild ? { ...status, activity: `Building the index of ${this.localBuild}` } : status;
   }
 
   /** The local store builds its sorted index for a lead ordering on first use (a few hundred ms at
@@ -312,7 +330,7 @@ export class Backend {
     this.bind();
     if (info.state === 'open') this.warmUp();
     for (const l of this.sessionListeners) l(info);
-    this.emitSync(this.session.syncStatus());
+    this.emitSync(this.syncStatus());
     // Everything a subscription read belongs to the workspace that just closed: run them all again.
     for (const sub of this.subs) {
       sub.lastJson = null;

@@ -15,6 +15,9 @@ export type LocalDb = StoreProvider & {
   /** Resolves once every index a bulk load left out is built (storage/sqlite/doc-table.ts,
    * "loading"); at once when none is missing. */
   indexed?(): Promise<void>;
+  /** Calls `watcher` with the index the database builds now (in words: "leads by full name"), or
+   * null, at once and whenever that changes; returns the unsubscribe. Absent: it builds none. */
+  watchBuilds?(watcher: (what: string | null) => void): () => void;
   close(): Promise<void>;
 };
 

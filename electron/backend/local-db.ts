@@ -36,6 +36,8 @@ export type LocalDatabase = StoreProvider & {
   /** Resolves once every index a bulk load left out is built (storage/sqlite/doc-table.ts,
    * "loading"); at once when none is missing. */
   indexed(): Promise<void>;
+  /** The index the database's file builds now, in words, to `watcher` (local-db-port.ts). */
+  watchBuilds(watcher: (what: string | null) => void): () => void;
   close(): Promise<void>;
 };
 
@@ -140,6 +142,7 @@ export async function openLocalDatabase(opts: OpenLocalDatabaseOptions): Promise
     rx,
     onChange: (listener) => provider.onChange(listener),
     indexed: () => provider.indexed(),
+    watchBuilds: (watcher) => provider.watchBuilds(watcher),
     async withStore<T>(workspaceId: string, fn: (s: Store) => Promise<T>): Promise<T> {
       if (workspaceId !== opts.workspaceId) throw new Error(`This local database holds workspace ${opts.workspaceId}, not ${workspaceId}.`);
       return fn(store);

@@ -94,6 +94,17 @@ export class SqliteStoreProvider implements StoreProvider {
     while (any.value.fileLoading) await new Promise((resolve) => setTimeout(resolve, 50));
   }
 
+  /** Calls `watcher` with the index the database's file builds now (in words), or null; at once
+   * with the current state. Returns the unsubscribe. */
+  watchBuilds(watcher: (what: string | null) => void): () => void {
+    const any = this.instances.values().next();
+    if (any.done) {
+      watcher(null);
+      return () => undefined;
+    }
+    return any.value.storageFile.watchBuilds(watcher);
+  }
+
   /** Runs commits one after another, so each sees the previous one's result. */
   serialize<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.tail.then(fn, fn);

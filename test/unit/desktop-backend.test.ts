@@ -37,7 +37,7 @@ function smallWorkspace(): DemoWorkspace {
 type Setup = { backend: Backend; session: SessionManager; dbs: LocalDb[]; dataDir: string };
 const open: Backend[] = [];
 
-function setup(opts: { coalesceMs?: number } = {}): Setup {
+function setup(opts: { coalesceMs?: number; watchBuilds?: LocalDb['watchBuilds'] } = {}): Setup {
   const dataDir = mkdtempSync(join(tmpdir(), 'crm-backend-'));
   const dbs: LocalDb[] = [];
   // One memory database per workspace id, kept across close/reopen like a file on disk would be.
@@ -51,7 +51,7 @@ function setup(opts: { coalesceMs?: number } = {}): Setup {
         byWorkspace.set(workspaceId, db);
         dbs.push(db);
       }
-      return { ...db, close: async () => undefined };
+      return { ...db, ...(opts.watchBuilds ? { watchBuilds: opts.watchBuilds } : {}), close: async () => undefined };
     },
     credentials: fileCredentialStore(join(dataDir, 'credentials.json')),
     buildDemo: smallWorkspace,
@@ -103,6 +103,34 @@ describe('desktop backend', () => {
     expect(names(r)).toEqual(['Ann', 'Bob', 'Cy']);
     const note = await backend.call('leadActivities.create', { leadId: (r.ok ? (r.value as { leads: { id: string }[] }).leads[0]?.id : '') ?? '', content: 'Hello' });
     expect(note).toMatchObject({ ok: true, value: { userId: info.state === 'open' ? info.member.id : '', content: 'Hello' } });
+  });
+
+  it('says which index a local workspace’s database builds, in its sync status, and nothing once it is done', async () => {
+    const watchers = new Set<(what: string | null) => void>();
+    let building: string | null = null;
+    const build = (what: string | null): void => {
+      building = what;
+      for (const w of watchers) w(what);
+    };
+    const { backend } = setup({
+      watchBuilds: (watcher) => {
+        watchers.add(watcher);
+        watcher(building);
+        return () => watchers.delete(watcher);
+      },
+    });
+    const seen: (string | undefined)[] = [];
+    backend.onSyncStatus((s) => seen.push(s.mode === 'local' ? (s.activity ?? 'none') : undefined));
+    build('leads by creation time');
+    await backend.session.openDemo();
+    expect(seen.at(-1)).toBe('Building the index of leads by creation time');
+    build('leads by full name');
+    expect(seen.at(-1)).toBe('Building the index of leads by full name');
+    build(null);
+    expect(seen.at(-1)).toBe('none');
+    // The workspace closed: its database's builds are not watched any more.
+    await backend.session.close();
+    expect(watchers.size).toBe(0);
   });
 
   it('gives new documents time-ordered ids (UUIDv7), ascending in the order they were made', async () => {

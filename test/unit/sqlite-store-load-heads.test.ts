@@ -18,6 +18,7 @@ import type { DocTable } from '../../electron/backend/storage/sqlite/doc-table.t
 import { compareCodePoints, compareStored, HEAD_BATCH, HEAD_ROWS, OrderHead } from '../../electron/backend/storage/sqlite/load-heads.ts';
 import type { HeadRow } from '../../electron/backend/storage/sqlite/load-heads.ts';
 import type { SqlValue, StoreIndex } from '../../electron/backend/storage/sqlite/store-columns.ts';
+import { STORE_QUERY_TUNING } from '../../electron/backend/storage/sqlite/store-query.ts';
 import { sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
 import { MemoryDatabase } from '../../shared/memory-store.ts';
 import { newLead } from '../../shared/model/factories.ts';
@@ -121,6 +122,35 @@ describe('a head of an order', () => {
     }
   });
 });
+
+/** Runs `q` on the SQLite store and the memory store (the same page) and says how the SQLite store
+ * read it: statements in the file's reader thread (a page SQLite sorts the whole table for), and
+ * whether a load's head of the order was found. */
+async function routedQuery(store: Store, ref: Store, table: DocTable, q: Query): Promise<{ worker: number; fromHead: boolean }> {
+  const file = table.file;
+  const read = file.readInWorker.bind(file);
+  const heads = table.heads;
+  const find = heads.find.bind(heads);
+  let worker = 0;
+  let fromHead = false;
+  file.readInWorker = (reads) => {
+    worker++;
+    return read(reads);
+  };
+  heads.find = (...args) => {
+    const head = find(...args);
+    if (head) fromHead = true;
+    return head;
+  };
+  try {
+    const [a, b] = await Promise.all([store.query('leads', q), ref.query('leads', q)]);
+    expect(a, JSON.stringify(q)).toEqual(b);
+  } finally {
+    file.readInWorker = read;
+    heads.find = find;
+  }
+  return { worker, fromHead };
+}
 
 describe('re-sorting a collection while a bulk load has left its index out', () => {
   const WS = 'c0000000-0000-4000-8000-000000000007';
@@ -233,31 +263,7 @@ describe('re-sorting a collection while a bulk load has left its index out', () 
     // the head, which SQLite must read and sort the whole table for, goes to the reader thread.
     // (What each costs is the desktop bench's "re-sort" line, not an assertion here.)
     const deep = (await ref.query('leads', { orderBy: orders[0], limit: HEAD_ROWS + 100 })).nextCursor;
-    const routed = async (q: Query): Promise<{ worker: number; fromHead: boolean }> => {
-      const file = table().file;
-      const read = file.readInWorker.bind(file);
-      const heads = table().heads;
-      const find = heads.find.bind(heads);
-      let worker = 0;
-      let fromHead = false;
-      file.readInWorker = (reads) => {
-        worker++;
-        return read(reads);
-      };
-      heads.find = (...args) => {
-        const head = find(...args);
-        if (head) fromHead = true;
-        return head;
-      };
-      try {
-        const [a, b] = await Promise.all([local.store.query('leads', q), ref.query('leads', q)]);
-        expect(a, JSON.stringify(q)).toEqual(b);
-      } finally {
-        file.readInWorker = read;
-        heads.find = find;
-      }
-      return { worker, fromHead };
-    };
+    const routed = (q: Query) => routedQuery(local.store, ref, table(), q);
     expect(await routed({ orderBy: orders[0], limit: 50 })).toEqual({ worker: 0, fromHead: true });
     expect((await routed({ orderBy: orders[0], limit: 50, cursor: deep })).worker).toBe(1);
     expect(table().indexReady(byName.name)).toBe(false);
@@ -304,4 +310,118 @@ describe('re-sorting a collection while a bulk load has left its index out', () 
     expect(table().indexReady(byName.name)).toBe(true);
     await samePages(2, false);
   }, 180_000);
+});
+
+describe('the heads of a load kept over a close', () => {
+  const WS = 'c0000000-0000-4000-8000-000000000008';
+  const actor = { workspaceId: WS, memberId: 'c0000000-0000-4000-8000-0000000000aa', role: 'owner' as const };
+  const GROUP = 'c0000000-0000-4000-8000-0000000000b2';
+  const N = 6000;
+  const CALL = 3000;
+  const rnd = seededRandom(31);
+  // An import: each call of CALL leads has one createdAt (ties broken by id), names at random.
+  const lead = (i: number): Lead =>
+    newLead({ id: `c0000000-0000-4000-8000-6${String(i).padStart(11, '0')}`, workspaceId: WS, now: new Date(Date.UTC(2026, 6, 1) + Math.floor(i / CALL) * 60_000).toISOString() }, GROUP, {
+      firstName: ['ann', 'Émile', 'eric', 'Zed', 'Bob'][Math.floor(rnd() * 5)],
+      lastName: `K${Math.floor(rnd() * 2000)}`,
+      email: `k${i}@kept.test`,
+    });
+  const creates = (leads: readonly Lead[]): AnyWrite[] => leads.map((after) => ({ collection: 'leads', id: after.id, before: null, after }));
+  const dir = mkdtempSync(join(tmpdir(), 'sqlite-store-kept-heads-'));
+  let db: LocalDatabase | null = null;
+  const quietMs = LOAD_TUNING.quietMs;
+  const offLoopRows = STORE_QUERY_TUNING.offLoopRows;
+  beforeAll(() => {
+    // The load stays open through the checks (no build starts), and a page SQLite must sort the
+    // whole table for goes to the reader thread, where routedQuery counts it.
+    LOAD_TUNING.quietMs = 10 * 60_000;
+    STORE_QUERY_TUNING.offLoopRows = 1000;
+  });
+  afterAll(async () => {
+    LOAD_TUNING.quietMs = quietMs;
+    STORE_QUERY_TUNING.offLoopRows = offLoopRows;
+    await db?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reads the first page of the default order and a re-sort by name from them after a reopen, not by sorting the table', async () => {
+    const ref: Store = new MemoryDatabase().forWorkspace(WS);
+    const open = async (): Promise<{ local: LocalDatabase; table: DocTable }> => {
+      const local = await openLocalDatabase({ dir, workspaceId: WS, actor });
+      db = local;
+      const table = sqliteInstanceOf<Lead>(local.rx.collections.leads?.storageInstance)?.internalsForTests.table;
+      if (!table) throw new Error('not on the SQLite storage');
+      return { local, table };
+    };
+    const close = async (): Promise<void> => {
+      await db?.close();
+      db = null;
+    };
+    let { local, table } = await open();
+    const leads = Array.from({ length: N }, (_, i) => lead(i));
+    for (let i = 0; i < N; i += CALL) {
+      await local.store.commit(creates(leads.slice(i, i + CALL)));
+      await ref.commit(creates(leads.slice(i, i + CALL)));
+    }
+    const index = (keys: string): string => {
+      const found = table.layout.indexes.find((i) => i.keys.join() === keys);
+      if (!found) throw new Error(`the leads layout has no index on ${keys}`);
+      return found.name;
+    };
+    const byCreation = index('createdAt');
+    const byName = index('fold:fullName');
+    expect(table.indexReady(byCreation)).toBe(false);
+    expect(table.indexReady(byName)).toBe(false);
+    // The leads table's first screen (newest first), and the table re-sorted by name.
+    const first: Query = { orderBy: [{ field: 'createdAt', dir: 'desc' }], limit: 50 };
+    const named: Query = { orderBy: [{ field: 'fullName', dir: 'asc', collate: 'text' }], limit: 50 };
+    const fromHeads = { worker: 0, fromHead: true };
+    expect(await routedQuery(local.store, ref, table, first)).toEqual(fromHeads);
+
+    // The app quits before the load's indexes are built, and opens again: its builds still to come.
+    await close();
+    ({ local, table } = await open());
+    expect(table.isLoading).toBe(true);
+    expect(table.indexReady(byCreation)).toBe(false);
+    const kept = (): unknown => table.file.db.prepare("SELECT count(*) FROM meta WHERE key LIKE 'load-heads:%'").pluck().get();
+    expect(await routedQuery(local.store, ref, table, first)).toEqual(fromHeads);
+    expect(await routedQuery(local.store, ref, table, named)).toEqual(fromHeads);
+    // Taken out of the file at the open.
+    expect(kept()).toBe(0);
+    const second = (await ref.query('leads', named)).nextCursor;
+    expect(await routedQuery(local.store, ref, table, { ...named, cursor: second })).toEqual(fromHeads);
+    // Writes after the reopen keep them up: a lead renamed to the front, one deleted, new ones.
+    const front = (await ref.query('leads', named)).docs as Lead[];
+    const moved = leads[4321] as Lead;
+    const edits: AnyWrite[] = [
+      { collection: 'leads', id: moved.id, before: moved, after: { ...moved, firstName: 'Aaa', fullName: `Aaa ${moved.lastName}` } },
+      { collection: 'leads', id: (front[2] as Lead).id, before: front[2] as Lead, after: null },
+      ...creates(Array.from({ length: 20 }, (_, i) => lead(N + i))),
+    ];
+    await local.store.commit(edits);
+    await ref.commit(edits);
+    expect(await routedQuery(local.store, ref, table, first)).toEqual(fromHeads);
+    expect(await routedQuery(local.store, ref, table, named)).toEqual(fromHeads);
+
+    // A record that does not describe the table as it is (a write it did not see, here a later
+    // sequence number given to a row behind the storage's back) is not taken: those pages are read
+    // by sorting the table, in the reader thread, with the same answers.
+    const path = table.file.path;
+    const tableName = table.table;
+    await close();
+    const raw = new Database(path);
+    try {
+      expect(raw.prepare("SELECT count(*) FROM meta WHERE key LIKE 'load-heads:%'").pluck().get()).toBe(1);
+      raw.prepare(`UPDATE "${tableName}" SET seq = (SELECT max(seq) + 1 FROM "${tableName}") WHERE id = ?`).run(moved.id);
+    } finally {
+      raw.close();
+    }
+    ({ local, table } = await open());
+    expect(kept()).toBe(0);
+    expect(await routedQuery(local.store, ref, table, first)).toEqual({ worker: 1, fromHead: false });
+    expect(await routedQuery(local.store, ref, table, named)).toEqual({ worker: 1, fromHead: false });
+    await table.finishLoading();
+    expect(table.indexReady(byName)).toBe(true);
+    expect(await routedQuery(local.store, ref, table, named)).toEqual({ worker: 0, fromHead: false });
+  }, 120_000);
 });

@@ -6,7 +6,8 @@ export function syncSummary(s: SyncStatus | null): { cls: string; text: string; 
   if (s.refusals.length > 0) return { cls: 'refused', text: `${s.refusals.length} change${s.refusals.length === 1 ? '' : 's'} refused` };
   switch (s.mode) {
     case 'local':
-      return { cls: 'local', text: 'Local demo · not synced' };
+      // A local workspace's index builds (after an import) are said too.
+      return { cls: 'local', text: s.activity ? `${s.activity} · not synced` : 'Local demo · not synced' };
     case 'online':
       // Long work (a pull's "n of m" with a bar, an index build) instead of a silent, busy table.
       if (s.activity) return { cls: 'online', text: s.pending > 0 ? `${s.activity} · ${s.pending} pending` : s.activity, ...(s.progress ? { progress: s.progress } : {}) };

@@ -125,6 +125,19 @@ export class OrderHead {
     return compareCodePoints(id, bound.id) < 0;
   }
 
+  /** A head as a record kept over a close (LoadHeads.record) described it: `rows` in order, and
+   * the bound (null: every live row is in `rows`). */
+  static restored(index: StoreIndex, dir: Dir, positions: readonly number[], rows: HeadRow[], bound: HeadPlace | null): OrderHead {
+    const head = new OrderHead(index, dir, positions, rows);
+    if (bound) head.setBound(bound);
+    return head;
+  }
+
+  /** The bound (see restored). */
+  get boundPlace(): HeadPlace | null {
+    return this.bound;
+  }
+
   private setBound(place: HeadPlace): void {
     this.bound = place;
     this.narrow = place.k.map((k) => typeof k === 'string' && !WIDE.test(k));
@@ -284,4 +297,55 @@ export class LoadHeads {
   clear(): void {
     this.byIndex.clear();
   }
+
+  /**
+   * The heads as JSON, to keep in the file over a close while the load's indexes are still to be
+   * built (doc-table.ts): without them the next open reads each such order's pages by sorting the
+   * whole table until its index is built (1-1.4 s for the leads table's first page at 1M leads,
+   * the UI bench's first navigations after an import). `stamp` says which state of the table they
+   * describe; restore takes them only for that state.
+   */
+  record(stamp: string): string {
+    const heads = [...this.byIndex.values()].flat().map((h) => ({
+      index: h.index.name,
+      dir: h.dir,
+      rows: h.rows.map((r) => [r.r, r.id, r.k.map(valueToJson)]),
+      bound: h.boundPlace ? [h.boundPlace.id, h.boundPlace.k.map(valueToJson)] : null,
+    }));
+    return JSON.stringify({ stamp, heads });
+  }
+
+  /**
+   * The heads of a record (record) whose stamp is `stamp`, for the indexes `wanted` names (by index
+   * name: the index and where its keys are among a row's Store values); none for another stamp or a
+   * record this version cannot read. The caller checks the rows against the table.
+   */
+  static fromRecord(json: string, stamp: string, wanted: ReadonlyMap<string, { index: StoreIndex; positions: readonly number[] }>): OrderHead[] {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(json);
+    } catch {
+      return [];
+    }
+    const rec = parsed as { stamp?: unknown; heads?: unknown };
+    if (rec.stamp !== stamp || !Array.isArray(rec.heads)) return [];
+    const out: OrderHead[] = [];
+    for (const h of rec.heads as { index: string; dir: Dir; rows: [number, string, unknown[]][]; bound: [string, unknown[]] | null }[]) {
+      const w = wanted.get(h.index);
+      if (!w || (h.dir !== 'asc' && h.dir !== 'desc')) continue;
+      const rows = h.rows.map(([r, id, k]): HeadRow => ({ r, id, k: k.map(valueFromJson) }));
+      out.push(OrderHead.restored(w.index, h.dir, w.positions, rows, h.bound ? { id: h.bound[0], k: h.bound[1].map(valueFromJson) } : null));
+    }
+    return out;
+  }
 }
+
+/** A stored value in JSON: numbers that JSON cannot write (NULL_KEY, -Infinity) and blobs tagged. */
+const valueToJson = (v: SqlValue): unknown => (typeof v === 'number' ? (Number.isFinite(v) ? v : { n: String(v) }) : typeof v === 'string' ? v : { b: v.toString('base64') });
+
+const valueFromJson = (v: unknown): SqlValue => {
+  if (typeof v === 'number' || typeof v === 'string') return v;
+  const o = v as { n?: string; b?: string };
+  if (typeof o.n === 'string') return Number(o.n);
+  return Buffer.from(o.b ?? '', 'base64');
+};
