@@ -12,15 +12,12 @@ import { join } from 'node:path';
 import { openLocalDatabase } from '../../../electron/backend/local-db.ts';
 import { LOAD_TUNING } from '../../../electron/backend/storage/sqlite/doc-table.ts';
 import { sqliteInstanceOf } from '../../../electron/backend/storage/sqlite/storage.ts';
-import { newLead } from '../../../shared/model/factories.ts';
-import type { Lead, Stage } from '../../../shared/model/index.ts';
+import type { Lead } from '../../../shared/model/index.ts';
 import { execute } from '../../../shared/ops/execute.ts';
-import type { AnyWrite } from '../../../shared/store.ts';
-import { workspaceCreation } from '../../../shared/workspace-setup.ts';
 import { nodeSecrets } from '../../../sync-server/secrets.ts';
 import { seededRandom } from '../../support/deterministic.ts';
-import { person } from './bench-people.ts';
-import { makeTags, searchVariants, work } from '../desktop.bench.ts';
+import { searchVariants } from '../desktop.bench.ts';
+import { benchWorkspace, CALL, fillLeads } from './local-leads.ts';
 
 const LEADS = Number(process.env.BENCH_LEADS ?? 100_000);
 const RUNS = 20;
@@ -28,24 +25,12 @@ const line = (s: string): void => void process.stdout.write(`${s}\n`);
 const pct = (xs: readonly number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))] ?? NaN;
 LOAD_TUNING.quietMs = 1e9;
 const dir = mkdtempSync(join(tmpdir(), 'sdl-'));
-const c = workspaceCreation({ uuid: () => randomUUID() }, '2026-01-01T00:00:00.000Z', { name: 'x', owner: { name: 'B', email: 'b@local.test' }, subscriptionStatus: 'active' });
+const c = benchWorkspace('Search during a load');
 const actor = { workspaceId: c.workspaceId, memberId: c.ownerId, role: 'owner' as const };
 const db = await openLocalDatabase({ dir, workspaceId: c.workspaceId, actor });
 try {
-  await db.store.commit(c.writes);
-  const stages = (await db.store.query('stages')).docs as Stage[];
-  const tags = makeTags(c.workspaceId);
-  await db.store.commit(tags.map((t) => ({ collection: 'tags', id: t.id, before: null, after: t })));
-  const rnd = seededRandom(99);
-  for (let done = 0; done < LEADS; done += 5000) {
-    const writes: AnyWrite[] = [];
-    for (let i = done; i < Math.min(LEADS, done + 5000); i++) {
-      const createdAt = new Date(Date.parse('2026-01-01T00:00:00.000Z') + (done / 5000) * 60_000).toISOString();
-      const lead: Lead = { ...newLead({ id: randomUUID(), workspaceId: c.workspaceId, now: createdAt }, c.leadGroupId, { ...person(i), ...work(rnd, stages, tags) }) };
-      writes.push({ collection: 'leads', id: lead.id, before: null, after: lead });
-    }
-    await db.store.commit(writes);
-  }
+  // One creation time per call, as the import gives its leads.
+  await fillLeads(db, c, LEADS, (_i, done) => new Date(Date.parse('2026-01-01T00:00:00.000Z') + (done / CALL) * 60_000).toISOString());
   const env = { actor: db.actor, store: db.store, clock: { now: () => new Date() }, ids: { uuid: () => randomUUID() }, random: seededRandom(3), secrets: nodeSecrets, channels: null };
   const hot = (await db.store.query('tags', { where: { op: 'eq', field: 'name', value: 'Hot' } })).docs[0]?.id ?? 'all';
   const table = sqliteInstanceOf<Lead>(db.rx.collections.leads?.storageInstance)?.internalsForTests.table;

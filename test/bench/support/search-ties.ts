@@ -19,21 +19,15 @@ import { fileURLToPath } from 'node:url';
 import { localDatabaseName, openLocalDatabase } from '../../../electron/backend/local-db.ts';
 import type { LocalDatabase } from '../../../electron/backend/local-db.ts';
 import { sqliteFilePath } from '../../../electron/backend/storage/sqlite/file.ts';
-import { newLead } from '../../../shared/model/factories.ts';
-import type { Lead, Stage } from '../../../shared/model/index.ts';
 import { execute } from '../../../shared/ops/execute.ts';
-import type { AnyWrite } from '../../../shared/store.ts';
-import { workspaceCreation } from '../../../shared/workspace-setup.ts';
 import { nodeSecrets } from '../../../sync-server/secrets.ts';
 import { seededRandom } from '../../support/deterministic.ts';
-import { person } from './bench-people.ts';
-import { makeTags, searchVariants, work } from '../desktop.bench.ts';
+import { searchVariants } from '../desktop.bench.ts';
+import { benchWorkspace, CALL, fillLeads } from './local-leads.ts';
 
 const LEADS = Number(process.env.BENCH_LEADS ?? 100_000);
 /** Which files to write: `ties`, `distinct` or `both`. */
 const WHICH = process.env.TIES ?? 'both';
-/** Leads per import call: the import dialog's calls (http-seed.ts). */
-const CALL = 5000;
 const RUNS = Number(process.env.SEARCH_RUNS ?? 42);
 const DAY0 = Date.parse('2026-01-01T00:00:00.000Z');
 
@@ -51,26 +45,13 @@ type Made = { dir: string; workspaceId: string; actor: LocalDatabase['actor'] };
 
 async function build(root: string, ties: boolean): Promise<Made> {
   const dir = join(root, ties ? 'ties' : 'distinct');
-  const c = workspaceCreation({ uuid: () => randomUUID() }, '2026-01-01T00:00:00.000Z', { name: 'Ties bench', owner: { name: 'Bench', email: 'bench@local.test' }, subscriptionStatus: 'active' });
+  const c = benchWorkspace('Ties bench');
   const actor = { workspaceId: c.workspaceId, memberId: c.ownerId, role: 'owner' as const };
   const db = await openLocalDatabase({ dir, workspaceId: c.workspaceId, actor, synchronous: 'NORMAL' });
   try {
-    await db.store.commit(c.writes);
-    const stages = (await db.store.query('stages')).docs as Stage[];
-    const tags = makeTags(c.workspaceId);
-    await db.store.commit(tags.map((t) => ({ collection: 'tags', id: t.id, before: null, after: t })));
-    const rnd = seededRandom(99);
+    // One creation time per call (the server's clock when the call ran), or one per lead.
     const edited = new Date(DAY0 + 400 * 86_400_000).toISOString();
-    for (let done = 0; done < LEADS; done += CALL) {
-      const writes: AnyWrite[] = [];
-      for (let i = done; i < Math.min(LEADS, done + CALL); i++) {
-        // One creation time per call (the server's clock when the call ran), or one per lead.
-        const createdAt = new Date(ties ? DAY0 + (done / CALL) * 60_000 : DAY0 + i * 1000).toISOString();
-        const lead: Lead = { ...newLead({ id: randomUUID(), workspaceId: c.workspaceId, now: createdAt }, c.leadGroupId, { ...person(i), ...work(rnd, stages, tags) }), updatedAt: edited };
-        writes.push({ collection: 'leads', id: lead.id, before: null, after: lead });
-      }
-      await db.store.commit(writes);
-    }
+    await fillLeads(db, c, LEADS, (i, done) => new Date(ties ? DAY0 + (done / CALL) * 60_000 : DAY0 + i * 1000).toISOString(), edited);
     await db.indexed();
   } finally {
     await db.close();
