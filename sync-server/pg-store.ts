@@ -2,6 +2,7 @@
  * one workspace's view inside one database transaction (PgDatabase in pg-database.ts opens them):
  * reads shaped so their plans hold on any statistics, and one statement that checks and writes a
  * commit. */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { cloneJson } from '../shared/json-clone.ts';
 import { COLLECTION_NAMES } from '../shared/model/index.ts';
 import type { CollectionName, Docs } from '../shared/model/index.ts';
@@ -101,7 +102,6 @@ export const COMMIT_PART = 500;
 const CHECK_SLICE = 100;
 const PARTS_SAVEPOINT = 'crm_commit_parts';
 
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** What a commit changed, for live updates and replication fan-out. */
 export type CommitEvent = { workspaceId: string; collections: CollectionName[]; maxSeq: number; rows: number };

@@ -14,6 +14,7 @@
  * Here: the lanes, the order in which they push, what counts as pending, and fetching the reasons
  * of refusals (GET /replication/refusals).
  */
+import { setImmediate as turn } from 'node:timers/promises';
 import { replicateRxCollection } from 'rxdb/plugins/replication';
 import type { RxReplicationState } from 'rxdb/plugins/replication';
 import type { RxCollection, RxDatabase, RxReplicationPullStreamItem, RxReplicationWriteToMasterRow, WithDeleted } from 'rxdb';
@@ -106,8 +107,8 @@ const PUSH_ORDER_WAIT_MS = 30_000;
  * (setImmediate) and in a turn of its own, wherever it is called from (an immediate queued from
  * the poll phase runs in the same turn's check phase). */
 const nextTurns = async (): Promise<void> => {
-  await new Promise((resolve) => setImmediate(resolve));
-  await new Promise((resolve) => setImmediate(resolve));
+  await turn();
+  await turn();
 };
 
 const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));

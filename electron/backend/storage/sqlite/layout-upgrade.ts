@@ -13,6 +13,7 @@
  * A quit or crash before step 3 leaves the old record, so the next open does it again from the
  * start (each step is idempotent); nothing reads the table meanwhile (the database is not open).
  */
+import { setImmediate as turn } from 'node:timers/promises';
 import { existsSync } from 'node:fs';
 import type { Database as SqliteDatabase } from 'better-sqlite3';
 import type { RxJsonSchema } from 'rxdb';
@@ -42,7 +43,6 @@ export type LayoutUpgradeOptions = {
 
 const BATCH = 2000;
 
-const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 type StoredRow = { rowid: number; id: string; doc: string; lwt: number };
 

@@ -16,6 +16,7 @@
  *   untouched; the new file's existence is what makes the migration happen once;
  * - the event loop turns after every batch, so the desktop can show the progress while it runs.
  */
+import { setImmediate as turn } from 'node:timers/promises';
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
@@ -56,7 +57,6 @@ export type MigrationOptions = {
 const BATCH = 2000;
 
 /** Lets the event loop run (progress reaches the window) between batches. */
-const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 type Internal = RxDocumentData<InternalStoreCollectionDocType>;
 
