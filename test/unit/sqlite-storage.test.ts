@@ -676,4 +676,42 @@ describe('SQLite storage: checkpoints in the worker thread', () => {
       Object.assign(CHECKPOINT_TUNING, tuning);
     }
   }, 60_000);
+
+  it('keeps the WAL bounded during a load that commits in one chain of promise callbacks (no turn of the event loop between its commits)', async () => {
+    // A seed or a fill awaits each commit and starts the next at once: neither the checkpoint's
+    // timer nor the worker's answer gets a turn, and the WAL held the whole load (a 1M-lead seed:
+    // 2.9 GB beside a 4 KB file). A small limit stands for the real one.
+    const tuning = { ...CHECKPOINT_TUNING };
+    CHECKPOINT_TUNING.walLimitBytes = 2 * 1024 * 1024;
+    try {
+      const dir = tempDir();
+      const inst = await openInstance<Item>(getRxStorageSqlite({ directory: dir }), filledItems(), { databaseName: 'wal-chain', collectionName: 'items' });
+      const sqlite = sqliteInstanceOf<Item>(inst);
+      if (!sqlite) throw new Error('not our storage');
+      const { file } = sqlite.internalsForTests;
+      const path = sqliteFilePath(dir, 'wal-chain');
+      let largest = 0;
+      let turns = 0;
+      const ticker = setInterval(() => turns++, 0);
+      for (let w = 0; w < 30; w++) {
+        // Local writes (each its own transaction, durable), 1,000 rows each, one right after the other.
+        const rows = Array.from({ length: 1000 }, (_, i) => ({ document: rowDoc(`c${w}-${i}`, `local ${'x'.repeat(500)} ${w} ${i}`, i) }));
+        expect(await inst.bulkWrite(rows, 'rx-collection')).toEqual({ error: [] });
+        largest = Math.max(largest, statSync(`${path}-wal`).size);
+      }
+      clearInterval(ticker);
+      // The load wrote far more than the limit (each write ~1.3 MB of rows and indexes) ...
+      await new Promise((r) => setTimeout(r, 0));
+      const written = statSync(path).size + statSync(`${path}-wal`).size;
+      expect(written).toBeGreaterThan(30 * 1024 * 1024);
+      // ... and the WAL never held more than twice the limit and a write: past that, the next write
+      // waited for a RESTART checkpoint (measured: 4.5 MB; 44.6 MB, all of the load, before).
+      expect(largest).toBeLessThan(3 * CHECKPOINT_TUNING.walLimitBytes + 2 * 1024 * 1024);
+      expect(file.checkpointLog.restart).toBeGreaterThan(0);
+      // The load gave the event loop turns only while a RESTART held its writes.
+      expect(turns).toBeGreaterThan(0);
+    } finally {
+      Object.assign(CHECKPOINT_TUNING, tuning);
+    }
+  }, 60_000);
 });

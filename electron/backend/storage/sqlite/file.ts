@@ -47,7 +47,7 @@
  *   (`whenFree`) until it commits; the writes' caches, counters and change events are applied
  *   after the COMMIT.
  */
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
@@ -95,6 +95,8 @@ export class StorageFile {
    * it may start, are over). */
   private checkpointTimer: ReturnType<typeof setTimeout> | null = null;
   private checkpointing: Promise<void> | null = null;
+  /** A RESTART checkpoint waits in the queue or runs (restartWal), or null. */
+  private restarting: Promise<void> | null = null;
   /** Commits since the last checkpoint began. */
   private dirty = false;
   private closing = false;
@@ -200,12 +202,63 @@ export class StorageFile {
     }
   }
 
-  /** After a commit: a checkpoint in the worker soon (see the file comment). */
+  /**
+   * After a commit: a checkpoint in the worker soon (see the file comment). The timer alone is not
+   * enough: a load that commits in one chain of promise callbacks (a seed, a fill, any loop of
+   * commits that never waits for I/O) gives neither the timer nor the worker's answer a turn, and
+   * its WAL held the whole load (a 1M-lead seed: 2.9 GB, the file itself 4 KB). So the commit also
+   * looks at the WAL file: past the limit, the checkpoint starts now; past twice the limit, a
+   * RESTART one is queued at once and holds the writes (as an index build does), so the load's
+   * next write waits for it, which gives the event loop its turns.
+   */
   private committed(): void {
     this.dirty = true;
-    if (this.checkpointTimer || this.checkpointing || this.closing) return;
+    if (this.closing) return;
+    const wal = this.walFileBytes();
+    if (wal > 2 * CHECKPOINT_TUNING.walLimitBytes) {
+      this.restartWal();
+      return;
+    }
+    if (this.checkpointing) return;
+    if (wal > CHECKPOINT_TUNING.walLimitBytes) {
+      if (this.checkpointTimer) clearTimeout(this.checkpointTimer);
+      this.checkpoint();
+      return;
+    }
+    if (this.checkpointTimer) return;
     this.checkpointTimer = setTimeout(() => this.checkpoint(), CHECKPOINT_TUNING.delayMs);
     this.checkpointTimer.unref();
+  }
+
+  /** The WAL file's length: past CHECKPOINT_TUNING.walLimitBytes only while the WAL holds more than
+   * that (journal_size_limit cuts it back to the limit when it starts over). */
+  private walFileBytes(): number {
+    try {
+      return statSync(this.path + '-wal').size;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** A RESTART checkpoint in the worker, holding the file's write queue until it is done (once: a
+   * RESTART asked for while one waits or runs is that one). */
+  private restartWal(): Promise<void> {
+    if (this.restarting) return this.restarting;
+    const log = this.checkpointLog;
+    const t = performance.now();
+    const run = this.inWorker('PRAGMA wal_checkpoint(RESTART)', null)
+      .then(() => {
+        log.restart++;
+        log.restartMs += performance.now() - t;
+      })
+      // A failed RESTART (a full disk, the file closing) leaves the WAL as it is; the next commit
+      // asks again.
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.restarting === run) this.restarting = null;
+      });
+    this.restarting = run;
+    return run;
   }
 
   /** A passive checkpoint in the worker; a RESTART one, holding the write queue, if the WAL
@@ -228,11 +281,7 @@ export class StorageFile {
         log.maxWalBytes = Math.max(log.maxWalBytes, wal.frames * this.pageSize);
         // A file closing meanwhile gets no RESTART (its connections close next).
         if (this.closing || wal.frames * this.pageSize <= CHECKPOINT_TUNING.walLimitBytes) return undefined;
-        const t = performance.now();
-        return this.inWorker('PRAGMA wal_checkpoint(RESTART)', null).then(() => {
-          log.restart++;
-          log.restartMs += performance.now() - t;
-        });
+        return this.restartWal();
       })
       // A failed checkpoint (a full disk, the file closing) leaves the WAL as it is; the next
       // commit asks for another.
@@ -793,7 +842,7 @@ function openFile(path: string, synchronous: Synchronous): SqliteDatabase {
     // No checkpoints on this connection: the worker thread runs them (StorageFile.checkpoint). The
     // WAL file is cut back to 64 MB when it starts over (it seldom grows past: the RESTART limit).
     db.pragma('wal_autocheckpoint = 0');
-    db.pragma(`journal_size_limit = ${WAL_FILE_BYTES}`);
+    db.pragma(`journal_size_limit = ${CHECKPOINT_TUNING.walLimitBytes}`);
     // 4 MiB of page cache instead of SQLite's 16: the cache stays resident (it counted ~20 MB of
     // the desktop's memory after a sync of 100k leads), while a page it misses comes from the
     // operating system's cache for a read call (no slower sync or page reads were measured).
