@@ -14,7 +14,7 @@
  * Here: the lanes, the order in which they push, what counts as pending, and fetching the reasons
  * of refusals (GET /replication/refusals).
  */
-import { setImmediate as turn } from 'node:timers/promises';
+import { setImmediate as turn, setTimeout as delay } from 'node:timers/promises';
 import { replicateRxCollection } from 'rxdb/plugins/replication';
 import type { RxReplicationState } from 'rxdb/plugins/replication';
 import type { RxCollection, RxDatabase, RxReplicationPullStreamItem, RxReplicationWriteToMasterRow, WithDeleted } from 'rxdb';
@@ -82,6 +82,11 @@ type Lane = {
   stream: Subject<RxReplicationPullStreamItem<Json, Checkpoint>>;
   abort: AbortController | null;
   loop: Promise<void> | null;
+  /** The replication is being replaced after a lost pulled page (startOver), or null. */
+  startingOver: Promise<void> | null;
+  /** Resolves when `state` is replaced (awaitInSync then waits for the new one), and resolves it. */
+  replacedNow: Promise<void>;
+  replaced: () => void;
 };
 
 /**
@@ -172,12 +177,9 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
   const tookServerState = new Map<string, Doc>();
   let watchingBuilds = false;
   const unwatch: (() => void)[] = [];
-  for (const c of opts.collections ?? REPLICATED_COLLECTIONS) {
-    const collection = rx.collections[c] as RxCollection<Json> | undefined;
-    if (!collection) throw new Error(`The local database has no ${c} collection.`);
-    const stream = new Subject<RxReplicationPullStreamItem<Json, Checkpoint>>();
+  /** The lane's RxDB replication, started (unless the sync is paused) from its stored checkpoints. */
+  const replicate = (c: CollectionName, collection: RxCollection<Json>, instance: LocalInstance | null, stream: Subject<RxReplicationPullStreamItem<Json, Checkpoint>>): RxReplicationState<Json, Checkpoint> => {
     const pages = new PullPages(client, c);
-    const instance = localInstanceOf(collection.storageInstance);
     /** The last page was full: the next pull continues this one (no new count of what remains). */
     let pulling = false;
     const state = replicateRxCollection<Json, Checkpoint>({
@@ -186,7 +188,7 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
       live: true,
       retryTime: opts.retryMs ?? 2_000,
       waitForLeadership: false,
-      autoStart: true,
+      autoStart: !paused,
       pull: {
         // Big pages: fewer round trips and fewer (larger) storage transactions per pulled document.
         batchSize: opts.pullBatchSize ?? 2000,
@@ -243,7 +245,58 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
         },
       },
     });
-    lanes.push({ collection: c, instance, state, stream, abort: null, loop: null });
+    subs.push(
+      state.sent$.subscribe((doc) => {
+        const id = String(doc.id);
+        const current = instance?.current(id);
+        if (!current || sameDocument(current, doc)) status.acknowledged(`${c}/${id}`);
+      }),
+      state.conflict$.subscribe((conflict) => {
+        const id = String(conflict.input.newDocumentState.id);
+        if (sameDocument(conflict.output, conflict.input.realMasterState)) tookServerState.set(`${c}/${id}`, conflict.input.realMasterState);
+        if (!isRefusal(conflict.input)) return;
+        status.addRefusals([{ collection: c, documentId: id, code: 'REFUSED', message: 'The sync server refused this change; its version was restored.', at: now().toISOString() }]);
+        void fetchRefusals();
+      }),
+      state.error$.subscribe((e) => log(`${c}: ${errorText(e)}`)),
+    );
+    return state;
+  };
+
+  /**
+   * A pulled write of the lane's collection failed after RxDB may have been told it was stored (a
+   * full disk: local-instance.ts onPulledPageLost). RxDB's replication would go on with the next
+   * page and store a checkpoint past the lost one, so it is stopped (a stopped replication stores
+   * no checkpoint; the storage refuses its pulled writes meanwhile) and replaced, after the retry
+   * wait, by one that pulls from the stored checkpoint: the lost page again.
+   */
+  const startOver = (lane: Lane): void => {
+    if (lane.startingOver || stopped) return;
+    const old = lane.state;
+    lane.startingOver = (async () => {
+      log(`${lane.collection}: a pulled page could not be stored; pulling again from the last stored checkpoint.`);
+      await old.cancel();
+      await delay(opts.retryMs ?? 2_000, undefined, { ref: false });
+      lane.startingOver = null;
+      const collection = rx.collections[lane.collection] as RxCollection<Json> | undefined;
+      if (stopped || !collection) return;
+      lane.instance?.acceptPulls();
+      lane.state = replicate(lane.collection, collection, lane.instance, lane.stream);
+      lane.replaced();
+      lane.replacedNow = new Promise((r) => (lane.replaced = r));
+    })();
+  };
+
+  for (const c of opts.collections ?? REPLICATED_COLLECTIONS) {
+    const collection = rx.collections[c] as RxCollection<Json> | undefined;
+    if (!collection) throw new Error(`The local database has no ${c} collection.`);
+    const stream = new Subject<RxReplicationPullStreamItem<Json, Checkpoint>>();
+    const instance = localInstanceOf(collection.storageInstance);
+    let replaced = (): void => undefined;
+    const replacedNow = new Promise<void>((r) => (replaced = r));
+    const lane: Lane = { collection: c, instance, state: replicate(c, collection, instance, stream), stream, abort: null, loop: null, startingOver: null, replacedNow, replaced };
+    lanes.push(lane);
+    if (instance) unwatch.push(instance.onPulledPageLost(() => startOver(lane)));
 
     // Pending: local writes (anything but the replication's own downstream writes) until the server
     // has the document's current state.
@@ -271,21 +324,6 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
         }),
       );
     }
-    subs.push(
-      state.sent$.subscribe((doc) => {
-        const id = String(doc.id);
-        const current = instance?.current(id);
-        if (!current || sameDocument(current, doc)) status.acknowledged(`${c}/${id}`);
-      }),
-      state.conflict$.subscribe((conflict) => {
-        const id = String(conflict.input.newDocumentState.id);
-        if (sameDocument(conflict.output, conflict.input.realMasterState)) tookServerState.set(`${c}/${id}`, conflict.input.realMasterState);
-        if (!isRefusal(conflict.input)) return;
-        status.addRefusals([{ collection: c, documentId: id, code: 'REFUSED', message: 'The sync server refused this change; its version was restored.', at: now().toISOString() }]);
-        void fetchRefusals();
-      }),
-      state.error$.subscribe((e) => log(`${c}: ${errorText(e)}`)),
-    );
   }
 
   const timings = { backoffMs: opts.backoffMs ?? 250, maxBackoffMs: opts.maxBackoffMs ?? 30_000, idleMs: opts.streamIdleMs ?? 45_000, random: opts.random ?? Math.random };
@@ -326,7 +364,10 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
     onStatus: (listener) => status.subscribe(listener),
     async awaitInSync() {
       for (;;) {
-        await Promise.all(lanes.map((l) => l.state.awaitInSync()));
+        // A lane started over meanwhile (its replication replaced: startOver) is waited for again.
+        const states = lanes.map((l) => l.state);
+        await Promise.all(lanes.map((l) => Promise.race([l.state.awaitInSync(), l.replacedNow])));
+        if (lanes.some((l, i) => l.state !== states[i] || l.startingOver)) continue;
         if (status.pendingCount() === 0) return;
         await new Promise((r) => setTimeout(r, 20));
       }

@@ -343,6 +343,54 @@ describe('replication client against the protocol', () => {
     }
   });
 
+  it('pulls a page again whose COMMIT failed (a full disk) after RxDB was told its documents were written: no lead lost, none twice', async () => {
+    // A pulled page's documents' write resolves with its transaction open (the meta rows' write
+    // joins it and commits it: file.ts openPage). A COMMIT that fails then takes back documents
+    // RxDB was told are stored; RxDB's replication went on to the next page and stored a
+    // checkpoint past the failed one, so that page's 250 leads were never pulled again (1,250 of
+    // 1,500 here).
+    await db.close();
+    const own = await openLocalDatabase({ dir: join(dir, 'failed-commit'), workspaceId: WS, actor });
+    let s: Sync | null = null;
+    try {
+      const leads = sqliteInstanceOf(own.rx.collections['leads']?.storageInstance);
+      if (!leads) throw new Error('not the SQLite storage');
+      const { file } = leads.internalsForTests;
+      const have = [...server.rows.keys()].filter((k) => k.startsWith('leads/')).length;
+      for (let i = 0; i < 1500; i++) server.write('leads', lead(30_000 + i));
+      // The third pulled page's COMMIT fails as on a full disk (SQLite leaves the transaction open
+      // and the storage rolls it back).
+      let pages = 0;
+      let failAt: number | null = null;
+      const bulkWrite = leads.bulkWrite.bind(leads);
+      leads.bulkWrite = (rows, context) => {
+        if (isDownstreamWrite(context) && ++pages === 3) failAt = pages;
+        return bulkWrite(rows, context);
+      };
+      let failed = 0;
+      const exec = file.db.exec.bind(file.db);
+      file.db.exec = (sql: string) => {
+        if (sql === 'COMMIT' && failAt !== null) {
+          failAt = null;
+          failed++;
+          throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+        }
+        return exec(sql);
+      };
+      s = await startSync({ db: own, serverUrl: server.url, apiKey: KEY, retryMs: 100, backoffMs: 50, maxBackoffMs: 400, pullBatchSize: 250 });
+      await s.awaitInSync();
+      expect(failed).toBe(1);
+      const ids = new Set([...server.rows.keys()].filter((k) => k.startsWith('leads/')).map((k) => k.slice('leads/'.length)));
+      const local = (await own.store.query('leads', { limit: 100_000 })).docs.map((d) => d.id);
+      expect(local.length).toBe(have + 1500);
+      expect(new Set(local)).toEqual(ids);
+    } finally {
+      await s?.stop();
+      await own.close();
+      db = await openLocalDatabase({ dir, workspaceId: WS, actor });
+    }
+  });
+
   /**
    * A desktop of its own syncing leads from nothing in pages of BULK_ROWS (each a bulk write: the
    * first starts a load), with a short quiet window (restored after): its leads table, what a pulled

@@ -1,8 +1,8 @@
 /**
  * What the replication needs from a collection's storage instance: the change stream (with RxDB's
  * write contexts, to tell local writes from pulled ones), the stored document of an id,
- * synchronously, the index builds under way, and a hold on a bulk load's index builds while a pull
- * goes on.
+ * synchronously, the index builds under way, a hold on a bulk load's index builds while a pull
+ * goes on, and word of a pulled write that failed (the lane then starts over from its checkpoint).
  */
 import type { EventBulk, RxDocumentData, RxStorageChangeEvent } from 'rxdb';
 import type { Observable } from 'rxjs';
@@ -22,10 +22,14 @@ export type LocalInstance = {
   holdLoad(held: boolean): void;
   /** Resolves once the database has no pulled page's transaction open (at once when none is). */
   pageEnded(): Promise<void>;
+  /** Calls `watcher` when a pulled write of the collection failed (a full disk) and pulled writes
+   * are refused from then on, until acceptPulls; returns the unsubscribe. */
+  onPulledPageLost(watcher: () => void): () => void;
+  acceptPulls(): void;
 };
 
 /** The local storage instance behind an RxDB collection's (wrapped) storage instance, or null. */
 export function localInstanceOf(storageInstance: unknown): LocalInstance | null {
   const sqlite = sqliteInstanceOf<Json>(storageInstance);
-  return sqlite && { changeStream: () => sqlite.changeStream(), current: (id) => sqlite.currentDocuments([id]).get(id), watchBuilds: (watcher) => sqlite.storageFile.watchBuilds(watcher), holdLoad: (held) => sqlite.holdLoad(held), pageEnded: () => sqlite.storageFile.whenPageEnded() };
+  return sqlite && { changeStream: () => sqlite.changeStream(), current: (id) => sqlite.currentDocuments([id]).get(id), watchBuilds: (watcher) => sqlite.storageFile.watchBuilds(watcher), holdLoad: (held) => sqlite.holdLoad(held), pageEnded: () => sqlite.storageFile.whenPageEnded(), onPulledPageLost: (watcher) => sqlite.onPulledPageLost(watcher), acceptPulls: () => sqlite.acceptPulls() };
 }

@@ -45,6 +45,12 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
   readonly primaryPath: string;
   private closed = false;
   private removed = false;
+  /** A pulled page of this collection was taken back (a failed COMMIT or slice: a full disk) after
+   * RxDB may have been told its documents were written: pulled writes are refused until the
+   * replication starts again from its stored checkpoint (acceptPulls), so no later page or live
+   * change stores a checkpoint past the lost page (see pulledPageLost). */
+  private pullsRefused = false;
+  private readonly lostPageWatchers = new Set<() => void>();
 
   constructor(
     readonly databaseName: string,
@@ -70,17 +76,55 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
    * unless a worker thread is building an index; then after it, in the order asked). */
   bulkWrite(rows: BulkWriteRow<RxDocType>[], context: string): Promise<RxStorageBulkWriteResponse<RxDocType>> {
     const table = this.table;
+    if (this.pullsRefused && isDownstreamWrite(context)) return reject(new Error(`${this.collectionName}: a pulled page was lost (its write failed); pulled documents are refused until the replication starts again from its stored checkpoint.`));
     // A pulled page over several turns of the event loop, in one transaction with the meta rows
-    // RxDB writes next (StorageFile.openPage).
+    // RxDB writes next (StorageFile.openPage). A page taken back is lost to RxDB (pulledPageLost).
     if (this.joinsPage(context)) return this.file.inPage(() => this.pageSteps(rows as BulkWriteRow<unknown>[], context, context === RXDB_CONTEXT.downstreamMeta), () => table.rolledBack());
-    if (isDownstreamWrite(context) && rows.length >= SLICE_TUNING.rows) return this.file.openPage(table.table, () => this.pageSteps(rows as BulkWriteRow<unknown>[], context, false), () => table.rolledBack());
+    if (isDownstreamWrite(context) && rows.length >= SLICE_TUNING.rows) {
+      return this.file.openPage(table.table, () => this.pageSteps(rows as BulkWriteRow<unknown>[], context, false), () => {
+        table.rolledBack();
+        this.pulledPageLost();
+      });
+    }
     return this.file.whenFree(() => {
       const planned = this.plan(rows as BulkWriteRow<unknown>[], context);
       let written: Written | null = null;
-      if (planned.rows.length > 0) written = this.file.write(!isRefetchableWrite(context), () => this.commit(planned));
+      try {
+        if (planned.rows.length > 0) written = this.file.write(!isRefetchableWrite(context), () => this.commit(planned));
+      } catch (e) {
+        if (isDownstreamWrite(context)) this.pulledPageLost();
+        throw e;
+      }
       this.apply(planned, written);
       return { error: planned.categorized.errors as RxStorageBulkWriteResponse<RxDocType>['error'] };
     });
+  }
+
+  /**
+   * A pulled page of this collection was rolled back. Its documents' write may have resolved
+   * already (it resolves with the page's transaction open, for the meta rows' write to join), and
+   * RxDB's replication does not stop at a failed page: it stores the next page and a checkpoint
+   * covering both, so the page would never be pulled again. From now on pulled writes of this
+   * collection are refused (RxDB then stores no checkpoint for them) and the watchers are told,
+   * in the same turn as the rollback, before the failed write's rejection reaches RxDB; the
+   * replication starts again from its stored checkpoint and calls acceptPulls.
+   */
+  private pulledPageLost(): void {
+    this.pullsRefused = true;
+    for (const w of this.lostPageWatchers) w();
+  }
+
+  /** Calls `watcher` whenever a pulled page of this collection is lost (pulledPageLost); returns
+   * the unsubscribe. */
+  onPulledPageLost(watcher: () => void): () => void {
+    this.lostPageWatchers.add(watcher);
+    return () => this.lostPageWatchers.delete(watcher);
+  }
+
+  /** Takes pulled writes again: the replication that lost a page has stopped, and the one that
+   * replaces it pulls from the stored checkpoint. */
+  acceptPulls(): void {
+    this.pullsRefused = false;
   }
 
   /** Whether a write joins the open pulled page: the pulled documents of its collection (RxDB
