@@ -122,8 +122,10 @@ describe('SQLite storage: a pulled page written over turns of the event loop', (
     for (const sub of subs) sub.unsubscribe();
   }, 60_000);
 
-  it('takes back the whole page, its documents included, when its meta rows fail in the middle; the writes queued behind it run', async () => {
+  it('takes back the whole page, its documents included, when its meta rows fail in the middle; the writes queued behind it run; pulled writes wait for the replication to start over', async () => {
     const s = await setup();
+    let lost = 0;
+    s.sqlite.onPulledPageLost(() => lost++);
     const res = await s.fork.bulkWrite(s.page.map((document) => ({ document })), 'replication-downstream-test');
     expect(res.error).toEqual([]);
     expect(s.file.pageOpen).toBe(true);
@@ -137,6 +139,13 @@ describe('SQLite storage: a pulled page written over turns of the event loop', (
     expect((await s.fork.findDocumentsById(s.page.map((d) => d.id), true)).length).toBe(0);
     expect((await s.fork.findDocumentsById(['queued-1'], true)).length).toBe(1);
     expect(s.sqlite.searchText('pulled item', 10)).toEqual([]);
+    // RxDB was told the page's documents were written: until its replication starts again from
+    // its stored checkpoint (acceptPulls), pulled writes are refused, so no later page stores a
+    // checkpoint past the lost one (replication.ts startOver); local writes go on.
+    expect(lost).toBe(1);
+    await expect(s.fork.bulkWrite(s.page.map((document) => ({ document })), 'replication-downstream-test')).rejects.toThrow(/pulled page was lost/);
+    expect((await s.fork.bulkWrite([{ document: item('queued-2', 'queued', 2) }], 'local-insert')).error).toEqual([]);
+    s.sqlite.acceptPulls();
     // The next page is written as usual.
     expect((await s.fork.bulkWrite(s.page.map((document) => ({ document })), 'replication-downstream-test')).error).toEqual([]);
     expect((await s.fork.findDocumentsById(s.page.map((d) => d.id), true)).length).toBe(PAGE);

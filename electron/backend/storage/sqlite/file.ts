@@ -603,9 +603,10 @@ export class StorageFile {
     });
   }
 
-  /** @internal Whether a checkpoint runs in the worker now, for tests. */
+  /** @internal Whether a checkpoint runs in the worker now (or a RESTART one waits for the
+   * writes before it), for tests. */
   get checkpointUnderWay(): boolean {
-    return this.checkpointing !== null;
+    return this.checkpointing !== null || this.restarting !== null;
   }
 
   /** @internal The connection's synchronous setting now (1 NORMAL, 2 FULL), for tests. */
