@@ -35,7 +35,10 @@
  *   still grew to 217 MB. So a WAL holding more than CHECKPOINT_TUNING.walLimitBytes after a passive
  *   checkpoint gets a RESTART one that, like an index build, holds the file's write queue until it
  *   is done (short: the passive one copied most of it), so the next write starts the WAL from its
- *   beginning. The limit is journal_size_limit: the WAL file is reused in place, never cut back.
+ *   beginning. The limit is journal_size_limit, so the WAL file is longer than the limit only while
+ *   the WAL holds more; a commit that finds it so starts the checkpoint at once, and past twice the
+ *   limit queues the RESTART at once (`committed`): a load committing in one chain of promise
+ *   callbacks gives neither the timer nor the worker's answer a turn.
  * - Pulled pages written over several turns of the event loop (`openPage`, `inPage`): a page of an
  *   initial sync (2,000 documents, then RxDB's 2,000 assumed-master rows) took 250 ms or more of
  *   the loop as one transaction. Its writes now run in one transaction on this connection spread
