@@ -2,9 +2,10 @@
  * A realistic demo workspace, made by using the product: the owner imports 500 leads, creates tags,
  * sandbox senders and two campaigns through the operations (`execute`, every rule checked), and the
  * outreach runner works the campaigns over simulated past days on the sandbox network, so stages,
- * sequences, replies, metrics and last-activity times agree by construction. At the end the owner
- * closes a few deals, puts some on hold, pauses the campaigns and opens their windows to every hour
- * of the user's zone, with the senders on the sandbox's demo pace (answers within a minute).
+ * sequences, replies, metrics and last-activity times agree by construction. On the last day the
+ * owner opens the campaigns' windows to every hour of the user's zone (so no follow-up is left
+ * waiting for a window); at the end the owner closes a few deals, puts some on hold and pauses the
+ * campaigns, with the senders on the sandbox's demo pace (answers within a minute).
  * Pure over its inputs (ids, random source, `now`): it runs in an in-memory store and returns the
  * writes to commit beside the workspace's own documents. The only document not made by an
  * operation is the "Demo prospects" lead group (no operation creates a bare lead group).
@@ -354,12 +355,24 @@ export async function demoSeedWrites(input: DemoSeedInput): Promise<{ writes: An
   const stageOf = (category: Stage['category']): Stage | undefined => stages.find((s) => s.category === category);
   let c2Started = false;
   let lastEvening = '';
-  const schedules = (await store.query('campaigns')).docs.map((c) => c.schedule);
+  let schedules = (await store.query('campaigns')).docs.map((c) => c.schedule);
+  // The last day the campaigns run around the clock, in the windows the user gets: follow-ups that
+  // waited for a weekday's window (a weekend's, a night's) go out then, at the realistic pace. Left
+  // waiting, they would be due at Start: the Q4 campaign's one sender works sequences under way
+  // first, and on a Sunday it spent the demo's first two minutes on them (14 profile visits and
+  // InMails, no new connection request, so no accept).
+  const aroundTheClockFrom = Math.max(startMs, nowMs - AROUND_THE_CLOCK_MS);
+  let aroundTheClock = false;
   for (let t = startMs; t <= nowMs; ) {
     clockMs = t;
     if (!c2Started && t >= startMs + 2 * DAY) {
       await run('campaigns.start', { campaignId: c2.id });
       c2Started = true;
+    }
+    if (!aroundTheClock && t >= aroundTheClockFrom) {
+      for (const c of [c1, c2]) await run('campaigns.updateSchedule', { campaignId: c.id, timeZone: input.userTimeZone ?? 'UTC', days: ALL_HOURS });
+      schedules = (await store.query('campaigns')).docs.map((c) => c.schedule);
+      aroundTheClock = true;
     }
     await runner.tick();
     const day = new Date(t).toISOString().slice(0, 10);
@@ -401,13 +414,9 @@ export async function demoSeedWrites(input: DemoSeedInput): Promise<{ writes: An
     }
   }
 
-  // Ready for the user: paused campaigns whose windows cover every hour of the user's zone, on
-  // senders that answer at the sandbox's demo pace.
-  const allDays = Object.fromEntries(DAYS.map((d) => [d, { enabled: true, start: '00:00', end: '24:00' }]));
-  for (const c of [c1, c2]) {
-    await run('campaigns.pause', { campaignId: c.id });
-    await run('campaigns.updateSchedule', { campaignId: c.id, timeZone: input.userTimeZone ?? 'UTC', days: allDays });
-  }
+  // Ready for the user: paused campaigns whose windows cover every hour of the user's zone (since the
+  // last day), on senders that answer at the sandbox's demo pace.
+  for (const c of [c1, c2]) await run('campaigns.pause', { campaignId: c.id });
   for (const s of [alex, mia, kenji]) await run('sdrProfiles.setDailyLimits', { sdrProfileId: s.id, limits: { messages: 50, connectionRequests: 25, connectionRequestsWithNote: 15 } });
   await setDemoPace(store, owner, clock.now(), [alex.id, mia.id, kenji.id]);
 
@@ -443,6 +452,10 @@ export async function demoSeedWrites(input: DemoSeedInput): Promise<{ writes: An
 }
 
 const DAYS = ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'] as const;
+/** Every hour of every day: the demo's windows from its last simulated day on. */
+const ALL_HOURS = Object.fromEntries(DAYS.map((d) => [d, { enabled: true, start: '00:00', end: '24:00' }]));
+/** How long before `now` the simulated campaigns run around the clock. */
+const AROUND_THE_CLOCK_MS = DAY;
 
 /** Puts the demo's senders on the sandbox's demo pace (people answer within a minute). A sender's
  * channel settings have no operation of their own, so this write goes through the rules directly. */

@@ -282,10 +282,10 @@ export function createCore(opts: RunnerOptions, judge: RunnerCore['judge']): Run
 }
 
 /** Spacing of a demo-paced sandbox sender's actions (see spacingOf): 3-8 s. A sender's sequences
- * under way go before new ones, and at Start the demo's one Premium sender (the only sender of its
- * Q4 campaign) may have a dozen follow-ups due from the simulated days; at 8-20 s apart its first new
- * connection request came after 115 s at some hours of the day, against the demo's promise of sends,
- * accepts and replies within a minute or two of Start. */
+ * under way go before new ones and a sender acts at most once a tick, so follow-ups due at Start
+ * come before the demo's promised new connection request and its accept. At 8-20 s apart a dozen of
+ * them held it back 115 s; the demo seed also leaves none waiting for a window (its last simulated
+ * day runs around the clock: after a weekend, 14 follow-ups took the whole two minutes). */
 export const DEMO_SPACING: Spacing = { minSeconds: 3, jitterSeconds: 5 };
 
 export const STOP_WORDS: Record<string, string> = {

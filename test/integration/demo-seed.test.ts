@@ -30,6 +30,45 @@ async function build(seed = 5, leadCount = 500) {
 
 const docs = <T>(writes: readonly AnyWrite[], c: string): T[] => writes.flatMap((w) => (w.collection === c && w.after ? [w.after as T] : []));
 
+/** Loads a demo into a memory store, presses Start on both campaigns a minute after `now` and runs
+ * the desktop's runner host for two minutes (a tick every 5 seconds): what was sent, received and
+ * accepted before and after, overall and in the Q4 campaign. */
+async function twoMinutesAfterStart(base: readonly AnyWrite[], writes: readonly AnyWrite[], workspaceId: string, ownerId: string, ids: ReturnType<typeof sequentialIds>, now: string) {
+  const db = new MemoryDatabase();
+  const store = db.forWorkspace(workspaceId);
+  const created = new Set(writes.map((w) => `${w.collection}/${w.id}`));
+  await store.commit([...base.filter((w) => !created.has(`${w.collection}/${w.id}`)), ...writes.map((w) => ({ ...w, before: null }))]);
+  // The desktop's runner host: a network seeded by the workspace id, restored from what was sent.
+  const clock = new FakeClock(new Date(Date.parse(now) + 60_000).toISOString());
+  const network = createSandboxNetwork({ seed: workspaceId, clock });
+  await restoreSandbox(store, network, clock);
+  const owner = { workspaceId, memberId: ownerId, role: 'owner' as const };
+  const env = { actor: owner, store, clock, ids, random: seededRandom(3), secrets: testSecrets };
+  const runner = createRunner({ store, clock, random: seededRandom(4), ids, randomBytes: testSecrets.randomBytes, channels: { channelFor: () => network }, actor: { ...owner, isSystem: true } });
+  const campaigns = docs<Campaign>(writes, 'campaigns');
+  const q4 = campaigns.find((c) => c.name === 'Q4 outbound: Heads of Sales');
+  const count = async () => {
+    const { docs: msgs } = await store.query('messages');
+    const { docs: acts } = await store.query('activities');
+    const accepts = acts.filter((a) => a.metadata.eventKind === 'connection_accepted');
+    return {
+      out: msgs.filter((m) => m.direction === 'out' && m.status === 'sent').length,
+      in: msgs.filter((m) => m.direction === 'in').length,
+      accepted: accepts.length,
+      q4Requests: msgs.filter((m) => m.campaignId === q4?.id && m.direction === 'out' && m.status === 'sent' && m.kind === 'connection_request').length,
+      q4Accepted: accepts.filter((a) => a.metadata.campaignId === q4?.id).length,
+    };
+  };
+  const before = await count();
+  for (const c of campaigns) await execute('campaigns.start', { campaignId: c.id }, env);
+  // The desktop ticks every 5 seconds: two minutes of them.
+  for (let i = 0; i < 24; i++) {
+    clock.advance(5_000);
+    await runner.tick();
+  }
+  return { before, after: await count() };
+}
+
 describe('the demo seed', () => {
   let demo: Awaited<ReturnType<typeof build>>;
   beforeAll(async () => {
@@ -146,34 +185,25 @@ describe('the demo seed', () => {
 
   it('keeps its promise: after Start, sends, an accept and replies arrive within two minutes', async () => {
     const { writes, ws, ids } = demo;
-    const db = new MemoryDatabase();
-    const store = db.forWorkspace(ws.workspaceId);
-    const created = new Set(writes.map((w) => `${w.collection}/${w.id}`));
-    await store.commit([...ws.writes.filter((w) => !created.has(`${w.collection}/${w.id}`)), ...writes.map((w) => ({ ...w, before: null }))]);
-    // The desktop's runner host: a network seeded by the workspace id, restored from what was sent.
-    const clock = new FakeClock(new Date(Date.parse(NOW) + 60_000).toISOString());
-    const network = createSandboxNetwork({ seed: ws.workspaceId, clock });
-    await restoreSandbox(store, network, clock);
-    const owner = { workspaceId: ws.workspaceId, memberId: ws.ownerId, role: 'owner' as const };
-    const env = { actor: owner, store, clock, ids, random: seededRandom(3), secrets: testSecrets };
-    const runner = createRunner({ store, clock, random: seededRandom(4), ids, randomBytes: testSecrets.randomBytes, channels: { channelFor: () => network }, actor: { ...owner, isSystem: true } });
-    const count = async () => {
-      const { docs: msgs } = await store.query('messages');
-      const { docs: acts } = await store.query('activities');
-      return { out: msgs.filter((m) => m.direction === 'out' && m.status === 'sent').length, in: msgs.filter((m) => m.direction === 'in').length, accepted: acts.filter((a) => a.metadata.eventKind === 'connection_accepted').length };
-    };
-    const before = await count();
-    for (const c of docs<Campaign>(writes, 'campaigns')) await execute('campaigns.start', { campaignId: c.id }, env);
-    // The desktop ticks every 5 seconds: two minutes of them.
-    for (let i = 0; i < 24; i++) {
-      clock.advance(5_000);
-      await runner.tick();
-    }
-    const after = await count();
+    const { before, after } = await twoMinutesAfterStart(ws.writes, writes, ws.workspaceId, ws.ownerId, ids, NOW);
     expect(after.out).toBeGreaterThan(before.out + 1);
     expect(after.in).toBeGreaterThan(before.in);
     // Demo-paced senders act seconds apart, so a connection request and its accept fit in too.
     expect(after.accepted).toBeGreaterThan(before.accepted);
+  }, 120_000);
+
+  // The simulated days run the campaigns in working hours on weekdays. Opened on a Sunday evening
+  // (as the e2e journey was), the demo's only Premium sender had the weekend's follow-ups due at
+  // Start (profile visits, InMails: 14 actions in the two minutes) and sent no new connection request.
+  it.each([
+    ['a Sunday evening', '2026-11-29T22:30:00.000Z'],
+    ['a Monday morning in New York, after the weekend', '2026-11-30T14:30:00.000Z'],
+  ])("keeps its promise on %s: the Q4 campaign's new request is sent and accepted within two minutes", async (_when, now) => {
+    const built = await buildDemoWorkspace({ now: new Date(now), ids: sequentialIds(9), timeZone: 'UTC' });
+    const { before, after } = await twoMinutesAfterStart([], built.writes, built.workspaceId, built.member.id, sequentialIds(77), now);
+    expect(after.q4Requests).toBeGreaterThan(before.q4Requests);
+    expect(after.q4Accepted).toBeGreaterThan(before.q4Accepted);
+    expect(after.in).toBeGreaterThan(before.in);
   }, 120_000);
 
   it("the desktop demo: the teammate's note is on the newest lead", async () => {
