@@ -9,7 +9,7 @@
 import './styles/app.css';
 
 /** The most the entry waits for that frame (a window the browser does not paint). */
-const PAINT_WAIT_MS = 200;
+const PAINT_WAIT_MS = 1000;
 
 const start = (() => {
   let started = false;
