@@ -6,9 +6,10 @@ import react from '@vitejs/plugin-react';
 import { defineConfig } from 'vite';
 import type { Plugin, Rollup } from 'vite';
 
-/** main.tsx imports the app (app/mount.tsx: React and the first screen) once it has asked for the
- * first screen's data. Links in the page let the browser fetch and compile that chunk, and the
- * chunks it imports, while the entry runs instead of after it. */
+/** The page's module script (boot.ts) imports the entry (main.tsx) once the first screen is painted,
+ * and the entry imports the app (app/mount.tsx: React and the first screen) once it has asked for the
+ * first screen's data. Links in the page let the browser fetch and compile those chunks, and the
+ * chunks they import, while the page loads instead of when they are imported. */
 function preloadApp(): Plugin {
   return {
     name: 'outreach:preload-app',
@@ -18,8 +19,11 @@ function preloadApp(): Plugin {
         const bundle: Rollup.OutputBundle | undefined = ctx.bundle;
         if (!bundle) return undefined;
         const chunks = Object.values(bundle).filter((c): c is Rollup.OutputChunk => c.type === 'chunk');
-        const app = chunks.find((c) => c.moduleIds.some((id) => id.endsWith('/src/app/mount.tsx')));
-        if (!app) throw new Error('outreach:preload-app: no chunk holds renderer/src/app/mount.tsx');
+        const holding = (module: string) => {
+          const c = chunks.find((c) => c.moduleIds.some((id) => id.endsWith(module)));
+          if (!c) throw new Error(`outreach:preload-app: no chunk holds renderer${module}`);
+          return c;
+        };
         const files: string[] = [];
         const add = (c: Rollup.OutputChunk) => {
           if (files.includes(c.fileName)) return;
@@ -29,7 +33,8 @@ function preloadApp(): Plugin {
             if (dep?.type === 'chunk') add(dep);
           }
         };
-        add(app);
+        add(holding('/src/main.tsx'));
+        add(holding('/src/app/mount.tsx'));
         return files
           .filter((f) => f !== ctx.chunk?.fileName)
           .map((f) => ({ tag: 'link', attrs: { rel: 'modulepreload', crossorigin: true, href: `./${f}` }, injectTo: 'head' as const }));

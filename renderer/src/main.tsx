@@ -1,4 +1,5 @@
-/** The page's entry: small on purpose. It opens the bridge and asks for the first screen's data
+/** The page's entry (loaded by boot.ts, after the first screen the page's HTML brought is painted):
+ * small on purpose. It opens the bridge and asks for the first screen's data
  * (the session, and the leads table's first page when the window opens on it), adopts the leads
  * table's first rows the page's HTML brought (the web host draws them into it) or draws them in
  * plain DOM as soon as they answer (first-rows.ts), then runs React and the app, a chunk of their
@@ -8,7 +9,6 @@ import { dropFirstRows, paintFirstRowsWhenReady } from './screens/leads/first-ro
 import { startLeadPager } from './screens/leads/lead-pager.ts';
 import { searchInput } from './screens/leads/selection.ts';
 import { useApp } from './state/app-store.ts';
-import './styles/app.css';
 
 // The session first: its answer is immediate, and the app's frame can be drawn while the backend
 // runs the page's query. An unanswered session is asked again by the app (App.tsx).

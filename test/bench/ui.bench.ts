@@ -46,7 +46,7 @@ const kb = (n: number) => `${(n / 1024).toFixed(1)} KB`;
 /** Runs in the page before its own scripts (a string: the page must not see the bundler's helpers).
  * Marks, in performance.now() ms: scripts' socket opened, the leads search's first subscribe sent and
  * first answer received, the first row inserted and painted. */
-const FIRST_ROWS_PROBE = `(() => {
+export const FIRST_ROWS_PROBE = `(() => {
   const marks = (window.__firstRows = {});
   const mark = (k) => { if (!(k in marks)) marks[k] = performance.now(); };
   const searchSubs = new Set();

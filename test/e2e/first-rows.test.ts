@@ -16,7 +16,8 @@ import type { RunningApp } from './support/app.ts';
 
 let app: RunningApp;
 let browser: Browser;
-/** The file names of the app's chunk (app/mount.tsx) and of the page's entry (main.tsx) in the build. */
+/** The file names of the app's chunk (app/mount.tsx) and of the page's module script (boot.ts, which
+ * imports the entry, main.tsx) in the build. */
 let mountFile = '';
 let entryFile = '';
 /** A lead whose name is markup: shown as text, first (the newest). */
@@ -299,5 +300,51 @@ describe('first rows in the page\'s HTML', () => {
       await page.getByRole('heading', { name: 'Inbox', exact: true }).waitFor({ timeout: 30_000 });
       expect(await page.locator('[data-first-paint]').count()).toBe(0);
     }, { holdEntry: true, hash: '#/inbox' });
+  }, 120_000);
+
+  it('is painted before the page\'s entry runs, even when the scripts are there before the rows', async () => {
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    try {
+      // A first window fills the context's cache with the scripts (immutable assets), so that on the
+      // second they are ready before the page's HTML has its rows, and would run as soon as it is parsed.
+      const warm = await context.newPage();
+      await warm.goto(app.url);
+      await takenOver(warm);
+      await warm.close();
+      // In order: the page parsed (with the first screen in it, or without), the start of each frame
+      // after that (its animation callbacks run before it is laid out and painted), and the entry
+      // adopting the layer. Module scripts that are there run once the page is parsed.
+      const probe = `window.__order = [];
+document.addEventListener('readystatechange', () => {
+  if (document.readyState !== 'interactive') return;
+  const layer = document.querySelector('body > [data-first-paint]');
+  if (!layer || !layer.querySelector('[data-lead-id]')) return window.__order.push('parsed without the first screen');
+  window.__order.push('parsed');
+  const frame = () => { window.__order.push('frame'); if (!layer.hasAttribute('data-live')) requestAnimationFrame(frame); };
+  requestAnimationFrame(frame);
+  new MutationObserver(() => { if (layer.hasAttribute('data-live')) window.__order.push('live'); }).observe(layer, { attributes: true, attributeFilter: ['data-live'] });
+});`;
+      const errors: string[] = [];
+      let order: string[] = [];
+      // The page comes without its first screen when the backend is slower than the host waits (a
+      // busy machine): then it is asked for again.
+      for (let attempt = 0; attempt < 5 && order[0] !== 'parsed'; attempt++) {
+        const page = await context.newPage();
+        page.on('pageerror', (e) => errors.push(e.message));
+        await page.addInitScript({ content: probe });
+        await page.goto(app.url);
+        await takenOver(page);
+        order = await page.evaluate(() => (window as unknown as { __order: string[] }).__order);
+        const fromCache = await page.evaluate(() => performance.getEntriesByType('resource').filter((e) => e.name.endsWith('.js')).every((e) => (e as PerformanceResourceTiming).transferSize === 0));
+        expect(fromCache, 'the scripts came from the cache').toBe(true);
+        await page.close();
+      }
+      // A frame with the whole first screen began before the entry took the layer over.
+      expect(order.slice(0, 2)).toEqual(['parsed', 'frame']);
+      expect(order).toContain('live');
+      expect(errors).toEqual([]);
+    } finally {
+      await context.close();
+    }
   }, 120_000);
 });

@@ -2,7 +2,7 @@
  * in the build (what the first chunks hold, from the build's manifest and source maps) and in the
  * browser (which scripts it fetched before the first row showed); then each screen, reached by its
  * keyboard shortcut, loads its chunk and draws, and so does the lead panel. */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -26,7 +26,7 @@ const LAZY_SCREENS = [
  * small helpers of the tasks and senders folders, the .ts files), the leads screen's CSV import. */
 const NOT_FIRST = /^renderer\/src\/screens\/(duplicates|pipeline|inbox|tasks|triage|campaigns|senders|social|settings|lead)\/[^/]+\.tsx$|^renderer\/src\/screens\/leads\/ImportDialog\.tsx$|node_modules\/papaparse\//;
 
-type ManifestChunk = { file: string; name?: string; isEntry?: boolean; isDynamicEntry?: boolean; imports?: string[] };
+type ManifestChunk = { file: string; name?: string; src?: string; isEntry?: boolean; isDynamicEntry?: boolean; imports?: string[]; dynamicImports?: string[] };
 
 let app: RunningApp;
 let browser: Browser;
@@ -56,12 +56,15 @@ function manifest(): Record<string, ManifestChunk> {
   return JSON.parse(readFileSync(join(RENDERER_DIST, '.vite', 'manifest.json'), 'utf8')) as Record<string, ManifestChunk>;
 }
 
-/** The entry chunk, the app's chunk (app/mount.tsx, which the entry imports at once) and every chunk
- * they import statically. */
+/** The page's module script (boot.ts), the entry it imports once the first screen is painted
+ * (main.tsx), the app's chunk (app/mount.tsx, which the entry imports at once) and every chunk they
+ * import statically. */
 function firstChunks(m: Record<string, ManifestChunk>): string[] {
   const entry = Object.entries(m).find(([, c]) => c.isEntry);
+  const main = Object.entries(m).find(([, c]) => c.name === 'main' && c.isDynamicEntry);
   const mount = Object.entries(m).find(([, c]) => c.name === 'mount' && c.isDynamicEntry);
   expect(entry, 'the build has an entry chunk').toBeDefined();
+  expect(main, 'main.tsx is a chunk of its own').toBeDefined();
   expect(mount, 'app/mount.tsx is a chunk of its own').toBeDefined();
   const out = new Set<string>();
   const add = (key: string) => {
@@ -71,6 +74,7 @@ function firstChunks(m: Record<string, ManifestChunk>): string[] {
     for (const i of c.imports ?? []) add(i);
   };
   add(entry?.[0] ?? '');
+  add(main?.[0] ?? '');
   add(mount?.[0] ?? '');
   return [...out];
 }
@@ -90,6 +94,20 @@ describe('lazily loaded screens', () => {
     // The leads table is among them (the check reads real source lists), the other screens are not.
     expect(sources).toContain('renderer/src/screens/leads/LeadsTable.tsx');
     expect(sources.filter((s) => NOT_FIRST.test(s))).toEqual([]);
+  });
+
+  it('the build: the page\'s module script holds no app code; the entry and the app are chunks the page preloads', () => {
+    const m = manifest();
+    // The page's one module script runs when the page is parsed, before the first screen the HTML
+    // brought is painted: it is a few lines, importing the entry once that frame is painted.
+    const [, boot] = Object.entries(m).find(([, c]) => c.isEntry) ?? [];
+    const [mainKey, main] = Object.entries(m).find(([, c]) => c.name === 'main' && c.isDynamicEntry) ?? [];
+    const mount = Object.values(m).find((c) => c.name === 'mount' && c.isDynamicEntry);
+    expect(boot?.imports ?? []).toEqual([]);
+    expect(boot?.dynamicImports).toEqual([mainKey]);
+    expect(statSync(join(RENDERER_DIST, boot?.file ?? '')).size).toBeLessThan(4096);
+    const html = readFileSync(join(RENDERER_DIST, 'index.html'), 'utf8');
+    for (const c of [main, mount]) expect(html).toContain(`<link rel="modulepreload" crossorigin href="./${c?.file ?? 'none'}">`);
   });
 
   it('the browser: no other screen was fetched before the first row showed', () => {
