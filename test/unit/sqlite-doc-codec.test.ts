@@ -123,7 +123,20 @@ describe('the document codec', () => {
     const codec = new DocCodec(memoryDb());
     const random = seededRandom(7);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)] as T;
-    const docs: { doc: Json; id: string }[] = [];
+    const docs: { doc: Json; id: string }[] = [
+      // Pairs whose entries differ only in what a number after the entry says.
+      { doc: { id: 'c1', a: 'same text', b: 'other text', c: 'same text' }, id: 'c1' },
+      { doc: { id: 'c1', a: 'other text', b: 'same text', c: 'same text' }, id: 'c1' },
+      { doc: { id: 'c2', a: 'same text', b: 'other text', c: ['same text'] }, id: 'c2' },
+      { doc: { id: 'c2', a: 'other text', b: 'same text', c: ['same text'] }, id: 'c2' },
+      { doc: { id: 'abcdefg|0', itemId: 'abcdefg' }, id: 'abcdefg|0' },
+      { doc: { id: 'abcdefg|12', itemId: 'abcdefg' }, id: 'abcdefg|12' },
+      // A constant for another, the same keys in another order, one key more.
+      { doc: { id: 'k1', a: '', b: 0 }, id: 'k1' },
+      { doc: { id: 'k1', a: '0', b: false }, id: 'k1' },
+      { doc: { id: 'k1', b: '', a: 0 }, id: 'k1' },
+      { doc: { id: 'k1', a: '', b: 0, c: null }, id: 'k1' },
+    ];
     for (let n = 0; n < 400; n++) {
       const id = `lead-${pick(['aaaaaaa', 'bbbbbbbb'])}${pick(['', '|0', '|12', '-x'])}`;
       const text = pick(['same text', 'other text', id, id.slice(0, 7), id.slice(0, 8)]);
