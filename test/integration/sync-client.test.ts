@@ -361,7 +361,7 @@ describe('replication client against the protocol', () => {
       const { file } = leads.internalsForTests;
       // The turn in which each replication's meta instance is asked for.
       const metaOpens: number[] = [];
-      const storage = own.rx.storage as { createStorageInstance: (p: { collectionName: string }) => Promise<unknown> };
+      const storage = own.rx.storage as unknown as { createStorageInstance: (p: { collectionName: string }) => Promise<unknown> };
       const create = storage.createStorageInstance.bind(storage);
       storage.createStorageInstance = (params) => {
         if (params.collectionName.startsWith('rx-replication-meta-')) metaOpens.push(turn);
