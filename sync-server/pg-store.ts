@@ -101,6 +101,8 @@ export const COMMIT_PART = 500;
 /** Writes the rules check between two turns of the event loop while parts are being written. */
 const CHECK_SLICE = 100;
 const PARTS_SAVEPOINT = 'crm_commit_parts';
+/** The savepoint of a large commit of creations written in one statement (PgStore.commitCreations). */
+const CREATIONS_SAVEPOINT = 'crm_commit_creations';
 
 
 /** What a commit changed, for live updates and replication fan-out. */
@@ -537,11 +539,12 @@ export class PgStore implements Store {
    * with one statement. The answer is the one checking everything first gives: a check's refusal
    * wins over the store's, and the first in write order. Elsewhere (PGlite runs the database on
    * this thread; group commit holds the writes for one statement) it checks everything, then
-   * commits.
+   * commits (on PGlite a large commit of creations only as one plain INSERT: commitCreations).
    */
   async commitChecked(writes: readonly AnyWrite[], check: (part: readonly AnyWrite[]) => Promise<void>): Promise<void> {
     if (!this.inParts || this.deferred || writes.length <= COMMIT_PART) {
       await check(writes);
+      if (!this.deferred && writes.length > COMMIT_PART && createsOnly(writes) && (await this.commitCreations(writes))) return;
       await this.commit(writes);
       return;
     }
@@ -554,6 +557,40 @@ export class PgStore implements Store {
     const parts = new CommitParts(this.sql, this.workspaceId, this.notify, check, true, (w) => this.refuseMalformed(w));
     await parts.add(writes);
     await this.finishParts(parts, check);
+  }
+
+  /**
+   * A large commit that only creates documents, where it is not written in parts (PGlite, whose
+   * database runs on this thread): one plain INSERT (CREATE_SQL) inside a savepoint, as the parts
+   * on PostgreSQL. On PGlite the checking statement's comparison and upsert cost ~14% more than
+   * the plain INSERT of an import call's 5,000 new leads. A creation that meets a stored row (a
+   * tombstone, another workspace's id, a live document) or a unique index leaves nothing (rolled
+   * back to the savepoint) and answers false: the caller writes the commit with COMMIT_SQL, whose
+   * answer is the one the commit always had. Any other failure is thrown after the rollback.
+   */
+  private async commitCreations(writes: readonly AnyWrite[]): Promise<boolean> {
+    this.refuseMalformed(writes);
+    await this.lock();
+    await this.sql.query(`SAVEPOINT ${CREATIONS_SAVEPOINT}`);
+    let event: CommitEvent;
+    try {
+      event = await writeDocuments(this.sql, this.workspaceId, this.notify, writes, { from: 0, to: writes.length, creations: true });
+    } catch (e) {
+      try {
+        await this.sql.query(`ROLLBACK TO SAVEPOINT ${CREATIONS_SAVEPOINT}`);
+        await this.sql.query(`RELEASE SAVEPOINT ${CREATIONS_SAVEPOINT}`);
+      } catch {
+        // The connection is lost: the transaction rolls back as a whole, and e is the reason.
+        throw e instanceof CreationCollided ? e.collision : e;
+      }
+      if (e instanceof CreationCollided) return false;
+      throw e;
+    }
+    await this.sql.query(`RELEASE SAVEPOINT ${CREATIONS_SAVEPOINT}`);
+    if (this.outbox) await this.outbox.afterCommit(this, this.sql, this.workspaceId, writes);
+    this.writes.push(...writes);
+    this.committed.push(event);
+    return true;
   }
 
   /**

@@ -1,13 +1,15 @@
 /** A large commit written in parts (PgStore.commitChecked: on PostgreSQL each part is written while
  * the next is checked) is still one commit: all of it or nothing, whatever refuses it and in which
  * part, with the answer checking everything first would give. On PGlite the same calls check
- * everything, then commit in one statement: the same expectations hold. */
+ * everything, then commit in one statement (a plain INSERT when all of it creates documents): the
+ * same expectations hold. */
 import { recordPgStatements } from '../support/pg-statements.ts';
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../../shared/errors.ts';
 import { newLead } from '../../shared/model/factories.ts';
 import type { Lead } from '../../shared/model/index.ts';
 import type { AnyWrite, Store } from '../../shared/store.ts';
+import type { FirstRows, SqlDatabase, SqlExecutor, TransactionOptions } from '../../sync-server/db.ts';
 import type { CommitEvent } from '../../sync-server/pg-store.ts';
 import { COMMIT_PART } from '../../sync-server/pg-store.ts';
 import { BACKENDS, freshPgDatabase } from './support/db.ts';
@@ -25,6 +27,17 @@ const creations = (first: number, n: number): AnyWrite[] =>
   });
 
 const N = COMMIT_PART * 3 + 17;
+
+/** The text of every statement run in `sql`'s transactions from now until `stop()` (PGlite sends
+ * its statements through no pg client). */
+function recordTransactionStatements(sql: SqlDatabase): { texts: string[]; stop(): void } {
+  const texts: string[] = [];
+  const original = sql.transaction;
+  const run = original.bind(sql);
+  sql.transaction = <T>(fn: (tx: SqlExecutor, first: FirstRows) => Promise<T>, opts?: TransactionOptions) =>
+    run<T>((tx, first) => fn({ query: <R>(text: string, params?: readonly unknown[]) => (texts.push(text), tx.query<R>(text, params)) }, first), opts);
+  return { texts, stop: () => void (sql.transaction = original) };
+}
 
 describe.each(BACKENDS)('a commit written in parts on %s', (backend) => {
   const database = freshPgDatabase(backend);
@@ -129,23 +142,25 @@ describe.each(BACKENDS)('a commit written in parts on %s', (backend) => {
     expect(enrollments).toEqual([]);
   });
 
-  it('parts that only create documents write no comparison and no upsert (PostgreSQL: plain INSERTs)', async () => {
-    // The statements the server's pg clients send during the commit, by their first words.
-    const { texts, stop } = recordPgStatements();
+  it('parts that only create documents write no comparison and no upsert (plain INSERTs; PGlite: one)', async () => {
+    // The statements sent during the commit: PostgreSQL's through its pg clients, PGlite's (no pg
+    // client) through the database's transactions.
+    const pgStatements = recordPgStatements();
+    const pglite = recordTransactionStatements(database.db.sql);
     const writes = creations(70_000, N);
     try {
       expect(await attempt(writes)).toBeNull();
     } finally {
-      stop();
+      pgStatements.stop();
+      pglite.stop();
     }
     expect(await stored(writes.map((w) => w.id))).toBe(N);
-    if (backend === 'postgres') {
-      const written = texts.filter((t) => t.includes('INSERT INTO documents'));
-      // One statement per part, then the probe lead's own commit (one write: the checking statement).
-      expect(written).toHaveLength(Math.ceil(N / COMMIT_PART) + 1);
-      expect(written.slice(0, -1).filter((t) => t.includes('ON CONFLICT'))).toEqual([]);
-      expect(written.at(-1)).toContain('ON CONFLICT');
-    }
+    const written = (backend === 'postgres' ? pgStatements.texts : pglite.texts).filter((t) => t.includes('INSERT INTO documents'));
+    // One statement per part (PGlite: one for the whole commit), then the probe lead's own commit
+    // (one write: the checking statement).
+    expect(written).toHaveLength(backend === 'postgres' ? Math.ceil(N / COMMIT_PART) + 1 : 2);
+    expect(written.slice(0, -1).filter((t) => t.includes('ON CONFLICT'))).toEqual([]);
+    expect(written.at(-1)).toContain('ON CONFLICT');
   });
 
   it('a creation over a deleted document in a later part brings it back, as the checking statement does', async () => {
