@@ -343,55 +343,6 @@ describe('replication client against the protocol', () => {
     }
   });
 
-  it("starts the collections' replications one a turn, their meta tables and RxDB's records of them written without an fsync", async () => {
-    // Started together (RxDB's autoStart), the replications opened their meta instances in one turn
-    // of the event loop (the longest task of an initial sync), each with three fsynced commits.
-    await db.close();
-    const own = await openLocalDatabase({ dir: join(dir, 'start-one-a-turn'), workspaceId: WS, actor });
-    let s: Sync | null = null;
-    let turn = 0;
-    let ticking: ReturnType<typeof setImmediate> | null = null;
-    const tick = (): void => {
-      turn++;
-      ticking = setImmediate(tick);
-    };
-    try {
-      const leads = sqliteInstanceOf(own.rx.collections['leads']?.storageInstance);
-      if (!leads) throw new Error('not the SQLite storage');
-      const { file } = leads.internalsForTests;
-      // The turn in which each replication's meta instance is asked for.
-      const metaOpens: number[] = [];
-      const storage = own.rx.storage as unknown as { createStorageInstance: (p: { collectionName: string }) => Promise<unknown> };
-      const create = storage.createStorageInstance.bind(storage);
-      storage.createStorageInstance = (params) => {
-        if (params.collectionName.startsWith('rx-replication-meta-')) metaOpens.push(turn);
-        return create(params);
-      };
-      const durable: number[] = [];
-      const write = file.write.bind(file);
-      file.write = <T>(isDurable: boolean, fn: () => T): T => {
-        if (isDurable) durable.push(turn);
-        return write(isDurable, fn);
-      };
-      tick();
-      s = await startSync({ db: own, serverUrl: server.url, apiKey: KEY, retryMs: 100, backoffMs: 50, maxBackoffMs: 400 });
-      await s.awaitInSync();
-      expect(metaOpens.length).toBe(Object.values(COLLECTIONS).filter((c) => c.replicated).length);
-      expect(new Set(metaOpens).size).toBe(metaOpens.length);
-      expect(durable).toEqual([]);
-      // A start again (after a restart) finds its tables and records as they were.
-      await s.stop();
-      s = await startSync({ db: own, serverUrl: server.url, apiKey: KEY, retryMs: 100, backoffMs: 50, maxBackoffMs: 400 });
-      await s.awaitInSync();
-      expect(await own.store.count('leads')).toBe([...server.rows.keys()].filter((k) => k.startsWith('leads/')).length);
-    } finally {
-      if (ticking) clearImmediate(ticking);
-      await s?.stop();
-      await own.close();
-      db = await openLocalDatabase({ dir, workspaceId: WS, actor });
-    }
-  });
-
   it('pulls a page again whose COMMIT failed (a full disk) after RxDB was told its documents were written: no lead lost, none twice', async () => {
     // A pulled page's documents' write resolves with its transaction open (the meta rows' write
     // joins it and commits it: file.ts openPage). A COMMIT that fails then takes back documents
