@@ -17,7 +17,8 @@ import { openLocalDatabase } from '../../electron/backend/local-db.ts';
 import type { LocalDatabase } from '../../electron/backend/local-db.ts';
 import { startSync } from '../../electron/backend/replication.ts';
 import { isRefusal, mergeConflictHandler, mergeThreeWay, sameDocument } from '../../electron/backend/replication-merge.ts';
-import type { Sync } from '../../electron/backend/replication.ts';
+import type { Sync, SyncOptions } from '../../electron/backend/replication.ts';
+import type { SqliteStorageInstance } from '../../electron/backend/storage/sqlite/instance.ts';
 import type { Actor } from '../../shared/context.ts';
 import { newLead } from '../../shared/model/factories.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
@@ -222,6 +223,33 @@ async function until(what: string, check: () => boolean | Promise<boolean>, ms =
   }
 }
 
+/**
+ * A desktop of its own, syncing from nothing (one open database per name and process: the shared
+ * one is closed meanwhile and opened again after), with its leads' SQLite instance. `sync` starts a
+ * sync of it with the tests' short waits (stopping the one before); every sync started is stopped
+ * after.
+ */
+async function ownDesktop(name: string, run: (d: { own: LocalDatabase; leads: SqliteStorageInstance<unknown>; sync: (opts?: Partial<SyncOptions>) => Promise<Sync> }) => Promise<void>): Promise<void> {
+  await db.close();
+  const own = await openLocalDatabase({ dir: join(dir, name), workspaceId: WS, actor });
+  const started: Sync[] = [];
+  try {
+    const leads = sqliteInstanceOf(own.rx.collections['leads']?.storageInstance);
+    if (!leads) throw new Error('not the SQLite storage');
+    const sync = async (opts: Partial<SyncOptions> = {}): Promise<Sync> => {
+      await started.at(-1)?.stop();
+      const s = await startSync({ db: own, serverUrl: server.url, apiKey: KEY, retryMs: 100, backoffMs: 50, maxBackoffMs: 400, ...opts });
+      started.push(s);
+      return s;
+    };
+    await run({ own, leads, sync });
+  } finally {
+    for (const s of started) await s.stop();
+    await own.close();
+    db = await openLocalDatabase({ dir, workspaceId: WS, actor });
+  }
+}
+
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sync-client-'));
   server = new FakeServer();
@@ -273,12 +301,7 @@ describe('replication client against the protocol', () => {
   // The point of fetching ahead is speed (the next page travels while this one is stored), which the
   // desktop benchmark measures; this test holds what fetching ahead must not break.
   it('fetches pull pages ahead without asking for any checkpoint twice, and still gets what the server wrote meanwhile', async () => {
-    // A desktop of its own, syncing from nothing (one open database per name and process: the
-    // shared one is closed meanwhile and opened again after).
-    await db.close();
-    const own = await openLocalDatabase({ dir: join(dir, 'prefetch'), workspaceId: WS, actor });
-    let s: Sync | null = null;
-    try {
+    await ownDesktop('prefetch', async ({ own, sync }) => {
       const have = [...server.rows.keys()].filter((k) => k.startsWith('leads/')).length;
       for (let i = 0; i < 45; i++) server.write('leads', lead(5000 + i));
       const total = have + 45;
@@ -292,7 +315,7 @@ describe('replication client against the protocol', () => {
         server.write('leads', lead(5999, { company: 'Written during the pull' }));
       };
       const before = server.pulls.length;
-      s = await startSync({ db: own, serverUrl: server.url, apiKey: KEY, retryMs: 100, backoffMs: 50, maxBackoffMs: 400, pullBatchSize: 10 });
+      const s = await sync({ pullBatchSize: 10 });
       await s.awaitInSync();
       await until('the lead written during the pull', async () => (await own.store.get('leads', lead(5999).id))?.company === 'Written during the pull');
       expect(await own.store.count('leads')).toBe(total + 1);
@@ -303,23 +326,14 @@ describe('replication client against the protocol', () => {
       expect(asked.length).toBeGreaterThanOrEqual(Math.ceil(total / 10));
       expect(wroteDuring).toBe(true);
       expect(server.seq).toBe(firstSeq + 1);
-    } finally {
-      await s?.stop();
-      await own.close();
-      db = await openLocalDatabase({ dir, workspaceId: WS, actor });
-    }
+    });
   });
 
   it('hands RxDB a pull page only once the page before it is stored: one page per write, never begun inside the turns of another', async () => {
     // RxDB pulls ahead without bound and merges the pages it has not begun to store into one write
     // (one long turn of its own work per merged page); the pull handler holds each page back until
     // the storage's page before it has ended (replication.ts).
-    await db.close();
-    const own = await openLocalDatabase({ dir: join(dir, 'one-page-a-write'), workspaceId: WS, actor });
-    let s: Sync | null = null;
-    try {
-      const leads = sqliteInstanceOf(own.rx.collections['leads']?.storageInstance);
-      if (!leads) throw new Error('not the SQLite storage');
+    await ownDesktop('one-page-a-write', async ({ own, leads, sync }) => {
       const { file } = leads.internalsForTests;
       const have = [...server.rows.keys()].filter((k) => k.startsWith('leads/')).length;
       for (let i = 0; i < 1500; i++) server.write('leads', lead(20_000 + i));
@@ -330,17 +344,13 @@ describe('replication client against the protocol', () => {
         return bulkWrite(rows, context);
       };
       const page = 250;
-      s = await startSync({ db: own, serverUrl: server.url, apiKey: KEY, retryMs: 100, backoffMs: 50, maxBackoffMs: 400, pullBatchSize: page });
+      const s = await sync({ pullBatchSize: page });
       await s.awaitInSync();
       expect(await own.store.count('leads')).toBe(have + 1500);
       expect(writes.length).toBeGreaterThanOrEqual(Math.ceil((have + 1500) / page));
       expect(Math.max(...writes.map((w) => w.rows))).toBeLessThanOrEqual(page);
       expect(writes.filter((w) => w.pageOpen)).toEqual([]);
-    } finally {
-      await s?.stop();
-      await own.close();
-      db = await openLocalDatabase({ dir, workspaceId: WS, actor });
-    }
+    });
   });
 
   it('pulls a page again whose COMMIT failed (a full disk) after RxDB was told its documents were written: no lead lost, none twice', async () => {
@@ -349,12 +359,7 @@ describe('replication client against the protocol', () => {
     // RxDB was told are stored; RxDB's replication went on to the next page and stored a
     // checkpoint past the failed one, so that page's 250 leads were never pulled again (1,250 of
     // 1,500 here).
-    await db.close();
-    const own = await openLocalDatabase({ dir: join(dir, 'failed-commit'), workspaceId: WS, actor });
-    let s: Sync | null = null;
-    try {
-      const leads = sqliteInstanceOf(own.rx.collections['leads']?.storageInstance);
-      if (!leads) throw new Error('not the SQLite storage');
+    await ownDesktop('failed-commit', async ({ own, leads, sync }) => {
       const { file } = leads.internalsForTests;
       const have = [...server.rows.keys()].filter((k) => k.startsWith('leads/')).length;
       for (let i = 0; i < 1500; i++) server.write('leads', lead(30_000 + i));
@@ -377,18 +382,14 @@ describe('replication client against the protocol', () => {
         }
         return exec(sql);
       };
-      s = await startSync({ db: own, serverUrl: server.url, apiKey: KEY, retryMs: 100, backoffMs: 50, maxBackoffMs: 400, pullBatchSize: 250 });
+      const s = await sync({ pullBatchSize: 250 });
       await s.awaitInSync();
       expect(failed).toBe(1);
       const ids = new Set([...server.rows.keys()].filter((k) => k.startsWith('leads/')).map((k) => k.slice('leads/'.length)));
       const local = (await own.store.query('leads', { limit: 100_000 })).docs.map((d) => d.id);
       expect(local.length).toBe(have + 1500);
       expect(new Set(local)).toEqual(ids);
-    } finally {
-      await s?.stop();
-      await own.close();
-      db = await openLocalDatabase({ dir, workspaceId: WS, actor });
-    }
+    });
   });
 
   /**
