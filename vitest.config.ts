@@ -16,6 +16,8 @@ export default defineConfig({
     // runner refuses by default (sync-server/sender-hosts.ts); abuse-limits.test.ts tests the refusal.
     env: { ALLOW_PRIVATE_SENDER_HOSTS: '1' },
     hookTimeout: 60_000,
+    // A turn of the event loop after each test (the file says why).
+    setupFiles: ['test/support/yield-between-tests.ts'],
     projects: [
       {
         extends: true,
