@@ -104,7 +104,6 @@ const PARTS_SAVEPOINT = 'crm_commit_parts';
 /** The savepoint of a large commit of creations written in one statement (PgStore.commitCreations). */
 const CREATIONS_SAVEPOINT = 'crm_commit_creations';
 
-
 /** What a commit changed, for live updates and replication fan-out. */
 export type CommitEvent = { workspaceId: string; collections: CollectionName[]; maxSeq: number; rows: number };
 
@@ -679,7 +678,6 @@ function keyColumns(w: AnyWrite): { pk?: string; ek?: string; nk?: string } {
   const k = storedKeys(w.after);
   return { ...(k.profile !== null ? { pk: k.profile } : {}), ...(k.email !== null ? { ek: k.email } : {}), ...(k.nameCompany !== null ? { nk: k.nameCompany } : {}) };
 }
-
 
 type CommitRow = { bad: { ord: number; workspace_id: string | null }[] | null; max_seq: string | number; n: string | number };
 

@@ -43,7 +43,6 @@ export type LayoutUpgradeOptions = {
 
 const BATCH = 2000;
 
-
 type StoredRow = { rowid: number; id: string; doc: string; lwt: number };
 
 /** Every row of `table` through `each`, `batch` rows a write (`afterBatch` closes each write), the

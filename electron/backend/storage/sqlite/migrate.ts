@@ -16,6 +16,7 @@
  *   untouched; the new file's existence is what makes the migration happen once;
  * - the event loop turns after every batch, so the desktop can show the progress while it runs.
  */
+// A turn of the event loop between batches lets the progress reach the window.
 import { setImmediate as turn } from 'node:timers/promises';
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -55,8 +56,6 @@ export type MigrationOptions = {
 
 /** Rows per transaction of the new file. */
 const BATCH = 2000;
-
-/** Lets the event loop run (progress reaches the window) between batches. */
 
 type Internal = RxDocumentData<InternalStoreCollectionDocType>;
 
