@@ -586,9 +586,7 @@ export class PgStore implements Store {
       throw e;
     }
     await this.sql.query(`RELEASE SAVEPOINT ${CREATIONS_SAVEPOINT}`);
-    if (this.outbox) await this.outbox.afterCommit(this, this.sql, this.workspaceId, writes);
-    this.writes.push(...writes);
-    this.committed.push(event);
+    await this.written(writes, event);
     return true;
   }
 
@@ -640,14 +638,12 @@ export class PgStore implements Store {
     }
     const { writes, events } = done;
     // One commit, one event for this process's listeners (a bulk commit's statistics, streams).
-    this.committed.push({
+    await this.written(writes, {
       workspaceId: this.workspaceId,
       collections: [...new Set(events.flatMap((e) => e.collections))],
       maxSeq: Math.max(...events.map((e) => e.maxSeq)),
       rows: events.reduce((n, e) => n + e.rows, 0),
     });
-    if (this.outbox) await this.outbox.afterCommit(this, this.sql, this.workspaceId, writes);
-    this.writes.push(...writes);
   }
 
   async commit(writes: readonly AnyWrite[]): Promise<void> {
@@ -657,15 +653,21 @@ export class PgStore implements Store {
     if (this.deferred) {
       // Written with the rest of the transaction's calls (DeferredWrites); its event comes from the flush.
       this.deferred.add(writes);
-      if (this.outbox) await this.outbox.afterCommit(this, this.sql, this.workspaceId, writes);
-      this.writes.push(...writes);
+      await this.written(writes, null);
       return;
     }
-    const event = await writeDocuments(this.sql, this.workspaceId, this.notify, writes);
-    // The events these writes raise, in the same transaction: they commit or roll back with them.
+    await this.written(writes, await writeDocuments(this.sql, this.workspaceId, this.notify, writes));
+  }
+
+  /**
+   * After writes are in the transaction: the events they raise (webhooks' outbox), in the same
+   * transaction, so they commit or roll back with them; the writes for this store's reader; and
+   * the commit's event for this process's listeners (null: a deferred write's comes from the flush).
+   */
+  private async written(writes: readonly AnyWrite[], event: CommitEvent | null): Promise<void> {
     if (this.outbox) await this.outbox.afterCommit(this, this.sql, this.workspaceId, writes);
     this.writes.push(...writes);
-    this.committed.push(event);
+    if (event) this.committed.push(event);
   }
 }
 
