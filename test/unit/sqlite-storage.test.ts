@@ -625,14 +625,19 @@ describe('SQLite storage: a load held while a pull has more pages coming', () =>
 });
 
 describe('SQLite storage: checkpoints in the worker thread', () => {
-  it('commits never checkpoint on this thread; the worker copies the WAL into the file soon after', async () => {
+  /** A collection of its own in a fresh folder: the instance, its file, and the database's path
+   * (the WAL is `${path}-wal`). */
+  async function checkpointed(name: string) {
     const dir = tempDir();
-    const inst = await openInstance<Item>(getRxStorageSqlite({ directory: dir }), filledItems(), { databaseName: 'checkpoints', collectionName: 'items' });
+    const inst = await openInstance<Item>(getRxStorageSqlite({ directory: dir }), filledItems(), { databaseName: name, collectionName: 'items' });
     const sqlite = sqliteInstanceOf<Item>(inst);
     if (!sqlite) throw new Error('not our storage');
-    const { file } = sqlite.internalsForTests;
+    return { inst, file: sqlite.internalsForTests.file, path: sqliteFilePath(dir, name) };
+  }
+
+  it('commits never checkpoint on this thread; the worker copies the WAL into the file soon after', async () => {
+    const { inst, file, path } = await checkpointed('checkpoints');
     expect(file.db.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
-    const path = sqliteFilePath(dir, 'checkpoints');
     // In WAL mode only a checkpoint writes the database file itself.
     const before = statSync(path).size;
     expect(await inst.bulkWrite(Array.from({ length: 2000 }, (_, i) => ({ document: rowDoc(`p${i}`, `pulled ${'x'.repeat(200)} ${i}`, i) })), 'replication-downstream-test')).toEqual({ error: [] });
@@ -649,12 +654,7 @@ describe('SQLite storage: checkpoints in the worker thread', () => {
     CHECKPOINT_TUNING.delayMs = 0;
     CHECKPOINT_TUNING.walLimitBytes = 2 * 1024 * 1024;
     try {
-      const dir = tempDir();
-      const inst = await openInstance<Item>(getRxStorageSqlite({ directory: dir }), filledItems(), { databaseName: 'wal-restart', collectionName: 'items' });
-      const sqlite = sqliteInstanceOf<Item>(inst);
-      if (!sqlite) throw new Error('not our storage');
-      const { file } = sqlite.internalsForTests;
-      const path = sqliteFilePath(dir, 'wal-restart');
+      const { inst, file, path } = await checkpointed('wal-restart');
       let largest = 0;
       for (let w = 0; w < 40; w++) {
         const rows = Array.from({ length: 1000 }, (_, i) => ({ document: rowDoc(`w${w}-${i}`, `pulled ${'x'.repeat(500)} ${w} ${i}`, i) }));
@@ -684,12 +684,7 @@ describe('SQLite storage: checkpoints in the worker thread', () => {
     const tuning = { ...CHECKPOINT_TUNING };
     CHECKPOINT_TUNING.walLimitBytes = 2 * 1024 * 1024;
     try {
-      const dir = tempDir();
-      const inst = await openInstance<Item>(getRxStorageSqlite({ directory: dir }), filledItems(), { databaseName: 'wal-chain', collectionName: 'items' });
-      const sqlite = sqliteInstanceOf<Item>(inst);
-      if (!sqlite) throw new Error('not our storage');
-      const { file } = sqlite.internalsForTests;
-      const path = sqliteFilePath(dir, 'wal-chain');
+      const { inst, file, path } = await checkpointed('wal-chain');
       let largest = 0;
       let turns = 0;
       const ticker = setInterval(() => turns++, 0);
