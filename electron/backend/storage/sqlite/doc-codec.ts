@@ -73,17 +73,16 @@ export const STRINGS_TABLE = 'doc_strings';
 
 export const shapesTableSql = `CREATE TABLE IF NOT EXISTS ${SHAPES_TABLE} (id INTEGER PRIMARY KEY, shape TEXT NOT NULL); CREATE TABLE IF NOT EXISTS ${STRINGS_TABLE} (id INTEGER PRIMARY KEY, text TEXT NOT NULL)`;
 
-/** Keys whose quoted form is remembered (a file's top-level keys are the collections' fields). */
-const QUOTED_KEYS = 10_000;
-
-/** Id suffixes (ID_PREFIX entries) numbered for the shape codes (encode's fast path). */
-const SUFFIX_IDS = 1_000;
+/** Top-level keys and id suffixes numbered at most (a file's top-level keys are the collections'
+ * fields): past either, the numbering starts again (DocCodec.renumber). */
+const NUMBERED_KEYS = 10_000;
+const NUMBERED_SUFFIXES = 1_000;
 
 /**
- * A shape's entries as numbers, for encode's fast path: per key `(key number << 5) | entry`, where
- * the entry is one of these, and COPY, ARRAY_COPY and ID_PREFIX are followed by the number of the
- * earlier key or of the suffix. Key and suffix numbers are given out by the codec in this process
- * only (never stored), so equal codes are equal entries: the same shape text.
+ * A shape's entries as numbers (encode): per key `(key number << 5) | entry`, where the entry is
+ * one of these, and COPY, ARRAY_COPY and ID_PREFIX are followed by the number of the earlier key or
+ * of the suffix. Key and suffix numbers are given out by the codec in this process only (never
+ * stored), so equal codes are equal entries, and the shape's text is written from them (shapeText).
  */
 const C_SLOT = 0;
 const C_PRIMARY = 1;
@@ -94,6 +93,9 @@ const C_COPY = 12;
 const C_ARRAY_COPY = 13;
 const C_ID_PREFIX = 14;
 const C_REV = 15;
+
+/** The constants kindOf gives CONSTANT, as JSON, by their entry code (3-9; C_EMPTY_OBJECT next). */
+const CONSTANT_JSON = ['', '', '', 'null', '""', '"0"', '"1"', 'false', 'true', '0'];
 
 /** The code of a constant entry (kindOf gave CONSTANT): one per constant JSON tells apart. */
 function constantCode(v: unknown): number {
@@ -174,10 +176,12 @@ function compile(id: number, json: string): Shape {
 export class DocCodec {
   private readonly byId = new Map<number, Shape>();
   private readonly bySignature = new Map<string, Shape>();
-  private readonly quoted = new Map<string, string>();
-  /** encode's fast path: top-level keys and id suffixes by number, shapes by a hash of their codes. */
+  /** encode's numbering: top-level keys (with their quoted form, by number) and id suffixes, and
+   * shapes by a hash of their codes. */
   private readonly keyIds = new Map<string, number>();
+  private readonly quotedKeys: string[] = [''];
   private readonly suffixIds = new Map<string, number>();
+  private readonly suffixes: string[] = [''];
   private readonly byCodes = new Map<number, Shape>();
   private codes = new Int32Array(64);
   private readonly stringById = new Map<number, string>();
@@ -223,15 +227,6 @@ export class DocCodec {
     this.nextString = Math.max(this.nextString, id + 1);
   }
 
-  private quote(k: string): string {
-    let q = this.quoted.get(k);
-    if (q === undefined) {
-      q = JSON.stringify(k);
-      if (this.quoted.size < QUOTED_KEYS) this.quoted.set(k, q);
-    }
-    return q;
-  }
-
   private token(text: string): number {
     let id = this.stringId.get(text);
     if (id === undefined) {
@@ -246,12 +241,12 @@ export class DocCodec {
    * is `primaryPath`. The shape it uses is written to the file by the next flush (in the same
    * transaction).
    *
-   * The shape is found by its entries as numbers (see C_SLOT), hashed, and compared with the codes
-   * the shape was last used with: building each document's shape text (~40 quoted keys) and hashing
-   * it was most of the time encoding took (18 against 6 µs a lead for JSON.stringify of it). A
-   * document whose codes no shape has yet is encoded by its text (encodeByText), which gives the
-   * same answer and keeps the codes with its shape. */
+   * The document's entries are numbered (see C_SLOT), and its shape found by a hash of the numbers,
+   * compared with the codes the shape was last used with. Building each document's shape text (~40
+   * quoted keys) and hashing it was most of the time encoding took (18 against 6 µs a lead for
+   * JSON.stringify of it): the text is written from the codes only for codes no shape has yet. */
   encode(doc: Json, row: RowKeys, primaryPath: string): string {
+    if (this.keyIds.size >= NUMBERED_KEYS || this.suffixIds.size >= NUMBERED_SUFFIXES) this.renumber();
     // values[0]: the shape's number, set at the end.
     const values: unknown[] = [0];
     const seen = new Map<string, number>();
@@ -265,8 +260,9 @@ export class DocCodec {
       if (k === '__proto__') return JSON.stringify(doc);
       let key = this.keyIds.get(k);
       if (key === undefined) {
-        if (this.keyIds.size >= QUOTED_KEYS) return this.encodeByText(doc, row, primaryPath, null);
-        this.keyIds.set(k, (key = this.keyIds.size + 1));
+        key = this.quotedKeys.length;
+        this.keyIds.set(k, key);
+        this.quotedKeys.push(JSON.stringify(k));
       }
       if (n + 2 > codes.length) {
         const grown = new Int32Array(codes.length * 2);
@@ -302,8 +298,9 @@ export class DocCodec {
             const suffix = row.id.slice(v.length);
             let sid = this.suffixIds.get(suffix);
             if (sid === undefined) {
-              if (this.suffixIds.size >= SUFFIX_IDS) return this.encodeByText(doc, row, primaryPath, null);
-              this.suffixIds.set(suffix, (sid = this.suffixIds.size + 1));
+              sid = this.suffixes.length;
+              this.suffixIds.set(suffix, sid);
+              this.suffixes.push(suffix);
             }
             codes[n++] = at | C_ID_PREFIX;
             codes[n++] = sid;
@@ -328,88 +325,76 @@ export class DocCodec {
       values.push(v);
     }
     const mine = codes.subarray(0, n);
-    const shape = this.byCodes.get(codesHash(mine));
-    if (shape?.codes === undefined || !sameCodes(shape.codes, mine)) return this.encodeByText(doc, row, primaryPath, mine.slice());
+    let shape = this.byCodes.get(codesHash(mine));
+    if (shape?.codes === undefined || !sameCodes(shape.codes, mine)) {
+      const json = this.shapeText(mine);
+      shape = this.bySignature.get(json);
+      if (!shape) {
+        shape = compile(this.next, json);
+        this.remember(shape);
+      }
+      // These codes name the shape from now on (a shape met by other codes first keeps those).
+      if (shape.codes === undefined) {
+        shape.codes = mine.slice();
+        this.byCodes.set(codesHash(shape.codes), shape);
+      }
+    }
     this.used.add(shape);
     values[0] = shape.id;
     return JSON.stringify(values);
   }
 
-  /** encode by building the shape's text and looking it up (a shape this process has not used yet,
-   * or a document the fast path cannot number); `codes`: the document's shape codes, kept with the
-   * shape it gets. */
-  private encodeByText(doc: Json, row: RowKeys, primaryPath: string, codes: Int32Array | null): string {
-    const values: unknown[] = [];
-    const seen = new Map<string, string>();
+  /** A shape's stored text (its entries: see StoredEntry), from the codes encode gave its document. */
+  private shapeText(codes: Int32Array): string {
     let json = '[';
-    let first = true;
-    for (const k in doc) {
-      if (!Object.prototype.hasOwnProperty.call(doc, k)) continue;
-      const v = doc[k];
-      // What JSON.stringify leaves out of an object.
-      if (v === undefined || typeof v === 'function' || typeof v === 'symbol') continue;
-      if (k === '__proto__') return JSON.stringify(doc);
-      if (!first) json += ',';
-      first = false;
-      const q = this.quote(k);
-      if (k === primaryPath && v === row.id) {
-        json += `[${q}]`;
-        if (v.length >= COPY_MIN) seen.set(v, q);
-        continue;
-      }
-      if (k === '_meta' && isRowMeta(v, row.lwt)) {
-        json += `[${q},"lwt","meta"]`;
-        continue;
-      }
-      const kind = kindOf(v);
-      if (kind !== SLOT) {
-        json += `[${q},${kind === EMPTY_OBJECT ? '{}' : kind === EMPTY_ARRAY ? '[]' : JSON.stringify(v)}]`;
-        continue;
-      }
-      if (typeof v === 'string') {
-        if (v.length >= COPY_MIN) {
-          const earlier = seen.get(v);
-          if (earlier !== undefined) {
-            json += `[${q},"=",${earlier}]`;
-            continue;
-          }
-          seen.set(v, q);
-          const cut = row.id.length - v.length;
-          if (cut > 0 && cut <= ID_SUFFIX_MAX && row.id.startsWith(v)) {
-            json += `[${q},"id-",${JSON.stringify(row.id.slice(v.length))}]`;
-            continue;
-          }
-        }
-        const rev = k === '_rev' ? REVISION.exec(v) : null;
-        if (rev) {
+    for (let i = 0; i < codes.length; i++) {
+      const entry = codes[i] as number;
+      const q = this.quotedKeys[entry >>> 5] as string;
+      if (json.length > 1) json += ',';
+      switch (entry & 31) {
+        case C_SLOT:
+          json += q;
+          break;
+        case C_PRIMARY:
+          json += `[${q}]`;
+          break;
+        case C_META:
+          json += `[${q},"lwt","meta"]`;
+          break;
+        case C_EMPTY_OBJECT:
+          json += `[${q},{}]`;
+          break;
+        case C_EMPTY_ARRAY:
+          json += `[${q},[]]`;
+          break;
+        case C_COPY:
+          json += `[${q},"=",${this.quotedKeys[codes[++i] as number] as string}]`;
+          break;
+        case C_ARRAY_COPY:
+          json += `[${q},"=[]",${this.quotedKeys[codes[++i] as number] as string}]`;
+          break;
+        case C_ID_PREFIX:
+          json += `[${q},"id-",${JSON.stringify(this.suffixes[codes[++i] as number])}]`;
+          break;
+        case C_REV:
           json += `[${q},"rev","token"]`;
-          values.push(Number(rev[1]), this.token(rev[2] as string));
-          continue;
-        }
-      } else if (Array.isArray(v) && v.length === 1 && typeof v[0] === 'string' && v[0].length >= COPY_MIN) {
-        const earlier = seen.get(v[0]);
-        if (earlier !== undefined) {
-          json += `[${q},"=[]",${earlier}]`;
-          continue;
-        }
+          break;
+        default:
+          json += `[${q},${CONSTANT_JSON[entry & 31] as string}]`;
       }
-      json += q;
-      values.push(v);
     }
-    json += ']';
-    let shape = this.bySignature.get(json);
-    if (!shape) {
-      shape = compile(this.next, json);
-      this.remember(shape);
-    }
-    // The same document's codes name this shape from now on (encode's fast path).
-    if (codes !== null && shape.codes === undefined) {
-      shape.codes = codes;
-      this.byCodes.set(codesHash(codes), shape);
-    }
-    this.used.add(shape);
-    const rest = values.length === 0 ? ']' : `,${JSON.stringify(values).slice(1)}`;
-    return `[${shape.id}${rest}`;
+    return `${json}]`;
+  }
+
+  /** Numbers keys and suffixes from the start again (their maps reached their limits): the codes
+   * shapes were found by name other keys from now on, so they are forgotten with them. */
+  private renumber(): void {
+    this.keyIds.clear();
+    this.quotedKeys.length = 1;
+    this.suffixIds.clear();
+    this.suffixes.length = 1;
+    this.byCodes.clear();
+    for (const shape of this.byId.values()) shape.codes = undefined;
   }
 
   /** Creates the file's tables of shapes and tokens if this connection has not seen them (inside a
