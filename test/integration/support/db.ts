@@ -1,6 +1,6 @@
 /** Test databases: a fresh PGlite folder, or (when DATABASE_URL is set) a fresh schema on the real
  * PostgreSQL server; each is removed again by `cleanup`. */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -9,6 +9,7 @@ import { openDatabase } from '../../../sync-server/db.ts';
 import type { OpenOptions, SqlDatabase } from '../../../sync-server/db.ts';
 import { migrate } from '../../../sync-server/migrate.ts';
 import { PgDatabase } from '../../../sync-server/pg-database.ts';
+import { copyMigratedTemplate } from '../../support/pglite-template.ts';
 import { afterAll, beforeAll } from 'vitest';
 
 export type Backend = 'pglite' | 'postgres';
@@ -61,8 +62,11 @@ export function testDatabase(backend: Backend): TestDatabase {
   };
 }
 
-/** Opens and migrates. */
+/** Opens and migrates. A new PGlite folder starts as a copy of the migrated template
+ * (test/support/pglite-template.ts), which the migration then finds complete. */
 export async function openMigrated(t: TestDatabase): Promise<SqlDatabase> {
+  const dir = t.options.dataDir;
+  if (t.backend === 'pglite' && dir && readdirSync(dir).length === 0) await copyMigratedTemplate(dir);
   const db = await t.open();
   await migrate(db);
   return db;
