@@ -2,8 +2,8 @@
  * Import benchmark on the desktop's local database (RxDB on the SQLite storage): a 100k-row CSV export (Apollo-like columns) imported as the import dialog does it (read and
  * map the file once, then campaigns.leads.import in calls of 5,000 rows, each input passed through
  * JSON as the bridge does), into an empty list, then again into the now full list (every row an
- * existing lead). Baseline in the same run: papaparse alone parsing the same text. Target: the
- * 100k-row import under 10 s. `npx tsx test/bench/import.bench.ts` runs it alone. BENCH_PROFILE=<dir>
+ * existing lead). Baseline in the same run: papaparse alone parsing the same text. Targets (issue
+ * "One person, one lead"): the 100k-row import into an empty list <= 8 s, the re-import <= 5 s. `npx tsx test/bench/import.bench.ts` runs it alone. BENCH_PROFILE=<dir>
  * writes each pass's CPU profile there (`import-first.cpuprofile`, `import-again.cpuprofile`; read
  * them with test/bench/support/profile-summary.ts).
  */
@@ -24,7 +24,8 @@ import { startCpuProfile } from './support/cpu-profile.ts';
 import { generatedExport } from './support/generated-export.ts';
 
 const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 100_000);
-const TARGET_S = 10;
+/** Seconds: into an empty list, and again with every row an existing lead. */
+const TARGET_S = { fill: 8, again: 5 };
 const PROFILE_DIR = process.env.BENCH_PROFILE;
 const line = (s: string) => process.stdout.write(`${s}\n`);
 
@@ -79,11 +80,11 @@ export async function run(): Promise<{ rows: number; parseSeconds: number; first
 
     const firstImport = await importAll('fill_empty', 'import-first');
     if (firstImport.created !== ROWS) throw new Error(`expected ${ROWS} created, got ${firstImport.created}`);
-    const verdict = (s: number) => (s < TARGET_S ? `under the ${TARGET_S} s target` : `OVER the ${TARGET_S} s target`);
-    line(`import    into an empty list              ${firstImport.seconds.toFixed(2)} s   ${Math.round(ROWS / firstImport.seconds).toLocaleString('en')} rows/s   ${(firstImport.seconds / parseSeconds).toFixed(1)}x baseline   ${verdict(firstImport.seconds)} (cpu ${firstImport.cpuSeconds.toFixed(2)} s)`);
+    const verdict = (s: number, target: number) => (s <= target ? `within the ${target} s target` : `OVER the ${target} s target`);
+    line(`import    into an empty list              ${firstImport.seconds.toFixed(2)} s   ${Math.round(ROWS / firstImport.seconds).toLocaleString('en')} rows/s   ${(firstImport.seconds / parseSeconds).toFixed(1)}x baseline   ${verdict(firstImport.seconds, TARGET_S.fill)} (cpu ${firstImport.cpuSeconds.toFixed(2)} s)`);
     const reimport = await importAll('update', 'import-again');
     if (reimport.unchanged !== ROWS) throw new Error(`expected ${ROWS} unchanged, got ${reimport.unchanged}`);
-    line(`re-import every row an existing lead      ${reimport.seconds.toFixed(2)} s   ${Math.round(ROWS / reimport.seconds).toLocaleString('en')} rows/s   ${(reimport.seconds / parseSeconds).toFixed(1)}x baseline   ${verdict(reimport.seconds)} (cpu ${reimport.cpuSeconds.toFixed(2)} s)`);
+    line(`re-import every row an existing lead      ${reimport.seconds.toFixed(2)} s   ${Math.round(ROWS / reimport.seconds).toLocaleString('en')} rows/s   ${(reimport.seconds / parseSeconds).toFixed(1)}x baseline   ${verdict(reimport.seconds, TARGET_S.again)} (cpu ${reimport.cpuSeconds.toFixed(2)} s)`);
     return { rows: ROWS, parseSeconds, firstImport, reimport };
   } finally {
     await db.close();
