@@ -129,14 +129,24 @@ export class StorageFile {
     this.tx = db.transaction((fn: () => unknown) => fn());
   }
 
-  /** Opens (creating it if needed) and locks the file; throws StorageLockedError if another
-   * process owns it. A file already open in this process (or still closing) is shared. */
+  /** Opens (creating it if needed) and locks the file, once a close of it under way in this
+   * process has ended (its connection holds the lock until then: the backend restarted by the app
+   * opens its folder again while the last one closes); throws StorageLockedError if another process
+   * owns it. A file already open in this process is shared. */
+  static async opened(path: string, synchronous: Synchronous): Promise<StorageFile> {
+    for (let closing = CLOSING_FILES.get(path); closing && !OPEN_FILES.has(path); closing = CLOSING_FILES.get(path)) await closing;
+    return StorageFile.open(path, synchronous);
+  }
+
+  /** StorageFile.opened where no close of the path can be under way (the tests' direct opens);
+   * refuses, saying so, while one is. */
   static open(path: string, synchronous: Synchronous): StorageFile {
     const existing = OPEN_FILES.get(path);
     if (existing) {
       existing.refs++;
       return existing;
     }
+    if (CLOSING_FILES.has(path)) throw new Error(`${path} is still closing in this process: StorageFile.opened waits for the close.`);
     mkdirSync(resolve(path, '..'), { recursive: true });
     const lock = takeLock(path);
     let db: SqliteDatabase;
@@ -170,20 +180,27 @@ export class StorageFile {
     if (this.refs > 0 || OPEN_FILES.get(this.path) !== this) return;
     OPEN_FILES.delete(this.path);
     this.closing = true;
-    if (this.checkpointTimer) clearTimeout(this.checkpointTimer);
-    this.checkpointTimer = null;
-    // Settles after the RESTART checkpoint it may have started before the file began closing.
-    await this.checkpointing;
-    await this.worker?.close();
-    this.worker = null;
-    await this.reader?.close();
-    this.reader = null;
-    const empty = (this.db.prepare('SELECT count(*) FROM instances').pluck().get() as number) === 0;
-    this.readerDb?.close();
-    this.readerDb = null;
-    this.db.close();
-    this.lock.close();
-    if (empty) for (const suffix of ['', '-wal', '-shm', '-journal', LOCK_SUFFIX]) rmSync(this.path + suffix, { force: true });
+    let closed = (): void => undefined;
+    CLOSING_FILES.set(this.path, new Promise<void>((r) => (closed = r)));
+    try {
+      if (this.checkpointTimer) clearTimeout(this.checkpointTimer);
+      this.checkpointTimer = null;
+      // Settles after the RESTART checkpoint it may have started before the file began closing.
+      await this.checkpointing;
+      await this.worker?.close();
+      this.worker = null;
+      await this.reader?.close();
+      this.reader = null;
+      const empty = (this.db.prepare('SELECT count(*) FROM instances').pluck().get() as number) === 0;
+      this.readerDb?.close();
+      this.readerDb = null;
+      this.db.close();
+      this.lock.close();
+      if (empty) for (const suffix of ['', '-wal', '-shm', '-journal', LOCK_SUFFIX]) rmSync(this.path + suffix, { force: true });
+    } finally {
+      CLOSING_FILES.delete(this.path);
+      closed();
+    }
   }
 
   /**
@@ -832,6 +849,10 @@ parentPort.on('message', (m) => {
 `;
 
 const OPEN_FILES = new Map<string, StorageFile>();
+/** Files of this process whose last user released them and whose close has not ended (the worker
+ * threads ending, a checkpoint under way), by path: their connection still holds the lock, so an
+ * open of the same path waits for the close (StorageFile.opened). */
+const CLOSING_FILES = new Map<string, Promise<void>>();
 
 /** Opens the documents' file (its lock is held: takeLock). */
 function openFile(path: string, synchronous: Synchronous): SqliteDatabase {

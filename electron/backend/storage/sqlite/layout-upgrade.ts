@@ -70,7 +70,7 @@ async function rewriteRows(file: StorageFile, table: string, batch: number, each
 export async function upgradeStoreLayouts(opts: LayoutUpgradeOptions): Promise<string[]> {
   const path = sqliteFilePath(opts.directory, opts.databaseName);
   if (!existsSync(path)) return [];
-  const file = StorageFile.open(path, 'NORMAL');
+  const file = await StorageFile.opened(path, 'NORMAL');
   const upgraded: string[] = [];
   try {
     if (opts.rowFormats) await rowFormatsIn(file, { onProgress: opts.onProgress, batch: opts.batch });
@@ -182,7 +182,7 @@ function schemasInFile(db: SqliteDatabase, extra: ReadonlyMap<string, RxJsonSche
 export async function upgradeRowFormats(opts: RowFormatUpgradeOptions): Promise<string[]> {
   const path = sqliteFilePath(opts.directory, opts.databaseName);
   if (!existsSync(path)) return [];
-  const file = StorageFile.open(path, 'NORMAL');
+  const file = await StorageFile.opened(path, 'NORMAL');
   try {
     return await rowFormatsIn(file, opts);
   } finally {

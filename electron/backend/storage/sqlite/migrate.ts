@@ -138,7 +138,7 @@ export async function migrateFromPersistedMemory(opts: MigrationOptions): Promis
     for (const suffix of ['', '-wal', '-shm', LOCK_SUFFIX]) rmSync(tmp + suffix, { force: true });
     let done = 0;
     const unrecognized: string[] = [];
-    const file = StorageFile.open(tmp, 'NORMAL');
+    const file = await StorageFile.opened(tmp, 'NORMAL');
     try {
       for (const { inst } of counts) {
         const schema = schemas.get(inst);

@@ -45,31 +45,25 @@ export function getRxStorageSqlite(settings: SqliteStorageSettings): RxStorageSq
   const synchronous = settings.synchronous ?? 'FULL';
   const cacheSize = settings.documentCache ?? DEFAULT_DOCUMENT_CACHE;
 
-  function createStorageInstance<RxDocType>(params: RxStorageInstanceCreationParams<RxDocType, object>): Promise<SqliteStorageInstance<RxDocType>> {
+  async function createStorageInstance<RxDocType>(params: RxStorageInstanceCreationParams<RxDocType, object>): Promise<SqliteStorageInstance<RxDocType>> {
+    ensureRxStorageInstanceParamsAreCorrect(params);
+    if (params.schema.attachments) throw new Error(`Collection ${params.collectionName}: this storage does not store attachments (the schema declares them).`);
+    const file = await StorageFile.opened(sqliteFilePath(settings.directory, params.databaseName), synchronous);
     try {
-      ensureRxStorageInstanceParamsAreCorrect(params);
-      if (params.schema.attachments) throw new Error(`Collection ${params.collectionName}: this storage does not store attachments (the schema declares them).`);
-      const file = StorageFile.open(sqliteFilePath(settings.directory, params.databaseName), synchronous);
       // Creating a table writes: after an index build under way in the file's worker, if any.
-      return file
-        .whenFree(() =>
-          DocTable.open(file, {
-            name: `${params.collectionName}-${params.schema.version}`,
-            schema: params.schema as RxJsonSchema<Doc>,
-            textFields: settings.textSearch?.[params.collectionName] ?? [],
-            cacheSize,
-            layout: settings.storeLayout?.[params.collectionName],
-          }),
-        )
-        .then(
-          (table) => new SqliteStorageInstance<RxDocType>(params.databaseName, params.collectionName, params.schema, params.options, file, table),
-          async (e: unknown) => {
-            await file.release();
-            throw e;
-          },
-        );
+      const table = await file.whenFree(() =>
+        DocTable.open(file, {
+          name: `${params.collectionName}-${params.schema.version}`,
+          schema: params.schema as RxJsonSchema<Doc>,
+          textFields: settings.textSearch?.[params.collectionName] ?? [],
+          cacheSize,
+          layout: settings.storeLayout?.[params.collectionName],
+        }),
+      );
+      return new SqliteStorageInstance<RxDocType>(params.databaseName, params.collectionName, params.schema, params.options, file, table);
     } catch (e) {
-      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+      await file.release();
+      throw e;
     }
   }
 
