@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { vi } from 'vitest';
+import { until } from '../support/until.ts';
 import type { Bridge } from '../../electron/bridge.ts';
 import type * as DoubleModule from '../support/electron-double/index.ts';
 import type { BrowserWindowDouble, PageDouble } from '../support/electron-double/index.ts';
@@ -46,14 +47,8 @@ export async function startMain(opts: { dataDir?: string | null; before?: (elect
 }
 
 /** Polls until `get` returns a value (or throws after `ms`). */
-export async function eventually<T>(get: () => T | null | undefined | false, ms = 10_000, what = 'the condition'): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = get();
-    if (v !== null && v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+export function eventually<T>(get: () => T | null | undefined | false, ms = 10_000, what = 'the condition'): Promise<T> {
+  return until(what, get, ms);
 }
 
 /** The promise's value, or `timeout` if it takes longer than `ms` (for "never answered"). */

@@ -41,6 +41,7 @@ import type { Dovecot, DovecotUser } from './support/dovecot.ts';
 import { startTestServer } from './support/server.ts';
 import type { TestServer } from './support/server.ts';
 import { startRunnerChild } from './support/runner-process.ts';
+import { until as pollUntil } from '../support/until.ts';
 
 // ---------------------------------------------------------------- what counts as what (no server)
 
@@ -188,15 +189,8 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Waits (real time) until `check` holds; fails with `what` after `ms`. */
-async function until(what: string, check: () => Promise<boolean>, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await sleep(50);
-  }
-  throw new Error(`timed out waiting for ${what}\n${dovecot.log().split('\n').slice(-15).join('\n')}`);
-}
+/** Waits (real time) until `check` holds; fails with `what` and the logs that say why after `ms`. */
+const until = (what: string, check: () => Promise<boolean>, ms = 15_000): Promise<true> => pollUntil(what, check, ms, () => dovecot.log().split('\n').slice(-15).join('\n'));
 
 const emailConfig = (extra: Record<string, string | number | boolean> = {}) => ({
   host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true, user: USER.user, from: USER.user,
@@ -691,7 +685,6 @@ describe('the Sent folder and refusals at send time', () => {
 });
 
 // ---------------------------------------------------------------- a crash between the send and its record
-
 
 describe.each(BACKENDS)('a runner killed as the mail server accepts an email, with IMAP configured (%s)', (backend) => {
   const KEY = randomBytes(32).toString('base64');

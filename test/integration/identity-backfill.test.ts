@@ -24,6 +24,7 @@ import { nodeSecrets } from '../../sync-server/secrets.ts';
 import { spawnServer } from './support/cli.ts';
 import { BACKENDS, testDatabase } from './support/db.ts';
 import type { TestDatabase } from './support/db.ts';
+import { until } from '../support/until.ts';
 
 const NOW = '2026-01-01T00:00:00.000Z';
 const PROCESS_TEST_MS = 120_000;
@@ -80,16 +81,6 @@ async function expectKeysRight(sql: SqlDatabase, workspaceId: string): Promise<v
     return k.profile !== r.pk || k.email !== r.ek || k.nameCompany !== r.nk;
   });
   expect(wrong.map((r) => r.id)).toEqual([]);
-}
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}.`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 type Health = { ok: boolean; identityKeys: { state: string; leadsDone?: number; leadsTotal?: number; workspacesLeft?: number } };

@@ -19,6 +19,7 @@ import { privatePostgresUnavailable, startPrivatePostgres } from './support/priv
 import type { PrivatePostgres } from './support/private-postgres.ts';
 import { carriesName, openStream } from './support/sse.ts';
 import type { LiveStream } from './support/sse.ts';
+import { until } from '../support/until.ts';
 
 const unavailable = privatePostgresUnavailable();
 
@@ -44,16 +45,6 @@ async function metric(url: string, name: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith(`${name} `));
   return line ? Number(line.split(' ')[1]) : NaN;
-}
-
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | null>): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe().catch(() => null);
-    if (v !== null) return v;
-    if (Date.now() > end) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe('the LISTEN connection heals (two server processes, one PostgreSQL)', () => {
@@ -154,7 +145,7 @@ describe('the LISTEN connection heals (two server processes, one PostgreSQL)', (
       }
       expect(await tags()).toBe(200);
       expect(await killListener(db.url, process.pid)).toBe(1);
-      await until('the revoked key is refused', 5_000, async () => ((await tags()) === 401 ? true : null));
+      await until('the revoked key is refused', () => tags().then((status) => status === 401, () => false), 5_000);
     } finally {
       await app.close();
     }
@@ -192,7 +183,7 @@ describe('the LISTEN connection heals (two server processes, one PostgreSQL)', (
     const recovered = Date.now();
     const withinFiveSecondsOfRecovery = (): number => Math.max(0, recovered + 5_000 - Date.now());
     // The pools drop their broken connections: a query works again without restarting anything.
-    for (const s of [a, b]) await until('healthz answers 200', 5_000, async () => ((await fetch(`${s.url}/healthz`)).status === 200 ? true : null));
+    for (const s of [a, b]) await until('healthz answers 200', () => fetch(`${s.url}/healthz`).then((r) => r.status === 200, () => false), 5_000);
     const [fromA, fromB] = [liveB.events.length, liveA.events.length];
     expect((await createTag(a.url, ws.apiKey, 'Through A after restart')).status).toBe(200);
     expect((await createTag(b.url, ws.apiKey, 'Through B after restart')).status).toBe(200);
@@ -201,7 +192,7 @@ describe('the LISTEN connection heals (two server processes, one PostgreSQL)', (
       liveA.waitFor(carriesName('Through B after restart'), withinFiveSecondsOfRecovery(), fromB),
     ]);
     for (const s of [a, b]) {
-      await until('the listener is up again', 5_000, async () => ((await metric(s.url, 'outreach_change_listener_up')) === 1 ? true : null));
+      await until('the listener is up again', () => metric(s.url, 'outreach_change_listener_up').then((up) => up === 1, () => false), 5_000);
       expect(await metric(s.url, 'outreach_change_listener_reconnects_total')).toBeGreaterThanOrEqual(1);
       // Never a 500: no request failed as unexpected.
       expect(s.output()).not.toContain('"statusCode":500');

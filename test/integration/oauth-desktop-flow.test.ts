@@ -29,6 +29,7 @@ import { sequentialIds } from '../support/harness.ts';
 import { CHROMIUM_ARGS, authorize, loopbackContext, startOidc } from './support/oidc.ts';
 import type { TestOidc } from './support/oidc.ts';
 import { passingZone, startDns } from './support/dns-server.ts';
+import { until } from '../support/until.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const NOW = '2026-11-16T10:00:00.000Z';
@@ -109,16 +110,6 @@ const status = async (backend: Backend, state: string) => {
   return r.value as { status: string; sdrProfileId: string | null; message: string | null };
 };
 
-async function until<T>(what: string, fn: () => Promise<T | null>, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    const v = await fn();
-    if (v !== null) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 describe('the desktop signs a mailbox in through the system browser and a loopback redirect', () => {
   it('begins with PKCE and a loopback redirect on a free port; a wrong state is refused; Chromium signs in and the mailbox is connected', async () => {
     const d = await desktop();
@@ -150,7 +141,7 @@ describe('the desktop signs a mailbox in through the system browser and a loopba
       const done = await until('connected', async () => {
         const s = await status(d.backend, b.state);
         return s.status === 'waiting' ? null : s;
-      });
+      }, 15_000);
       expect(done).toMatchObject({ status: 'connected', message: null });
       const [sender] = await d.senders();
       expect(sender).toMatchObject({ id: done.sdrProfileId, name: 'sam@acme.test', channel: 'email', status: 'available', hostedBy: 'desktop' });
@@ -190,13 +181,13 @@ describe('the desktop signs a mailbox in through the system browser and a loopba
       const s = await until('failed', async () => {
         const x = await status(d.backend, b.state);
         return x.status === 'waiting' ? null : x;
-      });
+      }, 15_000);
       expect(s.status).toBe('failed');
       expect(s.message).toMatch(/cancelled.*nothing was connected/);
       expect(await d.senders()).toEqual([]);
       expect(d.secrets.entries.size).toBe(0);
       // The listener is gone: nothing else can answer for this sign-in.
-      await until('the listener closed', async () => (await fetch(`${b.redirectUri}?state=${b.state}&code=late`).then(() => null, () => true)));
+      await until('the listener closed', async () => (await fetch(`${b.redirectUri}?state=${b.state}&code=late`).then(() => null, () => true)), 15_000);
     } finally {
       await context.close();
     }
@@ -227,7 +218,7 @@ describe('the desktop signs a mailbox in through the system browser and a loopba
       const s = await until('failed', async () => {
         const x = await status(d.backend, b.state);
         return x.status === 'waiting' ? null : x;
-      });
+      }, 15_000);
       expect(s.status).toBe('failed');
       expect(s.message).toMatch(/sam@acme\.test was not connected: SMTP: 127\.0\.0\.1:\d+ could not be reached .* IMAP: 127\.0\.0\.1:\d+ could not be reached/);
       expect(await d.senders()).toEqual([]);
@@ -243,7 +234,7 @@ describe('the desktop signs a mailbox in through the system browser and a loopba
     const s = await until('timed out', async () => {
       const x = await status(d.backend, b.state);
       return x.status === 'failed' ? x : null;
-    });
+    }, 15_000);
     expect(s.message).toMatch(/not finished within 10 minutes/);
     const late = await d.backend.call('sdrProfiles.oauth.complete', { state: b.state, code: 'late-code' });
     expect(!late.ok && late.error.code).toBe('INVALID_INPUT');

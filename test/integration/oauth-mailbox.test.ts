@@ -52,6 +52,7 @@ import { startTestServer } from './support/server.ts';
 import type { TestServer } from './support/server.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
 import type { Receiver } from './support/webhook-receiver.ts';
+import { until as pollUntil } from '../support/until.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const MAILBOX = 'sam@acme.test';
@@ -124,14 +125,8 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until(what: string, check: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await sleep(50);
-  }
-  throw new Error(`timed out waiting for ${what}\nrunner:\n${trace.slice(-15).join('\n')}\ndovecot:\n${dovecot.log().split('\n').slice(-15).join('\n')}`);
-}
+/** Waits (real time) until `check` holds; fails with `what` and the logs that say why after `ms`. */
+const until = (what: string, check: () => Promise<boolean>, ms = 20_000): Promise<true> => pollUntil(what, check, ms, () => `runner:\n${trace.slice(-15).join('\n')}\ndovecot:\n${dovecot.log().split('\n').slice(-15).join('\n')}`);
 
 const outEmails = async (store: Store, leadId: string): Promise<Message[]> =>
   (await store.query('messages', { where: { op: 'and', conds: [{ op: 'eq', field: 'leadId', value: leadId }, { op: 'eq', field: 'direction', value: 'out' }] }, orderBy: [{ field: 'createdAt', dir: 'asc' }] })).docs;

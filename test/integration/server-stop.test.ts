@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { freePort, runCli, spawnServer } from './support/cli.ts';
 import { BACKENDS, testDatabase } from './support/db.ts';
+import { until } from '../support/until.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -21,14 +22,6 @@ type Answer = { status: number; body: { created?: number; error?: unknown } };
 function exitWithin(exited: Promise<number | null>, ms: number): Promise<number | null | 'timeout'> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([exited, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), ms)))]).finally(() => clearTimeout(timer));
-}
-
-async function until(what: string, timeoutMs: number, probe: () => boolean | Promise<boolean>): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > end) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** Whether any process of the process group `pgid` is alive. */
@@ -70,7 +63,7 @@ describe('SIGTERM with a request in flight', () => {
           async (r): Promise<Answer> => ({ status: r.status, body: (await r.json()) as Answer['body'] }),
           (e: unknown): Answer => ({ status: 0, body: { error: String(e) } }),
         );
-        await until('the create reached the server', 10_000, () => server.output().includes('"url":"/campaigns.leads.create"'));
+        await until('the create reached the server', () => server.output().includes('"url":"/campaigns.leads.create"'), 10_000);
         server.proc.kill('SIGTERM');
         const signalled = Date.now();
         const res = await answer;
@@ -109,15 +102,15 @@ describe('npm run sync-server under a process manager', () => {
     try {
       await until(
         'the server answers /healthz',
-        60_000,
         async () => (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) || npm.exitCode !== null,
+        60_000,
       );
       expect(npm.exitCode, out).toBeNull();
       process.kill(pgid, 'SIGTERM');
       const status = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 10_000))]);
       // npm reports the server's own exit status: 0 after a clean stop.
       expect(status, out).toEqual({ code: 0, signal: null });
-      await until('every process of the group is gone', 2_000, () => !groupAlive(pgid)).catch(() => undefined);
+      await until('every process of the group is gone', () => !groupAlive(pgid), 2_000).catch(() => undefined);
       expect(groupAlive(pgid), `processes of npm's group still run: ${out}`).toBe(false);
       expect(await portFree(port)).toBe(true);
     } finally {

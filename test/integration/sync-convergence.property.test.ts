@@ -43,6 +43,7 @@ import { COLLECTIONS } from '../../shared/model/index.ts';
 import { seededRandom } from '../support/deterministic.ts';
 import { startTestServer } from './support/server.ts';
 import type { TestServer } from './support/server.ts';
+import { until } from '../support/until.ts';
 
 /** Bounded so the property runs in npm test in a few seconds; the seed makes the scripts repeatable. */
 const RUNS = 40;
@@ -135,14 +136,6 @@ async function serverCopies(ids: string[]): Promise<Map<string, Json>> {
   return new Map(rows.map((r) => [r.id, { ...r.doc, _deleted: r.deleted }]));
 }
 
-async function until(what: string, ms: number, check: () => Promise<boolean>): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
 /** Another member edits through the server (a push assuming the stored state); false if it lost a race. */
 async function serverEdit(id: string, field: Field, value: unknown): Promise<boolean> {
   const current = (await serverCopies([id])).get(id);
@@ -195,7 +188,7 @@ describe('two desktops and a sync server (property)', () => {
         const initial = Array.from({ length: count }, (_, i) => newLead({ id: randomUUID(), workspaceId: s.ours.workspaceId, now: nextTime() }, leadGroupId, { firstName: `Run lead ${i}`, company: 'Initial Co', variables: { x: 'x0', y: 'y0' } }));
         const ids = initial.map((l) => l.id);
         await s.db.withStore(s.ours.workspaceId, (store) => store.commit(initial.map((l) => ({ collection: 'leads' as const, id: l.id, before: null, after: l }))));
-        for (const d of all) await until(`${d.name} has the run's leads`, 10_000, async () => (await d.leads.storageInstance.findDocumentsById(ids, false)).length === count);
+        for (const d of all) await until(`${d.name} has the run's leads`, async () => (await d.leads.storageInstance.findDocumentsById(ids, false)).length === count, 10_000);
 
         /** What each party wrote (in order), and who made a change the rules refuse, per lead. */
         const wrote = ids.map(() => new Map<Field, { who: Party; value: unknown }[]>());
@@ -254,7 +247,7 @@ describe('two desktops and a sync server (property)', () => {
           copies = await Promise.all(all.map((d) => localCopies(d, ids)));
           return all.every((d) => d.sync.status().pending === 0) && copies.every((c) => ids.every((id) => agree(c.get(id), server.get(id))));
         };
-        await until('convergence', 20_000, settled).catch(() => undefined);
+        await until('convergence', settled, 20_000).catch(() => undefined);
         const problems: string[] = [];
         for (const [i, d] of all.entries()) {
           if (d.sync.status().pending !== 0) problems.push(`${d.name} still has ${d.sync.status().pending} pending change(s)`);

@@ -20,17 +20,10 @@ import type { LeadGroup } from '../../shared/model/index.ts';
 import { BACKENDS } from './support/db.ts';
 import { startTestServer } from './support/server.ts';
 import type { Team, TestServer } from './support/server.ts';
+import { until } from '../support/until.ts';
 
 const LEADS = 3000;
 const PAGE = 500;
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** `n` generated leads in one commit. */
 async function addLeads(s: TestServer, team: Team, n: number): Promise<void> {

@@ -13,6 +13,7 @@ import { COLLECTIONS } from '../../shared/model/index.ts';
 import type { Activity, Campaign, Lead } from '../../shared/model/index.ts';
 import { HeadlessDesktop, serverAdmin, startServer } from './sync-processes.ts';
 import type { RunningServer, ServerEnv } from './sync-processes.ts';
+import { until } from '../support/until.ts';
 
 type Page<T> = { docs: T[]; nextCursor: string | null };
 
@@ -54,14 +55,6 @@ async function bothInSync(): Promise<void> {
   await Promise.all([a.awaitSync(), b.awaitSync()]);
   // A write pushed by one side reaches the other through the live stream; wait for it to settle.
   await Promise.all([a.awaitSync(), b.awaitSync()]);
-}
-
-async function until(what: string, check: () => Promise<boolean>, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 beforeAll(async () => {

@@ -25,6 +25,7 @@ import { startDovecot } from './support/dovecot.ts';
 import type { Dovecot, DovecotUser } from './support/dovecot.ts';
 import { startTestServer } from './support/server.ts';
 import type { TestServer } from './support/server.ts';
+import { until } from '../support/until.ts';
 
 const USER: DovecotUser = { user: 'sam@acme.test', password: 'unsub-pass' };
 const PUBLIC = 'https://crm.acme.example';
@@ -66,17 +67,6 @@ afterAll(async () => {
   else process.env.ALLOW_PRIVATE_SENDER_HOSTS = privateHostsBefore;
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, check: () => Promise<boolean>, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await sleep(50);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 /** A header of raw message bytes, unfolded. */
 function header(raw: string, name: string): string | null {
   const head = raw.slice(0, raw.indexOf('\r\n\r\n')).replace(/\r\n[ \t]+/g, ' ');
@@ -109,7 +99,7 @@ describe.each(BACKENDS)('unsubscribe from a campaign email (%s)', (backend) => {
 
   it('the server keeps each workspace\'s publicUrl equal to its setting', async () => {
     const store = s.db.forWorkspace(s.ours.workspaceId);
-    await until('publicUrl stamped', async () => (await store.get('workspaces', s.ours.workspaceId))?.publicUrl === PUBLIC);
+    await until('publicUrl stamped', async () => (await store.get('workspaces', s.ours.workspaceId))?.publicUrl === PUBLIC, 15_000);
     expect((await s.db.forWorkspace(s.theirs.workspaceId).get('workspaces', s.theirs.workspaceId))?.publicUrl).toBe(PUBLIC);
     // Already equal: nothing is written again; a server without the setting takes it away.
     expect(await stampPublicUrl(s.db, s.sql, s.clock, PUBLIC)).toBe(0);
@@ -151,7 +141,7 @@ describe.each(BACKENDS)('unsubscribe from a campaign email (%s)', (backend) => {
   }
 
   it('emails carry both ways; GET changes nothing, POST unsubscribes; a mail to the mailto: address unsubscribes; no follow-up for either', async () => {
-    await until('publicUrl stamped', async () => (await s.db.forWorkspace(s.ours.workspaceId).get('workspaces', s.ours.workspaceId))?.publicUrl === PUBLIC);
+    await until('publicUrl stamped', async () => (await s.db.forWorkspace(s.ours.workspaceId).get('workspaces', s.ours.workspaceId))?.publicUrl === PUBLIC, 15_000);
     const { store, sender, leads, enrollments } = await world();
     const [ada, bo, cy] = leads;
     if (!ada || !bo || !cy) throw new Error('three leads');
@@ -159,7 +149,7 @@ describe.each(BACKENDS)('unsubscribe from a campaign email (%s)', (backend) => {
     await until('three first emails', async () => {
       await r.tickAll();
       return leads.every((l) => accepted.some((a) => a.to === l.email));
-    });
+    }, 15_000);
 
     // The bytes that went out: the one-click URL under PUBLIC_URL and the mailto: of the sender's own mailbox.
     const mailOf = (l: Lead) => accepted.find((a) => a.to === l.email)?.raw ?? '';
@@ -223,7 +213,7 @@ describe.each(BACKENDS)('unsubscribe from a campaign email (%s)', (backend) => {
     await until('Bo unsubscribed by mail', async () => {
       await r.tickAll();
       return (await store.get('leads', bo.id))?.doNotContact === true;
-    });
+    }, 15_000);
     expect(await store.get('leads', bo.id)).toMatchObject({ unsubscribeSource: 'mailto' });
     expect(await store.get('enrollments', enrollments[1]?.id ?? '')).toMatchObject({ status: 'STOPPED', stoppedReason: 'unsubscribed' });
     // Not a reply: nothing in the inbox.
@@ -235,7 +225,7 @@ describe.each(BACKENDS)('unsubscribe from a campaign email (%s)', (backend) => {
     await until('the follow-up to Cy', async () => {
       await r.tickAll();
       return accepted.slice(before).some((a) => a.to === cy.email);
-    });
+    }, 15_000);
     await r.tickAll();
     expect(accepted.slice(before).map((a) => a.to)).toEqual([cy.email]);
   }, 120_000);

@@ -13,6 +13,7 @@ import { startTestServer } from './support/server.ts';
 import type { TestServer } from './support/server.ts';
 import { LOOPBACK_WEBHOOKS, startReceiver, verify } from './support/webhook-receiver.ts';
 import type { Receiver, Received } from './support/webhook-receiver.ts';
+import { until } from '../support/until.ts';
 
 /** The real time: receivers refuse signatures more than 5 minutes from their own clock. */
 class RealClock extends FakeClock {
@@ -34,16 +35,6 @@ type Delivery = { id: string; eventId: string; type: string; status: string; att
 type Payload = { type: string; timestamp: string; data: Record<string, unknown> & { lead?: { id: string; email: string } } };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}.`);
-    await sleep(25);
-  }
-}
 
 describe.each(BACKENDS)('webhooks (%s)', (backend) => {
   let s: TestServer;
@@ -129,7 +120,7 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
     const log = await until('the delivery to be logged as succeeded', async () => {
       const d = await deliveries(ep.id);
       return d[0]?.status === 'succeeded' ? d : null;
-    });
+    }, 10_000);
     expect(log).toHaveLength(1);
     expect(log[0]).toMatchObject({ eventId: got.headers['webhook-id'], type: 'lead.stage_changed', status: 'succeeded', attempts: 1, body: got.body });
     expect(log[0]?.attemptLog[0]).toMatchObject({ attempt: 1, responseStatus: 200, responseExcerpt: 'ok', error: null });
@@ -202,7 +193,7 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
     const log = await until('every delivery to succeed', async () => {
       const d = await deliveries(ep.id);
       return d.length === 3 && d.every((x) => x.status === 'succeeded') ? d : null;
-    });
+    }, 10_000);
     const first = log[2];
     expect(first?.attempts).toBe(3);
     expect(first?.attemptLog.map((a) => a.responseStatus)).toEqual([500, 503, 200]);
@@ -223,7 +214,7 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
     const log = await until('the first to be given up and the second delivered', async () => {
       const d = await deliveries(ep.id);
       return d[0]?.status === 'succeeded' ? d : null;
-    });
+    }, 10_000);
     expect(log.map((d) => [d.status, d.attempts])).toEqual([['succeeded', 1], ['failed', 4]]);
 
     rx.scripts.set(ep.path, [410]);
@@ -240,7 +231,7 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
       const l = await s.call<{ endpoints: Endpoint[] }>(s.ours.ownerKey, 'webhooks.list');
       const e = l.body.endpoints.find((x) => x.id === ep.id);
       return e && !e.enabled ? e : null;
-    });
+    }, 10_000);
     expect(disabled.disabledReason).toMatch(/410 Gone/);
     expect(disabled.pendingDeliveries).toBe(2);
     const test = await s.call<{ error: { code: string } }>(s.ours.ownerKey, 'webhooks.sendTest', { endpointId: ep.id });
@@ -282,7 +273,7 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
         const l = await slow.call<{ endpoints: Endpoint[] }>(slow.ours.ownerKey, 'webhooks.list');
         const x = l.body.endpoints[0];
         return x && !x.enabled ? x : null;
-      });
+      }, 10_000);
       expect(e.disabledReason).toMatch(/^Disabled on \d{4}-\d{2}-\d{2}: every delivery failed since .* \(last: HTTP 502\)\.$/);
       const metrics = await (await fetch(`${slow.url}/metrics`)).text();
       expect(metrics).toMatch(/outreach_webhook_deliveries_total\{outcome="gave_up"\} 1/);
@@ -409,7 +400,7 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
     expect(got.verifyError).toBeNull();
     expect(got.headers['webhook-id']).toBe(sent.body.eventId);
     expect(payload(got)).toMatchObject({ type: 'webhook.test', data: { endpointId: ep.id } });
-    await until('the test delivery to succeed', async () => (await deliveries(ep.id))[0]?.status === 'succeeded');
+    await until('the test delivery to succeed', async () => (await deliveries(ep.id))[0]?.status === 'succeeded', 10_000);
 
     const again = await s.call<{ deliveryId: string; redeliveryOf: string; eventId: string }>(s.ours.ownerKey, 'webhooks.deliveries.redeliver', { deliveryId: sent.body.deliveryId });
     expect(again.status, JSON.stringify(again.body)).toBe(200);
@@ -422,7 +413,7 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
     const log = await until('the redelivery to succeed', async () => {
       const d = await deliveries(ep.id);
       return d.length === 2 && d[0]?.status === 'succeeded' ? d : null;
-    });
+    }, 10_000);
     expect(log[0]).toMatchObject({ id: again.body.deliveryId, redeliveryOf: sent.body.deliveryId, eventId: sent.body.eventId });
     const metrics = await (await fetch(`${s.url}/metrics`)).text();
     const delivered = Number(/outreach_webhook_deliveries_total\{outcome="delivered"\} (\d+)/.exec(metrics)?.[1] ?? 0);
@@ -448,7 +439,7 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
         const r = await own.call<{ deliveries: (Delivery & { nextAttemptAt: string | null })[] }>(own.ours.ownerKey, 'webhooks.deliveries.list', { endpointId: created.body.id });
         const d = r.body.deliveries[0];
         return d?.attempts === 2 ? d : null;
-      });
+      }, 10_000);
       expect(waiting.status).toBe('pending');
       expect(Date.parse(waiting.nextAttemptAt ?? '') - Date.now()).toBeGreaterThan(50 * 60_000);
 
@@ -465,7 +456,7 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
       const log = await until('the delivery to be recorded as succeeded', async () => {
         const r = await own.call<{ deliveries: Delivery[] }>(own.ours.ownerKey, 'webhooks.deliveries.list', { endpointId: created.body.id });
         return r.body.deliveries[0]?.status === 'succeeded' ? r.body.deliveries : null;
-      });
+      }, 10_000);
       expect(log.map((d) => [d.id, d.status, d.attempts])).toEqual([[sent.body.deliveryId, 'succeeded', 3]]);
       expect(log[0]?.attemptLog.map((a) => a.responseStatus)).toEqual([500, 503, 200]);
 
@@ -488,7 +479,7 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
     const first = await s.call<{ deliveryId: string; eventId: string }>(s.ours.ownerKey, 'webhooks.sendTest', { endpointId: ep.id });
     await rx.waitFor(ep.path, 1);
     // The first one now waits a long time for its retry (as after a few failures); the second waits behind it.
-    await until('the failure to be recorded', async () => (await deliveries(ep.id))[0]?.attempts === 1);
+    await until('the failure to be recorded', async () => (await deliveries(ep.id))[0]?.attempts === 1, 10_000);
     await s.sql.query("UPDATE webhook_deliveries SET next_attempt_at = now() + interval '1 hour' WHERE id = $1", [first.body.deliveryId]);
     const second = await s.call<{ deliveryId: string; eventId: string }>(s.ours.ownerKey, 'webhooks.sendTest', { endpointId: ep.id });
     await sleep(300);
@@ -505,7 +496,7 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
     const log = await until('both to succeed', async () => {
       const d = await deliveries(ep.id);
       return d.length === 2 && d.every((x) => x.status === 'succeeded') ? d : null;
-    });
+    }, 10_000);
     expect(log.map((d) => d.attempts)).toEqual([1, 2]);
     await sleep(300);
     expect(rx.at(ep.path)).toHaveLength(3);
@@ -514,7 +505,7 @@ describe.each(BACKENDS)('webhooks (%s)', (backend) => {
   it("answers NOT_FOUND for another workspace's endpoint and delivery ids, changing nothing", async () => {
     const ep = await endpoint(['campaign.started']);
     const sent = await s.call<{ deliveryId: string }>(s.ours.ownerKey, 'webhooks.sendTest', { endpointId: ep.id });
-    await until('the test delivery to succeed', async () => (await deliveries(ep.id))[0]?.status === 'succeeded');
+    await until('the test delivery to succeed', async () => (await deliveries(ep.id))[0]?.status === 'succeeded', 10_000);
     const before = await s.call<{ endpoints: Endpoint[] }>(s.ours.ownerKey, 'webhooks.list');
     const k = s.theirs.ownerKey;
     const calls: [string, Record<string, unknown>][] = [
@@ -624,7 +615,7 @@ describe.each(BACKENDS)('webhook endpoints refused, and dry runs (%s)', (backend
     const log = await until('the attempt to be logged', async () => {
       const r = await s.call<{ deliveries: Delivery[] }>(s.ours.ownerKey, 'webhooks.deliveries.list', { endpointId: created.body.id });
       return r.body.deliveries[0]?.attempts ? r.body.deliveries : null;
-    });
+    }, 10_000);
     expect(log[0]?.attemptLog[0]?.responseStatus).toBeNull();
     expect(log[0]?.attemptLog[0]?.error).toMatch(/localhost resolves to (127\.0\.0\.1|::1), a loopback address/);
     expect(rx.at('/rebound')).toHaveLength(0);
@@ -639,7 +630,7 @@ describe.each(BACKENDS)('webhook endpoints refused, and dry runs (%s)', (backend
     await until('the test delivery to be tried', async () => {
       const r = await s.call<{ deliveries: Delivery[] }>(s.ours.ownerKey, 'webhooks.deliveries.list', { endpointId: id });
       return (r.body.deliveries[0]?.attempts ?? 0) > 0;
-    });
+    }, 10_000);
     const before = await list();
     const change = { endpointId: id, url: 'https://hooks.example.com/dry2', events: ['campaign.paused', 'lead.replied'], enabled: false };
     const dry = await s.call(s.ours.ownerKey, 'webhooks.update', { ...change, dryRun: true });
