@@ -59,8 +59,10 @@ export type SyncStatus = {
   lastSyncedAt: string | null;
   /** Changes the server refused, with its reasons (the local copy was put back). */
   refusals: SyncRefusal[];
-  /** Why the connection is down, in words. */
+  /** Why the connection is down, or why synced data cannot be stored (`stalled`), in words. */
   error: string | null;
+  /** Pulled data could not be stored on this computer (a full disk): sync is stuck until it can. */
+  stalled?: boolean;
   /** Long work under way, in words, while it runs: a pull of many pages ("Syncing leads: 12,000 of
    * 100,000 · about 3 min left"; "12,000 so far" from a server that gives no count), or an index
    * being built ("Building the index of leads by full name"). */

@@ -270,7 +270,8 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
    * no checkpoint; the storage refuses its pulled writes meanwhile) and replaced, after the retry
    * wait, by one that pulls from the stored checkpoint: the lost page again.
    */
-  const startOver = (lane: Lane): void => {
+  const startOver = (lane: Lane, why: unknown): void => {
+    status.storeFailed(lane.collection, why);
     if (lane.startingOver || stopped) return;
     const old = lane.state;
     lane.startingOver = (async () => {
@@ -296,7 +297,7 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
     const replacedNow = new Promise<void>((r) => (replaced = r));
     const lane: Lane = { collection: c, instance, state: replicate(c, collection, instance, stream), stream, abort: null, loop: null, startingOver: null, replacedNow, replaced };
     lanes.push(lane);
-    if (instance) unwatch.push(instance.onPulledPageLost(() => startOver(lane)));
+    if (instance) unwatch.push(instance.onPulledPageLost((why) => startOver(lane, why)));
 
     // Pending: local writes (anything but the replication's own downstream writes) until the server
     // has the document's current state.
@@ -309,6 +310,8 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
       subs.push(
         instance.changeStream().subscribe((bulk) => {
           if (isDownstreamWrite(bulk.context)) {
+            // Stored (change events follow the COMMIT): a storage problem said before is over.
+            status.pageStored(c);
             // RxDB only pulls over documents without unpushed local changes: these match the server.
             if (status.pendingCount() > 0) for (const ev of bulk.events) status.acknowledged(`${c}/${ev.documentId}`);
             return;

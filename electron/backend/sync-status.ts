@@ -47,6 +47,15 @@ export function inWords(seconds: number): string {
   return `about ${Math.floor(minutes / 60)} h${minutes % 60 === 0 ? '' : ` ${minutes % 60} min`} left`;
 }
 
+/** A storage error in words: SQLite's result codes a user can act on, else its message. */
+export function storageProblem(why: unknown): string {
+  const code = typeof why === 'object' && why !== null && 'code' in why ? String((why as { code: unknown }).code) : '';
+  if (code === 'SQLITE_FULL') return 'the disk is full (free some space)';
+  if (code.startsWith('SQLITE_IOERR')) return `the disk could not be written (${code})`;
+  if (code === 'SQLITE_READONLY' || code.startsWith('SQLITE_READONLY_')) return 'the data folder is read-only';
+  return why instanceof Error ? why.message : String(why);
+}
+
 export class SyncStatusTracker {
   private pendingKeys = new Set<string>();
   private lastSyncedAt: string | null = null;
@@ -68,6 +77,9 @@ export class SyncStatusTracker {
   private samples: { at: number; done: number }[] = [];
   /** The index the storage builds now, in words. */
   private building: string | null = null;
+  /** Why pulled documents could not be stored on this computer (a full disk), in words, by
+   * collection, until a pulled page of it is stored again. */
+  private readonly notStored = new Map<string, string>();
   private last: SyncStatus;
 
   constructor(private readonly now: () => Date = () => new Date()) {
@@ -93,7 +105,8 @@ export class SyncStatusTracker {
       pending: this.pendingKeys.size,
       lastSyncedAt: this.lastSyncedAt,
       refusals: [...this.refusals],
-      error: this.fatal ?? (this.stopped ? 'Sync is paused.' : offline ? this.error : null),
+      error: this.fatal ?? (this.stopped ? 'Sync is paused.' : (this.notStored.values().next().value ?? (offline ? this.error : null))),
+      ...(this.notStored.size > 0 ? { stalled: true } : {}),
       ...(this.pulls.size > 0 ? this.pullActivity() : this.building ? { activity: `Building the index of ${this.building}` } : {}),
     };
   }
@@ -158,6 +171,18 @@ export class SyncStatusTracker {
       while (this.samples.length > 2 && (this.samples[1]?.at ?? at) <= at - RATE_WINDOW_MS) this.samples.shift();
     }
     this.changed();
+  }
+
+  /** Pulled documents of `collection` could not be stored on this computer (`why`: the storage's
+   * error); the replication pulls them again after its retry wait. Said until pageStored. */
+  storeFailed(collection: string, why: unknown): void {
+    this.notStored.set(collection, `Synced ${collectionInWords(collection)} could not be saved on this computer: ${storageProblem(why)}. Sync tries again every few seconds; nothing is lost meanwhile.`);
+    this.changed();
+  }
+
+  /** A pulled page of `collection` was stored. */
+  pageStored(collection: string): void {
+    if (this.notStored.delete(collection)) this.changed();
   }
 
   /** The local database builds an index (in words: "leads by full name"), or none (null). */

@@ -383,8 +383,16 @@ describe('replication client against the protocol', () => {
         return exec(sql);
       };
       const s = await sync({ pullBatchSize: 250 });
+      // The status bar says why while it waits (the page fails after the sync has started).
+      const said: string[] = [];
+      s.onStatus((st) => {
+        if (st.stalled && st.error) said.push(st.error);
+      });
       await s.awaitInSync();
       expect(failed).toBe(1);
+      expect(said[0]).toMatch(/^Synced leads could not be saved on this computer: the disk is full/);
+      expect(s.status()).toMatchObject({ error: null });
+      expect(s.status().stalled).toBeUndefined();
       const ids = new Set([...server.rows.keys()].filter((k) => k.startsWith('leads/')).map((k) => k.slice('leads/'.length)));
       const local = (await own.store.query('leads', { limit: 100_000 })).docs.map((d) => d.id);
       expect(local.length).toBe(have + 1500);

@@ -6,7 +6,8 @@
  * end-to-end test test/e2e/sync-progress.test.ts looks at it in a browser.)
  */
 import { describe, expect, it } from 'vitest';
-import { inWords, secondsLeft, SyncStatusTracker } from '../../electron/backend/sync-status.ts';
+import { inWords, secondsLeft, storageProblem, SyncStatusTracker } from '../../electron/backend/sync-status.ts';
+import { syncSummary } from '../../renderer/src/app/sync-summary.ts';
 import type { SyncStatus } from '../../electron/backend/sync-status.ts';
 
 const settled = (): Promise<void> => new Promise((r) => queueMicrotask(() => r()));
@@ -132,5 +133,36 @@ describe('sync status: long work', () => {
       'about 1 h 20 min left',
       'about 2 h 1 min left',
     ]);
+  });
+});
+
+describe('sync status: pulled data that cannot be stored', () => {
+  it('says why while online, as a stalled sync, until a page of that collection is stored again', async () => {
+    const { t } = tracker();
+    t.requestOk();
+    t.pulledPage('leads', 2000, true, 10_000);
+    t.storeFailed('leads', Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' }));
+    await settled();
+    expect(t.get().mode).toBe('online');
+    expect(t.get().stalled).toBe(true);
+    expect(t.get().error).toBe('Synced leads could not be saved on this computer: the disk is full (free some space). Sync tries again every few seconds; nothing is lost meanwhile.');
+    expect(syncSummary(t.get())).toEqual({ cls: 'offline', text: 'Sync stalled' });
+    // Another collection's page stored says nothing of the leads.
+    t.pageStored('tags');
+    await settled();
+    expect(t.get().stalled).toBe(true);
+    t.pageStored('leads');
+    await settled();
+    expect(t.get().stalled).toBeUndefined();
+    expect(t.get().error).toBeNull();
+    expect(syncSummary(t.get()).text).toMatch(/^Syncing leads/);
+  });
+
+  it('puts the storage errors a user can act on in words', () => {
+    const coded = (code: string) => Object.assign(new Error(`sqlite says ${code}`), { code });
+    expect(storageProblem(coded('SQLITE_FULL'))).toBe('the disk is full (free some space)');
+    expect(storageProblem(coded('SQLITE_IOERR_WRITE'))).toBe('the disk could not be written (SQLITE_IOERR_WRITE)');
+    expect(storageProblem(coded('SQLITE_READONLY'))).toBe('the data folder is read-only');
+    expect(storageProblem(new Error('something else'))).toBe('something else');
   });
 });

@@ -22,9 +22,9 @@ export type LocalInstance = {
   holdLoad(held: boolean): void;
   /** Resolves once the database has no pulled page's transaction open (at once when none is). */
   pageEnded(): Promise<void>;
-  /** Calls `watcher` when a pulled write of the collection failed (a full disk) and pulled writes
-   * are refused from then on, until acceptPulls; returns the unsubscribe. */
-  onPulledPageLost(watcher: () => void): () => void;
+  /** Calls `watcher` with the error when a pulled write of the collection failed (a full disk) and
+   * pulled writes are refused from then on, until acceptPulls; returns the unsubscribe. */
+  onPulledPageLost(watcher: (why: unknown) => void): () => void;
   acceptPulls(): void;
 };
 

@@ -3,6 +3,8 @@ import type { SyncStatus } from '../../../electron/bridge.ts';
 
 export function syncSummary(s: SyncStatus | null): { cls: string; text: string; progress?: { done: number; total: number } } {
   if (!s) return { cls: 'connecting', text: 'Starting…' };
+  // Pulled data cannot be stored (a full disk): the table would otherwise say "Syncing" and wait.
+  if (s.stalled) return { cls: 'offline', text: s.pending > 0 ? `Sync stalled · ${s.pending} pending` : 'Sync stalled' };
   if (s.refusals.length > 0) return { cls: 'refused', text: `${s.refusals.length} change${s.refusals.length === 1 ? '' : 's'} refused` };
   switch (s.mode) {
     case 'local':

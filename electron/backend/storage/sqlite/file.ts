@@ -401,7 +401,7 @@ export class StorageFile {
    * at the end of the write that ends it (PageStep.ends) or, failing that, one turn after the last
    * joined write resolved with nothing joining meanwhile.
    */
-  openPage<T>(fork: string, steps: () => Iterator<unknown, PageStep<T>>, undo: () => void): Promise<T> {
+  openPage<T>(fork: string, steps: () => Iterator<unknown, PageStep<T>>, undo: (why: unknown) => void): Promise<T> {
     return this.whenFree(() => {
       const relax = this.synchronous === 'FULL';
       if (relax) this.db.pragma('synchronous = NORMAL');
@@ -424,7 +424,7 @@ export class StorageFile {
    * that throws rolls the whole page back (the writes that resolved before included: nothing of
    * the page is kept) and rejects.
    */
-  inPage<T>(steps: () => Iterator<unknown, PageStep<T>>, undo: () => void): Promise<T> {
+  inPage<T>(steps: () => Iterator<unknown, PageStep<T>>, undo: (why: unknown) => void): Promise<T> {
     const page = this.page;
     if (!page) return Promise.reject(new Error(`${this.path}: no pulled page is open.`));
     page.running++;
@@ -460,7 +460,7 @@ export class StorageFile {
         }),
       (e: unknown) => {
         page.running--;
-        if (this.page === page) this.endPage(false);
+        if (this.page === page) this.endPage(false, e);
         throw e instanceof Error ? e : new Error(String(e));
       },
     );
@@ -516,9 +516,9 @@ export class StorageFile {
     }
   }
 
-  /** Commits (or rolls back) the open page, applies (or undoes) its writes in memory, and lets the
-   * queued work run. */
-  private endPage(commit: boolean): void {
+  /** Commits (or rolls back, because of `why`) the open page, applies (or undoes, telling why: a
+   * failed COMMIT's error, or `why`) its writes in memory, and lets the queued work run. */
+  private endPage(commit: boolean, why?: unknown): void {
     const page = this.page;
     if (!page) return;
     if (page.endCheck) clearImmediate(page.endCheck);
@@ -537,7 +537,7 @@ export class StorageFile {
       for (const apply of page.after) apply();
       this.committed();
     } else {
-      for (const undo of page.undo) undo();
+      for (const undo of page.undo) undo(failed ?? why);
     }
     this.scheduleDrain();
     const waiters = this.pageWaiters;
@@ -776,7 +776,7 @@ type OpenPage = {
   /** synchronous was FULL and is NORMAL until the page ends. */
   relax: boolean;
   after: (() => void)[];
-  undo: (() => void)[];
+  undo: ((why: unknown) => void)[];
   /** Writes joined and not yet resolved. */
   running: number;
   /** The page's writes run one after the other. */

@@ -50,7 +50,7 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
    * replication starts again from its stored checkpoint (acceptPulls), so no later page or live
    * change stores a checkpoint past the lost page (see pulledPageLost). */
   private pullsRefused = false;
-  private readonly lostPageWatchers = new Set<() => void>();
+  private readonly lostPageWatchers = new Set<(why: unknown) => void>();
 
   constructor(
     readonly databaseName: string,
@@ -81,9 +81,9 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
     // RxDB writes next (StorageFile.openPage). A page taken back is lost to RxDB (pulledPageLost).
     if (this.joinsPage(context)) return this.file.inPage(() => this.pageSteps(rows as BulkWriteRow<unknown>[], context, context === RXDB_CONTEXT.downstreamMeta), () => table.rolledBack());
     if (isDownstreamWrite(context) && rows.length >= SLICE_TUNING.rows) {
-      return this.file.openPage(table.table, () => this.pageSteps(rows as BulkWriteRow<unknown>[], context, false), () => {
+      return this.file.openPage(table.table, () => this.pageSteps(rows as BulkWriteRow<unknown>[], context, false), (why) => {
         table.rolledBack();
-        this.pulledPageLost();
+        this.pulledPageLost(why);
       });
     }
     return this.file.whenFree(() => {
@@ -92,7 +92,7 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
       try {
         if (planned.rows.length > 0) written = this.file.write(!isRefetchableWrite(context), () => this.commit(planned));
       } catch (e) {
-        if (isDownstreamWrite(context)) this.pulledPageLost();
+        if (isDownstreamWrite(context)) this.pulledPageLost(e);
         throw e;
       }
       this.apply(planned, written);
@@ -109,14 +109,14 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
    * in the same turn as the rollback, before the failed write's rejection reaches RxDB; the
    * replication starts again from its stored checkpoint and calls acceptPulls.
    */
-  private pulledPageLost(): void {
+  private pulledPageLost(why: unknown): void {
     this.pullsRefused = true;
-    for (const w of this.lostPageWatchers) w();
+    for (const w of this.lostPageWatchers) w(why);
   }
 
-  /** Calls `watcher` whenever a pulled page of this collection is lost (pulledPageLost); returns
-   * the unsubscribe. */
-  onPulledPageLost(watcher: () => void): () => void {
+  /** Calls `watcher` with the error that lost it whenever a pulled page of this collection is lost
+   * (pulledPageLost); returns the unsubscribe. */
+  onPulledPageLost(watcher: (why: unknown) => void): () => void {
     this.lostPageWatchers.add(watcher);
     return () => this.lostPageWatchers.delete(watcher);
   }
