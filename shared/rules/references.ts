@@ -30,15 +30,20 @@ const WHAT: Record<Referenced, string> = {
  * times. */
 const seen = new WeakMap<StoreReader, Map<Referenced, Set<string>>>();
 
-/** Refuses (NOT_FOUND) when one of `ids` is not a live document of the workspace. */
-async function mustExist(read: StoreReader, c: Referenced, ids: readonly string[]): Promise<void> {
-  if (ids.length === 0) return;
+/** Refuses (NOT_FOUND) when one of `ids` is not a live document of the workspace. Answers at once
+ * (no promise) when every id is known already, as for each lead of an import after the first. */
+function mustExist(read: StoreReader, c: Referenced, ids: readonly string[]): Promise<void> | undefined {
+  if (ids.length === 0) return undefined;
   let byCollection = seen.get(read);
   if (!byCollection) seen.set(read, (byCollection = new Map()));
   let known = byCollection.get(c);
   if (!known) byCollection.set(c, (known = new Set()));
   // Usually every id is known already (each lead of an import names the same list): nothing to build.
-  if (ids.every((id) => known.has(id))) return;
+  if (ids.every((id) => known.has(id))) return undefined;
+  return lookUp(read, c, known, ids);
+}
+
+async function lookUp(read: StoreReader, c: Referenced, known: Set<string>, ids: readonly string[]): Promise<void> {
   const wanted = [...new Set(ids)].filter((id) => !known.has(id));
   const found = new Set((await read.getMany(c, wanted)).map((d) => d.id));
   const missing = wanted.find((id) => !found.has(id));
@@ -53,13 +58,13 @@ const added = (next: readonly (string | null | undefined)[], prev: readonly (str
 };
 
 export const leadReferenceRules: readonly Rule<'leads'>[] = [
-  async function tagExists({ before, after }, { read }) {
+  function tagExists({ before, after }, { read }) {
     if (!after) return;
-    await mustExist(read, 'tags', added([after.tagId], [before?.tagId]));
+    return mustExist(read, 'tags', added([after.tagId], [before?.tagId]));
   },
-  async function leadGroupsExist({ before, after }, { read }) {
+  function leadGroupsExist({ before, after }, { read }) {
     if (!after) return;
-    await mustExist(read, 'leadGroups', added([after.leadGroupId, ...after.groupIds], before ? [before.leadGroupId, ...before.groupIds] : []));
+    return mustExist(read, 'leadGroups', added([after.leadGroupId, ...after.groupIds], before ? [before.leadGroupId, ...before.groupIds] : []));
   },
 ];
 
@@ -73,15 +78,15 @@ export const messageReferenceRules: readonly Rule<'messages'>[] = [
 ];
 
 export const usageReferenceRules: readonly Rule<'usage'>[] = [
-  async function senderExists({ before, after }, { read }) {
+  function senderExists({ before, after }, { read }) {
     if (!after) return;
-    await mustExist(read, 'senders', added([after.sdrProfileId], [before?.sdrProfileId]));
+    return mustExist(read, 'senders', added([after.sdrProfileId], [before?.sdrProfileId]));
   },
 ];
 
 export const senderReferenceRules: readonly Rule<'senders'>[] = [
-  async function ownerIsMember({ before, after }, { read }) {
+  function ownerIsMember({ before, after }, { read }) {
     if (!after) return;
-    await mustExist(read, 'members', added([after.ownerMemberId], [before?.ownerMemberId]));
+    return mustExist(read, 'members', added([after.ownerMemberId], [before?.ownerMemberId]));
   },
 ];

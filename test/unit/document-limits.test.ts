@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { DOCUMENT_MAX_DEPTH, DOCUMENT_MAX_ITEMS, INDEXED_TEXT_MAX_BYTES, TEXT_LIMITS, timestampProblem, unstorableText } from '../../shared/model/common.ts';
 import { emptyUsage, newCampaign, newLead, newMessage, newSender } from '../../shared/model/factories.ts';
 import { schemaProblem } from '../../shared/model/validate.ts';
-import { validateChange } from '../../shared/rules/index.ts';
+import { validateChange, validateWrites } from '../../shared/rules/index.ts';
 import type { Change } from '../../shared/rules/index.ts';
 import type { CollectionName } from '../../shared/model/index.ts';
 import { makeHarness } from '../support/harness.ts';
@@ -78,6 +78,32 @@ describe('references (shared/rules/references.ts)', () => {
     await expect(judge({ collection: 'usage', before: null, after: emptyUsage(h.main.workspaceId, h.ids.uuid(), '2026-11-16', h.now()) })).rejects.toMatchObject({ details: { what: 'Sender' } });
     const stranger = newSender(h.stamp(), { name: 'S', ownerMemberId: h.other.ownerId, channel: 'sandbox' });
     await expect(judge({ collection: 'senders', before: null, after: stranger })).rejects.toMatchObject({ code: 'NOT_FOUND', details: { what: 'Member' } });
+  });
+
+  it('checks new leads whose rules read nothing (their list already seen) without a turn of the microtask queue per lead', async () => {
+    const h = await makeHarness();
+    const writes = Array.from({ length: 1000 }, (_, i) => {
+      const after = newLead(h.stamp(), h.main.leadGroupId, { firstName: `Lead ${i}` });
+      return { collection: 'leads' as const, id: after.id, before: null, after };
+    });
+    // Turns of the microtask queue while the check runs: a chain that takes one step a turn.
+    let turns = 0;
+    let done = false;
+    const step = () => {
+      if (done) return;
+      turns++;
+      queueMicrotask(step);
+    };
+    queueMicrotask(step);
+    await validateWrites(writes, { actor: h.owner, read: h.store, now: h.clock.now() });
+    done = true;
+    // The first lead's list is looked up (a few turns); awaiting each rule of each lead took 8,003.
+    expect(turns).toBeLessThan(50);
+    // The refusals are those of each rule in turn, as before.
+    const stray = newLead(h.stamp(), h.ids.uuid(), {});
+    await expect(validateWrites([...writes, { collection: 'leads', id: stray.id, before: null, after: stray }], { actor: h.owner, read: h.store, now: h.clock.now() })).rejects.toMatchObject({ code: 'NOT_FOUND', details: { what: 'Lead group' } });
+    const lost = newLead(h.stamp(), h.main.leadGroupId, { pipelineStageId: h.ids.uuid() });
+    await expect(validateWrites([{ collection: 'leads', id: lost.id, before: null, after: lost }], { actor: h.owner, read: h.store, now: h.clock.now() })).rejects.toMatchObject({ code: 'NOT_FOUND', details: { what: 'pipeline stage' } });
   });
 
   it('a lead import reports a row whose email is over the stored limit and imports the others', async () => {
