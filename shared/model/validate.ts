@@ -49,7 +49,16 @@ export function schemaProblem(c: CollectionName, doc: unknown): string | null {
 type Json = Record<string, unknown>;
 
 /** A field-path trie of FIELD_LIMITS; `*` matches any array item or object key. */
-type LimitNode = { limit?: number; bytes?: number; timestamp?: boolean; children: Map<string, LimitNode>; star?: LimitNode };
+type LimitNode = {
+  limit?: number;
+  bytes?: number;
+  timestamp?: boolean;
+  children: Map<string, LimitNode>;
+  star?: LimitNode;
+  /** The last short text found good here: the documents of one write repeat many values (a call's
+   * timestamps, its list's id, empty fields), each judged once in a row. */
+  good?: string;
+};
 const limitTries = new Map<CollectionName, LimitNode>();
 
 function limitTrie(c: CollectionName): LimitNode {
@@ -107,8 +116,19 @@ const pathOf = (f: Frame | null, key?: string | number): string => {
   return parts.length === 0 ? '(document)' : `/${parts.join('/')}`;
 };
 
+/** Texts up to this length are remembered as good at their node (LimitNode.good). */
+const GOOD_TEXT_MAX = 64;
+
 /** What is wrong with one text value at a limit node, or null. */
 function textProblem(s: string, node: LimitNode | undefined): string | null {
+  if (node === undefined) return textProblemAt(s, undefined);
+  if (node.good === s) return null;
+  const problem = textProblemAt(s, node);
+  if (problem === null && s.length <= GOOD_TEXT_MAX) node.good = s;
+  return problem;
+}
+
+function textProblemAt(s: string, node: LimitNode | undefined): string | null {
   const bad = unstorableText(s);
   if (bad) return bad;
   const limit = node?.limit ?? TEXT_LIMITS.text;

@@ -46,6 +46,16 @@ describe('document limits (schemaProblem)', () => {
     for (const good of ['2026-11-16T10:00:00.000Z', '2026-11-16T10:00:00+01:00', '2026-11-16T10:00Z', '9999-12-31T23:59:59.999Z']) expect(timestampProblem(good), good).toBeNull();
   });
 
+  it('judges a text at each field by that field\'s limit, however often the same text was good elsewhere', () => {
+    const short = 'x'.repeat(40);
+    for (let i = 0; i < 3; i++) expect(schemaProblem('leads', { ...lead, company: short, variables: { col: short } })).toBeNull();
+    // The same 40 characters, good as a company a moment ago, are no timestamp.
+    expect(schemaProblem('leads', { ...lead, company: short, followUpAt: short })).toMatch(/^\/followUpAt must be an ISO 8601 date-time/);
+    const timestamp = '2026-11-16T10:00:00.000Z';
+    expect(schemaProblem('leads', { ...lead, followUpAt: timestamp })).toBeNull();
+    expect(schemaProblem('leads', { ...lead, followUpAt: timestamp, company: 'a\u0000b' })).toMatch(/\/company must not contain NUL/);
+  });
+
   it('refuses deep nesting and huge arrays without recursing', () => {
     let config: unknown = 1;
     for (let i = 0; i < 20_000; i++) config = { a: config };
