@@ -172,6 +172,7 @@ export async function findLeads(db: StoreReader, arrivals: readonly Arrival[], k
     }
     if (merged.length > 0) await addSurvivors(db, merged, index);
   };
+  // A lead found here is in `index`, filed under the keys computed when it was added (keysOfLead).
   const resolved = (i: number): Lead | undefined => {
     const a = arrivals[i] as Arrival;
     return (a.id ? index.byId.get(a.id) : undefined) ?? index.person(keys[i] as IdentityKeys);
@@ -183,7 +184,7 @@ export async function findLeads(db: StoreReader, arrivals: readonly Arrival[], k
   keys.forEach((k, i) => {
     if (!k.profile) return;
     const lead = resolved(i);
-    if (lead && lead.socialUrl && profileKey(lead.socialUrl) === k.profile) return;
+    if (lead && index.keysOfLead(lead).profile === k.profile) return;
     profiles.add(k.profile);
   });
   if (profiles.size > 0) await add(await holders(db, 'profile', profiles));
@@ -192,7 +193,7 @@ export async function findLeads(db: StoreReader, arrivals: readonly Arrival[], k
   keys.forEach((k, i) => {
     if (!k.email) return;
     const lead = resolved(i);
-    if (lead && lead.email && emailKey(lead.email) === k.email) return;
+    if (lead && index.keysOfLead(lead).email === k.email) return;
     emails.add(k.email);
   });
   if (emails.size > 0) await add(await holders(db, 'email', emails));
