@@ -65,12 +65,18 @@ async function hold(context: BrowserContext, file: string): Promise<() => void> 
 
 /** A new window on the open workspace whose app chunk is held until `release()` (and its entry until
  * `releaseEntry()` when `holdEntry`). */
-async function openHeld(source: Source, opts: { holdEntry?: boolean; hash?: string } = {}): Promise<{ context: BrowserContext; page: Page; errors: string[]; release: () => void; releaseEntry: () => void; mountEvaluated: () => Promise<boolean> }> {
+async function openHeld(source: Source, opts: { holdEntry?: boolean; hash?: string; pausedClock?: boolean } = {}): Promise<{ context: BrowserContext; page: Page; errors: string[]; release: () => void; releaseEntry: () => void; mountEvaluated: () => Promise<boolean> }> {
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
   const release = await hold(context, mountFile);
   const holdEntry = opts.holdEntry === true || source === 'entry';
   const releaseEntry = holdEntry ? await hold(context, entryFile) : () => undefined;
   const page = await context.newPage();
+  // The page's timers and animation frames on Playwright's clock, stopped: they come when the test
+  // runs the clock.
+  if (opts.pausedClock === true) {
+    await page.clock.install();
+    await page.clock.pauseAt(Date.now() + 1_000);
+  }
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('console', (m) => {
@@ -192,7 +198,7 @@ async function expectSystemFonts(page: Page, root: string): Promise<void> {
 type Held = Awaited<ReturnType<typeof openHeld>>;
 
 /** Runs `check` on a fresh page whose app chunk is held back; the page must log no error. */
-async function withHeld(source: Source, check: (held: Held) => Promise<void>, opts: { holdEntry?: boolean; hash?: string } = {}): Promise<void> {
+async function withHeld(source: Source, check: (held: Held) => Promise<void>, opts: { holdEntry?: boolean; hash?: string; pausedClock?: boolean } = {}): Promise<void> {
   const held = await openHeld(source, opts);
   try {
     await check(held);
@@ -354,6 +360,24 @@ describe('first rows in the page\'s HTML', () => {
       expect(await page.locator('[data-first-paint]').count()).toBe(0);
     }, { holdEntry: true, hash: '#/inbox' });
   }, 120_000);
+  it('starts the app\'s chunk as soon as the entry has adopted the painted rows, without waiting for a frame or a timer', async () => {
+    await withHeld('html', async ({ page, release, releaseEntry }) => {
+      // The page's clock is stopped (its timers and animation frames come only when the test says).
+      await page.locator('[data-first-paint] .table [data-lead-id] .name').first().waitFor({ timeout: 60_000 });
+      release();
+      releaseEntry();
+      // The page's module script has run (the page is loaded): it imports the entry after a frame,
+      // then a task, or a second.
+      await expect.poll(() => page.evaluate(() => document.readyState), { timeout: 30_000 }).toBe('complete');
+      await page.clock.runFor(1_000);
+      // No frame or timer comes now; the socket's answers and React's scheduler still run. React's
+      // table takes the rows over: the entry started the app's chunk as it adopted them.
+      await page.locator('#root .table [data-lead-id]').first().waitFor({ timeout: 30_000 });
+      expect(await page.locator('[data-first-paint]').count()).toBe(0);
+      await page.clock.resume();
+    }, { holdEntry: true, pausedClock: true });
+  }, 120_000);
+
   it('draws its text in the system\'s fonts: no family a desktop lacks, no glyph from a fallback font, no font file', async () => {
     await withHeld('html', async ({ page, release, releaseEntry }) => {
       await page.locator('[data-first-paint] .table [data-lead-id] .name').first().waitFor({ timeout: 60_000 });
