@@ -65,12 +65,18 @@ async function hold(context: BrowserContext, file: string): Promise<() => void> 
 
 /** A new window on the open workspace whose app chunk is held until `release()` (and its entry until
  * `releaseEntry()` when `holdEntry`). */
-async function openHeld(source: Source, opts: { holdEntry?: boolean; hash?: string } = {}): Promise<{ context: BrowserContext; page: Page; errors: string[]; release: () => void; releaseEntry: () => void; mountEvaluated: () => Promise<boolean> }> {
+async function openHeld(source: Source, opts: { holdEntry?: boolean; hash?: string; pausedClock?: boolean } = {}): Promise<{ context: BrowserContext; page: Page; errors: string[]; release: () => void; releaseEntry: () => void; mountEvaluated: () => Promise<boolean> }> {
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
   const release = await hold(context, mountFile);
   const holdEntry = opts.holdEntry === true || source === 'entry';
   const releaseEntry = holdEntry ? await hold(context, entryFile) : () => undefined;
   const page = await context.newPage();
+  // The page's timers and animation frames on Playwright's clock, stopped: they come when the test
+  // runs the clock.
+  if (opts.pausedClock === true) {
+    await page.clock.install();
+    await page.clock.pauseAt(Date.now() + 1_000);
+  }
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('console', (m) => {
@@ -136,10 +142,63 @@ function drawn(page: Page): Promise<Drawn> {
 
 const takenOver = (page: Page) => page.waitForFunction(() => !document.querySelector('[data-first-paint]') && document.querySelector('#root .table [data-lead-id]') !== null, undefined, { timeout: 60_000 });
 
+/** The font stacks of the app's style sheet (app.css): families every desktop has, the system's own
+ * face first. The browser asks the system for each family it tries, one call at a time, before it
+ * can lay out the first frame; a family the machine lacks costs a call for nothing. */
+const DESKTOP_STACKS = ['system-ui, sans-serif', 'Menlo, Consolas, monospace'];
+
+/** Every element under `root` (and its generated content) is set in one of the desktop stacks, and
+ * each stack's text is drawn in one face: no character sent the browser looking through the system's
+ * fonts for one that has it (the platform fonts Chromium drew each text and generated content in). */
+async function expectSystemFonts(page: Page, root: string): Promise<void> {
+  const stacks = await page.evaluate((sel) => {
+    const out = new Set<string>();
+    for (const e of Array.from(document.querySelectorAll(`${sel}, ${sel} *`))) {
+      out.add(getComputedStyle(e).fontFamily);
+      for (const p of ['::before', '::after']) if (!['none', 'normal'].includes(getComputedStyle(e, p).content)) out.add(getComputedStyle(e, p).fontFamily);
+    }
+    return [...out].map((f) => f.replaceAll('"', ''));
+  }, root);
+  for (const stack of stacks) expect(DESKTOP_STACKS, 'a font stack of the page').toContain(stack);
+  const cdp = await page.context().newCDPSession(page);
+  try {
+    await cdp.send('DOM.enable');
+    await cdp.send('CSS.enable');
+    const { root: doc } = await cdp.send('DOM.getDocument', { depth: -1, pierce: true });
+    const { nodeId } = await cdp.send('DOM.querySelector', { nodeId: doc.nodeId, selector: root });
+    type DomNode = { nodeId: number; nodeType: number; nodeName: string; nodeValue: string; children?: DomNode[]; pseudoElements?: DomNode[] };
+    const find = (n: DomNode): DomNode | undefined => (n.nodeId === nodeId ? n : (n.children ?? []).map(find).find((x) => x !== undefined));
+    // Each text, and each generated content, with the element whose font stack it is set in.
+    const texts: { node: number; element: number }[] = [];
+    const walk = (n: DomNode, parent: DomNode | null) => {
+      if (parent && n.nodeType === 3 && n.nodeValue.trim() !== '') texts.push({ node: n.nodeId, element: parent.nodeId });
+      if (n.nodeName.startsWith('::')) texts.push({ node: n.nodeId, element: n.nodeId });
+      for (const c of [...(n.pseudoElements ?? []), ...(n.children ?? [])]) walk(c, n);
+    };
+    const top = find(doc as DomNode);
+    if (top) walk(top, null);
+    expect(texts.length).toBeGreaterThan(100);
+    const stackOf = new Map<number, string>();
+    await Promise.all([...new Set(texts.map((t) => t.element))].map(async (element) => {
+      const { computedStyle } = await cdp.send('CSS.getComputedStyleForNode', { nodeId: element });
+      stackOf.set(element, computedStyle.find((p) => p.name === 'font-family')?.value ?? '');
+    }));
+    const faces = new Map<string, Set<string>>();
+    await Promise.all(texts.map(async ({ node, element }) => {
+      const { fonts } = await cdp.send('CSS.getPlatformFontsForNode', { nodeId: node });
+      const stack = stackOf.get(element) ?? '';
+      faces.set(stack, new Set([...(faces.get(stack) ?? []), ...fonts.map((f) => f.familyName)]));
+    }));
+    for (const [stack, used] of faces) expect(used.size, `${stack} drawn in ${[...used].join(', ')}`).toBeLessThanOrEqual(1);
+  } finally {
+    await cdp.detach();
+  }
+}
+
 type Held = Awaited<ReturnType<typeof openHeld>>;
 
 /** Runs `check` on a fresh page whose app chunk is held back; the page must log no error. */
-async function withHeld(source: Source, check: (held: Held) => Promise<void>, opts: { holdEntry?: boolean; hash?: string } = {}): Promise<void> {
+async function withHeld(source: Source, check: (held: Held) => Promise<void>, opts: { holdEntry?: boolean; hash?: string; pausedClock?: boolean } = {}): Promise<void> {
   const held = await openHeld(source, opts);
   try {
     await check(held);
@@ -300,5 +359,41 @@ describe('first rows in the page\'s HTML', () => {
       await page.getByRole('heading', { name: 'Inbox', exact: true }).waitFor({ timeout: 30_000 });
       expect(await page.locator('[data-first-paint]').count()).toBe(0);
     }, { holdEntry: true, hash: '#/inbox' });
+  }, 120_000);
+  it('starts the app\'s chunk as soon as the entry has adopted the painted rows, without waiting for a frame or a timer', async () => {
+    await withHeld('html', async ({ page, release, releaseEntry }) => {
+      // The page's clock is stopped (its timers and animation frames come only when the test says).
+      await page.locator('[data-first-paint] .table [data-lead-id] .name').first().waitFor({ timeout: 60_000 });
+      release();
+      releaseEntry();
+      // The page's module script has run (the page is loaded): it imports the entry after a frame,
+      // then a task, or a second.
+      await expect.poll(() => page.evaluate(() => document.readyState), { timeout: 30_000 }).toBe('complete');
+      await page.clock.runFor(1_000);
+      // No frame or timer comes now; the socket's answers and React's scheduler still run. React's
+      // table takes the rows over: the entry started the app's chunk as it adopted them.
+      await page.locator('#root .table [data-lead-id]').first().waitFor({ timeout: 30_000 });
+      expect(await page.locator('[data-first-paint]').count()).toBe(0);
+      await page.clock.resume();
+    }, { holdEntry: true, pausedClock: true });
+  }, 120_000);
+
+  it('draws its text in the system\'s fonts: no family a desktop lacks, no glyph from a fallback font, no font file', async () => {
+    await withHeld('html', async ({ page, release, releaseEntry }) => {
+      await page.locator('[data-first-paint] .table [data-lead-id] .name').first().waitFor({ timeout: 60_000 });
+      // The first screen from the HTML alone, then React's.
+      await expectSystemFonts(page, '[data-first-paint]');
+      releaseEntry();
+      release();
+      await takenOver(page);
+      await expectSystemFonts(page, '#root');
+      // No web font in the style sheets, none fetched.
+      expect(await page.evaluate(() => {
+        let faces = 0;
+        document.fonts.forEach(() => faces++);
+        return faces;
+      })).toBe(0);
+      expect(await page.evaluate(() => performance.getEntriesByType('resource').filter((e) => /\.(woff2?|ttf|otf)$/.test(e.name) || (e as PerformanceResourceTiming).initiatorType === 'css').map((e) => e.name))).toEqual([]);
+    }, { holdEntry: true });
   }, 120_000);
 });

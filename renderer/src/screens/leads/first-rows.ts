@@ -81,8 +81,9 @@ export function paintFirstRowsWhenReady(pager: LeadPager, session: Promise<Sessi
   else if (served) {
     try {
       refresh = paint(pager, filters, layout, live, served);
-      // Painted already, with the page's first frame: the app's chunk may run at once.
-      requestAnimationFrame(() => setTimeout(done, 0));
+      // Painted already: the page's module script ran this entry once the frame with these rows was
+      // painted (or when the browser paints none: boot.ts). The app's chunk runs now, not a frame on.
+      done();
     } catch {
       // Not the markup this entry draws (a page from an older build): the entry draws its own.
       served.remove();
