@@ -223,13 +223,15 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
           // and merges the pages it has not begun to store into one write), and begins this one
           // in the same turn of the event loop as it finishes that one (its meta rows' write
           // resolving, its checkpoint): 100-160 ms of CPU in one turn during an initial sync.
-          // So a page is handed over once the storage's page before it has ended (RxDB begins
-          // storing a page in the turn it gets it: two turns later it is open), and two turns
-          // after that end: after RxDB's end of that page, in a turn of its own (not the one that
-          // parsed this page's answer either). Storing stays one page at a time as before; the
-          // fetches still run ahead (the prefetch above).
+          // So a page is handed over once the storage's page before it has been written (RxDB
+          // asks to store a page in the turn it gets it: two turns later that page is open, or
+          // waits in the file's queue behind writes that came while another page was open, such
+          // as other lanes' starts; a page that has not opened yet is not written either), and two
+          // turns after that: after RxDB's end of that page, in a turn of its own (not the one
+          // that parsed this page's answer either). Storing stays one page at a time as before;
+          // the fetches still run ahead (the prefetch above).
           await nextTurns();
-          await instance?.pageEnded();
+          await instance?.pagesWritten();
           await nextTurns();
           return { documents: page.documents, checkpoint: page.checkpoint ?? undefined };
         },
