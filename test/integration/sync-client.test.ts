@@ -382,6 +382,47 @@ describe('replication client against the protocol', () => {
     });
   });
 
+  it("starts the collections' replications one a turn, their meta tables and RxDB's records of them written without an fsync", async () => {
+    // Started together (RxDB's autoStart), the replications opened their meta instances in one turn
+    // of the event loop (the longest task of an initial sync), each with three fsynced commits.
+    let turn = 0;
+    let ticking: ReturnType<typeof setImmediate> | null = null;
+    const tick = (): void => {
+      turn++;
+      ticking = setImmediate(tick);
+    };
+    await ownDesktop('start-one-a-turn', async ({ own, leads, sync }) => {
+      try {
+        const { file } = leads.internalsForTests;
+        // The turn in which each replication's meta instance is asked for.
+        const metaOpens: number[] = [];
+        const storage = own.rx.storage as unknown as { createStorageInstance: (p: { collectionName: string }) => Promise<unknown> };
+        const create = storage.createStorageInstance.bind(storage);
+        storage.createStorageInstance = (params) => {
+          if (params.collectionName.startsWith('rx-replication-meta-')) metaOpens.push(turn);
+          return create(params);
+        };
+        const durable: number[] = [];
+        const write = file.write.bind(file);
+        file.write = <T>(isDurable: boolean, fn: () => T): T => {
+          if (isDurable) durable.push(turn);
+          return write(isDurable, fn);
+        };
+        tick();
+        const s = await sync();
+        await s.awaitInSync();
+        expect(metaOpens.length).toBe(Object.values(COLLECTIONS).filter((c) => c.replicated).length);
+        expect(new Set(metaOpens).size).toBe(metaOpens.length);
+        expect(durable).toEqual([]);
+        // A start again (after a restart) finds its tables and records as they were.
+        await (await sync()).awaitInSync();
+        expect(await own.store.count('leads')).toBe([...server.rows.keys()].filter((k) => k.startsWith('leads/')).length);
+      } finally {
+        if (ticking) clearImmediate(ticking);
+      }
+    });
+  });
+
   it('pulls a page again whose COMMIT failed (a full disk) after RxDB was told its documents were written: no lead lost, none twice', async () => {
     // A pulled page's documents' write resolves with its transaction open (the meta rows' write
     // joins it and commits it: file.ts openPage). A COMMIT that fails then takes back documents
