@@ -87,6 +87,8 @@ type Lane = {
   /** Resolves when `state` is replaced (awaitInSync then waits for the new one), and resolves it. */
   replacedNow: Promise<void>;
   replaced: () => void;
+  /** Its replication has been asked to start (startLanes). */
+  started: boolean;
 };
 
 /**
@@ -177,7 +179,7 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
   const tookServerState = new Map<string, Doc>();
   let watchingBuilds = false;
   const unwatch: (() => void)[] = [];
-  /** The lane's RxDB replication, started (unless the sync is paused) from its stored checkpoints. */
+  /** The lane's RxDB replication from its stored checkpoints, not yet started (startLanes starts it, or startOver). */
   const replicate = (c: CollectionName, collection: RxCollection<Json>, instance: LocalInstance | null, stream: Subject<RxReplicationPullStreamItem<Json, Checkpoint>>): RxReplicationState<Json, Checkpoint> => {
     const pages = new PullPages(client, c);
     /** The last page was full: the next pull continues this one (no new count of what remains). */
@@ -188,7 +190,8 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
       live: true,
       retryTime: opts.retryMs ?? 2_000,
       waitForLeadership: false,
-      autoStart: !paused,
+      // Started one lane a turn (startLanes), or by startOver.
+      autoStart: false,
       pull: {
         // Big pages: fewer round trips and fewer (larger) storage transactions per pulled document.
         batchSize: opts.pullBatchSize ?? 2000,
@@ -223,13 +226,15 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
           // and merges the pages it has not begun to store into one write), and begins this one
           // in the same turn of the event loop as it finishes that one (its meta rows' write
           // resolving, its checkpoint): 100-160 ms of CPU in one turn during an initial sync.
-          // So a page is handed over once the storage's page before it has ended (RxDB begins
-          // storing a page in the turn it gets it: two turns later it is open), and two turns
-          // after that end: after RxDB's end of that page, in a turn of its own (not the one that
-          // parsed this page's answer either). Storing stays one page at a time as before; the
-          // fetches still run ahead (the prefetch above).
+          // So a page is handed over once the storage's page before it has been written (RxDB
+          // asks to store a page in the turn it gets it: two turns later that page is open, or
+          // waits in the file's queue behind writes that came while another page was open, such
+          // as other lanes' starts; a page that has not opened yet is not written either), and two
+          // turns after that: after RxDB's end of that page, in a turn of its own (not the one
+          // that parsed this page's answer either). Storing stays one page at a time as before;
+          // the fetches still run ahead (the prefetch above).
           await nextTurns();
-          await instance?.pageEnded();
+          await instance?.pagesWritten();
           await nextTurns();
           return { documents: page.documents, checkpoint: page.checkpoint ?? undefined };
         },
@@ -283,6 +288,8 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
       if (stopped || !collection) return;
       lane.instance?.acceptPulls();
       lane.state = replicate(lane.collection, collection, lane.instance, lane.stream);
+      // A lane paused meanwhile is started by the resume (it was started before).
+      if (!paused) void lane.state.start().catch(() => undefined);
       lane.replaced();
       lane.replacedNow = new Promise((r) => (lane.replaced = r));
     })();
@@ -295,7 +302,7 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
     const instance = localInstanceOf(collection.storageInstance);
     let replaced = (): void => undefined;
     const replacedNow = new Promise<void>((r) => (replaced = r));
-    const lane: Lane = { collection: c, instance, state: replicate(c, collection, instance, stream), stream, abort: null, loop: null, startingOver: null, replacedNow, replaced };
+    const lane: Lane = { collection: c, instance, state: replicate(c, collection, instance, stream), stream, abort: null, loop: null, startingOver: null, replacedNow, replaced, started: false };
     lanes.push(lane);
     if (instance) unwatch.push(instance.onPulledPageLost((why) => startOver(lane, why)));
 
@@ -353,6 +360,37 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
     }
   };
 
+  /**
+   * Starts the lanes not yet started, one at a time, each after the one before has started and in a
+   * turn of the event loop of its own. A replication's start opens its meta instance (a table and
+   * its indexes, linked to the collection's) and records it in RxDB's internal store: started
+   * together (RxDB's autoStart), the 12 lanes did that in one turn, 114-133 ms of CPU, the longest
+   * task of an initial sync. Stops at a pause or a stop; a resume goes on with the lanes left.
+   * The lanes started first pull meanwhile: a start's writes asked for while one of their pages is
+   * open wait in the file's queue, and the next page waits for them (pagesWritten, in the pull
+   * handler), so it is still stored on its own.
+   */
+  let starting: Promise<void> | null = null;
+  const startLanes = (): Promise<void> => {
+    starting ??= (async () => {
+      try {
+        for (const lane of lanes) {
+          if (paused || stopped) return;
+          if (lane.started) continue;
+          lane.started = true;
+          // A failed start is emitted on error$ (logged above) and leaves the lane to be started
+          // again by a resume, as RxDB's autoStart did.
+          await lane.state.start().catch(() => undefined);
+          await nextTurns();
+        }
+      } finally {
+        starting = null;
+      }
+    })();
+    return starting;
+  };
+
+  void startLanes();
   startStreams();
   void fetchRefusals();
 
@@ -387,7 +425,9 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
       if (!paused || stopped) return;
       paused = false;
       status.setStopped(false);
-      await Promise.all(lanes.map((l) => l.state.start()));
+      // The lanes started before the pause sync again; the others start one a turn as at first.
+      await Promise.all(lanes.filter((l) => l.started).map((l) => l.state.start()));
+      void (starting ?? Promise.resolve()).then(startLanes);
       startStreams();
     },
     async stop() {

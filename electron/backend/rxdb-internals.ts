@@ -16,6 +16,9 @@ export const RXDB_CONTEXT = {
   setCheckpoint: 'replication-set-checkpoint',
   /** The conflict handler's answer written into the local collection after a push conflict. */
   upstreamConflict: 'replication-up-write-conflict',
+  /** A replication's meta instance recorded in its collection's document of RxDB's internal store
+   * (rx-database-internal-store.ts addConnectedStorageToCollection, at every replication's start). */
+  addConnectedStorage: 'add-connected-storage-to-collection',
 } as const;
 
 /** A write of documents pulled from the server into the local collection. */
@@ -24,6 +27,14 @@ export const isDownstreamWrite = (context: string): boolean => context.startsWit
 /** Writes the server holds too: a power cut that drops them only means pulling them again. */
 export const isRefetchableWrite = (context: string): boolean =>
   isDownstreamWrite(context) || context === RXDB_CONTEXT.downstreamMeta || context === RXDB_CONTEXT.setCheckpoint;
+
+/**
+ * Writes that need no fsync of their own: the refetchable ones, and RxDB's record of a replication's
+ * meta instance, which every start of the replication writes again if it is missing (and a power cut
+ * can only drop a suffix of the WAL's commits: the record is lost only with everything written after
+ * it, the meta instance's rows included).
+ */
+export const needsNoFsync = (context: string): boolean => isRefetchableWrite(context) || context === RXDB_CONTEXT.addConnectedStorage;
 
 /** A conflict's resolution written into the local collection. */
 export const isConflictWrite = (context: string): boolean => context === RXDB_CONTEXT.upstreamConflict;

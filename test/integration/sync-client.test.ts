@@ -353,6 +353,76 @@ describe('replication client against the protocol', () => {
     });
   });
 
+  it('hands RxDB a pull page only once the page before it is written, also while other work waits for the file behind that page', async () => {
+    // Writes asked for while a page is open (another lane's start, a user's edit) wait in the
+    // file's queue, one a turn once the page has ended; the next page asked for waits behind them.
+    // With no page open meanwhile, that next page was taken as written and the one after it handed
+    // over too: RxDB merged the two into one write.
+    await ownDesktop('pages-behind-queued-work', async ({ own, leads, sync }) => {
+      const { file } = leads.internalsForTests;
+      const have = [...server.rows.keys()].filter((k) => k.startsWith('leads/')).length;
+      for (let i = 0; i < 1000; i++) server.write('leads', lead(40_000 + i));
+      const writes: { rows: number; pageOpen: boolean }[] = [];
+      const bulkWrite = leads.bulkWrite.bind(leads);
+      leads.bulkWrite = (rows, context) => {
+        if (!isDownstreamWrite(context)) return bulkWrite(rows, context);
+        writes.push({ rows: rows.length, pageOpen: file.pageOpen });
+        const out = bulkWrite(rows, context);
+        // Work that waits for the file while this page is open.
+        for (let i = 0; i < 4; i++) void file.whenFree(() => undefined);
+        return out;
+      };
+      const page = 250;
+      const s = await sync({ pullBatchSize: page });
+      await s.awaitInSync();
+      expect(await own.store.count('leads')).toBe(have + 1000);
+      expect(writes.length).toBeGreaterThanOrEqual(Math.ceil((have + 1000) / page));
+      expect(Math.max(...writes.map((w) => w.rows))).toBeLessThanOrEqual(page);
+      expect(writes.filter((w) => w.pageOpen)).toEqual([]);
+    });
+  });
+
+  it("starts the collections' replications one a turn, their meta tables and RxDB's records of them written without an fsync", async () => {
+    // Started together (RxDB's autoStart), the replications opened their meta instances in one turn
+    // of the event loop (the longest task of an initial sync), each with three fsynced commits.
+    let turn = 0;
+    let ticking: ReturnType<typeof setImmediate> | null = null;
+    const tick = (): void => {
+      turn++;
+      ticking = setImmediate(tick);
+    };
+    await ownDesktop('start-one-a-turn', async ({ own, leads, sync }) => {
+      try {
+        const { file } = leads.internalsForTests;
+        // The turn in which each replication's meta instance is asked for.
+        const metaOpens: number[] = [];
+        const storage = own.rx.storage as unknown as { createStorageInstance: (p: { collectionName: string }) => Promise<unknown> };
+        const create = storage.createStorageInstance.bind(storage);
+        storage.createStorageInstance = (params) => {
+          if (params.collectionName.startsWith('rx-replication-meta-')) metaOpens.push(turn);
+          return create(params);
+        };
+        const durable: number[] = [];
+        const write = file.write.bind(file);
+        file.write = <T>(isDurable: boolean, fn: () => T): T => {
+          if (isDurable) durable.push(turn);
+          return write(isDurable, fn);
+        };
+        tick();
+        const s = await sync();
+        await s.awaitInSync();
+        expect(metaOpens.length).toBe(Object.values(COLLECTIONS).filter((c) => c.replicated).length);
+        expect(new Set(metaOpens).size).toBe(metaOpens.length);
+        expect(durable).toEqual([]);
+        // A start again (after a restart) finds its tables and records as they were.
+        await (await sync()).awaitInSync();
+        expect(await own.store.count('leads')).toBe([...server.rows.keys()].filter((k) => k.startsWith('leads/')).length);
+      } finally {
+        if (ticking) clearImmediate(ticking);
+      }
+    });
+  });
+
   it('pulls a page again whose COMMIT failed (a full disk) after RxDB was told its documents were written: no lead lost, none twice', async () => {
     // A pulled page's documents' write resolves with its transaction open (the meta rows' write
     // joins it and commits it: file.ts openPage). A COMMIT that fails then takes back documents

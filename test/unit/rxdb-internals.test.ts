@@ -12,7 +12,7 @@ import type { RxDatabase, WithDeleted } from 'rxdb';
 import { replicateRxCollection } from 'rxdb/plugins/replication';
 import { getRxStorageMemory } from 'rxdb/plugins/storage-memory';
 import { mergeConflictHandler } from '../../electron/backend/replication-merge.ts';
-import { isConflictWrite, isDownstreamWrite, isRefetchableWrite, RXDB_CONTEXT } from '../../electron/backend/rxdb-internals.ts';
+import { isConflictWrite, isDownstreamWrite, isRefetchableWrite, needsNoFsync, RXDB_CONTEXT } from '../../electron/backend/rxdb-internals.ts';
 
 type Item = { id: string; v: number };
 
@@ -81,14 +81,16 @@ describe("RxDB's write contexts", () => {
 
     const replicationContexts = contexts.slice(localContexts.length);
     expect(replicationContexts.filter((c) => c.startsWith(RXDB_CONTEXT.downstreamPrefix)).length, replicationContexts.join(', ')).toBeGreaterThan(0);
-    for (const name of [RXDB_CONTEXT.downstreamMeta, RXDB_CONTEXT.setCheckpoint, RXDB_CONTEXT.upstreamConflict]) {
+    for (const name of [RXDB_CONTEXT.downstreamMeta, RXDB_CONTEXT.setCheckpoint, RXDB_CONTEXT.upstreamConflict, RXDB_CONTEXT.addConnectedStorage]) {
       expect(replicationContexts, name).toContain(name);
     }
     // What each helper says about the contexts RxDB really used.
     expect(localContexts.length).toBeGreaterThan(0);
-    for (const c of localContexts) expect([isDownstreamWrite(c), isRefetchableWrite(c), isConflictWrite(c)], c).toEqual([false, false, false]);
+    for (const c of localContexts) expect([isDownstreamWrite(c), isRefetchableWrite(c), isConflictWrite(c), needsNoFsync(c)], c).toEqual([false, false, false, false]);
     expect(replicationContexts.filter(isConflictWrite)).toEqual([RXDB_CONTEXT.upstreamConflict]);
     expect(new Set(replicationContexts.filter(isRefetchableWrite))).toEqual(new Set(replicationContexts.filter((c) => isDownstreamWrite(c) || c === RXDB_CONTEXT.downstreamMeta || c === RXDB_CONTEXT.setCheckpoint)));
+    // Written without an fsync of its own: the refetchable writes and the record of the replication's meta instance only.
+    expect(new Set(replicationContexts.filter(needsNoFsync))).toEqual(new Set([...replicationContexts.filter(isRefetchableWrite), RXDB_CONTEXT.addConnectedStorage]));
     // And the documents ended where a replication leaves them: the pulled one, and the server's state of the conflicting one.
     expect((await items.findOne('pulled').exec())?.v).toBe(7);
     expect((await items.findOne('local').exec())?.v).toBe(2);

@@ -20,8 +20,9 @@ export type LocalInstance = {
   /** Holds the collection's deferred index builds while a pull has more pages coming (true: for a
    * bounded time from now, renewed by each call), or releases them (false). */
   holdLoad(held: boolean): void;
-  /** Resolves once the database has no pulled page's transaction open (at once when none is). */
-  pageEnded(): Promise<void>;
+  /** Resolves once the database has no pulled page's transaction open and none waiting to open
+   * (at once when so). */
+  pagesWritten(): Promise<void>;
   /** Calls `watcher` with the error when a pulled write of the collection failed (a full disk) and
    * pulled writes are refused from then on, until acceptPulls; returns the unsubscribe. */
   onPulledPageLost(watcher: (why: unknown) => void): () => void;
@@ -31,5 +32,5 @@ export type LocalInstance = {
 /** The local storage instance behind an RxDB collection's (wrapped) storage instance, or null. */
 export function localInstanceOf(storageInstance: unknown): LocalInstance | null {
   const sqlite = sqliteInstanceOf<Json>(storageInstance);
-  return sqlite && { changeStream: () => sqlite.changeStream(), current: (id) => sqlite.currentDocuments([id]).get(id), watchBuilds: (watcher) => sqlite.storageFile.watchBuilds(watcher), holdLoad: (held) => sqlite.holdLoad(held), pageEnded: () => sqlite.storageFile.whenPageEnded(), onPulledPageLost: (watcher) => sqlite.onPulledPageLost(watcher), acceptPulls: () => sqlite.acceptPulls() };
+  return sqlite && { changeStream: () => sqlite.changeStream(), current: (id) => sqlite.currentDocuments([id]).get(id), watchBuilds: (watcher) => sqlite.storageFile.watchBuilds(watcher), holdLoad: (held) => sqlite.holdLoad(held), pagesWritten: () => sqlite.storageFile.whenPagesWritten(), onPulledPageLost: (watcher) => sqlite.onPulledPageLost(watcher), acceptPulls: () => sqlite.acceptPulls() };
 }

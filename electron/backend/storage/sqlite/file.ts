@@ -105,7 +105,7 @@ export class StorageFile {
   private closing = false;
   /** A pulled page's transaction, open over several turns (see the file comment), or null. */
   private page: OpenPage | null = null;
-  /** Waiting for the open page to end (whenPageEnded). */
+  /** Waiting for no page to be open and no work to wait in the queue (whenPagesWritten). */
   private pageWaiters: (() => void)[] = [];
   /** Work of the open page runs now (its reads see its own rows: they go to this connection). */
   private writing = false;
@@ -382,11 +382,28 @@ export class StorageFile {
     return this.page !== null;
   }
 
-  /** Resolves once no pulled page's transaction is open: at once when none is, else when the open
-   * one has committed or rolled back (and its writes are applied or undone). */
-  whenPageEnded(): Promise<void> {
-    if (this.page === null) return Promise.resolve();
+  /**
+   * Resolves once no pulled page's transaction is open and no work waits in the queue: at once when
+   * so, else when the open page has committed or rolled back (its writes applied or undone) and
+   * the work queued meanwhile has run. A page asked for behind queued work (other writes that came
+   * while a page was open: another collection's, a user's, a replication's start) has not opened
+   * yet; until it has ended, its write is not over, though no page is open.
+   */
+  whenPagesWritten(): Promise<void> {
+    if (this.pagesWritten) return Promise.resolve();
     return new Promise((resolveEnd) => this.pageWaiters.push(resolveEnd));
+  }
+
+  private get pagesWritten(): boolean {
+    return this.page === null && this.queue.length === 0;
+  }
+
+  /** Resolves the waiters of whenPagesWritten once it holds. */
+  private settlePageWaiters(): void {
+    if (!this.pagesWritten || this.pageWaiters.length === 0) return;
+    const waiters = this.pageWaiters;
+    this.pageWaiters = [];
+    for (const w of waiters) w();
   }
 
   /** The documents table of the open page's first write (the collection), or null. */
@@ -540,9 +557,7 @@ export class StorageFile {
       for (const undo of page.undo) undo(failed ?? why);
     }
     this.scheduleDrain();
-    const waiters = this.pageWaiters;
-    this.pageWaiters = [];
-    for (const w of waiters) w();
+    this.settlePageWaiters();
     if (failed !== null) throw failed instanceof Error ? failed : new Error(String(failed));
   }
 
@@ -620,6 +635,7 @@ export class StorageFile {
       if (this.busy || this.page) return;
       this.queue.shift()?.();
       if (this.queue.length > 0) this.scheduleDrain();
+      else this.settlePageWaiters();
     });
   }
 

@@ -21,7 +21,7 @@ import type { Observable } from 'rxjs';
 import { changedDocumentsSince, checkpointOf } from './changes.ts';
 import { fileLoading, followedNow } from './doc-table.ts';
 import type { ChangeBulk, Doc, DocTable, RowWrite, SqliteCheckpoint, Written } from './doc-table.ts';
-import { isDownstreamWrite, isRefetchableWrite, RXDB_CONTEXT } from '../../rxdb-internals.ts';
+import { isDownstreamWrite, isRefetchableWrite, needsNoFsync, RXDB_CONTEXT } from '../../rxdb-internals.ts';
 import { SLICE_TUNING } from './file.ts';
 import type { PageStep, StorageFile } from './file.ts';
 import { forkOf } from './master-states.ts';
@@ -90,7 +90,7 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
       const planned = this.plan(rows as BulkWriteRow<unknown>[], context);
       let written: Written | null = null;
       try {
-        if (planned.rows.length > 0) written = this.file.write(!isRefetchableWrite(context), () => this.commit(planned));
+        if (planned.rows.length > 0) written = this.file.write(!needsNoFsync(context), () => this.commit(planned));
       } catch (e) {
         if (isDownstreamWrite(context)) this.pulledPageLost(e);
         throw e;
@@ -372,7 +372,7 @@ function commitAtomically(file: StorageFile, parts: readonly { instance: SqliteS
   const planned = parts.map((p) => p.instance.plan(p.rows, context));
   const conflicts = planned.reduce((n, p) => n + p.categorized.errors.length, 0);
   if (conflicts > 0) throw new AtomicWriteConflict(conflicts);
-  const written = file.write(!isRefetchableWrite(context), () =>
+  const written = file.write(!needsNoFsync(context), () =>
     parts.map((p, i) => {
       const plan = planned[i];
       return plan && plan.rows.length > 0 ? p.instance.commit(plan) : null;
