@@ -32,6 +32,7 @@ import type { SyncStatus } from '../../electron/backend/sync-status.ts';
 import { COLLECTIONS } from '../../shared/model/index.ts';
 import { isDownstreamWrite } from '../../electron/backend/rxdb-internals.ts';
 import type { Lead } from '../../shared/model/index.ts';
+import { until } from '../support/until.ts';
 
 type Json = Record<string, unknown>;
 
@@ -215,14 +216,6 @@ let sync: Sync | null = null;
 const lead = (n: number, fields: Partial<Lead> = {}): Lead =>
   newLead({ id: `a0000000-0000-4000-8000-${String(n).padStart(12, '0')}`, workspaceId: WS, now: NOW }, GROUP, { firstName: `Lead${n}`, ...fields });
 
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /**
  * A desktop of its own, syncing from nothing (one open database per name and process: the shared
  * one is closed meanwhile and opened again after), with its leads' SQLite instance. `sync` starts a
@@ -287,10 +280,10 @@ describe('replication client against the protocol', () => {
 
     const mine = lead(100, { company: 'Pushed Co' });
     await db.store.commit([{ collection: 'leads', id: mine.id, before: null, after: mine }]);
-    await until('push', () => server.get('leads', mine.id)?.company === 'Pushed Co');
+    await until('push', () => server.get('leads', mine.id)?.company === 'Pushed Co', 10_000);
 
     server.write('leads', { ...lead(1), company: 'Live Co' });
-    await until('live change', async () => (await db.store.get('leads', lead(1).id))?.company === 'Live Co');
+    await until('live change', async () => (await db.store.get('leads', lead(1).id))?.company === 'Live Co', 10_000);
     await s.awaitInSync();
     const st = s.status();
     expect(st.mode).toBe('online');
@@ -317,7 +310,7 @@ describe('replication client against the protocol', () => {
       const before = server.pulls.length;
       const s = await sync({ pullBatchSize: 10 });
       await s.awaitInSync();
-      await until('the lead written during the pull', async () => (await own.store.get('leads', lead(5999).id))?.company === 'Written during the pull');
+      await until('the lead written during the pull', async () => (await own.store.get('leads', lead(5999).id))?.company === 'Written during the pull', 10_000);
       expect(await own.store.count('leads')).toBe(total + 1);
       const asked = server.pulls.slice(before).filter((p) => p.collection === 'leads').map((p) => p.after);
       // Each checkpoint once: a page fetched ahead is the one handed to the replication.
@@ -551,7 +544,7 @@ describe('replication client against the protocol', () => {
       };
       try {
         const s = await start({ db: own, pullBatchSize: BULK_ROWS });
-        await until('the first page stored and the second asked for', () => asked && table.isLoading);
+        await until('the first page stored and the second asked for', () => asked && table.isLoading, 10_000);
         expect(deferred.filter((n) => table.indexReady(n))).toEqual([]);
         // Stopped (the app closing, the user signing out) while the page hangs: well within the
         // hold's bound (30 s) the builds have started and ended.
@@ -581,7 +574,7 @@ describe('replication client against the protocol', () => {
     expect(masterState(id)).toBe('copy');
     const other = lead(3);
     await db.store.commit([{ collection: 'leads', id: other.id, before: (await db.store.get('leads', other.id)) as Lead, after: { ...other, phone: '+1 555' } }]);
-    await until('pending', () => s.status().pending === 2);
+    await until('pending', () => s.status().pending === 2, 10_000);
     expect(s.status().mode).toBe('offline');
     // Meanwhile on the server: another field of the same lead, and the same field.
     server.write('leads', { ...(server.get('leads', id) as Json), location: 'Server city', company: 'Server wins' });
@@ -592,7 +585,7 @@ describe('replication client against the protocol', () => {
     expect(merged?.jobTitle).toBe('Local title');
     expect(merged?.location).toBe('Server city');
     expect(merged?.company).toBe('Server wins');
-    await until('server has the merge', () => server.get('leads', id)?.jobTitle === 'Local title');
+    await until('server has the merge', () => server.get('leads', id)?.jobTitle === 'Local title', 10_000);
     expect(server.get('leads', id)).toMatchObject({ jobTitle: 'Local title', location: 'Server city', company: 'Server wins' });
     expect(server.get('leads', other.id)?.phone).toBe('+1 555');
     expect(s.status().pending).toBe(0);
@@ -606,8 +599,8 @@ describe('replication client against the protocol', () => {
     const id = lead(4).id;
     const before = (await db.store.get('leads', id)) as Lead;
     await db.store.commit([{ collection: 'leads', id, before, after: { ...before, doNotContact: true } }]);
-    await until('revert', async () => (await db.store.get('leads', id))?.doNotContact === false);
-    await until('reason', () => s.status().refusals.some((r) => r.documentId === id && r.code === 'NOT_AUTHOR'));
+    await until('revert', async () => (await db.store.get('leads', id))?.doNotContact === false, 10_000);
+    await until('reason', () => s.status().refusals.some((r) => r.documentId === id && r.code === 'NOT_AUTHOR'), 10_000);
     const refusal = s.status().refusals.find((r) => r.documentId === id);
     expect(refusal).toMatchObject({ collection: 'leads', code: 'NOT_AUTHOR', message: 'Only the lead owner may change this.' });
     expect(server.get('leads', id)?.doNotContact).toBe(false);
@@ -628,7 +621,7 @@ describe('replication client against the protocol', () => {
     const mine = lead(200, { tagId: tag.id });
     await db.store.commit([{ collection: 'leads', id: mine.id, before: null, after: mine }]);
     await s.resume();
-    await until('lead on the server', () => server.get('leads', mine.id)?.tagId === tag.id);
+    await until('lead on the server', () => server.get('leads', mine.id)?.tagId === tag.id, 10_000);
     await s.awaitInSync();
     expect(server.get('tags', tag.id)?.name).toBe('Offline tag');
     expect((await db.store.get('leads', mine.id))?.tagId).toBe(tag.id);
@@ -640,11 +633,11 @@ describe('replication client against the protocol', () => {
     const s = await start();
     await s.awaitInSync();
     server.dropStreams();
-    await until('offline', () => s.status().mode === 'offline');
+    await until('offline', () => s.status().mode === 'offline', 10_000);
     // Written while no stream listens: only the RESYNC after reconnecting brings it.
     server.write('leads', { ...lead(5), company: 'Missed while down' });
-    await until('caught up', async () => (await db.store.get('leads', lead(5).id))?.company === 'Missed while down');
-    await until('online', () => s.status().mode === 'online');
+    await until('caught up', async () => (await db.store.get('leads', lead(5).id))?.company === 'Missed while down', 10_000);
+    await until('online', () => s.status().mode === 'online', 10_000);
   });
 
   it('checks what the server answers: documents not in the wire format are refused, shown, and never stored', async () => {
@@ -653,17 +646,17 @@ describe('replication client against the protocol', () => {
     server.malformed = true;
     const odd = lead(300, { company: 'Not in the wire format' });
     server.write('leads', odd);
-    await until('refused page', () => /does not understand at documents\.0\._deleted/.test(s.status().error ?? ''));
+    await until('refused page', () => /does not understand at documents\.0\._deleted/.test(s.status().error ?? ''), 10_000);
     expect(s.status().mode).toBe('offline');
     expect(await db.store.get('leads', odd.id)).toBeNull();
     server.malformed = false;
-    await until('pulled once the answer is right', async () => (await db.store.get('leads', odd.id))?.company === 'Not in the wire format');
+    await until('pulled once the answer is right', async () => (await db.store.get('leads', odd.id))?.company === 'Not in the wire format', 10_000);
   });
 
   it('tells an outdated app to update instead of syncing', async () => {
     server.schemaVersionsAhead = 1;
     const s = await start();
-    await until('outdated', () => /older than the sync server/.test(s.status().error ?? ''));
+    await until('outdated', () => /older than the sync server/.test(s.status().error ?? ''), 10_000);
     expect(s.status().mode).toBe('offline');
     expect(s.status().error).toMatch(/Update the app/);
   });
