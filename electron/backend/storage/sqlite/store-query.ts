@@ -247,7 +247,7 @@ function drivers(table: DocTable, where: Cond | undefined): Driver[] {
       const text = textCondition(table, c);
       const index = table.text;
       if (text && index && trigramSearchable(text.needle)) {
-        out.push({ sql: `SELECT rowid AS r FROM ${q(index.table)} WHERE ${q(index.table)} MATCH ?`, params: [matchExpression(text.fields, index.fields, text.needle)], size: null, source: c, exact: true });
+        out.push({ ...index.matchedRows(matchExpression(text.fields, index.fields, text.needle), text.fields, text.needle), size: null, source: c, exact: true });
       }
     }
   }
