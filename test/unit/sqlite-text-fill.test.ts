@@ -6,6 +6,7 @@
  * fill; and a process killed in the middle of the fill leaves a file whose next open completes it.
  */
 import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -26,9 +27,12 @@ const FIELDS = TEXT_SEARCH.leads ?? [];
 const TEXTS = ['smith', 'SMI', 'émile', 'ÉCOLE poly', 'ann-1234@', 'ann-17', 'o"brien', 'zed', 'nobody', 'ok', 'é', 'a'];
 
 const tuning = { load: { ...LOAD_TUNING }, fill: { ...TEXT_FILL_TUNING } };
+const children: ChildProcess[] = [];
 afterEach(() => {
   Object.assign(LOAD_TUNING, tuning.load);
   Object.assign(TEXT_FILL_TUNING, tuning.fill);
+  // A test that failed before its kill leaves no writer behind.
+  for (const c of children.splice(0)) c.kill('SIGKILL');
 });
 
 const idOf = (d: Doc): string => String(d['id']);
@@ -122,6 +126,7 @@ describe('the text index of a bulk load of pulled documents', () => {
   it('a process killed in the middle of the fill leaves a file whose next open completes it', async () => {
     const dir = tempDir('sqlite-text-fill-kill-');
     const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'sqlite-text-fill.child.ts'), dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
     let stderr = '';
     child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
     let slices = 0;
