@@ -58,6 +58,38 @@ function answersAsTheScan(inst: SqliteStorageInstance<Json>, docs: ReadonlyMap<s
   }
 }
 
+/** Every text's page and counts through the reads the backend serves (off the event loop where
+ * they would read much) answer as the plain scan of `docs` does. */
+async function answersOffLoopAsTheScan(inst: SqliteStorageInstance<Json>, docs: ReadonlyMap<string, Doc>, texts: readonly string[] = TEXTS): Promise<void> {
+  for (const text of texts) {
+    const found = scan(docs.values(), text);
+    const newest = [...found].sort((a, b) => (String(a['createdAt']) < String(b['createdAt']) ? 1 : -1)).slice(0, 25);
+    const page = await inst.storeQueryOffLoop({ where: contains(text), orderBy: [{ field: 'createdAt', dir: 'desc' }], cursor: null, limit: 25, cache: false });
+    expect(page.docs.map((d) => idOf(d as Doc)), text).toEqual(newest.map(idOf));
+    expect(await inst.storeCountOffLoop(contains(text)), text).toBe(found.length);
+    const bo: Cond = { op: 'and', conds: [contains(text), { op: 'eq', field: 'firstName', value: 'Bo' }] };
+    expect(await inst.storeCountOffLoop(bo), text).toBe(found.filter((d) => d['firstName'] === 'Bo').length);
+    // Inside an or (the index's matches read as a set there too).
+    const either: Cond = { op: 'or', conds: [contains(text), { op: 'eq', field: 'id', value: 'none' }] };
+    expect(await inst.storeCountOffLoop(either), text).toBe(found.length);
+  }
+}
+
+/** Counts the calls of instr() on the connections of this thread (an application function of the
+ * same meaning in its place): a test of the waiting rows' texts made here. */
+function countInstr(table: DocTable): { calls: number } {
+  const counter = { calls: 0 };
+  for (const db of new Set([table.file.db, table.file.reads])) {
+    db.function('instr', { deterministic: true }, (haystack: unknown, needle: unknown) => {
+      counter.calls++;
+      if (haystack === null || needle === null) return null;
+      const at = String(haystack).indexOf(String(needle));
+      return at < 0 ? 0 : [...String(haystack).slice(0, at)].length + 1;
+    });
+  }
+  return counter;
+}
+
 /** Rows of the FTS5 table and of its waiting table, and rowids in both. */
 function textRows(table: DocTable): { indexed: number; waiting: number; both: number } {
   const db = table.file.db;
@@ -121,6 +153,68 @@ describe('the text index of a bulk load of pulled documents', () => {
     expect(table.isLoading).toBe(false);
     expect(textRows(table)).toEqual({ indexed: liveCount(docs), waiting: 0, both: 0 });
     answersAsTheScan(sqlite, docs);
+  });
+
+  it("while texts wait, the backend's searches find the waiting ones in the reader thread, not on the event loop, with the same answers", async () => {
+    LOAD_TUNING.quietMs = 600_000;
+    const inst = await openInstance<Json>(storage(tempDir('sqlite-text-fill-off-')), leadSchema, { collectionName: 'leads' });
+    const sqlite = sqliteInstanceOf<Json>(inst);
+    if (!sqlite) throw new Error('not the SQLite storage');
+    const { table } = sqlite.internalsForTests;
+    const docs = new Map<string, Doc>();
+    for (const [from, to] of [[0, 1000], [1000, 2000]] as const) {
+      const page = Array.from({ length: to - from }, (_, i) => lead(from + i));
+      expect((await inst.bulkWrite(page.map((document) => ({ document })), PULLED)).error).toEqual([]);
+      for (const d of page) docs.set(idOf(d), d);
+    }
+    const waiting = textRows(table).waiting;
+    expect(waiting).toBe(liveCount(docs));
+    const instr = countInstr(table);
+    // Texts that match a few leads or none: a scan of the waiting rows here would test each.
+    const rare = TEXTS.filter((t) => [...t].length >= 3 && scan(docs.values(), t).length < 10);
+    expect(rare.length).toBeGreaterThanOrEqual(3);
+    for (const text of rare) {
+      const before = instr.calls;
+      await answersOffLoopAsTheScan(sqlite, docs, [text]);
+      expect(instr.calls - before, text).toBeLessThan(waiting / 10);
+    }
+    await answersOffLoopAsTheScan(sqlite, docs);
+
+    // Writes after the reader thread's reads: a pulled page during the load (its texts wait too)
+    // renaming waiting leads (out of some matches, into others) and adding leads, then a local
+    // rename (its text indexed) and a deletion.
+    const renamed = Array.from({ length: 600 }, (_, i) => ({ ...lead(i), lastName: i % 2 === 0 ? 'Zedd' : 'Smith', email: `zed-${i}@acme.example`, _rev: '2-b', _meta: { lwt: now() } }) as Doc);
+    const added = Array.from({ length: 400 }, (_, i) => lead(3000 + i));
+    const previous = await inst.findDocumentsById(renamed.map(idOf), true);
+    const prev = (d: Doc) => previous.find((p) => idOf(p as Doc) === idOf(d));
+    const res = await inst.bulkWrite([...renamed, ...added].map((document) => ({ document, previous: prev(document) })), PULLED);
+    expect(res.error).toEqual([]);
+    for (const d of [...renamed, ...added]) docs.set(idOf(d), d);
+    const local = [{ ...lead(1500), lastName: 'Zed', _rev: '2-b', _meta: { lwt: now() } }, { ...lead(1501), _deleted: true, _rev: '2-b', _meta: { lwt: now() } }] as Doc[];
+    const localPrevious = await inst.findDocumentsById(local.map(idOf), true);
+    const lres = await inst.bulkWrite(local.map((document) => ({ document, previous: localPrevious.find((p) => idOf(p as Doc) === idOf(document)) })), 'local');
+    expect(lres.error).toEqual([]);
+    for (const d of local) docs.set(idOf(d), d);
+    expect(textRows(table).waiting).toBeGreaterThan(waiting);
+    await answersOffLoopAsTheScan(sqlite, docs);
+
+    // The fill, a slice at a time: the same answers after each.
+    Object.assign(TEXT_FILL_TUNING, { rows: 500, minRows: 500, maxRows: 500 });
+    let filling = false;
+    const checks: Promise<void>[] = [];
+    const stop = table.file.watchBuilds((what) => {
+      if (what === FILL_LABEL) filling = true;
+      else if (what === null && filling) {
+        filling = false;
+        checks.push(answersOffLoopAsTheScan(sqlite, docs, ['smith', 'zed', 'ann-17', 'nobody']));
+      }
+    });
+    await table.finishLoading();
+    stop();
+    await Promise.all(checks);
+    expect(checks.length).toBeGreaterThanOrEqual(3);
+    expect(textRows(table).waiting).toBe(0);
+    await answersOffLoopAsTheScan(sqlite, docs);
   });
 
   it('a process killed in the middle of the fill leaves a file whose next open completes it', async () => {

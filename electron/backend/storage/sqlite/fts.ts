@@ -12,7 +12,10 @@
  * killed process leaves every text in one of the two tables and the next open goes on. A live
  * document's texts are always in exactly one of them; while the waiting table may hold rows
  * (`waiting`), every search also tests its rows with instr() (the same semantics as the index: a
- * lower-cased substring), so answers are the same during the fill, only slower.
+ * lower-cased substring), so answers are the same during the fill, only slower. The backend's
+ * queries and counts (store-query.ts findWaitingTexts) have the waiting rows' matches found in the
+ * file's reader thread first (`waitingReads`), and then test on the event loop only those rows and
+ * the ones written since that read's snapshot (`waitingMatches`), not every waiting row.
  *
  * The indexed text is each field lower-cased by JavaScript (`toLowerCase`) and the tokenizer is
  * case-sensitive, so a match is exactly what `field.toLowerCase().includes(text.toLowerCase())`
@@ -41,6 +44,13 @@ export class TextIndex {
    * Set by a write that defers texts, cleared once a fill finds it empty (`afterFill`); a set flag
    * with an empty table only costs a search its extra reads. */
   private waitingRows: boolean;
+  /** The waiting rows a `contains` matched, read in the file's reader thread (`waitingReads`,
+   * `foundWaiting`), by fields and text: the rowids, and the documents table's last sequence
+   * number in that snapshot. Searches then test on this thread only those rows and the ones
+   * written since, not the whole waiting table. Dropped once no text waits. */
+  private readonly found = new Map<string, { seq: number; rowids: number[] }>();
+  /** @internal Searches that tested every waiting row on this thread (no `found` entry), for tests. */
+  waitingScans = 0;
   /** The search statements, by connection (see `reads`). */
   private readonly statements = new WeakMap<SqliteDatabase, Map<string, Statement>>();
 
@@ -131,7 +141,45 @@ export class TextIndex {
    * connection, with no write of it under way). */
   afterFill(db: SqliteDatabase): boolean {
     this.waitingRows = this.waitingIn(db);
+    if (!this.waitingRows) this.found.clear();
     return this.waitingRows;
+  }
+
+  /** The reads, for the file's reader thread (one snapshot), that find the waiting rows whose
+   * `fields` contain `needle` (lower-cased): the documents table's last sequence number, then the
+   * rowids. Their rows go to `foundWaiting`. */
+  waitingReads(fields: readonly string[], needle: string): { sql: string; params: string[] }[] {
+    const c = this.containsIn('w', fields, needle);
+    return [
+      { sql: `SELECT coalesce(max(seq), 0) AS s FROM "${this.docTable}"`, params: [] },
+      { sql: `SELECT rowid AS r FROM "${this.waitingTable}" AS w WHERE ${c.sql}`, params: c.params },
+    ];
+  }
+
+  /** Keeps what `waitingReads` read, for the searches of `fields` and `needle` that follow. */
+  foundWaiting(fields: readonly string[], needle: string, rows: readonly Record<string, unknown>[][]): void {
+    const key = foundKey(fields, needle);
+    this.found.delete(key);
+    // A few texts at a time (the searches under way); the oldest goes first.
+    if (this.found.size >= 32) this.found.delete(this.found.keys().next().value as string);
+    this.found.set(key, { seq: Number(rows[0]?.[0]?.s ?? 0), rowids: (rows[1] ?? []).map((r) => Number(r.r)) });
+  }
+
+  /** The waiting rows whose `fields` contain `needle`, as SQL selecting their rowids as `r`: those
+   * the reader thread found (each tested again, as a write may have changed it since) and those
+   * of documents written since its snapshot; or, when it found none for this text, every waiting
+   * row tested here. */
+  private waitingMatches(fields: readonly string[], needle: string): { sql: string; params: (string | number)[] } {
+    const w = `"${this.waitingTable}"`;
+    const c = this.containsIn('w', fields, needle);
+    const known = this.found.get(foundKey(fields, needle));
+    if (!known) {
+      this.waitingScans++;
+      return { sql: `SELECT rowid AS r FROM ${w} AS w WHERE ${c.sql}`, params: c.params };
+    }
+    const listed = `SELECT w.rowid AS r FROM json_each(?) AS j CROSS JOIN ${w} AS w ON w.rowid = j.value WHERE ${c.sql}`;
+    const since = `SELECT w.rowid AS r FROM "${this.docTable}" AS s CROSS JOIN ${w} AS w ON w.rowid = s.rowid WHERE s.seq > ? AND ${c.sql}`;
+    return { sql: `SELECT r FROM (${listed} UNION ${since})`, params: [JSON.stringify(known.rowids), ...c.params, known.seq, ...c.params] };
   }
 
   /**
@@ -139,12 +187,12 @@ export class TextIndex {
    * expression for them, store-sql.ts matchExpression) contain `needle` (lower-cased, three
    * characters or more): the FTS5 table's matches, and while texts wait, theirs (in no order).
    */
-  matchedRows(match: string, fields: readonly string[], needle: string): { sql: string; params: string[] } {
+  matchedRows(match: string, fields: readonly string[], needle: string): { sql: string; params: (string | number)[] } {
     const t = `"${this.table}"`;
     const found = { sql: `SELECT rowid AS r FROM ${t} WHERE ${t} MATCH ?`, params: [match] };
     if (!this.waitingRows) return found;
-    const waiting = this.containsIn('w', fields, needle);
-    return { sql: `${found.sql} UNION ALL SELECT rowid AS r FROM "${this.waitingTable}" AS w WHERE ${waiting.sql}`, params: [match, ...waiting.params] };
+    const waiting = this.waitingMatches(fields, needle);
+    return { sql: `${found.sql} UNION ALL ${waiting.sql}`, params: [match, ...waiting.params] };
   }
 
   /** An SQL condition on the documents table's row `row` (an expression of its rowid): its `fields`
@@ -251,6 +299,9 @@ export class TextIndex {
 
 /** ` ORDER BY` a column of the documents table `d`, or nothing without an order. */
 const orderSql = (d: string, order: TextOrder | undefined): string => (order ? ` ORDER BY ${d}."${order.column}" ${order.direction === 'desc' ? 'DESC' : 'ASC'}` : '');
+
+/** The key of a text's waiting rows found (TextIndex `found`). */
+const foundKey = (fields: readonly string[], needle: string): string => JSON.stringify([fields, needle]);
 
 /** The waiting table of an FTS5 table (see the file comment). */
 const waitingTableOf = (table: string): string => `${table}_waiting`;
