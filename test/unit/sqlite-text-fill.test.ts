@@ -196,6 +196,8 @@ describe('the text index of a bulk load of pulled documents', () => {
     expect(lres.error).toEqual([]);
     for (const d of local) docs.set(idOf(d), d);
     expect(textRows(table).waiting).toBeGreaterThan(waiting);
+    // Read here, from what the reader thread found before these writes and the rows they wrote.
+    answersAsTheScan(sqlite, docs);
     await answersOffLoopAsTheScan(sqlite, docs);
 
     // The fill, a slice at a time: the same answers after each.

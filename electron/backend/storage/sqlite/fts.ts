@@ -48,7 +48,7 @@ export class TextIndex {
    * `foundWaiting`), by fields and text: the rowids, and the documents table's last sequence
    * number in that snapshot. Searches then test on this thread only those rows and the ones
    * written since, not the whole waiting table. Dropped once no text waits. */
-  private readonly found = new Map<string, { seq: number; rowids: number[] }>();
+  private readonly found = new Map<string, { seq: number; rowids: string }>();
   /** @internal Searches that tested every waiting row on this thread (no `found` entry), for tests. */
   waitingScans = 0;
   /** The search statements, by connection (see `reads`). */
@@ -147,12 +147,13 @@ export class TextIndex {
 
   /** The reads, for the file's reader thread (one snapshot), that find the waiting rows whose
    * `fields` contain `needle` (lower-cased): the documents table's last sequence number, then the
-   * rowids. Their rows go to `foundWaiting`. */
+   * rowids as one JSON array (one value to hand over, not a row each). Their rows go to
+   * `foundWaiting`. */
   waitingReads(fields: readonly string[], needle: string): { sql: string; params: string[] }[] {
     const c = this.containsIn('w', fields, needle);
     return [
       { sql: `SELECT coalesce(max(seq), 0) AS s FROM "${this.docTable}"`, params: [] },
-      { sql: `SELECT rowid AS r FROM "${this.waitingTable}" AS w WHERE ${c.sql}`, params: c.params },
+      { sql: `SELECT json_group_array(rowid) AS r FROM "${this.waitingTable}" AS w WHERE ${c.sql}`, params: c.params },
     ];
   }
 
@@ -162,13 +163,14 @@ export class TextIndex {
     this.found.delete(key);
     // A few texts at a time (the searches under way); the oldest goes first.
     if (this.found.size >= 32) this.found.delete(this.found.keys().next().value as string);
-    this.found.set(key, { seq: Number(rows[0]?.[0]?.s ?? 0), rowids: (rows[1] ?? []).map((r) => Number(r.r)) });
+    this.found.set(key, { seq: Number(rows[0]?.[0]?.s ?? 0), rowids: String(rows[1]?.[0]?.r ?? '[]') });
   }
 
   /** The waiting rows whose `fields` contain `needle`, as SQL selecting their rowids as `r`: those
-   * the reader thread found (each tested again, as a write may have changed it since) and those
-   * of documents written since its snapshot; or, when it found none for this text, every waiting
-   * row tested here. */
+   * the reader thread found that still wait (the fill moves rows), each tested again (a write may
+   * have changed it since), then the other waiting rows of documents written since its snapshot
+   * (the two are apart, so a LIMIT stops early); or, when it found none for this text, every
+   * waiting row tested here. */
   private waitingMatches(fields: readonly string[], needle: string): { sql: string; params: (string | number)[] } {
     const w = `"${this.waitingTable}"`;
     const c = this.containsIn('w', fields, needle);
@@ -178,8 +180,8 @@ export class TextIndex {
       return { sql: `SELECT rowid AS r FROM ${w} AS w WHERE ${c.sql}`, params: c.params };
     }
     const listed = `SELECT w.rowid AS r FROM json_each(?) AS j CROSS JOIN ${w} AS w ON w.rowid = j.value WHERE ${c.sql}`;
-    const since = `SELECT w.rowid AS r FROM "${this.docTable}" AS s CROSS JOIN ${w} AS w ON w.rowid = s.rowid WHERE s.seq > ? AND ${c.sql}`;
-    return { sql: `SELECT r FROM (${listed} UNION ${since})`, params: [JSON.stringify(known.rowids), ...c.params, known.seq, ...c.params] };
+    const since = `SELECT w.rowid AS r FROM "${this.docTable}" AS s CROSS JOIN ${w} AS w ON w.rowid = s.rowid WHERE s.seq > ? AND ${c.sql} AND s.rowid NOT IN (SELECT value FROM json_each(?))`;
+    return { sql: `${listed} UNION ALL ${since}`, params: [known.rowids, ...c.params, known.seq, ...c.params, known.rowids] };
   }
 
   /**
