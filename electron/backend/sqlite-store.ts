@@ -174,7 +174,7 @@ class SqliteStore implements Store {
   }
 
   async count<C extends CollectionName>(c: C, where?: Cond): Promise<number> {
-    return this.provider.instance(c)?.storeCount(this.scoped(where)) ?? 0;
+    return (await this.provider.instance(c)?.storeCountOffLoop(this.scoped(where))) ?? 0;
   }
 
   async duplicateGroups(kind: IdentityKind, opts: DuplicatePageOptions): Promise<DuplicatePage> {

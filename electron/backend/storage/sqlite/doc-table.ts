@@ -34,9 +34,10 @@
  * pages coming holds them (holdLoad, bounded by LOAD_HOLD_MS), one index after the other, each in
  * the file's worker thread (StorageFile.inWorker: a build is one statement of up to seconds at 1M
  * rows, which on this thread held the event loop that long; writes meanwhile wait in the file's
- * queue), or all at once by finishLoading. The documents, their columns, the text index, member
- * tables and the other indexes are written as always; a query meanwhile reads without the missing
- * indexes (the same answers, more rows read). The state is in the file, so a load cut short by a
+ * queue), or all at once by finishLoading. The documents, their columns, member tables and the
+ * other indexes are written as always; a load of pulled documents leaves its texts waiting for the
+ * text index, which the worker fills after the indexes, in slices (fts.ts); a query meanwhile
+ * reads without the missing indexes (the same answers, more rows read). The state is in the file, so a load cut short by a
  * quit is finished after the next open.
  *
  * Long (~700 lines) because every statement that touches the documents table is here, so that the
@@ -87,7 +88,7 @@ export type TableSetup = {
 export type RowWrite = { before: Doc | undefined; doc: Doc };
 
 /** What a committed write changes in memory (applied only once SQLite committed it). */
-export type Written = { lastSeq: number; rows: readonly RowWrite[]; oddDelta: number[]; storeOddDelta: number[]; bulk: boolean; pulled: boolean; dropped: readonly string[]; heads: HeadChanges | null };
+export type Written = { lastSeq: number; rows: readonly RowWrite[]; oddDelta: number[]; storeOddDelta: number[]; bulk: boolean; pulled: boolean; dropped: readonly string[]; heads: HeadChanges | null; textDeferred: boolean };
 
 /** An index a load may leave out: its SQL, which loads leave it out, its words for the sync status. */
 type Deferrable = { sql: string; afterLoad: AfterLoad; label: string };
@@ -113,6 +114,13 @@ export const LOAD_HOLD_MS = 30_000;
  * reads during a load widens the window, so a slow machine does not end the load under it; tests of
  * the hold shorten both). */
 export const LOAD_TUNING = { quietMs: LOAD_QUIET_MS, holdMs: LOAD_HOLD_MS };
+
+/**
+ * The slices of the text index's fill after a load (fts.ts): each moves about `ms` of work's texts
+ * in the worker thread (writes meanwhile wait in the file's queue), starting at `rows` and scaled
+ * after each slice by the time it took, within `minRows` and `maxRows`. Tests make them smaller.
+ */
+export const TEXT_FILL_TUNING = { ms: 25, rows: 1000, minRows: 100, maxRows: 20_000 };
 
 /** Prepared statements of the Store's queries kept per table. */
 const STORE_STATEMENTS = 300;
@@ -205,6 +213,10 @@ export class DocTable {
   /** The build under way in the worker, if any. */
   private building: Promise<void> | null = null;
   private finishing = false;
+  /** Texts the next slice of the text index's fill moves (TEXT_FILL_TUNING). */
+  private fillRows = TEXT_FILL_TUNING.rows;
+  /** The fill's words for the sync status. */
+  private readonly fillLabel: string;
   /** @internal Rows read by scans since open, for tests and benchmarks. */
   rowsScanned = 0;
   readonly schema: RxJsonSchema<Doc>;
@@ -256,6 +268,7 @@ export class DocTable {
     this.storeUnfaithful = new Array<number>(this.layout.columns.length + 1).fill(0);
     for (const odd of db.prepare(`SELECT sodd FROM ${t} WHERE sodd <> 0`).pluck().iterate() as Iterable<number>) this.countOdd(odd, 1, this.storeUnfaithful);
     const collection = name.slice(0, name.lastIndexOf('-'));
+    this.fillLabel = `${collection} for search`;
     // Built in this order after a load: the Store's indexes first (the orders of the leads table, the
     // board, tasks: what the user sorts by), then RxDB's own.
     for (const i of this.layout.indexes) if (i.afterLoad) this.deferrable.set(i.name, { sql: storeIndexSql(table, i), afterLoad: i.afterLoad, label: indexLabel(collection, i.keys) });
@@ -275,8 +288,8 @@ export class DocTable {
     });
     for (const name of this.deferrable.keys()) if (!present.has(name)) this.missing.add(name);
     const flagged = db.prepare<[string], number>('SELECT loading FROM instances WHERE name = ?').pluck().get(name) === 1;
-    // A load a quit cut short goes on (or is finished once nothing more arrives).
-    if (flagged || this.missing.size > 0) {
+    // A load a quit cut short goes on (or is finished once nothing more arrives), its texts' fill too.
+    if (flagged || this.missing.size > 0 || this.text?.waiting === true) {
       this.loading = true;
       this.armLoadTimer();
     }
@@ -425,6 +438,15 @@ export class DocTable {
       return;
     }
     const next = urgent.done ? this.missing.values().next() : urgent;
+    if (next.done && this.text?.waiting) {
+      // The indexes first (the orders the user sorts by), then the texts, a slice at a time: a pull
+      // that starts again meanwhile (the quiet window) has the next slice wait for it.
+      this.fill().then(
+        () => this.armLoadTimer(0),
+        () => this.armLoadTimer(),
+      );
+      return;
+    }
     if (next.done) {
       void this.finishLoading().catch(() => this.armLoadTimer());
       return;
@@ -446,6 +468,25 @@ export class DocTable {
       this.urgent.delete(name);
       this.probes?.delete(name);
       if (this.probes?.size === 0) this.probes = null;
+    });
+    this.building = run.finally(() => {
+      this.building = null;
+    });
+    return run;
+  }
+
+  /** Moves the next slice of the texts a load left waiting into the text index, in the file's
+   * worker thread (fts.ts); the next slice's size follows this one's time (TEXT_FILL_TUNING). */
+  private fill(): Promise<void> {
+    const text = this.text;
+    if (!text) return Promise.resolve();
+    const rows = this.fillRows;
+    const started = performance.now();
+    const run = this.file.inWorker(text.fillSql(rows), this.fillLabel).then(() => {
+      const ms = Math.max(1, performance.now() - started);
+      const t = TEXT_FILL_TUNING;
+      this.fillRows = Math.round(Math.min(t.maxRows, Math.max(t.minRows, (rows * t.ms) / ms)));
+      text.afterFill(this.file.db);
     });
     this.building = run.finally(() => {
       this.building = null;
@@ -550,8 +591,17 @@ export class DocTable {
         if (this.released) throw new Error(`${this.name}: closed before its load's indexes were built.`);
         await this.build(next.value);
       }
+      while (this.text?.waiting) {
+        if (this.released) throw new Error(`${this.name}: closed before its load's texts were indexed.`);
+        await this.fill();
+      }
       await this.file.whenFree(() => this.file.write(true, () => this.file.db.prepare('UPDATE instances SET loading = 0 WHERE name = ?').run(this.name)));
       this.loading = false;
+      // A pulled page that deferred its texts meanwhile starts their fill again.
+      if (this.text?.waiting) {
+        this.loading = true;
+        this.armLoadTimer();
+      }
     } finally {
       this.finishing = false;
     }
@@ -812,15 +862,17 @@ export class DocTable {
     }
     // The text rows after all document rows: FTS5 flushes its pending terms to a new segment
     // whenever another statement opens a savepoint in between, which made interleaved writes
-    // twice as expensive (measured: 76 vs 39 µs of CPU per lead).
+    // twice as expensive (measured: 76 vs 39 µs of CPU per lead). A bulk pulled write during a
+    // load leaves them waiting for the fill after it (fts.ts).
     const text = this.text;
+    const textDeferred = text !== null && bulk && pulled && (this.loading || dropped.length > 0);
     if (text) {
       for (const [i, r] of rows.entries()) {
-        text.put(rowids[i] as number | bigint, r.before, r.doc);
+        text.put(rowids[i] as number | bigint, r.before, r.doc, textDeferred);
         yield;
       }
     }
-    return { lastSeq: seq, rows, oddDelta, storeOddDelta, bulk, pulled, dropped, heads: heads.length > 0 ? { started, changes: headChanges } : null };
+    return { lastSeq: seq, rows, oddDelta, storeOddDelta, bulk, pulled, dropped, heads: heads.length > 0 ? { started, changes: headChanges } : null, textDeferred };
   }
 
   /** Applies a write that SQLite committed. */
@@ -834,6 +886,7 @@ export class DocTable {
       this.loading = true;
       for (const name of w.dropped) this.missing.add(name);
     }
+    if (w.textDeferred) this.loading = true;
     if (w.heads) this.heads.commit(w.heads);
     if (w.bulk) this.lastBulkAt = Date.now();
     if (this.probes && w.bulk && this.rowEstimate() > PROBE_TUNING.rows) this.probesOverBound(w.pulled);
@@ -974,7 +1027,7 @@ export class DocTable {
     const db = this.file.db;
     materializeAll(db, this.table);
     unlink(db, this.table);
-    if (this.text) db.exec(`DROP TABLE IF EXISTS "${this.text.table}"`);
+    if (this.text) db.exec(TextIndex.dropSql(this.text.table));
     for (const m of this.layout.members) db.exec(`DROP TABLE IF EXISTS "${m.table}"`);
     db.exec(`DROP TABLE IF EXISTS "${this.table}"`);
     db.prepare('DELETE FROM instances WHERE name = ?').run(this.name);
@@ -1074,6 +1127,8 @@ function ensureTable(file: StorageFile, setup: TableSetup): string {
       if (row.columns === columnsJson && row.text_fields === textJson && sameLayout(row.layout, layoutJson)) {
         // Only which loads leave an index out changed (store-columns.ts AfterLoad): no rebuild.
         if (row.layout !== layoutJson) db.prepare('UPDATE instances SET layout = ? WHERE name = ?').run(layoutJson, setup.name);
+        // A file written before texts could wait for their index gains the waiting table (fts.ts).
+        if (setup.textFields.length > 0) db.exec(TextIndex.ddl(`${row.tbl}_fts`, setup.textFields));
         return row.tbl;
       }
       rebuild(db, row.tbl, { columns: JSON.parse(row.columns) as ColumnsRecord, text: JSON.parse(row.text_fields) as string[], layout: row.layout }, setup, layout);
@@ -1172,10 +1227,9 @@ function rebuild(db: SqliteDatabase, table: string, had: Built, setup: TableSetu
   if (!present.has('sodd')) db.exec(`CREATE INDEX IF NOT EXISTS "${table}_sodd" ON "${table}" (sodd) WHERE sodd <> 0`);
   const textChanged = JSON.stringify(had.text) !== JSON.stringify(setup.textFields);
   const fts = `${table}_fts`;
-  if (textChanged) {
-    db.exec(`DROP TABLE IF EXISTS "${fts}"`);
-    if (setup.textFields.length > 0) db.exec(TextIndex.ddl(fts, setup.textFields));
-  }
+  if (textChanged) db.exec(TextIndex.dropSql(fts));
+  // IF NOT EXISTS: a file written before texts could wait for their index gains the waiting table.
+  if (setup.textFields.length > 0) db.exec(TextIndex.ddl(fts, setup.textFields));
   const text = textChanged && setup.textFields.length > 0 ? new TextIndex(db, fts, table, setup.textFields) : null;
   // A computed column's override: NULL where its expression gives the string (the row's deleted, lwt
   // and id are not changed by this update).

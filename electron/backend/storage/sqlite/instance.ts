@@ -26,7 +26,7 @@ import { SLICE_TUNING } from './file.ts';
 import type { PageStep, StorageFile } from './file.ts';
 import { forkOf } from './master-states.ts';
 import { runCount, runQuery } from './query.ts';
-import { storeCount, storeQuery, storeQueryOffLoop } from './store-query.ts';
+import { storeCount, storeCountOffLoop, storeQuery, storeQueryOffLoop } from './store-query.ts';
 import type { StoreAnswer, StoreRead } from './store-query.ts';
 import type { Cond, DuplicatePage, DuplicatePageOptions } from '../../../../shared/store.ts';
 import { KEY_FIELDS } from '../../../../shared/intake/identity.ts';
@@ -265,10 +265,18 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
   }
 
   /** storeQuery, reading a page that would sort a large table (its order's index missing during a
-   * bulk load) in the file's reader thread instead of on the event loop. */
+   * bulk load), and the texts waiting for the text index after a load, in the file's reader thread
+   * instead of on the event loop. */
   storeQueryOffLoop(read: StoreRead): Promise<StoreAnswer> {
     this.ensureOpen();
     return storeQueryOffLoop(this.table, read);
+  }
+
+  /** storeCount, reading the texts waiting for the text index after a load in the file's reader
+   * thread instead of on the event loop (store-query.ts findWaitingTexts). */
+  storeCountOffLoop(where: Cond | undefined): Promise<number> {
+    this.ensureOpen();
+    return storeCountOffLoop(this.table, where);
   }
 
   /** Groups of live documents sharing an identity key (store-duplicates.ts). */

@@ -137,12 +137,11 @@ export function condSql(table: DocTable, cond: Cond, form: Form): Sql {
       const text = textCondition(table, cond);
       const index = table.text;
       if (!text || !index) return ANY;
-      const fts = q(index.table);
       if (form === 'set' && trigramSearchable(text.needle)) {
-        return { sql: `t.rowid IN (SELECT rowid FROM ${fts} WHERE ${fts} MATCH ?)`, params: [matchExpression(text.fields, index.fields, text.needle)], exact: true };
+        const rows = index.matchedRows(matchExpression(text.fields, index.fields, text.needle), text.fields, text.needle);
+        return { sql: `t.rowid IN (${rows.sql})`, params: rows.params, exact: true };
       }
-      const tests = text.fields.map((f) => `instr(x.f${index.fields.indexOf(f)}, ?) > 0`);
-      return { sql: `EXISTS (SELECT 1 FROM ${fts} AS x WHERE x.rowid = t.rowid AND (${tests.join(' OR ')}))`, params: text.fields.map(() => text.needle), exact: true };
+      return { ...index.rowContains('t.rowid', text.fields, text.needle), exact: true };
     }
     case 'has': {
       const m = table.memberTable(cond.field);
