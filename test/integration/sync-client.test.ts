@@ -19,6 +19,7 @@ import { startSync } from '../../electron/backend/replication.ts';
 import { isRefusal, mergeConflictHandler, mergeThreeWay, sameDocument } from '../../electron/backend/replication-merge.ts';
 import type { Sync, SyncOptions } from '../../electron/backend/replication.ts';
 import type { SqliteStorageInstance } from '../../electron/backend/storage/sqlite/instance.ts';
+import type { StorageFile } from '../../electron/backend/storage/sqlite/file.ts';
 import type { Actor } from '../../shared/context.ts';
 import { newLead } from '../../shared/model/factories.ts';
 import { workspaceCreation } from '../../shared/workspace-setup.ts';
@@ -222,7 +223,10 @@ const lead = (n: number, fields: Partial<Lead> = {}): Lead =>
  * sync of it with the tests' short waits (stopping the one before); every sync started is stopped
  * after.
  */
-async function ownDesktop(name: string, run: (d: { own: LocalDatabase; leads: SqliteStorageInstance<unknown>; sync: (opts?: Partial<SyncOptions>) => Promise<Sync> }) => Promise<void>): Promise<void> {
+/** A desktop of a test's own: its database, its leads' storage instance, and a sync of it. */
+type OwnDesktop = { own: LocalDatabase; leads: SqliteStorageInstance<unknown>; sync: (opts?: Partial<SyncOptions>) => Promise<Sync> };
+
+async function ownDesktop(name: string, run: (d: OwnDesktop) => Promise<void>): Promise<void> {
   await db.close();
   const own = await openLocalDatabase({ dir: join(dir, name), workspaceId: WS, actor });
   const started: Sync[] = [];
@@ -322,28 +326,43 @@ describe('replication client against the protocol', () => {
     });
   });
 
+  /**
+   * Syncs `count` new leads (numbered from `from`) in pages of 250 into a desktop of its own and
+   * checks that each pulled page was one write of its own, none asked for while another page was
+   * open; `duringPage` runs right after each pulled write is asked for.
+   */
+  async function pagesOneAWrite(
+    { own, leads, sync }: OwnDesktop,
+    count: number,
+    from: number,
+    duringPage?: (file: StorageFile) => void,
+  ): Promise<void> {
+    const { file } = leads.internalsForTests;
+    const have = [...server.rows.keys()].filter((k) => k.startsWith('leads/')).length;
+    for (let i = 0; i < count; i++) server.write('leads', lead(from + i));
+    const writes: { rows: number; pageOpen: boolean }[] = [];
+    const bulkWrite = leads.bulkWrite.bind(leads);
+    leads.bulkWrite = (rows, context) => {
+      if (!isDownstreamWrite(context)) return bulkWrite(rows, context);
+      writes.push({ rows: rows.length, pageOpen: file.pageOpen });
+      const out = bulkWrite(rows, context);
+      duringPage?.(file);
+      return out;
+    };
+    const page = 250;
+    const s = await sync({ pullBatchSize: page });
+    await s.awaitInSync();
+    expect(await own.store.count('leads')).toBe(have + count);
+    expect(writes.length).toBeGreaterThanOrEqual(Math.ceil((have + count) / page));
+    expect(Math.max(...writes.map((w) => w.rows))).toBeLessThanOrEqual(page);
+    expect(writes.filter((w) => w.pageOpen)).toEqual([]);
+  }
+
   it('hands RxDB a pull page only once the page before it is stored: one page per write, never begun inside the turns of another', async () => {
     // RxDB pulls ahead without bound and merges the pages it has not begun to store into one write
     // (one long turn of its own work per merged page); the pull handler holds each page back until
     // the storage's page before it has ended (replication.ts).
-    await ownDesktop('one-page-a-write', async ({ own, leads, sync }) => {
-      const { file } = leads.internalsForTests;
-      const have = [...server.rows.keys()].filter((k) => k.startsWith('leads/')).length;
-      for (let i = 0; i < 1500; i++) server.write('leads', lead(20_000 + i));
-      const writes: { rows: number; pageOpen: boolean }[] = [];
-      const bulkWrite = leads.bulkWrite.bind(leads);
-      leads.bulkWrite = (rows, context) => {
-        if (isDownstreamWrite(context)) writes.push({ rows: rows.length, pageOpen: file.pageOpen });
-        return bulkWrite(rows, context);
-      };
-      const page = 250;
-      const s = await sync({ pullBatchSize: page });
-      await s.awaitInSync();
-      expect(await own.store.count('leads')).toBe(have + 1500);
-      expect(writes.length).toBeGreaterThanOrEqual(Math.ceil((have + 1500) / page));
-      expect(Math.max(...writes.map((w) => w.rows))).toBeLessThanOrEqual(page);
-      expect(writes.filter((w) => w.pageOpen)).toEqual([]);
-    });
+    await ownDesktop('one-page-a-write', (d) => pagesOneAWrite(d, 1500, 20_000));
   });
 
   it('hands RxDB a pull page only once the page before it is written, also while other work waits for the file behind that page', async () => {
@@ -351,28 +370,12 @@ describe('replication client against the protocol', () => {
     // file's queue, one a turn once the page has ended; the next page asked for waits behind them.
     // With no page open meanwhile, that next page was taken as written and the one after it handed
     // over too: RxDB merged the two into one write.
-    await ownDesktop('pages-behind-queued-work', async ({ own, leads, sync }) => {
-      const { file } = leads.internalsForTests;
-      const have = [...server.rows.keys()].filter((k) => k.startsWith('leads/')).length;
-      for (let i = 0; i < 1000; i++) server.write('leads', lead(40_000 + i));
-      const writes: { rows: number; pageOpen: boolean }[] = [];
-      const bulkWrite = leads.bulkWrite.bind(leads);
-      leads.bulkWrite = (rows, context) => {
-        if (!isDownstreamWrite(context)) return bulkWrite(rows, context);
-        writes.push({ rows: rows.length, pageOpen: file.pageOpen });
-        const out = bulkWrite(rows, context);
+    await ownDesktop('pages-behind-queued-work', (d) =>
+      pagesOneAWrite(d, 1000, 40_000, (file) => {
         // Work that waits for the file while this page is open.
         for (let i = 0; i < 4; i++) void file.whenFree(() => undefined);
-        return out;
-      };
-      const page = 250;
-      const s = await sync({ pullBatchSize: page });
-      await s.awaitInSync();
-      expect(await own.store.count('leads')).toBe(have + 1000);
-      expect(writes.length).toBeGreaterThanOrEqual(Math.ceil((have + 1000) / page));
-      expect(Math.max(...writes.map((w) => w.rows))).toBeLessThanOrEqual(page);
-      expect(writes.filter((w) => w.pageOpen)).toEqual([]);
-    });
+      }),
+    );
   });
 
   it("starts the collections' replications one a turn, their meta tables and RxDB's records of them written without an fsync", async () => {
