@@ -17,6 +17,18 @@ const schema = () => fillWithDefaultSettings(itemSchema as unknown as RxJsonSche
 const item = (id: string, name: string) => ({ id, name, n: 1, _deleted: false, _attachments: {}, _rev: '1-a', _meta: { lwt: now() } });
 /** Starts the file's reader thread, which its close has to end. */
 const readInThread = (file: StorageFile) => file.readInWorker([{ sql: 'SELECT 1 AS one', params: [] }]);
+/** One turn of the event loop: a close asked for is then past its queued work, ending the threads. */
+const nextTurn = () => new Promise<void>((r) => setImmediate(r));
+
+/** A file of its own, opened, whose close is under way (ending its reader thread, the lock held). */
+async function closingFile(name: string): Promise<{ path: string; file: StorageFile; closing: Promise<void> }> {
+  const path = sqliteFilePath(tempDir(), name);
+  const file = await StorageFile.opened(path, 'NORMAL');
+  await readInThread(file);
+  const closing = file.release();
+  await nextTurn();
+  return { path, file, closing };
+}
 
 describe('reopening a file while its close is finishing', () => {
   it('waits for the close and opens it again, with what was written', async () => {
@@ -29,7 +41,7 @@ describe('reopening a file while its close is finishing', () => {
     expect(await readInThread(file)).toEqual([[{ one: 1 }]]);
     const closing = first.close();
     // Past the queued work, the close is ending the reader thread with the file's lock held.
-    await new Promise<void>((r) => setImmediate(r));
+    await nextTurn();
     const again = track(await openInstance<Item>(storage, schema(), names));
     await closing;
     const found = await again.findDocumentsById(['a'], false);
@@ -37,11 +49,7 @@ describe('reopening a file while its close is finishing', () => {
   });
 
   it('every opener waits for the same close and shares the file it opens next', async () => {
-    const path = sqliteFilePath(tempDir(), 'plain');
-    const file = await StorageFile.opened(path, 'NORMAL');
-    await readInThread(file);
-    const closing = file.release();
-    await new Promise<void>((r) => setImmediate(r));
+    const { path, file, closing } = await closingFile('plain');
     const [a, b] = await Promise.all([StorageFile.opened(path, 'NORMAL'), StorageFile.opened(path, 'NORMAL')]);
     await closing;
     expect(a).toBe(b);
@@ -51,11 +59,7 @@ describe('reopening a file while its close is finishing', () => {
   });
 
   it('a direct open while the close is under way says so instead of blaming another process', async () => {
-    const path = sqliteFilePath(tempDir(), 'direct');
-    const file = await StorageFile.opened(path, 'NORMAL');
-    await readInThread(file);
-    const closing = file.release();
-    await new Promise<void>((r) => setImmediate(r));
+    const { path, closing } = await closingFile('direct');
     expect(() => StorageFile.open(path, 'NORMAL')).toThrow(/still closing in this process/);
     await closing;
     const again = StorageFile.open(path, 'NORMAL');

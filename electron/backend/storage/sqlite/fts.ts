@@ -49,8 +49,6 @@ export class TextIndex {
    * number in that snapshot. Searches then test on this thread only those rows and the ones
    * written since, not the whole waiting table. Dropped once no text waits. */
   private readonly found = new Map<string, { seq: number; rowids: string }>();
-  /** @internal Searches that tested every waiting row on this thread (no `found` entry), for tests. */
-  waitingScans = 0;
   /** The search statements, by connection (see `reads`). */
   private readonly statements = new WeakMap<SqliteDatabase, Map<string, Statement>>();
 
@@ -175,10 +173,7 @@ export class TextIndex {
     const w = `"${this.waitingTable}"`;
     const c = this.containsIn('w', fields, needle);
     const known = this.found.get(foundKey(fields, needle));
-    if (!known) {
-      this.waitingScans++;
-      return { sql: `SELECT rowid AS r FROM ${w} AS w WHERE ${c.sql}`, params: c.params };
-    }
+    if (!known) return { sql: `SELECT rowid AS r FROM ${w} AS w WHERE ${c.sql}`, params: c.params };
     const listed = `SELECT w.rowid AS r FROM json_each(?) AS j CROSS JOIN ${w} AS w ON w.rowid = j.value WHERE ${c.sql}`;
     const since = `SELECT w.rowid AS r FROM "${this.docTable}" AS s CROSS JOIN ${w} AS w ON w.rowid = s.rowid WHERE s.seq > ? AND ${c.sql} AND s.rowid NOT IN (SELECT value FROM json_each(?))`;
     return { sql: `${listed} UNION ALL ${since}`, params: [known.rowids, ...c.params, known.seq, ...c.params, known.rowids] };
@@ -211,7 +206,13 @@ export class TextIndex {
   }
 
   private containsIn(alias: string, fields: readonly string[], needle: string): { sql: string; params: string[] } {
-    return { sql: `(${fields.map((f) => `instr(${alias}.f${this.fields.indexOf(f)}, ?) > 0`).join(' OR ')})`, params: fields.map(() => needle) };
+    return { sql: this.anyContains(alias, fields, '?'), params: fields.map(() => needle) };
+  }
+
+  /** An SQL condition: one of `fields`' stored texts in the row `alias` (of this index's or its
+   * waiting table) contains `param` (a parameter: `?` once per field, or a named one). */
+  private anyContains(alias: string, fields: readonly string[], param: string): string {
+    return `(${fields.map((f) => `instr(${alias}.f${this.fields.indexOf(f)}, ${param}) > 0`).join(' OR ')})`;
   }
 
   /**
@@ -269,8 +270,7 @@ export class TextIndex {
         return `SELECT id FROM ${d} WHERE rowid IN (SELECT value FROM json_each(@rowids))${orderSql(d, order)} LIMIT @limit`;
       case 'walk': {
         // Joined on the rowid: deleted documents have no text row, so they drop out here.
-        const found = this.fields.map((_, i) => `instr(${t}.f${i}, @needle) > 0`).join(' OR ');
-        return `SELECT ${d}.id FROM ${d} JOIN ${t} ON ${t}.rowid = ${d}.rowid WHERE ${found}${orderSql(d, order)} LIMIT @limit`;
+        return `SELECT ${d}.id FROM ${d} JOIN ${t} ON ${t}.rowid = ${d}.rowid WHERE ${this.anyContains(t, this.fields, '@needle')}${orderSql(d, order)} LIMIT @limit`;
       }
     }
   }
@@ -282,7 +282,7 @@ export class TextIndex {
     const t = `"${this.table}"`;
     const w = `"${this.waitingTable}"`;
     const d = `"${this.docTable}"`;
-    const found = (alias: string, param: string): string => `(${this.fields.map((_, i) => `instr(${alias}.f${i}, ${param}) > 0`).join(' OR ')})`;
+    const found = (alias: string, param: string): string => this.anyContains(alias, this.fields, param);
     const matched = `SELECT rowid AS r FROM ${t} WHERE ${t} MATCH @needle UNION ALL SELECT rowid AS r FROM ${w} AS w WHERE ${found('w', '@text')}`;
     switch (plan) {
       case 'match':
