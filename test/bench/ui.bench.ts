@@ -174,7 +174,7 @@ export async function run(): Promise<void> {
   console.log(`ui: ${LEADS.toLocaleString('en')} leads written to the local database in ${(seeded.seconds ?? 0).toFixed(1)} s`);
 
   const app = await startApp({ dataDir });
-  const browser = await launchBrowser();
+  const browser = await launchBrowser({ asInElectron: true });
   try {
     const chunks = chunkSizes();
     const total = chunks.reduce((n, c) => n + c.bytes, 0);

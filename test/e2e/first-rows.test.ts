@@ -150,7 +150,7 @@ const DESKTOP_STACKS = ['system-ui, sans-serif', 'Menlo, Consolas, monospace'];
 /** Every element under `root` (and its generated content) is set in one of the desktop stacks, and
  * each stack's text is drawn in one face: no character sent the browser looking through the system's
  * fonts for one that has it (the platform fonts Chromium drew each text and generated content in). */
-async function expectSystemFonts(page: Page, root: string): Promise<void> {
+async function expectSystemFonts(page: Page, root: string): Promise<string[]> {
   const stacks = await page.evaluate((sel) => {
     const out = new Set<string>();
     for (const e of Array.from(document.querySelectorAll(`${sel}, ${sel} *`))) {
@@ -193,6 +193,7 @@ async function expectSystemFonts(page: Page, root: string): Promise<void> {
   } finally {
     await cdp.detach();
   }
+  return stacks;
 }
 
 type Held = Awaited<ReturnType<typeof openHeld>>;
@@ -382,7 +383,8 @@ describe('first rows in the page\'s HTML', () => {
     await withHeld('html', async ({ page, release, releaseEntry }) => {
       await page.locator('[data-first-paint] .table [data-lead-id] .name').first().waitFor({ timeout: 60_000 });
       // The first screen from the HTML alone, then React's.
-      await expectSystemFonts(page, '[data-first-paint]');
+      // One stack: the browser looks for each family of each stack before the first frame.
+      expect(await expectSystemFonts(page, '[data-first-paint]')).toEqual([DESKTOP_STACKS[0]]);
       releaseEntry();
       release();
       await takenOver(page);

@@ -149,7 +149,7 @@ function describe(events: TraceEvent[], url: string, marks: Record<string, numbe
 
 await ensureRendererBuilt();
 const app = await startApp({ dataDir });
-const browser = await launchBrowser();
+const browser = await launchBrowser({ asInElectron: true });
 try {
   for (let i = 0; i < NAVIGATIONS; i++) {
     const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });

@@ -5,7 +5,8 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -83,12 +84,28 @@ export async function startApp(opts: { dataDir?: string; env?: Record<string, st
   };
 }
 
-export async function launchBrowser(): Promise<Browser> {
+export async function launchBrowser(opts: { asInElectron?: boolean } = {}): Promise<Browser> {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium) to run the end-to-end tests.`);
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', ...(opts.asInElectron ? [withoutBrowserUi()] : [])],
   });
+}
+
+/** The browser's own UI that an Electron window does not have: Chromium (156) preloads its address
+ * bar's popup, a WebUI page in a renderer of its own, for every new window, and on a 2-core machine
+ * that renderer's ~0.7 s of CPU in the first quarter second competes with the page's first frame. */
+const BROWSER_UI_FEATURES = ['WebUIOmniboxPopup', 'WebUIOmniboxFullPopup', 'WebUIOmniboxAimPopup', 'PreloadTopChromeWebUI'];
+
+/** One `--disable-features` switch with playwright-core's own list and BROWSER_UI_FEATURES: Chromium
+ * keeps only the last such switch, so a second one would drop playwright's (PaintHolding among
+ * them). Its list is read from the installed playwright-core, which does not export it. */
+function withoutBrowserUi(): string {
+  const bundle = readFileSync(createRequire(import.meta.url).resolve('playwright-core/lib/coreBundle'), 'utf8');
+  const list = /disabledFeatures = \[([^\]]*)\]/.exec(bundle)?.[1];
+  const playwrights = list ? [...list.matchAll(/^\s*"(\w+)",?\s*$/gm)].map((m) => m[1] ?? '') : [];
+  if (!playwrights.includes('PaintHolding')) throw new Error('playwright-core\'s list of disabled Chromium features was not found: see launchBrowser in test/e2e/support/app.ts.');
+  return `--disable-features=${[...playwrights, ...BROWSER_UI_FEATURES].join(',')}`;
 }
 
 /** A page whose uncaught errors fail the test (collected, checked by `expectNoPageErrors`). */
