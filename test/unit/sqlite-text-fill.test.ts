@@ -1,7 +1,7 @@
 /**
- * The text index of a bulk load of pulled documents (electron/backend/storage/sqlite/fts.ts): the
- * load writes its texts to the waiting table, not the FTS5 table; the worker moves them into the
- * index after the load, a slice at a time; every search (the storage's searchText and the Store's
+ * The text index of a bulk load (pulled documents, or an import's local ones;
+ * electron/backend/storage/sqlite/fts.ts): the load writes its texts to the waiting table, not the
+ * FTS5 table; the worker moves them into the index after the load, a slice at a time; every search (the storage's searchText and the Store's
  * queries and counts) answers as a plain scan of the documents does before, during and after that
  * fill; and a process killed in the middle of the fill leaves a file whose next open completes it.
  */
@@ -16,6 +16,7 @@ import type { DocTable } from '../../electron/backend/storage/sqlite/doc-table.t
 import { sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
 import type { SqliteStorageInstance } from '../../electron/backend/storage/sqlite/instance.ts';
 import { TEXT_SEARCH } from '../../electron/backend/store-layout.ts';
+import { STORE_WRITE_CONTEXT } from '../../electron/backend/store-documents.ts';
 import type { Cond } from '../../shared/store.ts';
 import { DB, FILL_LABEL, lead, leadSchema, PULLED, storage } from './sqlite-text-fill.child.ts';
 import type { Doc, Json } from './sqlite-text-fill.child.ts';
@@ -101,7 +102,7 @@ function textRows(table: DocTable): { indexed: number; waiting: number; both: nu
 
 const liveCount = (docs: ReadonlyMap<string, Doc>): number => [...docs.values()].filter((d) => !d._deleted).length;
 
-describe('the text index of a bulk load of pulled documents', () => {
+describe('the text index of a bulk load', () => {
   it('waits for the fill after the load, and every search answers as the plain scan before, during and after it', async () => {
     LOAD_TUNING.quietMs = 600_000;
     Object.assign(TEXT_FILL_TUNING, { rows: 300, minRows: 300, maxRows: 300 });
@@ -217,6 +218,30 @@ describe('the text index of a bulk load of pulled documents', () => {
     expect(checks.length).toBeGreaterThanOrEqual(3);
     expect(textRows(table).waiting).toBe(0);
     await answersOffLoopAsTheScan(sqlite, docs);
+  });
+
+  it("a local bulk load (an import's calls through the Store) leaves its texts waiting too, and searches answer as the plain scan during and after the fill", async () => {
+    LOAD_TUNING.quietMs = 600_000;
+    const inst = await openInstance<Json>(storage(tempDir('sqlite-text-fill-local-')), leadSchema, { collectionName: 'leads' });
+    const sqlite = sqliteInstanceOf<Json>(inst);
+    if (!sqlite) throw new Error('not the SQLite storage');
+    const { table } = sqlite.internalsForTests;
+    const docs = new Map<string, Doc>();
+    // Two calls of an import into an empty list (a load), then a small one (written at once).
+    for (const [from, to] of [[0, 1000], [1000, 2000], [2000, 2100]] as const) {
+      const page = Array.from({ length: to - from }, (_, i) => lead(from + i));
+      expect((await inst.bulkWrite(page.map((document) => ({ document })), STORE_WRITE_CONTEXT)).error).toEqual([]);
+      for (const d of page) docs.set(idOf(d), d);
+    }
+    expect(table.isLoading).toBe(true);
+    const small = [...docs.values()].slice(2000).filter((d) => !d._deleted).length;
+    expect(textRows(table)).toEqual({ indexed: small, waiting: liveCount(docs) - small, both: 0 });
+    answersAsTheScan(sqlite, docs);
+    await answersOffLoopAsTheScan(sqlite, docs);
+    await table.finishLoading();
+    expect(table.isLoading).toBe(false);
+    expect(textRows(table)).toEqual({ indexed: liveCount(docs), waiting: 0, both: 0 });
+    answersAsTheScan(sqlite, docs);
   });
 
   it('a process killed in the middle of the fill leaves a file whose next open completes it', async () => {
