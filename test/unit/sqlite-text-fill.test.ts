@@ -15,6 +15,7 @@ import { LOAD_TUNING, TEXT_FILL_TUNING } from '../../electron/backend/storage/sq
 import type { DocTable } from '../../electron/backend/storage/sqlite/doc-table.ts';
 import { sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
 import type { SqliteStorageInstance } from '../../electron/backend/storage/sqlite/instance.ts';
+import { STORE_QUERY_TUNING } from '../../electron/backend/storage/sqlite/store-query.ts';
 import { TEXT_SEARCH } from '../../electron/backend/store-layout.ts';
 import { STORE_WRITE_CONTEXT } from '../../electron/backend/store-documents.ts';
 import type { Cond } from '../../shared/store.ts';
@@ -27,11 +28,12 @@ const FIELDS = TEXT_SEARCH.leads ?? [];
  * trigram, and matching nothing. */
 const TEXTS = ['smith', 'SMI', 'émile', 'ÉCOLE poly', 'ann-1234@', 'ann-17', 'o"brien', 'zed', 'nobody', 'ok', 'é', 'a'];
 
-const tuning = { load: { ...LOAD_TUNING }, fill: { ...TEXT_FILL_TUNING } };
+const tuning = { load: { ...LOAD_TUNING }, fill: { ...TEXT_FILL_TUNING }, query: { ...STORE_QUERY_TUNING } };
 const children: ChildProcess[] = [];
 afterEach(() => {
   Object.assign(LOAD_TUNING, tuning.load);
   Object.assign(TEXT_FILL_TUNING, tuning.fill);
+  Object.assign(STORE_QUERY_TUNING, tuning.query);
   // A test that failed before its kill leaves no writer behind.
   for (const c of children.splice(0)) c.kill('SIGKILL');
 });
@@ -242,6 +244,44 @@ describe('the text index of a bulk load', () => {
     expect(table.isLoading).toBe(false);
     expect(textRows(table)).toEqual({ indexed: liveCount(docs), waiting: 0, both: 0 });
     answersAsTheScan(sqlite, docs);
+  });
+
+  it("a text searched again with few documents written since uses the reader thread's matches it found before, with the same answers", async () => {
+    LOAD_TUNING.quietMs = 600_000;
+    STORE_QUERY_TUNING.waitingReuseRows = 500;
+    const inst = await openInstance<Json>(storage(tempDir('sqlite-text-fill-reuse-')), leadSchema, { collectionName: 'leads' });
+    const sqlite = sqliteInstanceOf<Json>(inst);
+    if (!sqlite) throw new Error('not the SQLite storage');
+    const { table } = sqlite.internalsForTests;
+    const docs = new Map<string, Doc>();
+    const write = async (page: Doc[], context: string): Promise<void> => {
+      const previous = await inst.findDocumentsById(page.map(idOf), true);
+      const res = await inst.bulkWrite(page.map((document) => ({ document, previous: previous.find((p) => idOf(p as Doc) === idOf(document)) })), context);
+      expect(res.error).toEqual([]);
+      for (const d of page) docs.set(idOf(d), d);
+    };
+    for (const from of [0, 1000]) await write(Array.from({ length: 1000 }, (_, i) => lead(from + i)), STORE_WRITE_CONTEXT);
+    expect(textRows(table).waiting).toBe(liveCount(docs));
+    const file = table.file;
+    const read = file.readInWorker.bind(file);
+    let reads = 0;
+    file.readInWorker = (r) => {
+      reads++;
+      return read(r);
+    };
+    const texts = ['ann-17', 'smith'];
+    await answersOffLoopAsTheScan(sqlite, docs, texts);
+    const first = reads;
+    expect(first).toBeGreaterThan(0);
+    // The same texts again, then after a few writes (into and out of the matches): no new read.
+    await answersOffLoopAsTheScan(sqlite, docs, texts);
+    await write([{ ...lead(5), email: 'ann-1777@x.example', _rev: '2-b', _meta: { lwt: now() } }, { ...lead(1700), lastName: 'Zed', _rev: '2-b', _meta: { lwt: now() } }] as Doc[], STORE_WRITE_CONTEXT);
+    await answersOffLoopAsTheScan(sqlite, docs, texts);
+    expect(reads).toBe(first);
+    // More writes since than the bound: read again.
+    await write(Array.from({ length: 1000 }, (_, i) => lead(2000 + i)), PULLED);
+    await answersOffLoopAsTheScan(sqlite, docs, texts);
+    expect(reads).toBeGreaterThan(first);
   });
 
   it('a process killed in the middle of the fill leaves a file whose next open completes it', async () => {

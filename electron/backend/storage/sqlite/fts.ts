@@ -165,6 +165,14 @@ export class TextIndex {
     this.found.set(key, { seq: Number(rows[0]?.[0]?.s ?? 0), rowids: String(rows[1]?.[0]?.r ?? '[]') });
   }
 
+  /** Whether `waitingReads` of `fields` and `needle` are kept (foundWaiting) and at most `rows`
+   * documents were written after their snapshot (`seq`: the documents table's last sequence
+   * number now): searches may use them without reading again. */
+  foundSince(fields: readonly string[], needle: string, seq: number, rows: number): boolean {
+    const known = this.found.get(foundKey(fields, needle));
+    return known !== undefined && seq - known.seq <= rows;
+  }
+
   /** The waiting rows whose `fields` contain `needle`, as SQL selecting their rowids as `r`: those
    * the reader thread found that still wait (the fill moves rows), each tested again (a write may
    * have changed it since), then the other waiting rows of documents written since its snapshot
