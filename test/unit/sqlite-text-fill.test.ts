@@ -1,7 +1,7 @@
 /**
- * The text index of a bulk load of pulled documents (electron/backend/storage/sqlite/fts.ts): the
- * load writes its texts to the waiting table, not the FTS5 table; the worker moves them into the
- * index after the load, a slice at a time; every search (the storage's searchText and the Store's
+ * The text index of a bulk load (pulled documents, or an import's local ones;
+ * electron/backend/storage/sqlite/fts.ts): the load writes its texts to the waiting table, not the
+ * FTS5 table; the worker moves them into the index after the load, a slice at a time; every search (the storage's searchText and the Store's
  * queries and counts) answers as a plain scan of the documents does before, during and after that
  * fill; and a process killed in the middle of the fill leaves a file whose next open completes it.
  */
@@ -15,7 +15,9 @@ import { LOAD_TUNING, TEXT_FILL_TUNING } from '../../electron/backend/storage/sq
 import type { DocTable } from '../../electron/backend/storage/sqlite/doc-table.ts';
 import { sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
 import type { SqliteStorageInstance } from '../../electron/backend/storage/sqlite/instance.ts';
+import { STORE_QUERY_TUNING } from '../../electron/backend/storage/sqlite/store-query.ts';
 import { TEXT_SEARCH } from '../../electron/backend/store-layout.ts';
+import { STORE_WRITE_CONTEXT } from '../../electron/backend/store-documents.ts';
 import type { Cond } from '../../shared/store.ts';
 import { DB, FILL_LABEL, lead, leadSchema, PULLED, storage } from './sqlite-text-fill.child.ts';
 import type { Doc, Json } from './sqlite-text-fill.child.ts';
@@ -26,11 +28,12 @@ const FIELDS = TEXT_SEARCH.leads ?? [];
  * trigram, and matching nothing. */
 const TEXTS = ['smith', 'SMI', 'émile', 'ÉCOLE poly', 'ann-1234@', 'ann-17', 'o"brien', 'zed', 'nobody', 'ok', 'é', 'a'];
 
-const tuning = { load: { ...LOAD_TUNING }, fill: { ...TEXT_FILL_TUNING } };
+const tuning = { load: { ...LOAD_TUNING }, fill: { ...TEXT_FILL_TUNING }, query: { ...STORE_QUERY_TUNING } };
 const children: ChildProcess[] = [];
 afterEach(() => {
   Object.assign(LOAD_TUNING, tuning.load);
   Object.assign(TEXT_FILL_TUNING, tuning.fill);
+  Object.assign(STORE_QUERY_TUNING, tuning.query);
   // A test that failed before its kill leaves no writer behind.
   for (const c of children.splice(0)) c.kill('SIGKILL');
 });
@@ -101,7 +104,7 @@ function textRows(table: DocTable): { indexed: number; waiting: number; both: nu
 
 const liveCount = (docs: ReadonlyMap<string, Doc>): number => [...docs.values()].filter((d) => !d._deleted).length;
 
-describe('the text index of a bulk load of pulled documents', () => {
+describe('the text index of a bulk load', () => {
   it('waits for the fill after the load, and every search answers as the plain scan before, during and after it', async () => {
     LOAD_TUNING.quietMs = 600_000;
     Object.assign(TEXT_FILL_TUNING, { rows: 300, minRows: 300, maxRows: 300 });
@@ -217,6 +220,68 @@ describe('the text index of a bulk load of pulled documents', () => {
     expect(checks.length).toBeGreaterThanOrEqual(3);
     expect(textRows(table).waiting).toBe(0);
     await answersOffLoopAsTheScan(sqlite, docs);
+  });
+
+  it("a local bulk load (an import's calls through the Store) leaves its texts waiting too, and searches answer as the plain scan during and after the fill", async () => {
+    LOAD_TUNING.quietMs = 600_000;
+    const inst = await openInstance<Json>(storage(tempDir('sqlite-text-fill-local-')), leadSchema, { collectionName: 'leads' });
+    const sqlite = sqliteInstanceOf<Json>(inst);
+    if (!sqlite) throw new Error('not the SQLite storage');
+    const { table } = sqlite.internalsForTests;
+    const docs = new Map<string, Doc>();
+    // Two calls of an import into an empty list (a load), then a small one (written at once).
+    for (const [from, to] of [[0, 1000], [1000, 2000], [2000, 2100]] as const) {
+      const page = Array.from({ length: to - from }, (_, i) => lead(from + i));
+      expect((await inst.bulkWrite(page.map((document) => ({ document })), STORE_WRITE_CONTEXT)).error).toEqual([]);
+      for (const d of page) docs.set(idOf(d), d);
+    }
+    expect(table.isLoading).toBe(true);
+    const small = [...docs.values()].slice(2000).filter((d) => !d._deleted).length;
+    expect(textRows(table)).toEqual({ indexed: small, waiting: liveCount(docs) - small, both: 0 });
+    answersAsTheScan(sqlite, docs);
+    await answersOffLoopAsTheScan(sqlite, docs);
+    await table.finishLoading();
+    expect(table.isLoading).toBe(false);
+    expect(textRows(table)).toEqual({ indexed: liveCount(docs), waiting: 0, both: 0 });
+    answersAsTheScan(sqlite, docs);
+  });
+
+  it("a text searched again with few documents written since uses the reader thread's matches it found before, with the same answers", async () => {
+    LOAD_TUNING.quietMs = 600_000;
+    STORE_QUERY_TUNING.waitingReuseRows = 500;
+    const inst = await openInstance<Json>(storage(tempDir('sqlite-text-fill-reuse-')), leadSchema, { collectionName: 'leads' });
+    const sqlite = sqliteInstanceOf<Json>(inst);
+    if (!sqlite) throw new Error('not the SQLite storage');
+    const { table } = sqlite.internalsForTests;
+    const docs = new Map<string, Doc>();
+    const write = async (page: Doc[], context: string): Promise<void> => {
+      const previous = await inst.findDocumentsById(page.map(idOf), true);
+      const res = await inst.bulkWrite(page.map((document) => ({ document, previous: previous.find((p) => idOf(p as Doc) === idOf(document)) })), context);
+      expect(res.error).toEqual([]);
+      for (const d of page) docs.set(idOf(d), d);
+    };
+    for (const from of [0, 1000]) await write(Array.from({ length: 1000 }, (_, i) => lead(from + i)), STORE_WRITE_CONTEXT);
+    expect(textRows(table).waiting).toBe(liveCount(docs));
+    const file = table.file;
+    const read = file.readInWorker.bind(file);
+    let reads = 0;
+    file.readInWorker = (r) => {
+      reads++;
+      return read(r);
+    };
+    const texts = ['ann-17', 'smith'];
+    await answersOffLoopAsTheScan(sqlite, docs, texts);
+    const first = reads;
+    expect(first).toBeGreaterThan(0);
+    // The same texts again, then after a few writes (into and out of the matches): no new read.
+    await answersOffLoopAsTheScan(sqlite, docs, texts);
+    await write([{ ...lead(5), email: 'ann-1777@x.example', _rev: '2-b', _meta: { lwt: now() } }, { ...lead(1700), lastName: 'Zed', _rev: '2-b', _meta: { lwt: now() } }] as Doc[], STORE_WRITE_CONTEXT);
+    await answersOffLoopAsTheScan(sqlite, docs, texts);
+    expect(reads).toBe(first);
+    // More writes since than the bound: read again.
+    await write(Array.from({ length: 1000 }, (_, i) => lead(2000 + i)), PULLED);
+    await answersOffLoopAsTheScan(sqlite, docs, texts);
+    expect(reads).toBeGreaterThan(first);
   });
 
   it('a process killed in the middle of the fill leaves a file whose next open completes it', async () => {

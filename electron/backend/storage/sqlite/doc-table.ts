@@ -35,7 +35,7 @@
  * the file's worker thread (StorageFile.inWorker: a build is one statement of up to seconds at 1M
  * rows, which on this thread held the event loop that long; writes meanwhile wait in the file's
  * queue), or all at once by finishLoading. The documents, their columns, member tables and the
- * other indexes are written as always; a load of pulled documents leaves its texts waiting for the
+ * other indexes are written as always; a load (pulled or local) leaves its texts waiting for the
  * text index, which the worker fills after the indexes, in slices (fts.ts); a query meanwhile
  * reads without the missing indexes (the same answers, more rows read). The state is in the file, so a load cut short by a
  * quit is finished after the next open.
@@ -862,10 +862,10 @@ export class DocTable {
     }
     // The text rows after all document rows: FTS5 flushes its pending terms to a new segment
     // whenever another statement opens a savepoint in between, which made interleaved writes
-    // twice as expensive (measured: 76 vs 39 µs of CPU per lead). A bulk pulled write during a
-    // load leaves them waiting for the fill after it (fts.ts).
+    // twice as expensive (measured: 76 vs 39 µs of CPU per lead). A bulk write during a load (a
+    // pulled page, an import's call) leaves them waiting for the fill after it (fts.ts).
     const text = this.text;
-    const textDeferred = text !== null && bulk && pulled && (this.loading || dropped.length > 0);
+    const textDeferred = text !== null && bulk && (this.loading || dropped.length > 0);
     if (text) {
       for (const [i, r] of rows.entries()) {
         text.put(rowids[i] as number | bigint, r.before, r.doc, textDeferred);

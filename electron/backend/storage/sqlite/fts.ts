@@ -4,10 +4,11 @@
  * document keyed by the documents table's rowid and written in the same transaction as the
  * document.
  *
- * Except during a bulk load of pulled documents (doc-table.ts "Loading"): writing each document's
- * FTS5 row was ~9% of the CPU of an initial sync (the tokenizer, and FTS5 merging its segments).
- * Such a load writes the texts to a plain table instead (`<fts>_waiting`, same columns, keyed by
- * the rowid: an append), and once the load is over the file's worker thread moves them into the
+ * Except during a bulk load (doc-table.ts "Loading": an initial sync's pulled pages, an import's
+ * calls into an empty or small list): writing each document's FTS5 row was ~9% of the CPU of an
+ * initial sync and of an import (the tokenizer, and FTS5 merging its segments). Such a load
+ * writes the texts to a plain table instead (`<fts>_waiting`, same columns, keyed by the rowid: an
+ * append), and once the load is over the file's worker thread moves them into the
  * FTS5 table in slices (`fillSql`), each its own transaction that also deletes what it moved, so a
  * killed process leaves every text in one of the two tables and the next open goes on. A live
  * document's texts are always in exactly one of them; while the waiting table may hold rows
@@ -106,7 +107,7 @@ export class TextIndex {
   }
 
   /** Brings the row of `rowid` from `before`'s text to `after`'s (inside the write's transaction);
-   * `defer`: into the waiting table (a bulk load of pulled documents, see the file comment). */
+   * `defer`: into the waiting table (a bulk load, see the file comment). */
   put(rowid: number | bigint, before: Doc | undefined, after: Doc, defer = false): void {
     const was = before ? this.texts(before) : null;
     const now = this.texts(after);
@@ -162,6 +163,14 @@ export class TextIndex {
     // A few texts at a time (the searches under way); the oldest goes first.
     if (this.found.size >= 32) this.found.delete(this.found.keys().next().value as string);
     this.found.set(key, { seq: Number(rows[0]?.[0]?.s ?? 0), rowids: String(rows[1]?.[0]?.r ?? '[]') });
+  }
+
+  /** Whether `waitingReads` of `fields` and `needle` are kept (foundWaiting) and at most `rows`
+   * documents were written after their snapshot (`seq`: the documents table's last sequence
+   * number now): searches may use them without reading again. */
+  foundSince(fields: readonly string[], needle: string, seq: number, rows: number): boolean {
+    const known = this.found.get(foundKey(fields, needle));
+    return known !== undefined && seq - known.seq <= rows;
   }
 
   /** The waiting rows whose `fields` contain `needle`, as SQL selecting their rowids as `r`: those
