@@ -47,7 +47,8 @@ export type SyncOptions = {
   fetch?: typeof fetch;
   /** The collections to replicate (default: every replicated collection of shared/model). */
   collections?: readonly CollectionName[];
-  /** Documents per pull request (default 2000, the server's largest page) and per push request (default 100). */
+  /** Documents per pull request (default 2000, the server's largest page; a pull's first request
+   * asks for fewer: PULL_RAMP) and per push request (default 100). */
   pullBatchSize?: number;
   pushBatchSize?: number;
   /** Wait before retrying a failed pull or push (default 2 s). */
