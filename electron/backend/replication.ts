@@ -47,7 +47,8 @@ export type SyncOptions = {
   fetch?: typeof fetch;
   /** The collections to replicate (default: every replicated collection of shared/model). */
   collections?: readonly CollectionName[];
-  /** Documents per pull request (default 2000, the server's largest page) and per push request (default 100). */
+  /** Documents per pull request (default 2000, the server's largest page; a pull's first request
+   * asks for fewer: PULL_RAMP) and per push request (default 100). */
   pullBatchSize?: number;
   pushBatchSize?: number;
   /** Wait before retrying a failed pull or push (default 2 s). */
@@ -120,6 +121,18 @@ const nextTurns = async (): Promise<void> => {
 
 const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
+/**
+ * The first page of each pull, when pull pages are large (`from` documents or more: the default
+ * page): `first` documents, then full pages. RxDB handles a pulled page in one task of the event loop (a clone of
+ * every document, its conflict checks, the meta rows), and the first page of a sync runs that code
+ * cold (not yet optimized): 81 ms of CPU for a first page of 2,000 leads, the longest task of an
+ * initial sync. RxDB goes on pulling while a page holds at least its batch size, so RxDB is given
+ * `first` as its batch size and the handler asks the server for full pages once a pull is under
+ * way; a pull whose last page is shorter than a full one but not than `first` ends with one more
+ * request, which finds nothing (or what the server wrote meanwhile).
+ */
+export const PULL_RAMP = { first: 250, from: 2000 };
+
 /** Starts replicating every replicated collection of the local database with the sync server. */
 export async function startSync(opts: SyncOptions): Promise<Sync> {
   const rx = opts.db.rx;
@@ -182,8 +195,14 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
   /** The lane's RxDB replication from its stored checkpoints, not yet started (startLanes starts it, or startOver). */
   const replicate = (c: CollectionName, collection: RxCollection<Json>, instance: LocalInstance | null, stream: Subject<RxReplicationPullStreamItem<Json, Checkpoint>>): RxReplicationState<Json, Checkpoint> => {
     const pages = new PullPages(client, c);
+    const fullPage = opts.pullBatchSize ?? 2000;
+    /** RxDB's batch size: a pull goes on while a page holds this many (PULL_RAMP). */
+    const rxBatch = fullPage >= PULL_RAMP.from ? Math.min(PULL_RAMP.first, fullPage) : fullPage;
     /** The last page was full: the next pull continues this one (no new count of what remains). */
     let pulling = false;
+    /** The last page was shorter than asked for but not than RxDB's batch size: RxDB asks once
+     * more, which ends the pull (not a new one: no count). */
+    let ending = false;
     const state = replicateRxCollection<Json, Checkpoint>({
       collection,
       replicationIdentifier: `outreach-crm-sync|${client.serverUrl}`,
@@ -193,10 +212,12 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
       // Started one lane a turn (startLanes), or by startOver.
       autoStart: false,
       pull: {
-        // Big pages: fewer round trips and fewer (larger) storage transactions per pulled document.
-        batchSize: opts.pullBatchSize ?? 2000,
+        // Big pages: fewer round trips and fewer (larger) storage transactions per pulled document;
+        // the first of a pull smaller (PULL_RAMP).
+        batchSize: rxBatch,
         stream$: stream.asObservable(),
-        handler: async (checkpoint, batchSize) => {
+        handler: async (checkpoint) => {
+          const batchSize = pulling ? fullPage : rxBatch;
           // The storage's bulk load (an initial sync into an empty table) builds the indexes it left
           // out once pulled pages pause for its quiet window (1.5 s), which a slow server or network
           // reaches mid-pull; every later page then writes those indexes row by row (a 300k sync:
@@ -207,11 +228,12 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
           instance?.holdLoad(!paused && !stopped);
           // A pull that starts (first after startup or a resume, or after being caught up) asks how
           // many documents remain, for the status's "n of m".
-          const page = await pages.take(checkpoint ?? null, batchSize, !pulling).catch((e: unknown) => {
+          const page = await pages.take(checkpoint ?? null, batchSize, !pulling && !ending).catch((e: unknown) => {
             instance?.holdLoad(false);
             return fail(e);
           });
           pulling = page.documents.length >= batchSize;
+          ending = !pulling && page.documents.length >= rxBatch;
           instance?.holdLoad(pulling && !paused && !stopped);
           status.requestOk();
           status.pulledPage(c, page.documents.length, pulling, page.remaining);
@@ -220,7 +242,7 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
             // out before RxDB stores this page (its storing runs as one long chain of promise
             // callbacks, which would otherwise hold the request back until it is done), so the
             // server reads and sends the next page while this one is stored.
-            pages.prefetch(page.checkpoint, batchSize);
+            pages.prefetch(page.checkpoint, fullPage);
           }
           // RxDB takes a page while it still stores the one before (it pulls ahead without bound,
           // and merges the pages it has not begun to store into one write), and begins this one

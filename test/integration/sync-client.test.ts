@@ -15,7 +15,7 @@ import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openLocalDatabase } from '../../electron/backend/local-db.ts';
 import type { LocalDatabase } from '../../electron/backend/local-db.ts';
-import { startSync } from '../../electron/backend/replication.ts';
+import { PULL_RAMP, startSync } from '../../electron/backend/replication.ts';
 import { isRefusal, mergeConflictHandler, mergeThreeWay, sameDocument } from '../../electron/backend/replication-merge.ts';
 import type { Sync, SyncOptions } from '../../electron/backend/replication.ts';
 import type { SqliteStorageInstance } from '../../electron/backend/storage/sqlite/instance.ts';
@@ -79,7 +79,7 @@ class FakeServer {
   /** Sends documents (pulled and streamed) without the wire format's `_deleted`. */
   malformed = false;
   /** Every pull request, in arrival order: the collection and the seq it asked after. */
-  readonly pulls: { collection: string; after: number }[] = [];
+  readonly pulls: { collection: string; after: number; limit: number }[] = [];
   /** Runs when a pull request arrives, before it is answered (a promise: the answer waits for it). */
   onPull: (collection: string, after: number) => void | Promise<void> = () => undefined;
   keyMember = '';
@@ -152,7 +152,7 @@ class FakeServer {
       const cp = url.searchParams.get('checkpoint');
       const after = cp ? (JSON.parse(cp) as { seq: number }).seq : 0;
       const limit = Number(url.searchParams.get('limit') ?? 100);
-      this.pulls.push({ collection, after });
+      this.pulls.push({ collection, after, limit });
       await this.onPull(collection, after);
       const docs = [...this.rows.entries()].filter(([k, r]) => k.startsWith(`${collection}/`) && r.seq > after).sort((a, b) => a[1].seq - b[1].seq).slice(0, limit);
       const last = docs[docs.length - 1];
@@ -323,6 +323,34 @@ describe('replication client against the protocol', () => {
       expect(asked.length).toBeGreaterThanOrEqual(Math.ceil(total / 10));
       expect(wroteDuring).toBe(true);
       expect(server.seq).toBe(firstSeq + 1);
+    });
+  });
+
+  it('pulls a small first page and full pages after it, so RxDB first handles a page of a few documents', async () => {
+    // RxDB handles a pulled page in one turn of the event loop, and the first one of a sync runs
+    // its code cold: with full pages first, that was a page of 2,000 documents (replication.ts,
+    // PULL_RAMP).
+    await ownDesktop('small-first-page', async ({ own, leads, sync }) => {
+      const have = [...server.rows.keys()].filter((k) => k.startsWith('leads/')).length;
+      const count = 2 * PULL_RAMP.from + 100 - have;
+      expect(count).toBeGreaterThan(0);
+      for (let i = 0; i < count; i++) server.write('leads', lead(50_000 + i));
+      const writes: number[] = [];
+      const bulkWrite = leads.bulkWrite.bind(leads);
+      leads.bulkWrite = (rows, context) => {
+        if (isDownstreamWrite(context)) writes.push(rows.length);
+        return bulkWrite(rows, context);
+      };
+      const before = server.pulls.length;
+      const s = await sync({ pullBatchSize: PULL_RAMP.from });
+      await s.awaitInSync();
+      expect(await own.store.count('leads')).toBe(have + count);
+      const asked = server.pulls.slice(before).filter((p) => p.collection === 'leads');
+      // The first page small, then full pages; the last one (100 leads short of full) is followed
+      // by one more request, which finds nothing.
+      expect(asked.map((p) => p.limit)).toEqual([PULL_RAMP.first, PULL_RAMP.from, PULL_RAMP.from, PULL_RAMP.first]);
+      expect(new Set(asked.map((p) => p.after)).size).toBe(asked.length);
+      expect(writes).toEqual([PULL_RAMP.first, PULL_RAMP.from, PULL_RAMP.from + 100 - PULL_RAMP.first]);
     });
   });
 

@@ -872,7 +872,10 @@ export class DocTable {
         yield;
       }
     }
-    return { lastSeq: seq, rows, oddDelta, storeOddDelta, bulk, pulled, dropped, heads: heads.length > 0 ? { started, changes: headChanges } : null, textDeferred };
+    const headWrite: HeadChanges | null = heads.length > 0 ? { started, changes: headChanges } : null;
+    // A page's COMMIT only takes the heads' merges, worked out here a head a step.
+    if (headWrite && inPage) yield* LoadHeads.plan(headWrite);
+    return { lastSeq: seq, rows, oddDelta, storeOddDelta, bulk, pulled, dropped, heads: headWrite, textDeferred };
   }
 
   /** Applies a write that SQLite committed. */
