@@ -122,6 +122,27 @@ describe('SQLite storage: a pulled page written over turns of the event loop', (
     for (const sub of subs) sub.unsubscribe();
   }, 60_000);
 
+  it("keeps neither the page's documents nor its meta rows in the document cache, and drops a cached document the page replaces", async () => {
+    const s = await setup();
+    const metaTable = sqliteInstanceOf<Json>(s.meta)?.internalsForTests.table;
+    if (!metaTable) throw new Error('not the SQLite storage');
+    const cache = s.sqlite.internalsForTests.table.cache;
+    const [stored] = await s.fork.findDocumentsById(['before-0003'], true);
+    if (!stored) throw new Error('missing document');
+    expect(cache.size).toBe(BEFORE);
+    const updated = { ...stored, name: 'pulled again', _rev: '2-p', _meta: { lwt: now() } };
+    const res = await s.fork.bulkWrite([{ previous: stored, document: updated }, ...s.page.map((document) => ({ document }))], 'replication-downstream-test');
+    expect(res.error).toEqual([]);
+    expect((await s.meta.bulkWrite([updated, ...s.page].map(metaRow), 'replication-down-write-meta')).error).toEqual([]);
+    // The documents written before the page stay; the one the page replaced is gone from the cache.
+    expect(cache.size).toBe(BEFORE - 1);
+    expect(metaTable.cache.size).toBe(0);
+    expect((await s.fork.findDocumentsById(['before-0003'], true))[0]).toEqual(updated);
+    const last = s.page[PAGE - 1] as RxDocumentData<Item>;
+    expect((await s.fork.findDocumentsById([last.id], true))[0]).toEqual(last);
+    expect((await s.meta.findDocumentsById([`${last.id}|0`], true))[0]?.['docData']).toEqual({ id: last.id, name: last.name, n: last.n, _deleted: false });
+  }, 60_000);
+
   it('takes back the whole page, its documents included, when its meta rows fail in the middle; the writes queued behind it run; pulled writes wait for the replication to start over', async () => {
     const s = await setup();
     let lost = 0;

@@ -894,7 +894,16 @@ export class DocTable {
     if (w.bulk) this.lastBulkAt = Date.now();
     if (this.probes && w.bulk && this.rowEstimate() > PROBE_TUNING.rows) this.probesOverBound(w.pulled);
     if (this.loading) this.armLoadTimer();
-    for (const { doc } of w.rows) this.cache.set(String((doc as Record<string, unknown>)[this.primaryPath]), doc);
+    // A bulk write of pulled documents (an initial sync's page: 2,000 documents, its meta rows as
+    // many) is not kept: it would replace the whole cache at every page, and keep each page's
+    // documents alive through the next one (into V8's old generation, collected there) for reads
+    // that do not come. An entry it replaces is dropped; the documents are read again if asked for.
+    const keep = !(w.bulk && w.pulled);
+    for (const { doc } of w.rows) {
+      const id = String((doc as Record<string, unknown>)[this.primaryPath]);
+      if (keep) this.cache.set(id, doc);
+      else this.cache.delete(id);
+    }
   }
 
   /** After the open page's transaction rolled back: its documents are forgotten. */
