@@ -78,8 +78,9 @@ export class RateLimiter {
 }
 
 /** tat: this process's view of the key's arrival time; pending: requests not yet added to the
- * shared row; seenAt: when the view was last read from (or written to) the shared row (monotonic ms). */
-type Entry = { tat: number; pending: number; seenAt: number };
+ * shared row, the first of them taken at `since` (the clock's ms); seenAt: when the view was last
+ * read from (or written to) the shared row (monotonic ms). */
+type Entry = { tat: number; pending: number; since: number; seenAt: number };
 
 const monotonic = (): number => performance.now();
 
@@ -134,7 +135,7 @@ export class SharedRateLimiter {
           if (e) {
             e.tat = Math.max(e.tat, tat + e.pending * this.interval);
             e.seenAt = monotonic();
-          } else this.entries.set(key, { tat, pending: 0, seenAt: monotonic() });
+          } else this.entries.set(key, { tat, pending: 0, since: 0, seenAt: monotonic() });
         })
         // Decided locally then; the next sync brings the shared count.
         .catch((err: unknown) => this.opts.onError?.(err))
@@ -147,7 +148,7 @@ export class SharedRateLimiter {
   private decide(key: string): RateDecision {
     const now = this.now();
     const tau = MINUTE - this.interval;
-    const e = this.entries.get(key) ?? { tat: now, pending: 0, seenAt: monotonic() };
+    const e = this.entries.get(key) ?? { tat: now, pending: 0, since: now, seenAt: monotonic() };
     const tat = Math.max(e.tat, now);
     if (tat - now > tau + 1e-6) {
       this.entries.set(key, e);
@@ -160,6 +161,7 @@ export class SharedRateLimiter {
       };
     }
     e.tat = tat + this.interval;
+    if (e.pending === 0) e.since = now;
     e.pending += 1;
     this.entries.set(key, e);
     if (this.shared) this.schedule();
@@ -197,7 +199,10 @@ export class SharedRateLimiter {
       this.schedule();
       return Promise.resolve();
     }
-    const batch = [...this.entries].filter(([, e]) => e.pending > 0).map(([key, e]) => ({ key, n: e.pending }));
+    // Each key's requests count from when the first of them was taken, not from this batch's time:
+    // a batch that leaves late (a busy event loop, a slow database) would otherwise move the shared
+    // arrival time by the delay, and the key would be refused for requests it was allowed.
+    const batch = [...this.entries].filter(([, e]) => e.pending > 0).map(([key, e]) => ({ key, n: e.pending, since: Math.round(Math.min(e.since, now)) }));
     if (batch.length === 0) return Promise.resolve();
     for (const b of batch) {
       const e = this.entries.get(b.key);
@@ -205,11 +210,12 @@ export class SharedRateLimiter {
     }
     this.syncing = sql
       .query<{ key: string; tat_ms: string | number }>(
-        `INSERT INTO rate_limits AS r (key, tat_ms)
-         SELECT b.key, $1::bigint + (b.n * $2::float8)::bigint FROM jsonb_to_recordset($3::jsonb) AS b(key text, n int)
-         ON CONFLICT (key) DO UPDATE SET tat_ms = GREATEST(r.tat_ms, $1::bigint) + (EXCLUDED.tat_ms - $1::bigint)
+        `WITH b AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS b(key text, n int, since bigint))
+         INSERT INTO rate_limits AS r (key, tat_ms)
+         SELECT b.key, b.since + (b.n * $1::float8)::bigint FROM b
+         ON CONFLICT (key) DO UPDATE SET tat_ms = GREATEST(r.tat_ms, (SELECT since FROM b WHERE b.key = EXCLUDED.key)) + (EXCLUDED.tat_ms - (SELECT since FROM b WHERE b.key = EXCLUDED.key))
          RETURNING key, tat_ms`,
-        [now, this.interval, JSON.stringify(batch)],
+        [this.interval, JSON.stringify(batch)],
       )
       .then((rows) => {
         for (const r of rows) {
@@ -224,10 +230,12 @@ export class SharedRateLimiter {
         for (const [k, e] of this.entries) if (e.pending === 0 && e.tat <= cutoff) this.entries.delete(k);
       })
       .catch((err: unknown) => {
-        // Counted again with the next batch.
+        // Counted again with the next batch, from the earliest of their times.
         for (const b of batch) {
           const e = this.entries.get(b.key);
-          if (e) e.pending += b.n;
+          if (!e) continue;
+          e.since = e.pending > 0 ? Math.min(e.since, b.since) : b.since;
+          e.pending += b.n;
         }
         this.opts.onError?.(err);
       })

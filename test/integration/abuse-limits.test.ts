@@ -24,6 +24,7 @@ import { Maintenance } from '../../sync-server/maintenance.ts';
 import { createMetrics } from '../../sync-server/metrics.ts';
 import { PgDatabase } from '../../sync-server/pg-database.ts';
 import { StreamHub } from '../../sync-server/stream-hub.ts';
+import { SharedRateLimiter } from '../../sync-server/rate-limit.ts';
 import { nodeSecrets } from '../../sync-server/secrets.ts';
 import { blockedReason, checkHost, guardChannelHost, guardedFetch, guardedLookup, guardedSmtpSocket } from '../../sync-server/sender-hosts.ts';
 import { createImapChannel } from '../../channels/imap.ts';
@@ -111,6 +112,29 @@ describe.each(BACKENDS)('per-key rate limit with RateLimit headers (%s)', (backe
 });
 
 describe.skipIf(!process.env.DATABASE_URL)('the per-key rate limit is shared by every process on one PostgreSQL', () => {
+  it('counts a key’s requests from when they were taken, however late their batch reaches the shared row', async () => {
+    const t = testDatabase('postgres');
+    const sql = await openMigrated(t);
+    let now = Date.parse('2026-11-16T10:00:00.000Z');
+    // No timer: the batch leaves when the test says (a busy event loop, a slow database).
+    const limiter = new SharedRateLimiter(5, () => now, sql, { syncEveryMs: 3_600_000 });
+    try {
+      for (let i = 0; i < 5; i++) expect((await limiter.take('key-1')).allowed).toBe(true);
+      const refused = await limiter.take('key-1');
+      expect(refused).toMatchObject({ allowed: false, retryAfterSeconds: 12 });
+      now += refused.retryAfterSeconds * 1000;
+      await limiter.sync();
+      const rows = await sql.query<{ tat_ms: string | number }>('SELECT tat_ms FROM rate_limits WHERE key = $1', ['key-1']);
+      expect(Number(rows[0]?.tat_ms)).toBe(Date.parse('2026-11-16T10:01:00.000Z'));
+      expect((await limiter.take('key-1')).allowed).toBe(true);
+      expect((await limiter.take('key-1')).allowed).toBe(false);
+    } finally {
+      await limiter.stop();
+      await sql.close();
+      await t.cleanup();
+    }
+  });
+
   it('two servers on one database allow the limit once between them, not twice', async () => {
     const t = testDatabase('postgres');
     const sqlA = await openMigrated(t);
