@@ -9,18 +9,11 @@ import { parseArgs } from 'node:util';
 import { DomainError, isDomainError } from '../shared/errors.ts';
 import { timeOrderedIds } from '../shared/ids.ts';
 import { ROLES, SUBSCRIPTION_STATUSES } from '../shared/model/index.ts';
-import { createMember, createWorkspace, seedDemo, setSubscription } from './admin.ts';
-import { loadCredentialsKey, serverCredentials } from './credentials.ts';
 import type { AdminDeps } from './admin.ts';
-import { buildServer } from './app.ts';
-import { openDatabase } from './db.ts';
 import type { OpenOptions } from './db.ts';
-import { migrate } from './migrate.ts';
-import { PgDatabase } from './pg-database.ts';
-import { createMetrics } from './metrics.ts';
-import { parseCorsOrigins } from './operator.ts';
-import { createServerRunner } from './runner-host.ts';
-import { nodeSecrets } from './secrets.ts';
+
+// The server's modules (the database drivers, the API, the runner: seconds of loading on a small
+// machine) are imported where a command needs them, so bad arguments are answered at once.
 
 const USAGE = `Usage: npm run sync-server [-- <command> [options]]
 
@@ -106,6 +99,13 @@ async function admin(command: string, args: Record<string, string>): Promise<unk
   if (args.status !== undefined && !(SUBSCRIPTION_STATUSES as readonly string[]).includes(args.status)) {
     throw new UsageError(`--status must be one of ${SUBSCRIPTION_STATUSES.join(', ')}.`);
   }
+  const [{ openDatabase }, { migrate }, { PgDatabase }, { createMember, createWorkspace, seedDemo, setSubscription }, { nodeSecrets }] = await Promise.all([
+    import('./db.ts'),
+    import('./migrate.ts'),
+    import('./pg-database.ts'),
+    import('./admin.ts'),
+    import('./secrets.ts'),
+  ]);
   const sql = await openDatabase(databaseOptions());
   try {
     await migrate(sql);
@@ -146,6 +146,14 @@ async function serve(withRunner: boolean): Promise<void> {
   // Before the database opens: a taken port ends the process at once.
   await probePort(port, host);
   const open = databaseOptions();
+  const [{ openDatabase }, { buildServer }, { loadCredentialsKey, serverCredentials }, { createMetrics }, { parseCorsOrigins }, { createServerRunner }] = await Promise.all([
+    import('./db.ts'),
+    import('./app.ts'),
+    import('./credentials.ts'),
+    import('./metrics.ts'),
+    import('./operator.ts'),
+    import('./runner-host.ts'),
+  ]);
   let corsOrigins: string[];
   try {
     corsOrigins = parseCorsOrigins(process.env.CORS_ORIGINS);
