@@ -104,21 +104,26 @@ function textRows(table: DocTable): { indexed: number; waiting: number; both: nu
 
 const liveCount = (docs: ReadonlyMap<string, Doc>): number => [...docs.values()].filter((d) => !d._deleted).length;
 
+/** A fresh leads instance with `pages` of leads (from, to) written one bulk write each in `context`. */
+async function writtenInPages(prefix: string, pages: readonly (readonly [number, number])[], context: string) {
+  const inst = await openInstance<Json>(storage(tempDir(prefix)), leadSchema, { collectionName: 'leads' });
+  const sqlite = sqliteInstanceOf<Json>(inst);
+  if (!sqlite) throw new Error('not the SQLite storage');
+  const docs = new Map<string, Doc>();
+  for (const [from, to] of pages) {
+    const page = Array.from({ length: to - from }, (_, i) => lead(from + i));
+    expect((await inst.bulkWrite(page.map((document) => ({ document })), context)).error).toEqual([]);
+    for (const d of page) docs.set(idOf(d), d);
+  }
+  return { inst, sqlite, table: sqlite.internalsForTests.table, docs };
+}
+
 describe('the text index of a bulk load', () => {
   it('waits for the fill after the load, and every search answers as the plain scan before, during and after it', async () => {
     LOAD_TUNING.quietMs = 600_000;
     Object.assign(TEXT_FILL_TUNING, { rows: 300, minRows: 300, maxRows: 300 });
-    const inst = await openInstance<Json>(storage(tempDir('sqlite-text-fill-')), leadSchema, { collectionName: 'leads' });
-    const sqlite = sqliteInstanceOf<Json>(inst);
-    if (!sqlite) throw new Error('not the SQLite storage');
-    const { table } = sqlite.internalsForTests;
-    const docs = new Map<string, Doc>();
     // Two pulled pages (a load), then a pull's last page, smaller than a bulk write.
-    for (const [from, to] of [[0, 1000], [1000, 2000], [2000, 2400]] as const) {
-      const page = Array.from({ length: to - from }, (_, i) => lead(from + i));
-      expect((await inst.bulkWrite(page.map((document) => ({ document })), PULLED)).error).toEqual([]);
-      for (const d of page) docs.set(idOf(d), d);
-    }
+    const { inst, sqlite, table, docs } = await writtenInPages('sqlite-text-fill-', [[0, 1000], [1000, 2000], [2000, 2400]], PULLED);
     expect(table.isLoading).toBe(true);
     const live = liveCount(docs);
     const small = [...docs.values()].slice(2000).filter((d) => !d._deleted).length;
@@ -160,16 +165,7 @@ describe('the text index of a bulk load', () => {
 
   it("while texts wait, the backend's searches find the waiting ones in the reader thread, not on the event loop, with the same answers", async () => {
     LOAD_TUNING.quietMs = 600_000;
-    const inst = await openInstance<Json>(storage(tempDir('sqlite-text-fill-off-')), leadSchema, { collectionName: 'leads' });
-    const sqlite = sqliteInstanceOf<Json>(inst);
-    if (!sqlite) throw new Error('not the SQLite storage');
-    const { table } = sqlite.internalsForTests;
-    const docs = new Map<string, Doc>();
-    for (const [from, to] of [[0, 1000], [1000, 2000]] as const) {
-      const page = Array.from({ length: to - from }, (_, i) => lead(from + i));
-      expect((await inst.bulkWrite(page.map((document) => ({ document })), PULLED)).error).toEqual([]);
-      for (const d of page) docs.set(idOf(d), d);
-    }
+    const { inst, sqlite, table, docs } = await writtenInPages('sqlite-text-fill-off-', [[0, 1000], [1000, 2000]], PULLED);
     const waiting = textRows(table).waiting;
     expect(waiting).toBe(liveCount(docs));
     const instr = countInstr(table);
@@ -224,17 +220,8 @@ describe('the text index of a bulk load', () => {
 
   it("a local bulk load (an import's calls through the Store) leaves its texts waiting too, and searches answer as the plain scan during and after the fill", async () => {
     LOAD_TUNING.quietMs = 600_000;
-    const inst = await openInstance<Json>(storage(tempDir('sqlite-text-fill-local-')), leadSchema, { collectionName: 'leads' });
-    const sqlite = sqliteInstanceOf<Json>(inst);
-    if (!sqlite) throw new Error('not the SQLite storage');
-    const { table } = sqlite.internalsForTests;
-    const docs = new Map<string, Doc>();
     // Two calls of an import into an empty list (a load), then a small one (written at once).
-    for (const [from, to] of [[0, 1000], [1000, 2000], [2000, 2100]] as const) {
-      const page = Array.from({ length: to - from }, (_, i) => lead(from + i));
-      expect((await inst.bulkWrite(page.map((document) => ({ document })), STORE_WRITE_CONTEXT)).error).toEqual([]);
-      for (const d of page) docs.set(idOf(d), d);
-    }
+    const { sqlite, table, docs } = await writtenInPages('sqlite-text-fill-local-', [[0, 1000], [1000, 2000], [2000, 2100]], STORE_WRITE_CONTEXT);
     expect(table.isLoading).toBe(true);
     const small = [...docs.values()].slice(2000).filter((d) => !d._deleted).length;
     expect(textRows(table)).toEqual({ indexed: small, waiting: liveCount(docs) - small, both: 0 });
