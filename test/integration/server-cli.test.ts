@@ -97,24 +97,26 @@ describe.each(BACKENDS)('sync-server command line (%s)', (backend) => {
     }
   }, 120_000);
 
-  const BAD: [string, string[], string][] = [
-    ['an unknown command', ['launch-rockets'], 'Unknown command'],
-    ['a missing option', ['create-workspace', '--name', 'X'], '--owner-email is required'],
-    ['an unknown option', ['create-workspace', '--name', 'X', '--owner-email', 'a@b.test', '--colour', 'red'], 'colour'],
-    ['a bad role', ['create-member', '--workspace', '00000000-0000-4000-8000-000000000000', '--name', 'N', '--email', 'n@x.test', '--role', 'boss'], '--role must be one of'],
-    ['a bad status', ['set-subscription', '--workspace', '00000000-0000-4000-8000-000000000000', '--status', 'free'], '--status must be one of'],
-    ['a bad email', ['create-workspace', '--name', 'X', '--owner-email', 'not-an-email'], 'not an email'],
-    ['arguments to serve', ['serve', '--port', '1'], 'environment variables'],
+  /** A bad argument, what the message says, and whether it is refused before the database opens
+   * (a bad email is the domain's refusal, after it). */
+  const BAD: [string, string[], string, 'before the database' | 'by the domain'][] = [
+    ['an unknown command', ['launch-rockets'], 'Unknown command', 'before the database'],
+    ['a missing option', ['create-workspace', '--name', 'X'], '--owner-email is required', 'before the database'],
+    ['an unknown option', ['create-workspace', '--name', 'X', '--owner-email', 'a@b.test', '--colour', 'red'], 'colour', 'before the database'],
+    ['a bad role', ['create-member', '--workspace', '00000000-0000-4000-8000-000000000000', '--name', 'N', '--email', 'n@x.test', '--role', 'boss'], '--role must be one of', 'before the database'],
+    ['a bad status', ['set-subscription', '--workspace', '00000000-0000-4000-8000-000000000000', '--status', 'free'], '--status must be one of', 'before the database'],
+    ['a bad email', ['create-workspace', '--name', 'X', '--owner-email', 'not-an-email'], 'not an email', 'by the domain'],
+    ['arguments to serve', ['serve', '--port', '1'], 'environment variables', 'before the database'],
   ];
-  /** What a bad argument is answered without: the server, the database drivers and admin (the
-   * refusal of a bad email is the domain's, after the database opens). */
+  /** What a bad argument refused before the database is answered without: the server, the
+   * database drivers, admin and the runner. */
   const refuse = {
     NODE_OPTIONS: `--import=${fileURLToPath(new URL('../support/refuse-modules.ts', import.meta.url))}`,
     REFUSE_MODULES: '/sync-server/app.ts,/sync-server/db.ts,/sync-server/admin.ts,/sync-server/runner-host.ts',
   };
-  for (const [what, args, message] of BAD) {
+  for (const [what, args, message, when] of BAD) {
     it(`exits with 2 and says why on ${what}`, async () => {
-      const res = await runCli(args, { ...t.env, ...(what === 'a bad email' ? {} : refuse) });
+      const res = await runCli(args, { ...t.env, ...(when === 'before the database' ? refuse : {}) });
       expect(res.code, res.stderr).toBe(2);
       expect(res.stdout).toBe('');
       expect(res.stderr).toContain(message);

@@ -236,18 +236,13 @@ describe('the text index of a bulk load', () => {
   it("a text searched again with few documents written since uses the reader thread's matches it found before, with the same answers", async () => {
     LOAD_TUNING.quietMs = 600_000;
     STORE_QUERY_TUNING.waitingReuseRows = 500;
-    const inst = await openInstance<Json>(storage(tempDir('sqlite-text-fill-reuse-')), leadSchema, { collectionName: 'leads' });
-    const sqlite = sqliteInstanceOf<Json>(inst);
-    if (!sqlite) throw new Error('not the SQLite storage');
-    const { table } = sqlite.internalsForTests;
-    const docs = new Map<string, Doc>();
+    const { inst, sqlite, table, docs } = await writtenInPages('sqlite-text-fill-reuse-', [[0, 1000], [1000, 2000]], STORE_WRITE_CONTEXT);
     const write = async (page: Doc[], context: string): Promise<void> => {
       const previous = await inst.findDocumentsById(page.map(idOf), true);
       const res = await inst.bulkWrite(page.map((document) => ({ document, previous: previous.find((p) => idOf(p as Doc) === idOf(document)) })), context);
       expect(res.error).toEqual([]);
       for (const d of page) docs.set(idOf(d), d);
     };
-    for (const from of [0, 1000]) await write(Array.from({ length: 1000 }, (_, i) => lead(from + i)), STORE_WRITE_CONTEXT);
     expect(textRows(table).waiting).toBe(liveCount(docs));
     const file = table.file;
     const read = file.readInWorker.bind(file);
