@@ -56,6 +56,7 @@ import type { StorageFile } from './file.ts';
 import { TextIndex } from './fts.ts';
 import type { TextOrder } from './fts.ts';
 import { computedColumnSql, fnv1a, indexColumns, indexName, overrideColumn } from './index-columns.ts';
+import { IdFilter } from './id-filter.ts';
 import { HEAD_ROWS, LoadHeads, OrderHead } from './load-heads.ts';
 import { PROBE_TUNING, RowsByHash } from './load-probes.ts';
 import type { HeadChanges, HeadRow } from './load-heads.ts';
@@ -219,11 +220,16 @@ export class DocTable {
   private readonly fillLabel: string;
   /** @internal Rows read by scans since open, for tests and benchmarks. */
   rowsScanned = 0;
+  /** @internal Ids `get` looked up with a statement since open, for tests. */
+  idsRead = 0;
   readonly schema: RxJsonSchema<Doc>;
   /** A replication meta table's assumed-master states stored by reference (master-states.ts). */
   private readonly masters: MetaCodec | null;
   /** How documents are stored in the `doc` column (doc-codec.ts). */
   readonly codec: DocCodec;
+  /** The ids this table may hold, while it holds only rows this process wrote (it was empty at
+   * open): `get` reads no statement for the others (id-filter.ts). Null otherwise, or once full. */
+  private idFilter: IdFilter | null;
 
   private constructor(
     readonly file: StorageFile,
@@ -263,6 +269,7 @@ export class DocTable {
     this.computedOf = returning.length > 1 ? db.prepare(`SELECT ${returning.slice(1).join(', ')} FROM ${t} WHERE rowid = ?`) : null;
 
     this.lastSeq = Number(db.prepare(`SELECT coalesce(max(seq), 0) FROM ${t}`).pluck().get());
+    this.idFilter = db.prepare(`SELECT 1 FROM ${t} LIMIT 1`).get() === undefined ? new IdFilter() : null;
     this.unfaithful = this.columns.map(() => 0);
     for (const odd of db.prepare(`SELECT odd FROM ${t} WHERE odd <> 0`).pluck().iterate() as Iterable<number>) this.countOdd(odd, 1, this.unfaithful);
     this.storeUnfaithful = new Array<number>(this.layout.columns.length + 1).fill(0);
@@ -711,6 +718,7 @@ export class DocTable {
     const missing: string[] = [];
     // The open page's own reads see its documents (the cache and other reads: the committed ones).
     const pending = this.pending.size > 0 && this.file.reads === this.file.db ? this.pending : null;
+    const filter = this.idFilter;
     for (const id of ids) {
       const written = pending?.get(id);
       if (written) {
@@ -719,9 +727,10 @@ export class DocTable {
       }
       const hit = this.cache.get(id);
       if (hit) out.set(id, hit);
-      else missing.push(id);
+      else if (filter === null || filter.mayHold(id)) missing.push(id);
     }
     const read: Doc[] = [];
+    this.idsRead += missing.length;
     if (missing.length <= 4) {
       for (const id of missing) {
         if (out.has(id)) continue;
@@ -820,6 +829,8 @@ export class DocTable {
       let rowid: number | bigint;
       let got: Record<string, unknown> | undefined;
       if (before === undefined) {
+        this.idFilter?.add(id);
+        if (this.idFilter?.full) this.idFilter = null;
         rowid = this.insert.run(...values).lastInsertRowid;
         got = this.computedOf?.get(rowid) as Record<string, unknown> | undefined;
       } else {
