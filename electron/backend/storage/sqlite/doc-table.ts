@@ -153,7 +153,7 @@ export class DocTable {
   private readonly byStoreKey = new Map<string, StoreColumn>();
   private readonly memberStatements: { table: MemberTable; add: Statement; remove: Statement }[];
   private readonly byIndex = new Map<string, IndexColumn>();
-  /** The write of a row that replaces a stored one (RETURNING its rowid and computed index strings). */
+  /** The write of a row that replaces a stored one (RETURNING its rowid). */
   private readonly upsert: Statement;
   /**
    * The write of a new row (no stored row of its id: RowWrite.before undefined): a plain INSERT,
@@ -165,8 +165,6 @@ export class DocTable {
    * duplicate id fails loudly (UNIQUE) instead of updating a row the write did not know.
    */
   private readonly insert: Statement;
-  /** Reads the computed index strings of a row just inserted (the insert's RETURNING, without it). */
-  private readonly computedOf: Statement | null;
   /** Per index column: computed from the row's columns (index-columns.ts indexSql), or stored. */
   private readonly computed: boolean[];
   /** Prepared statements by connection (reads go to the file's read-only one while a pulled page's
@@ -255,18 +253,16 @@ export class DocTable {
       remove: db.prepare(`DELETE FROM "${m.table}" WHERE value = ? AND rid = ?`),
     }));
     const t = `"${table}"`;
-    // Computed index columns (index-columns.ts indexSql): the row holds their override only, and
-    // the write reads the computed string back to set the override where it is not the document's.
+    // Computed index columns (index-columns.ts indexSql): the row holds their override only, set
+    // where the expression may not give the document's string (IndexColumn.sqlGives).
     const inTable = new Set(db.prepare<[], { name: string }>(`PRAGMA table_xinfo(${t})`).all().map((c) => c.name));
     this.computed = this.columns.map((c) => c.sql !== null && inTable.has(overrideColumn(c.column)));
     const cols = ['seq', 'id', 'deleted', 'lwt', 'odd', 'sodd', 'doc', ...this.layout.columns.map((c) => `"${c.column}"`), ...this.columns.map((c, i) => `"${this.computed[i] ? overrideColumn(c.column) : c.column}"`)];
-    const returning = ['rowid AS r', ...this.columns.flatMap((c, i) => (this.computed[i] ? [`"${c.column}" AS v${i}`] : []))];
     this.upsert = db.prepare(
       `INSERT INTO ${t} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')}) ` +
-        `ON CONFLICT (id) DO UPDATE SET ${cols.filter((c) => c !== 'id').map((c) => `${c} = excluded.${c}`).join(', ')} RETURNING ${returning.join(', ')}`,
-    );
+        `ON CONFLICT (id) DO UPDATE SET ${cols.filter((c) => c !== 'id').map((c) => `${c} = excluded.${c}`).join(', ')} RETURNING rowid`,
+    ).pluck();
     this.insert = db.prepare(`INSERT INTO ${t} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`);
-    this.computedOf = returning.length > 1 ? db.prepare(`SELECT ${returning.slice(1).join(', ')} FROM ${t} WHERE rowid = ?`) : null;
 
     this.lastSeq = Number(db.prepare(`SELECT coalesce(max(seq), 0) FROM ${t}`).pluck().get());
     this.idFilter = db.prepare(`SELECT 1 FROM ${t} LIMIT 1`).get() === undefined ? new IdFilter() : null;
@@ -825,22 +821,17 @@ export class DocTable {
       values[4] = odd;
       values[5] = sodd;
       values[6] = this.codec.encode((stored ? stored[n] : doc) as Record<string, unknown>, { id, lwt: doc._meta.lwt }, this.primaryPath);
-      for (let i = 0; i < this.columns.length; i++) values[7 + store.length + i] = this.computed[i] ? null : (this.columns[i] as IndexColumn).keyOf(doc);
+      for (let i = 0; i < this.columns.length; i++) {
+        const c = this.columns[i] as IndexColumn;
+        values[7 + store.length + i] = this.computed[i] && c.sqlGives?.(doc) === true ? null : c.keyOf(doc);
+      }
       let rowid: number | bigint;
-      let got: Record<string, unknown> | undefined;
       if (before === undefined) {
         this.idFilter?.add(id);
         if (this.idFilter?.full) this.idFilter = null;
         rowid = this.insert.run(...values).lastInsertRowid;
-        got = this.computedOf?.get(rowid) as Record<string, unknown> | undefined;
       } else {
-        got = this.upsert.get(...values) as Record<string, unknown>;
-        rowid = got['r'] as number | bigint;
-      }
-      if (got) for (let i = 0; i < this.columns.length; i++) {
-        if (!this.computed[i]) continue;
-        const key = (this.columns[i] as IndexColumn).keyOf(doc);
-        if (got[`v${i}`] !== key) this.prepared(`override ${i}`, () => `UPDATE "${this.table}" SET "${overrideColumn((this.columns[i] as IndexColumn).column)}" = ? WHERE rowid = ?`).run(key, rowid);
+        rowid = this.upsert.get(...values) as number | bigint;
       }
       rowids.push(rowid);
       if (this.probes) for (const p of this.probes.values()) {
