@@ -50,7 +50,7 @@ import type { EventBulk, RxDocumentData, RxJsonSchema, RxStorageChangeEvent } fr
 import { getPrimaryFieldOfPrimaryKey } from 'rxdb';
 import { DocCache } from './doc-cache.ts';
 import { docCodec } from './doc-codec.ts';
-import type { DocCodec } from './doc-codec.ts';
+import type { DocCodec, RowKeys } from './doc-codec.ts';
 import { statementsOn } from './file.ts';
 import type { StorageFile } from './file.ts';
 import { TextIndex } from './fts.ts';
@@ -125,6 +125,9 @@ export const TEXT_FILL_TUNING = { ms: 25, rows: 1000, minRows: 100, maxRows: 20_
 
 /** Prepared statements of the Store's queries kept per table. */
 const STORE_STATEMENTS = 300;
+
+/** A document's members before it was first written: none. */
+const NO_VALUES: readonly string[] = [];
 
 /** Documents a scan reads per statement: a scan that stops early reads little more than it needed. */
 const SCAN_CHUNK = 256;
@@ -810,7 +813,10 @@ export class DocTable {
     const rowids: (number | bigint)[] = [];
     const heads = this.heads.size > 0 || started.length > 0 ? this.heads.all(started) : [];
     const headChanges: HeadChanges['changes'] = [];
-    for (const [n, { before, doc }] of rows.entries()) {
+    // The row's columns encode reads (one object for every row: encode keeps none).
+    const rowKeys: RowKeys = { id: '', lwt: 0 };
+    for (let n = 0; n < rows.length; n++) {
+      const { before, doc } = rows[n] as RowWrite;
       const odd = this.oddOf(doc);
       const id = String((doc as Record<string, unknown>)[this.primaryPath]);
       const sodd = storeValues(this.layout, id, doc, values, 7);
@@ -820,7 +826,9 @@ export class DocTable {
       values[3] = doc._meta.lwt;
       values[4] = odd;
       values[5] = sodd;
-      values[6] = this.codec.encode((stored ? stored[n] : doc) as Record<string, unknown>, { id, lwt: doc._meta.lwt }, this.primaryPath);
+      rowKeys.id = id;
+      rowKeys.lwt = doc._meta.lwt;
+      values[6] = this.codec.encode((stored ? stored[n] : doc) as Record<string, unknown>, rowKeys, this.primaryPath);
       for (let i = 0; i < this.columns.length; i++) {
         const c = this.columns[i] as IndexColumn;
         values[7 + store.length + i] = this.computed[i] && c.sqlGives?.(doc) === true ? null : c.keyOf(doc);
@@ -853,10 +861,11 @@ export class DocTable {
     if (inPage) this.pendingSeq = seq;
     this.codec.flush();
     for (const m of this.memberStatements) {
-      for (const [i, r] of rows.entries()) {
+      for (let i = 0; i < rows.length; i++) {
+        const r = rows[i] as RowWrite;
         const rowid = Number(rowids[i]);
         const now = m.table.valuesOf(r.doc);
-        const was = r.before ? m.table.valuesOf(r.before) : [];
+        const was = r.before ? m.table.valuesOf(r.before) : NO_VALUES;
         for (const v of was) if (!now.includes(v)) m.remove.run(v, rowid);
         for (const v of now) if (!was.includes(v)) m.add.run(v, rowid);
         yield;
@@ -869,7 +878,8 @@ export class DocTable {
     const text = this.text;
     const textDeferred = text !== null && bulk && (this.loading || dropped.length > 0);
     if (text) {
-      for (const [i, r] of rows.entries()) {
+      for (let i = 0; i < rows.length; i++) {
+        const r = rows[i] as RowWrite;
         text.put(rowids[i] as number | bigint, r.before, r.doc, textDeferred);
         yield;
       }
