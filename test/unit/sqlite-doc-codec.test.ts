@@ -39,6 +39,11 @@ describe('the document codec', () => {
       { doc: { id: 'r1', _rev: '01-x' }, id: 'r1' },
       { doc: { id: 'r2', _rev: '1-' }, id: 'r2' },
       { doc: { id: 'r3', _rev: 'x-1' }, id: 'r3' },
+      // Heights of 15 digits (not 16), tokens with a line break, one token the end of the last one.
+      { doc: { id: 'r4', _rev: '123456789012345-t\nu' }, id: 'r4' },
+      { doc: { id: 'r5', _rev: '1234567890123456-t' }, id: 'r5' },
+      { doc: { id: 'r6', _rev: '3-xt\nu' }, id: 'r6' },
+      { doc: { id: 'r7', _rev: '4-u' }, id: 'r7' },
       // Repeated strings, the id among them, stored once.
       { doc: { id: 'repeated-id', a: 'repeated-id', b: 'same text', c: 'same text', d: 'short', e: 'short', f: ['same text'] }, id: 'repeated-id' },
       { doc: { z: 1, a: null, m: '', n: 0, f: false, t: true, e: {}, l: [], o: { x: [1, { y: null }] }, s: 'é\u{1F600}"\\', u: undefined, neg: -0, big: 1e300, id: 'k' }, id: 'k' },

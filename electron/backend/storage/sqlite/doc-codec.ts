@@ -121,11 +121,11 @@ function constantCode(v: unknown): number {
 /** Strings at least this long are looked for among the earlier fields' values. */
 const COPY_MIN = 6;
 
+/** The most such strings of a document remembered (a lead has ~20). */
+const SEEN_MAX = 64;
+
 /** The longest suffix of the row's id a value may lack to be stored as the id. */
 const ID_SUFFIX_MAX = 4;
-
-/** RxDB's revision: a height (a canonical positive integer) and a token. */
-const REVISION = /^([1-9][0-9]{0,14})-(.+)$/s;
 
 /** A value's kind in a shape: a constant it stands for, or SLOT. */
 function kindOf(v: unknown): number {
@@ -184,8 +184,13 @@ export class DocCodec {
   private readonly suffixes: string[] = [''];
   private readonly byCodes = new Map<number, Shape>();
   private codes = new Int32Array(64);
+  /** encode's strings of the document so far and their keys' numbers (see encode). */
+  private readonly seen: string[] = [];
+  private readonly seenKeys = new Int32Array(SEEN_MAX);
   private readonly stringById = new Map<number, string>();
   private readonly stringId = new Map<string, number>();
+  /** The token revisionToken met last. */
+  private lastToken: { text: string; id: number } | null = null;
   /** Shapes and tokens used since the last flush. */
   private readonly used = new Set<Shape>();
   private readonly usedStrings = new Set<number>();
@@ -227,6 +232,20 @@ export class DocCodec {
     this.nextString = Math.max(this.nextString, id + 1);
   }
 
+  /** The token's number of a revision whose `-` is at `dash`; the last token met is compared in
+   * place (a page's revisions share one), the others cut out and looked up. */
+  private revisionToken(rev: string, dash: number): number {
+    const last = this.lastToken;
+    if (last !== null && rev.length - dash - 1 === last.text.length && rev.endsWith(last.text)) {
+      this.usedStrings.add(last.id);
+      return last.id;
+    }
+    const text = rev.slice(dash + 1);
+    const id = this.token(text);
+    this.lastToken = { text, id };
+    return id;
+  }
+
   private token(text: string): number {
     let id = this.stringId.get(text);
     if (id === undefined) {
@@ -249,7 +268,16 @@ export class DocCodec {
     if (this.keyIds.size >= NUMBERED_KEYS || this.suffixIds.size >= NUMBERED_SUFFIXES) this.renumber();
     // values[0]: the shape's number, set at the end.
     const values: unknown[] = [0];
-    const seen = new Map<string, number>();
+    // The document's strings of COPY_MIN characters or more so far, with their keys' numbers (a
+    // list searched from the start, reused by every call: a Map per document was a third of what
+    // encoding allocated).
+    const seen = this.seen;
+    const seenKeys = this.seenKeys;
+    let seenCount = 0;
+    const earlierOf = (s: string): number => {
+      for (let i = 0; i < seenCount; i++) if (seen[i] === s) return seenKeys[i] as number;
+      return -1;
+    };
     let codes = this.codes;
     let n = 0;
     for (const k in doc) {
@@ -272,7 +300,10 @@ export class DocCodec {
       const at = key << 5;
       if (k === primaryPath && v === row.id) {
         codes[n++] = at | C_PRIMARY;
-        if (v.length >= COPY_MIN) seen.set(v, key);
+        if (v.length >= COPY_MIN && seenCount < seenKeys.length) {
+          seen[seenCount] = v;
+          seenKeys[seenCount++] = key;
+        }
         continue;
       }
       if (k === '_meta' && isRowMeta(v, row.lwt)) {
@@ -286,13 +317,16 @@ export class DocCodec {
       }
       if (typeof v === 'string') {
         if (v.length >= COPY_MIN) {
-          const earlier = seen.get(v);
-          if (earlier !== undefined) {
+          const earlier = earlierOf(v);
+          if (earlier >= 0) {
             codes[n++] = at | C_COPY;
             codes[n++] = earlier;
             continue;
           }
-          seen.set(v, key);
+          if (seenCount < seenKeys.length) {
+            seen[seenCount] = v;
+            seenKeys[seenCount++] = key;
+          }
           const cut = row.id.length - v.length;
           if (cut > 0 && cut <= ID_SUFFIX_MAX && row.id.startsWith(v)) {
             const suffix = row.id.slice(v.length);
@@ -307,15 +341,15 @@ export class DocCodec {
             continue;
           }
         }
-        const rev = k === '_rev' ? REVISION.exec(v) : null;
-        if (rev) {
+        const dash = k === '_rev' ? revisionDash(v) : -1;
+        if (dash > 0) {
           codes[n++] = at | C_REV;
-          values.push(Number(rev[1]), this.token(rev[2] as string));
+          values.push(revisionHeight(v, dash), this.revisionToken(v, dash));
           continue;
         }
       } else if (Array.isArray(v) && v.length === 1 && typeof v[0] === 'string' && v[0].length >= COPY_MIN) {
-        const earlier = seen.get(v[0]);
-        if (earlier !== undefined) {
+        const earlier = earlierOf(v[0]);
+        if (earlier >= 0) {
           codes[n++] = at | C_ARRAY_COPY;
           codes[n++] = earlier;
           continue;
@@ -324,9 +358,9 @@ export class DocCodec {
       codes[n++] = at | C_SLOT;
       values.push(v);
     }
-    const mine = codes.subarray(0, n);
-    let shape = this.byCodes.get(codesHash(mine));
-    if (shape?.codes === undefined || !sameCodes(shape.codes, mine)) {
+    let shape = this.byCodes.get(codesHash(codes, n));
+    if (shape?.codes === undefined || !sameCodes(shape.codes, codes, n)) {
+      const mine = codes.subarray(0, n);
       const json = this.shapeText(mine);
       shape = this.bySignature.get(json);
       if (!shape) {
@@ -336,7 +370,7 @@ export class DocCodec {
       // These codes name the shape from now on (a shape met by other codes first keeps those).
       if (shape.codes === undefined) {
         shape.codes = mine.slice();
-        this.byCodes.set(codesHash(shape.codes), shape);
+        this.byCodes.set(codesHash(shape.codes, n), shape);
       }
     }
     this.used.add(shape);
@@ -493,24 +527,49 @@ export class DocCodec {
   }
 }
 
-/** FNV-1a over a shape's codes and their count. */
-function codesHash(codes: Int32Array): number {
-  let h = 0x811c9dc5 ^ codes.length;
-  for (let i = 0; i < codes.length; i++) h = Math.imul(h ^ (codes[i] as number), 0x01000193);
+/** FNV-1a over the first `n` of a shape's codes and their count. */
+function codesHash(codes: Int32Array, n: number): number {
+  let h = 0x811c9dc5 ^ n;
+  for (let i = 0; i < n; i++) h = Math.imul(h ^ (codes[i] as number), 0x01000193);
   return h | 0;
 }
 
-function sameCodes(a: Int32Array, b: Int32Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+/** Whether a shape's codes are the first `n` of `b`. */
+function sameCodes(a: Int32Array, b: Int32Array, n: number): boolean {
+  if (a.length !== n) return false;
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return false;
   return true;
 }
 
-/** Whether `_meta` is `{lwt}` with exactly the row's lwt. */
+/** Where the `-` of an RxDB revision is (`<height>-<token>`: a canonical positive height of at most
+ * 15 digits, a token of at least a character), or -1 for a string that is not one. */
+function revisionDash(v: string): number {
+  const first = v.charCodeAt(0);
+  if (!(first >= 0x31 && first <= 0x39)) return -1;
+  for (let i = 1; i < v.length && i <= 15; i++) {
+    const c = v.charCodeAt(i);
+    if (c === 0x2d) return i + 1 < v.length ? i : -1;
+    if (c < 0x30 || c > 0x39) return -1;
+  }
+  return -1;
+}
+
+/** The height of a revision whose `-` is at `dash` (revisionDash). */
+function revisionHeight(v: string, dash: number): number {
+  let h = 0;
+  for (let i = 0; i < dash; i++) h = h * 10 + v.charCodeAt(i) - 0x30;
+  return h;
+}
+
+/** Whether `_meta` is `{lwt}` with exactly the row's lwt (its keys counted without listing them). */
 function isRowMeta(v: unknown, lwt: number): boolean {
   if (v === null || typeof v !== 'object' || Object.getPrototypeOf(v) !== Object.prototype) return false;
-  const keys = Object.keys(v);
-  return keys.length === 1 && keys[0] === 'lwt' && (v as { lwt: unknown }).lwt === lwt && Number.isFinite(lwt);
+  let keys = 0;
+  for (const k in v) {
+    if (!Object.prototype.hasOwnProperty.call(v, k)) continue;
+    if (k !== 'lwt' || ++keys > 1) return false;
+  }
+  return keys === 1 && (v as { lwt: unknown }).lwt === lwt && Number.isFinite(lwt);
 }
 
 function hasTable(db: SqliteDatabase, table: string): boolean {

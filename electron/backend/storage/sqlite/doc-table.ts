@@ -50,12 +50,13 @@ import type { EventBulk, RxDocumentData, RxJsonSchema, RxStorageChangeEvent } fr
 import { getPrimaryFieldOfPrimaryKey } from 'rxdb';
 import { DocCache } from './doc-cache.ts';
 import { docCodec } from './doc-codec.ts';
-import type { DocCodec } from './doc-codec.ts';
+import type { DocCodec, RowKeys } from './doc-codec.ts';
 import { statementsOn } from './file.ts';
 import type { StorageFile } from './file.ts';
 import { TextIndex } from './fts.ts';
 import type { TextOrder } from './fts.ts';
 import { computedColumnSql, fnv1a, indexColumns, indexName, overrideColumn } from './index-columns.ts';
+import { IdFilter } from './id-filter.ts';
 import { HEAD_ROWS, LoadHeads, OrderHead } from './load-heads.ts';
 import { PROBE_TUNING, RowsByHash } from './load-probes.ts';
 import type { HeadChanges, HeadRow } from './load-heads.ts';
@@ -125,6 +126,9 @@ export const TEXT_FILL_TUNING = { ms: 25, rows: 1000, minRows: 100, maxRows: 20_
 /** Prepared statements of the Store's queries kept per table. */
 const STORE_STATEMENTS = 300;
 
+/** A document's members before it was first written: none. */
+const NO_VALUES: readonly string[] = [];
+
 /** Documents a scan reads per statement: a scan that stops early reads little more than it needed. */
 const SCAN_CHUNK = 256;
 
@@ -152,7 +156,7 @@ export class DocTable {
   private readonly byStoreKey = new Map<string, StoreColumn>();
   private readonly memberStatements: { table: MemberTable; add: Statement; remove: Statement }[];
   private readonly byIndex = new Map<string, IndexColumn>();
-  /** The write of a row that replaces a stored one (RETURNING its rowid and computed index strings). */
+  /** The write of a row that replaces a stored one (RETURNING its rowid). */
   private readonly upsert: Statement;
   /**
    * The write of a new row (no stored row of its id: RowWrite.before undefined): a plain INSERT,
@@ -164,8 +168,6 @@ export class DocTable {
    * duplicate id fails loudly (UNIQUE) instead of updating a row the write did not know.
    */
   private readonly insert: Statement;
-  /** Reads the computed index strings of a row just inserted (the insert's RETURNING, without it). */
-  private readonly computedOf: Statement | null;
   /** Per index column: computed from the row's columns (index-columns.ts indexSql), or stored. */
   private readonly computed: boolean[];
   /** Prepared statements by connection (reads go to the file's read-only one while a pulled page's
@@ -219,11 +221,16 @@ export class DocTable {
   private readonly fillLabel: string;
   /** @internal Rows read by scans since open, for tests and benchmarks. */
   rowsScanned = 0;
+  /** @internal Ids `get` looked up with a statement since open, for tests. */
+  idsRead = 0;
   readonly schema: RxJsonSchema<Doc>;
   /** A replication meta table's assumed-master states stored by reference (master-states.ts). */
   private readonly masters: MetaCodec | null;
   /** How documents are stored in the `doc` column (doc-codec.ts). */
   readonly codec: DocCodec;
+  /** The ids this table may hold, while it holds only rows this process wrote (it was empty at
+   * open): `get` reads no statement for the others (id-filter.ts). Null otherwise, or once full. */
+  private idFilter: IdFilter | null;
 
   private constructor(
     readonly file: StorageFile,
@@ -249,20 +256,19 @@ export class DocTable {
       remove: db.prepare(`DELETE FROM "${m.table}" WHERE value = ? AND rid = ?`),
     }));
     const t = `"${table}"`;
-    // Computed index columns (index-columns.ts indexSql): the row holds their override only, and
-    // the write reads the computed string back to set the override where it is not the document's.
+    // Computed index columns (index-columns.ts indexSql): the row holds their override only, set
+    // where the expression may not give the document's string (IndexColumn.sqlGives).
     const inTable = new Set(db.prepare<[], { name: string }>(`PRAGMA table_xinfo(${t})`).all().map((c) => c.name));
     this.computed = this.columns.map((c) => c.sql !== null && inTable.has(overrideColumn(c.column)));
     const cols = ['seq', 'id', 'deleted', 'lwt', 'odd', 'sodd', 'doc', ...this.layout.columns.map((c) => `"${c.column}"`), ...this.columns.map((c, i) => `"${this.computed[i] ? overrideColumn(c.column) : c.column}"`)];
-    const returning = ['rowid AS r', ...this.columns.flatMap((c, i) => (this.computed[i] ? [`"${c.column}" AS v${i}`] : []))];
     this.upsert = db.prepare(
       `INSERT INTO ${t} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')}) ` +
-        `ON CONFLICT (id) DO UPDATE SET ${cols.filter((c) => c !== 'id').map((c) => `${c} = excluded.${c}`).join(', ')} RETURNING ${returning.join(', ')}`,
-    );
+        `ON CONFLICT (id) DO UPDATE SET ${cols.filter((c) => c !== 'id').map((c) => `${c} = excluded.${c}`).join(', ')} RETURNING rowid`,
+    ).pluck();
     this.insert = db.prepare(`INSERT INTO ${t} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`);
-    this.computedOf = returning.length > 1 ? db.prepare(`SELECT ${returning.slice(1).join(', ')} FROM ${t} WHERE rowid = ?`) : null;
 
     this.lastSeq = Number(db.prepare(`SELECT coalesce(max(seq), 0) FROM ${t}`).pluck().get());
+    this.idFilter = db.prepare(`SELECT 1 FROM ${t} LIMIT 1`).get() === undefined ? new IdFilter() : null;
     this.unfaithful = this.columns.map(() => 0);
     for (const odd of db.prepare(`SELECT odd FROM ${t} WHERE odd <> 0`).pluck().iterate() as Iterable<number>) this.countOdd(odd, 1, this.unfaithful);
     this.storeUnfaithful = new Array<number>(this.layout.columns.length + 1).fill(0);
@@ -711,6 +717,7 @@ export class DocTable {
     const missing: string[] = [];
     // The open page's own reads see its documents (the cache and other reads: the committed ones).
     const pending = this.pending.size > 0 && this.file.reads === this.file.db ? this.pending : null;
+    const filter = this.idFilter;
     for (const id of ids) {
       const written = pending?.get(id);
       if (written) {
@@ -719,9 +726,10 @@ export class DocTable {
       }
       const hit = this.cache.get(id);
       if (hit) out.set(id, hit);
-      else missing.push(id);
+      else if (filter === null || filter.mayHold(id)) missing.push(id);
     }
     const read: Doc[] = [];
+    this.idsRead += missing.length;
     if (missing.length <= 4) {
       for (const id of missing) {
         if (out.has(id)) continue;
@@ -805,7 +813,10 @@ export class DocTable {
     const rowids: (number | bigint)[] = [];
     const heads = this.heads.size > 0 || started.length > 0 ? this.heads.all(started) : [];
     const headChanges: HeadChanges['changes'] = [];
-    for (const [n, { before, doc }] of rows.entries()) {
+    // The row's columns encode reads (one object for every row: encode keeps none).
+    const rowKeys: RowKeys = { id: '', lwt: 0 };
+    for (let n = 0; n < rows.length; n++) {
+      const { before, doc } = rows[n] as RowWrite;
       const odd = this.oddOf(doc);
       const id = String((doc as Record<string, unknown>)[this.primaryPath]);
       const sodd = storeValues(this.layout, id, doc, values, 7);
@@ -815,21 +826,20 @@ export class DocTable {
       values[3] = doc._meta.lwt;
       values[4] = odd;
       values[5] = sodd;
-      values[6] = this.codec.encode((stored ? stored[n] : doc) as Record<string, unknown>, { id, lwt: doc._meta.lwt }, this.primaryPath);
-      for (let i = 0; i < this.columns.length; i++) values[7 + store.length + i] = this.computed[i] ? null : (this.columns[i] as IndexColumn).keyOf(doc);
-      let rowid: number | bigint;
-      let got: Record<string, unknown> | undefined;
-      if (before === undefined) {
-        rowid = this.insert.run(...values).lastInsertRowid;
-        got = this.computedOf?.get(rowid) as Record<string, unknown> | undefined;
-      } else {
-        got = this.upsert.get(...values) as Record<string, unknown>;
-        rowid = got['r'] as number | bigint;
+      rowKeys.id = id;
+      rowKeys.lwt = doc._meta.lwt;
+      values[6] = this.codec.encode((stored ? stored[n] : doc) as Record<string, unknown>, rowKeys, this.primaryPath);
+      for (let i = 0; i < this.columns.length; i++) {
+        const c = this.columns[i] as IndexColumn;
+        values[7 + store.length + i] = this.computed[i] && c.sqlGives?.(doc) === true ? null : c.keyOf(doc);
       }
-      if (got) for (let i = 0; i < this.columns.length; i++) {
-        if (!this.computed[i]) continue;
-        const key = (this.columns[i] as IndexColumn).keyOf(doc);
-        if (got[`v${i}`] !== key) this.prepared(`override ${i}`, () => `UPDATE "${this.table}" SET "${overrideColumn((this.columns[i] as IndexColumn).column)}" = ? WHERE rowid = ?`).run(key, rowid);
+      let rowid: number | bigint;
+      if (before === undefined) {
+        this.idFilter?.add(id);
+        if (this.idFilter?.full) this.idFilter = null;
+        rowid = this.insert.run(...values).lastInsertRowid;
+      } else {
+        rowid = this.upsert.get(...values) as number | bigint;
       }
       rowids.push(rowid);
       if (this.probes) for (const p of this.probes.values()) {
@@ -851,10 +861,11 @@ export class DocTable {
     if (inPage) this.pendingSeq = seq;
     this.codec.flush();
     for (const m of this.memberStatements) {
-      for (const [i, r] of rows.entries()) {
+      for (let i = 0; i < rows.length; i++) {
+        const r = rows[i] as RowWrite;
         const rowid = Number(rowids[i]);
         const now = m.table.valuesOf(r.doc);
-        const was = r.before ? m.table.valuesOf(r.before) : [];
+        const was = r.before ? m.table.valuesOf(r.before) : NO_VALUES;
         for (const v of was) if (!now.includes(v)) m.remove.run(v, rowid);
         for (const v of now) if (!was.includes(v)) m.add.run(v, rowid);
         yield;
@@ -867,7 +878,8 @@ export class DocTable {
     const text = this.text;
     const textDeferred = text !== null && bulk && (this.loading || dropped.length > 0);
     if (text) {
-      for (const [i, r] of rows.entries()) {
+      for (let i = 0; i < rows.length; i++) {
+        const r = rows[i] as RowWrite;
         text.put(rowids[i] as number | bigint, r.before, r.doc, textDeferred);
         yield;
       }

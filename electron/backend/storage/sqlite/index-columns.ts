@@ -36,6 +36,9 @@ export type IndexColumn = {
    * column: its string is in its index only, not in every row), see computedColumnSql.
    */
   sql: string | null;
+  /** Whether `sql` gives keyOf(doc) for this document, decided in JavaScript (false: it may not;
+   * the row then holds the string in the override). Null when `sql` is. */
+  sqlGives: ((doc: Doc) => boolean) | null;
 };
 
 /** Characters whose UTF-16 and UTF-8 orders differ (surrogates and U+E000 to U+FFFF). */
@@ -115,15 +118,22 @@ export function indexColumns(schema: RxJsonSchema<Doc>): IndexColumn[] {
     used.add(column);
     const monad = getIndexableStringMonad(schema, fields);
     const checks = getIndexMeta(schema, fields).map(fieldFaithful);
+    const computed = indexSql(schema, fields);
     return {
       fields,
       column,
       keyOf: (doc: Doc) => sortableKey(monad(doc)),
       faithful: (doc: Doc) => checks.every((ok) => ok(doc)),
-      sql: indexSql(schema, fields),
+      sql: computed?.sql ?? null,
+      sqlGives: computed?.gives ?? null,
     };
   });
 }
+
+/** A character SQL's length() and the id's padding count otherwise than JavaScript (NUL ends
+ * length(); surrogates are one character in SQL, two in JavaScript), or that sortableKey maps. */
+// eslint-disable-next-line no-control-regex -- NUL ends SQL's length()
+const UNLIKE_IN_SQL = /[\u0000\ud800-\uffff]/;
 
 /**
  * RxDB's index string (custom-index.ts getIndexMeta) of `fields` as SQL over a documents table's
@@ -132,25 +142,45 @@ export function indexColumns(schema: RxJsonSchema<Doc>): IndexColumn[] {
  * id with a character sortableKey maps or longer than its maxLength): a written row whose string it
  * does not give gets the string in the column's override (computedColumnSql), so the column always
  * holds keyOf(doc).
+ *
+ * `gives` tells in JavaScript, per document, that the expression gives RxDB's string, so a write
+ * knows the override without reading the computed column back (a statement per written row): it
+ * repeats SQLite's arithmetic (IEEE doubles both, truncation by CAST) where RxDB's differs (its
+ * Math.round against `+ 0.5` and CAST), and refuses ids whose length or order SQL sees otherwise.
+ * False only costs the override's bytes; true must be exact (sqlite-computed-index.test.ts checks
+ * it against SQLite on random and edge values).
  */
-export function indexSql(schema: RxJsonSchema<Doc>, fields: readonly string[]): string | null {
+export function indexSql(schema: RxJsonSchema<Doc>, fields: readonly string[]): { sql: string; gives: (doc: Doc) => boolean } | null {
   const primary = getPrimaryFieldOfPrimaryKey(schema.primaryKey);
   const parts: string[] = [];
+  const checks: ((doc: Doc) => boolean)[] = [];
   for (const meta of getIndexMeta(schema, [...fields])) {
     const part = meta.schemaPart;
     if (meta.fieldName === '_deleted' && part.type === 'boolean') parts.push(`(CASE WHEN deleted THEN '1' ELSE '0' END)`);
     else if (meta.fieldName === primary && part.type === 'string' && typeof part.maxLength === 'number' && Number.isInteger(part.maxLength) && part.maxLength >= 0 && part.maxLength <= 1000) {
       const n = part.maxLength;
       parts.push(`(CASE WHEN length(id) < ${n} THEN id || substr('${' '.repeat(n)}', 1, ${n} - length(id)) ELSE id END)`);
+      checks.push((doc) => {
+        const id = (doc as Record<string, unknown>)[primary];
+        return typeof id === 'string' && !UNLIKE_IN_SQL.test(id);
+      });
     } else if (meta.fieldName === '_meta.lwt' && meta.parsedLengths && [meta.parsedLengths.minimum, meta.parsedLengths.maximum, meta.parsedLengths.multiplier].every(Number.isSafeInteger)) {
       const p = meta.parsedLengths;
       const v = `max(min(lwt, ${p.maximum}), ${p.minimum})`;
       let s = `printf('%0${p.nonDecimals}d', CAST(floor(${v}) AS INTEGER) - ${p.roundedMinimum})`;
       if (p.decimals > 0) s += ` || printf('%0${p.decimals}d', min(CAST((${v} - floor(${v})) * ${p.multiplier} + 0.5 AS INTEGER), ${p.multiplier - 1}))`;
       parts.push(`(${s})`);
+      checks.push((doc) => {
+        const lwt: unknown = doc._meta.lwt;
+        if (typeof lwt !== 'number' || !Number.isFinite(lwt) || Math.abs(lwt) >= 2 ** 52) return false;
+        if (p.decimals === 0) return true;
+        const clamped = Math.max(Math.min(lwt, p.maximum), p.minimum);
+        const shifted = (clamped - Math.floor(clamped)) * p.multiplier;
+        return Math.trunc(shifted + 0.5) === Math.round(shifted);
+      });
     } else return null;
   }
-  return parts.length > 0 ? parts.join(' || ') : null;
+  return parts.length > 0 ? { sql: parts.join(' || '), gives: (doc) => checks.every((ok) => ok(doc)) } : null;
 }
 
 /** The override column of a computed index column: NULL while the expression gives the row's

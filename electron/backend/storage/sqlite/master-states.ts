@@ -79,8 +79,8 @@ function isStateOf(state: Json, doc: Doc): boolean {
   const docJson = doc as Json;
   let i = 0;
   let same = true;
-  for (const k of Object.keys(docJson)) {
-    if (NOT_IN_STATE.has(k)) continue;
+  for (const k in docJson) {
+    if (!Object.prototype.hasOwnProperty.call(docJson, k) || NOT_IN_STATE.has(k)) continue;
     if (keys[i] !== k || state[k] !== docJson[k]) {
       same = false;
       break;

@@ -117,7 +117,10 @@ export type StoreColumn = {
   get: (doc: Doc) => unknown;
 };
 
-export type MemberTable = { field: string; table: string; valuesOf: (doc: Doc) => string[] };
+export type MemberTable = { field: string; table: string; valuesOf: (doc: Doc) => readonly string[] };
+
+/** No members (shared: never changed). */
+const NO_MEMBERS: readonly string[] = Object.freeze([]);
 
 export type StoreIndex = { name: string; keys: readonly string[]; columns: readonly string[]; ordered: boolean; afterLoad: AfterLoad | null; narrows: boolean };
 
@@ -187,8 +190,10 @@ export function resolveLayout(table: string, schema: object, layout: StoreLayout
       table: `${table}_m_${hash32(field)}`,
       valuesOf: (doc) => {
         const v = get(doc);
-        if (doc._deleted || !Array.isArray(v)) return [];
-        // `has` tests for a string (Array.prototype.includes): other members never match one.
+        if (doc._deleted || !Array.isArray(v)) return NO_MEMBERS;
+        // `has` tests for a string (Array.prototype.includes): other members never match one. A
+        // lead's one list (the usual case) without the set and the copies.
+        if (v.length === 1) return typeof v[0] === 'string' ? [v[0]] : NO_MEMBERS;
         return [...new Set(v.filter((x): x is string => typeof x === 'string'))];
       },
     };
