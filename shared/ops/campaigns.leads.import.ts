@@ -219,32 +219,46 @@ const FLAGS = ['doNotContact', 'blocklisted'] as const;
 function applyRow(lead: Lead, row: MappedRow, custom: ReadonlyMap<string, LeadGroupColumn>, mode: OnExisting): { next: Lead; changed: string[] } {
   const changed: string[] = [];
   if (mode === 'skip') return { next: lead, changed };
+  // No function is made per row here (the bundler names each one: a property write per row).
   let next: Lead | null = null;
-  const copy = (): Lead => (next ??= { ...lead, variables: { ...lead.variables } });
-  const take = (current: string, value: string): boolean => value !== current && (mode === 'update' || current === '');
   for (const f of LEAD_TEXT_FIELDS) {
     const v = row.fields[f];
-    if (v === undefined || !take((next ?? lead)[f], v)) continue;
-    copy()[f] = v;
+    if (v === undefined || !takes(mode, (next ?? lead)[f], v)) continue;
+    next ??= copyOf(lead);
+    next[f] = v;
     changed.push(FIELD_WORDS[f]);
   }
   for (const [name, value] of row.custom) {
     const col = custom.get(columnKey(name));
     if (!col || col.builtInType !== null) continue;
-    if (!take((next ?? lead).variables[col.id] ?? '', value)) continue;
-    copy().variables[col.id] = value;
+    if (!takes(mode, (next ?? lead).variables[col.id] ?? '', value)) continue;
+    next ??= copyOf(lead);
+    next.variables[col.id] = value;
     changed.push(col.name);
   }
   for (const flag of FLAGS) {
     const v = row.flags[flag];
     // Fill-empty only ever turns a flag on; update also clears it.
     if (v === undefined || v === (next ?? lead)[flag] || (mode === 'fill_empty' && !v)) continue;
-    copy()[flag] = v;
+    next ??= copyOf(lead);
+    next[flag] = v;
     changed.push(flag === 'doNotContact' ? (v ? 'marked Do Not Contact' : 'Do Not Contact cleared') : v ? 'blocklisted' : 'blocklist lifted');
   }
-  const out: Lead = next ?? lead;
-  if (out.firstName !== lead.firstName || out.lastName !== lead.lastName) out.fullName = [out.firstName, out.lastName].filter(Boolean).join(' ');
-  return { next: out, changed };
+  if (next === null) return { next: lead, changed };
+  if (next.firstName !== lead.firstName || next.lastName !== lead.lastName) next.fullName = [next.firstName, next.lastName].filter(Boolean).join(' ');
+  return { next, changed };
+}
+
+/** Whether a cell's value replaces a lead's under a mode (fill_empty: only an empty one). */
+const takes = (mode: OnExisting, current: string, value: string): boolean => value !== current && (mode === 'update' || current === '');
+/** A lead to change: its own variables too. */
+const copyOf = (lead: Lead): Lead => ({ ...lead, variables: { ...lead.variables } });
+
+/** The other lead holding a row's profile or email key, when it is not `lead` and `lead` does not
+ * hold that key itself (two leads already sharing an email, an old duplicate, are no conflict). */
+function otherHolding(index: LeadIndex, lead: Lead, hit: Lead | undefined, key: string, kind: 'profile' | 'email'): Lead | undefined {
+  // The lead's own keys only when another lead holds one of the row's (rare): the index has them.
+  return hit !== undefined && hit.id !== lead.id && key !== index.keysOfLead(lead)[kind] ? hit : undefined;
 }
 
 /** Fields a built-in column given as a custom target fills (e.g. a header mapped to "custom:Company"). */
@@ -406,12 +420,10 @@ const importOp = mutation({
       // profile URL or email is a conflict only when the row would give that value to this lead
       // (two leads already sharing an email, an old duplicate, do not stop a row naming one by id).
       let lead = byId ?? byProfile ?? byEmail;
-      // The lead's own keys only when another lead holds one of the row's (rare): the index has them.
-      const held = (hit: Lead | undefined, key: string, kind: 'profile' | 'email'): hit is Lead =>
-        lead !== undefined && hit !== undefined && hit.id !== lead.id && key !== index.keysOfLead(lead)[kind];
-      const other: readonly [string, Lead] | undefined = held(byProfile, k.profile, 'profile') ? ['the profile URL', byProfile] : held(byEmail, k.email, 'email') ? ['the email', byEmail] : undefined;
-      if (lead && other) {
-        const [what, hit] = other;
+      const otherByProfile = lead && otherHolding(index, lead, byProfile, k.profile, 'profile');
+      const otherByEmail = lead && !otherByProfile ? otherHolding(index, lead, byEmail, k.email, 'email') : undefined;
+      if (lead && (otherByProfile || otherByEmail)) {
+        const [what, hit] = otherByProfile ? ['the profile URL', otherByProfile] : ['the email', otherByEmail as Lead];
         const whatLead = lead === byId ? 'the lead id' : lead === byProfile ? 'the profile URL' : 'the email';
         result({
           row: row.row, code: 'CONFLICTING_MATCH', leadId: lead.id,
