@@ -41,6 +41,18 @@ export function keysOf(a: Arrival, names?: NameCompanyKeys): IdentityKeys {
   };
 }
 
+/** Files `l` under key `k` ('' is no key) unless another lead holds it. */
+function fileUnder(map: Map<string, Lead>, k: string, l: Lead): void {
+  if (!k) return;
+  const held = map.get(k);
+  if (!held || held.id === l.id) map.set(k, l);
+}
+
+/** Takes `l` out from under key `k` when it holds it. */
+function unfileUnder(map: Map<string, Lead>, k: string, l: Lead): void {
+  if (k && map.get(k)?.id === l.id) map.delete(k);
+}
+
 const oldestFirst = (a: Lead, b: Lead): number => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1);
 
 /** Leads by identity key, kept current as a call creates and updates leads. The oldest lead holding
@@ -68,26 +80,18 @@ export class LeadIndex {
   add(l: Lead, keys: IdentityKeys = this.keys(l)): void {
     this.byId.set(l.id, l);
     this.keysOf.set(l.id, keys);
-    const file = (map: Map<string, Lead>, k: string) => {
-      if (!k) return;
-      const held = map.get(k);
-      if (!held || held.id === l.id) map.set(k, l);
-    };
-    file(this.byProfile, keys.profile);
-    file(this.byEmail, keys.email);
-    file(this.byNameCompany, keys.nameCompany);
+    fileUnder(this.byProfile, keys.profile, l);
+    fileUnder(this.byEmail, keys.email, l);
+    fileUnder(this.byNameCompany, keys.nameCompany, l);
   }
 
   remove(l: Lead): void {
     const keys = this.keysOf.get(l.id) ?? this.keys(l);
     this.byId.delete(l.id);
     this.keysOf.delete(l.id);
-    const unfile = (map: Map<string, Lead>, k: string) => {
-      if (k && map.get(k)?.id === l.id) map.delete(k);
-    };
-    unfile(this.byProfile, keys.profile);
-    unfile(this.byEmail, keys.email);
-    unfile(this.byNameCompany, keys.nameCompany);
+    unfileUnder(this.byProfile, keys.profile, l);
+    unfileUnder(this.byEmail, keys.email, l);
+    unfileUnder(this.byNameCompany, keys.nameCompany, l);
   }
 
   /** Files `after` in place of `before` (the same lead, changed); keys of unchanged fields are reused. */

@@ -38,10 +38,15 @@ export const emailKey = (email: string): string => email.trim().toLowerCase();
 /** Full name and company, both required: spaces collapsed, case and accents ignored. */
 export function nameCompanyKey(fullName: string, company: string): string {
   if (!fullName || !company) return '';
-  const n = (s: string) => (ASCII.test(s) ? s : s.normalize('NFKD').replace(/[\u0300-\u036f]/g, '')).toLowerCase().replace(/\s+/g, ' ').trim();
-  const name = n(fullName);
-  const firm = n(company).replace(/[.,]/g, '').replace(/\s+(inc|ltd|llc|gmbh|ag|sa|sas|sarl|bv|plc|co)$/, '');
+  const name = foldName(fullName);
+  const firm = foldName(company).replace(/[.,]/g, '').replace(/\s+(inc|ltd|llc|gmbh|ag|sa|sas|sarl|bv|plc|co)$/, '');
   return name && firm ? `${name}\u0001${firm}` : '';
+}
+
+/** A name without accents or case, its spaces collapsed (nameCompanyKey). At module level: a
+ * function made inside nameCompanyKey was made again for every key (twice a row of an import). */
+function foldName(s: string): string {
+  return (ASCII.test(s) ? s : s.normalize('NFKD').replace(/[\u0300-\u036f]/g, '')).toLowerCase().replace(/\s+/g, ' ').trim();
 }
 
 /** A profile URL as every entry stores it: https, LinkedIn's country subdomains as `www.`, without

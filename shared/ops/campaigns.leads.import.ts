@@ -211,34 +211,54 @@ const FIELD_WORDS: Record<LeadTextField, string> = {
 const MATCH_WORDS = { id: 'its lead id', profileUrl: 'the same profile URL', email: 'the same email', nameAndCompany: 'the same name and company' } as const;
 const nameOf = (l: Lead): string => l.fullName || l.email || l.socialUrl || 'a lead';
 
-/** Applies a row to an existing lead under a mode; returns the new lead and what changed. */
+const FLAGS = ['doNotContact', 'blocklisted'] as const;
+
+/** Applies a row to an existing lead under a mode; returns the new lead and what changed (`lead`
+ * itself when nothing did: the copy is made at the first change, as most rows of a re-import
+ * change nothing). */
 function applyRow(lead: Lead, row: MappedRow, custom: ReadonlyMap<string, LeadGroupColumn>, mode: OnExisting): { next: Lead; changed: string[] } {
-  if (mode === 'skip') return { next: lead, changed: [] };
-  const next: Lead = { ...lead, variables: { ...lead.variables } };
   const changed: string[] = [];
-  const take = (current: string, value: string): boolean => value !== current && (mode === 'update' || current === '');
+  if (mode === 'skip') return { next: lead, changed };
+  // No function is made per row here (the bundler names each one: a property write per row).
+  let next: Lead | null = null;
   for (const f of LEAD_TEXT_FIELDS) {
     const v = row.fields[f];
-    if (v === undefined || !take(next[f], v)) continue;
+    if (v === undefined || !takes(mode, (next ?? lead)[f], v)) continue;
+    next ??= copyOf(lead);
     next[f] = v;
     changed.push(FIELD_WORDS[f]);
   }
   for (const [name, value] of row.custom) {
     const col = custom.get(columnKey(name));
     if (!col || col.builtInType !== null) continue;
-    if (!take(next.variables[col.id] ?? '', value)) continue;
+    if (!takes(mode, (next ?? lead).variables[col.id] ?? '', value)) continue;
+    next ??= copyOf(lead);
     next.variables[col.id] = value;
     changed.push(col.name);
   }
-  for (const flag of ['doNotContact', 'blocklisted'] as const) {
+  for (const flag of FLAGS) {
     const v = row.flags[flag];
     // Fill-empty only ever turns a flag on; update also clears it.
-    if (v === undefined || v === next[flag] || (mode === 'fill_empty' && !v)) continue;
+    if (v === undefined || v === (next ?? lead)[flag] || (mode === 'fill_empty' && !v)) continue;
+    next ??= copyOf(lead);
     next[flag] = v;
     changed.push(flag === 'doNotContact' ? (v ? 'marked Do Not Contact' : 'Do Not Contact cleared') : v ? 'blocklisted' : 'blocklist lifted');
   }
+  if (next === null) return { next: lead, changed };
   if (next.firstName !== lead.firstName || next.lastName !== lead.lastName) next.fullName = [next.firstName, next.lastName].filter(Boolean).join(' ');
   return { next, changed };
+}
+
+/** Whether a cell's value replaces a lead's under a mode (fill_empty: only an empty one). */
+const takes = (mode: OnExisting, current: string, value: string): boolean => value !== current && (mode === 'update' || current === '');
+/** A lead to change: its own variables too. */
+const copyOf = (lead: Lead): Lead => ({ ...lead, variables: { ...lead.variables } });
+
+/** The other lead holding a row's profile or email key, when it is not `lead` and `lead` does not
+ * hold that key itself (two leads already sharing an email, an old duplicate, are no conflict). */
+function otherHolding(index: LeadIndex, lead: Lead, hit: Lead | undefined, key: string, kind: 'profile' | 'email'): Lead | undefined {
+  // The lead's own keys only when another lead holds one of the row's (rare): the index has them.
+  return hit !== undefined && hit.id !== lead.id && key !== index.keysOfLead(lead)[kind] ? hit : undefined;
 }
 
 /** Fields a built-in column given as a custom target fills (e.g. a header mapped to "custom:Company"). */
@@ -388,7 +408,8 @@ const importOp = mutation({
       return n === undefined ? '' : `row ${n} of this file`;
     };
 
-    for (const [i, row] of rows.entries()) {
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i] as MappedRow;
       if (i > 0 && i % AHEAD_ROWS === 0) await stageFinal(i - 1);
       const k = keys[i] as IdentityKeys;
       const note = row.notes.length > 0 ? ` (${row.notes.join('; ')})` : '';
@@ -399,17 +420,14 @@ const importOp = mutation({
       // profile URL or email is a conflict only when the row would give that value to this lead
       // (two leads already sharing an email, an old duplicate, do not stop a row naming one by id).
       let lead = byId ?? byProfile ?? byEmail;
-      // The lead's own keys only when another lead holds one of the row's (rare): the index has them.
-      const other = lead
-        ? ([['the profile URL', byProfile, k.profile, 'profile'], ['the email', byEmail, k.email, 'email']] as const)
-            .find(([, hit, key, kind]) => hit !== undefined && hit.id !== lead?.id && key !== index.keysOfLead(lead as Lead)[kind])
-        : undefined;
-      if (lead && other) {
-        const [what, hit] = other;
+      const otherByProfile = lead && otherHolding(index, lead, byProfile, k.profile, 'profile');
+      const otherByEmail = lead && !otherByProfile ? otherHolding(index, lead, byEmail, k.email, 'email') : undefined;
+      if (lead && (otherByProfile || otherByEmail)) {
+        const [what, hit] = otherByProfile ? ['the profile URL', otherByProfile] : ['the email', otherByEmail as Lead];
         const whatLead = lead === byId ? 'the lead id' : lead === byProfile ? 'the profile URL' : 'the email';
         result({
           row: row.row, code: 'CONFLICTING_MATCH', leadId: lead.id,
-          message: `${whatLead} is ${nameOf(lead)}'s but ${what} is ${nameOf(hit as Lead)}'s: not imported. Fix the row, or merge those two leads first.`.replace(/^./, (c) => c.toUpperCase()),
+          message: `${whatLead} is ${nameOf(lead)}'s but ${what} is ${nameOf(hit)}'s: not imported. Fix the row, or merge those two leads first.`.replace(/^./, (c) => c.toUpperCase()),
         });
         continue;
       }
@@ -433,16 +451,16 @@ const importOp = mutation({
       }
 
       if (!lead) {
+        const variables: Record<string, string> = {};
+        for (const [name, value] of row.custom) {
+          const col = columns.get(columnKey(name));
+          if (col && col.builtInType === null) variables[col.id] = value;
+        }
         const made = newLead({ id: ctx.ids.uuid(), workspaceId: ctx.actor.workspaceId, now }, group.id, {
           ...row.fields,
           doNotContact: row.flags.doNotContact ?? false,
           blocklisted: row.flags.blocklisted ?? false,
-          variables: Object.fromEntries(
-            [...row.custom].flatMap(([name, value]) => {
-              const col = columns.get(columnKey(name));
-              return col && col.builtInType === null ? [[col.id, value]] : [];
-            }),
-          ),
+          variables,
         });
         touched.set(made.id, made);
         touchOrder.push(made.id);
@@ -470,7 +488,7 @@ const importOp = mutation({
         index.replace(current, after);
       }
       if (link) linked++;
-      for (const flag of ['doNotContact', 'blocklisted'] as const) if (after[flag] && !current[flag]) flagged[flag].add(after.id);
+      for (const flag of FLAGS) if (after[flag] && !current[flag]) flagged[flag].add(after.id);
       const found = `found by ${MATCH_WORDS[matchedBy ?? 'email']}`;
       const linkNote = link ? `; added to "${group.name}"` : '';
       const repeats = inFile(after.id);
@@ -499,7 +517,13 @@ const importOp = mutation({
       const res = byRow.get(r.row);
       return res ? [res] : [];
     });
-    const count = (codes: readonly RowCode[]) => results.filter((r) => codes.includes(r.code)).length;
+    const byCode = new Map<RowCode, number>();
+    for (const r of results) byCode.set(r.code, (byCode.get(r.code) ?? 0) + 1);
+    const count = (codes: Iterable<RowCode>): number => {
+      let n = 0;
+      for (const c of codes) n += byCode.get(c) ?? 0;
+      return n;
+    };
     return {
       dryRun: ctx.dryRun,
       leadGroupId: group.id,
@@ -511,7 +535,7 @@ const importOp = mutation({
         repeatedInFile: count(['DUPLICATE_IN_FILE']),
         skipped: count(['DUPLICATE_SKIPPED', 'EMPTY_ROW', 'NOT_A_LEAD_ROW']),
         possibleDuplicates: count(['POSSIBLE_DUPLICATE']),
-        invalid: results.filter((r) => INVALID_CODES.has(r.code) || r.code === 'CONFLICTING_MATCH').length,
+        invalid: count(INVALID_CODES) + count(['CONFLICTING_MATCH']),
         linked,
       },
       results,
