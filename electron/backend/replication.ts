@@ -281,6 +281,9 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
           await nextTurns();
           await instance?.pagesWritten();
           await nextTurns();
+          // Returned while paused, RxDB drops this part (the pause's forget came before a page
+          // fetched meanwhile was split).
+          if (paused) pages.forget();
           return { documents: part.documents, checkpoint: part.checkpoint ?? undefined };
         },
       },
