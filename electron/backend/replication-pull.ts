@@ -4,6 +4,14 @@
  * a full page is requested as soon as that page arrives, and handed out when RxDB asks for the same
  * checkpoint and size; anything else is fetched then. A page fetched ahead holds the server's
  * changes since that checkpoint when it was read, so later changes still follow it in seq order.
+ *
+ * A page can also be handed out in parts (`split`, `nextPart`): documents carry no `seq`, so the
+ * only checkpoint known inside a page is the one it was asked from. Every part but the last carries
+ * that one (everything before it is stored), the last one the page's own; RxDB asks again from the
+ * checkpoint a part carried, and gets the next part. A part RxDB drops (returned while it is paused)
+ * would be skipped by the next one: `forget` drops the parts left, and the page is asked for again
+ * from the stored checkpoint (its documents already stored are equal to the pulled ones, and RxDB
+ * writes none of them again).
  */
 import type { CollectionName } from '../../shared/model/index.ts';
 import { pullPageSchema } from '../../shared/wire/replication.ts';
@@ -12,6 +20,8 @@ import type { ServerClient } from './server-client.ts';
 
 export class PullPages {
   private ahead: { key: string; page: Promise<PullPage> } | null = null;
+  /** The parts of a split page not yet handed out, and the checkpoint the page was asked from. */
+  private parts: { after: string; rest: PullPage[] } | null = null;
 
   constructor(
     private readonly client: ServerClient,
@@ -34,6 +44,37 @@ export class PullPages {
     // Awaited when RxDB asks for it, or never: take() reports its failure, or nobody needs to.
     page.catch(() => undefined);
     this.ahead = { key: PullPages.key(checkpoint, batchSize), page };
+  }
+
+  /** `page`, asked for from `checkpoint`, in parts of at least `size` documents (a page of fewer
+   * than twice `size`, or asked for from no checkpoint, stays whole): returns the first part, and
+   * nextPart the others. */
+  split(page: PullPage, checkpoint: Checkpoint | null, size: number): PullPage {
+    const n = Math.floor(page.documents.length / size);
+    this.parts = null;
+    if (n < 2 || checkpoint === null) return page;
+    const parts: PullPage[] = [];
+    for (let i = 0; i < n; i++) {
+      const last = i === n - 1;
+      parts.push({ documents: page.documents.slice(i * size, last ? undefined : (i + 1) * size), checkpoint: last ? page.checkpoint : checkpoint });
+    }
+    const [first, ...rest] = parts as [PullPage, ...PullPage[]];
+    this.parts = { after: JSON.stringify(checkpoint), rest };
+    return first;
+  }
+
+  /** The next part of the page split last, when asked for from the checkpoint the part before it
+   * carried; otherwise null (and the parts left are dropped). */
+  nextPart(checkpoint: Checkpoint | null): PullPage | null {
+    const parts = this.parts;
+    const part = parts && parts.after === JSON.stringify(checkpoint) ? (parts.rest.shift() ?? null) : null;
+    if (!part || parts?.rest.length === 0) this.parts = null;
+    return part;
+  }
+
+  /** Drops the parts not handed out yet (see the file comment). */
+  forget(): void {
+    this.parts = null;
   }
 
   private async fetch(checkpoint: Checkpoint | null, batchSize: number, count = false): Promise<PullPage> {

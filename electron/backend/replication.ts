@@ -23,7 +23,7 @@ import type { Subscription } from 'rxjs';
 import { REPLICATED_COLLECTIONS } from '../../shared/model/index.ts';
 import type { CollectionName } from '../../shared/model/index.ts';
 import { pushAnswerSchema, refusalsListSchema } from '../../shared/wire/replication.ts';
-import type { Checkpoint, PushRow } from '../../shared/wire/replication.ts';
+import type { Checkpoint, PullPage, PushRow } from '../../shared/wire/replication.ts';
 import type { LocalDb } from './local-db-port.ts';
 import { isRefusal, sameDocument } from './replication-merge.ts';
 import { PullPages } from './replication-pull.ts';
@@ -133,6 +133,19 @@ const errorText = (e: unknown): string => (e instanceof Error ? e.message : Stri
  */
 export const PULL_RAMP = { first: 250, from: 2000 };
 
+/**
+ * A pull page of at least twice this many documents is handed to RxDB in parts of this many (a full
+ * page of 2,000: two of 1,000), each its own write (replication-pull.ts `split`). What a page costs
+ * the event loop grows with its size: RxDB's handling of it in one task, and the garbage collector's
+ * scavenges, which copy what is alive when they run, and a page's objects live from its parse to its
+ * COMMIT (measured 2026-11-30, 100k leads: the largest scavenge copied 9.0 MB with writes of 2,000,
+ * 7.2 MB with writes of 1,000). A part stays a bulk write of the storage (BULK_ROWS, 1,000, in
+ * storage/sqlite/doc-table.ts: in a table with fewer rows it starts a load and its indexes are
+ * built after it; writes of 500 left every index written row by row, twice the CPU). The fetch
+ * stays a full page: half the round trips of pages of 1,000 over a real network.
+ */
+export const PULL_PART = 1000;
+
 /** Starts replicating every replicated collection of the local database with the sync server. */
 export async function startSync(opts: SyncOptions): Promise<Sync> {
   const rx = opts.db.rx;
@@ -192,9 +205,12 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
   const tookServerState = new Map<string, Doc>();
   let watchingBuilds = false;
   const unwatch: (() => void)[] = [];
+  /** Each lane's pull pages (its current replication's): a pause drops their parts not handed out. */
+  const pullPages = new Map<CollectionName, PullPages>();
   /** The lane's RxDB replication from its stored checkpoints, not yet started (startLanes starts it, or startOver). */
   const replicate = (c: CollectionName, collection: RxCollection<Json>, instance: LocalInstance | null, stream: Subject<RxReplicationPullStreamItem<Json, Checkpoint>>): RxReplicationState<Json, Checkpoint> => {
     const pages = new PullPages(client, c);
+    pullPages.set(c, pages);
     const fullPage = opts.pullBatchSize ?? 2000;
     /** RxDB's batch size: a pull goes on while a page holds this many (PULL_RAMP). */
     const rxBatch = fullPage >= PULL_RAMP.from ? Math.min(PULL_RAMP.first, fullPage) : fullPage;
@@ -203,6 +219,38 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
     /** The last page was shorter than asked for but not than RxDB's batch size: RxDB asks once
      * more, which ends the pull (not a new one: no count). */
     let ending = false;
+    /** The page after `checkpoint`, fetched (or fetched ahead) and counted for the status; its first
+     * part (PULL_PART) returned, the others left for nextPart. */
+    const fetchPage = async (checkpoint: Checkpoint | null): Promise<PullPage> => {
+      const batchSize = pulling ? fullPage : rxBatch;
+      // The storage's bulk load (an initial sync into an empty table) builds the indexes it left
+      // out once pulled pages pause for its quiet window (1.5 s), which a slow server or network
+      // reaches mid-pull; every later page then writes those indexes row by row (a 300k sync:
+      // 229 s of CPU against 95 s with the builds after it). So the builds wait while a page is
+      // asked for (the first one after a reopen can continue a load a quit cut short) and while
+      // the pages come full (more are waiting); the storage bounds each hold (LOAD_HOLD_MS, 30 s
+      // without a page), and a pull that ends, fails or is stopped releases it at once.
+      instance?.holdLoad(!paused && !stopped);
+      // A pull that starts (first after startup or a resume, or after being caught up) asks how
+      // many documents remain, for the status's "n of m".
+      const page = await pages.take(checkpoint, batchSize, !pulling && !ending).catch((e: unknown) => {
+        instance?.holdLoad(false);
+        return fail(e);
+      });
+      pulling = page.documents.length >= batchSize;
+      ending = !pulling && page.documents.length >= rxBatch;
+      instance?.holdLoad(pulling && !paused && !stopped);
+      status.requestOk();
+      status.pulledPage(c, page.documents.length, pulling, page.remaining);
+      if (pulling) {
+        // A full page means more is waiting: ask for the next one now, and let the request go
+        // out before RxDB stores this page (its storing runs as one long chain of promise
+        // callbacks, which would otherwise hold the request back until it is done), so the
+        // server reads and sends the next page while this one is stored.
+        pages.prefetch(page.checkpoint, fullPage);
+      }
+      return pages.split(page, checkpoint, PULL_PART);
+    };
     const state = replicateRxCollection<Json, Checkpoint>({
       collection,
       replicationIdentifier: `outreach-crm-sync|${client.serverUrl}`,
@@ -217,48 +265,26 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
         batchSize: rxBatch,
         stream$: stream.asObservable(),
         handler: async (checkpoint) => {
-          const batchSize = pulling ? fullPage : rxBatch;
-          // The storage's bulk load (an initial sync into an empty table) builds the indexes it left
-          // out once pulled pages pause for its quiet window (1.5 s), which a slow server or network
-          // reaches mid-pull; every later page then writes those indexes row by row (a 300k sync:
-          // 229 s of CPU against 95 s with the builds after it). So the builds wait while a page is
-          // asked for (the first one after a reopen can continue a load a quit cut short) and while
-          // the pages come full (more are waiting); the storage bounds each hold (LOAD_HOLD_MS, 30 s
-          // without a page), and a pull that ends, fails or is stopped releases it at once.
-          instance?.holdLoad(!paused && !stopped);
-          // A pull that starts (first after startup or a resume, or after being caught up) asks how
-          // many documents remain, for the status's "n of m".
-          const page = await pages.take(checkpoint ?? null, batchSize, !pulling && !ending).catch((e: unknown) => {
-            instance?.holdLoad(false);
-            return fail(e);
-          });
-          pulling = page.documents.length >= batchSize;
-          ending = !pulling && page.documents.length >= rxBatch;
-          instance?.holdLoad(pulling && !paused && !stopped);
-          status.requestOk();
-          status.pulledPage(c, page.documents.length, pulling, page.remaining);
-          if (pulling) {
-            // A full page means more is waiting: ask for the next one now, and let the request go
-            // out before RxDB stores this page (its storing runs as one long chain of promise
-            // callbacks, which would otherwise hold the request back until it is done), so the
-            // server reads and sends the next page while this one is stored.
-            pages.prefetch(page.checkpoint, fullPage);
-          }
+          // The next part of the page fetched last (PULL_PART), or a page to fetch.
+          const part = pages.nextPart(checkpoint ?? null) ?? (await fetchPage(checkpoint ?? null));
           // RxDB takes a page while it still stores the one before (it pulls ahead without bound,
           // and merges the pages it has not begun to store into one write), and begins this one
           // in the same turn of the event loop as it finishes that one (its meta rows' write
           // resolving, its checkpoint): 100-160 ms of CPU in one turn during an initial sync.
-          // So a page is handed over once the storage's page before it has been written (RxDB
-          // asks to store a page in the turn it gets it: two turns later that page is open, or
+          // So a page (or part) is handed over once the storage's page before it has been written
+          // (RxDB asks to store a page in the turn it gets it: two turns later that page is open, or
           // waits in the file's queue behind writes that came while another page was open, such
           // as other lanes' starts; a page that has not opened yet is not written either), and two
           // turns after that: after RxDB's end of that page, in a turn of its own (not the one
           // that parsed this page's answer either). Storing stays one page at a time as before;
-          // the fetches still run ahead (the prefetch above).
+          // the fetches still run ahead (the prefetch in fetchPage).
           await nextTurns();
           await instance?.pagesWritten();
           await nextTurns();
-          return { documents: page.documents, checkpoint: page.checkpoint ?? undefined };
+          // Returned while paused, RxDB drops this part (the pause's forget came before a page
+          // fetched meanwhile was split).
+          if (paused) pages.forget();
+          return { documents: part.documents, checkpoint: part.checkpoint ?? undefined };
         },
       },
       push: {
@@ -439,6 +465,9 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
       if (paused || stopped) return;
       paused = true;
       releaseLoads();
+      // RxDB drops a part its pull handler returns while paused, and asks again from its stored
+      // checkpoint, which is the one that part carried: the part after it would skip it.
+      for (const p of pullPages.values()) p.forget();
       status.setStopped(true);
       await Promise.all(lanes.map((l) => l.state.pause()));
       await stopStreams();
