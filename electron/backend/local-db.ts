@@ -14,6 +14,7 @@ import type { CollectionName } from '../../shared/model/index.ts';
 import type { Store, StoreProvider } from '../../shared/store.ts';
 import type { OpenLocalDb } from './local-db-port.ts';
 import { mergeConflictHandler } from './replication-merge.ts';
+import { boundChangeEventBuffer } from './rx-change-event-buffer.ts';
 import { SqliteStoreProvider } from './sqlite-store.ts';
 import type { Synchronous } from './storage/sqlite/file.ts';
 import { migrateFromPersistedMemory } from './storage/sqlite/migrate.ts';
@@ -129,6 +130,8 @@ export async function openLocalDatabase(opts: OpenLocalDatabaseOptions): Promise
       };
     }
     await rx.addCollections(creators);
+    // Each collection keeps its latest 100 change events, not a whole pulled page (rx-change-event-buffer.ts).
+    for (const c of Object.values(rx.collections)) boundChangeEventBuffer(c._changeEventBuffer);
     provider = new SqliteStoreProvider(rx, REPLICATED_COLLECTIONS);
   } catch (e) {
     await rx.close();
