@@ -70,9 +70,10 @@ export function explainSlowFrames(frames: Frames, sampler: ThreadSampler, pages:
   }
   const m = pageMain(whole);
   const n = frames.deltas.length;
+  const average = `an average frame: the page's main thread ran ${f1(m.run / n)} ms and waited ${f1(m.wait / n)} ms; ${parts(whole).map(([name, t]) => `${name} ${f1(t.run / n)}/${f1(t.wait / n)}`).join(', ')}`;
   const share = (busy: number, of: number) => `${((100 * busy) / Math.max(1, of)).toFixed(0)}%`;
   const summary = slow.length === 0
-    ? `no frame over ${over} ms; an average frame: the page's main thread ran ${f1(m.run / n)} ms and waited ${f1(m.wait / n)} ms; other processes used ${share(Math.max(0, whole.cpu.busy - whole.ours), cores * (whole.span[1] - whole.span[0]))} of the machine`
-    : `${slow.length} frame(s) over ${over} ms: in ${waited} the page's main thread waited for a core longer than it ran, in ${ran} it ran over ${over} ms, in ${withPage} a page of leads arrived; other processes used ${share(othersBusy, spanned)} of the machine in them, ${share(Math.max(0, whole.cpu.busy - whole.ours), cores * (whole.span[1] - whole.span[0]))} over the whole scroll; an average frame: the page's main thread ran ${f1(m.run / n)} ms and waited ${f1(m.wait / n)} ms`;
+    ? `no frame over ${over} ms; ${average}; other processes used ${share(Math.max(0, whole.cpu.busy - whole.ours), cores * (whole.span[1] - whole.span[0]))} of the machine`
+    : `${slow.length} frame(s) over ${over} ms: in ${waited} the page's main thread waited for a core longer than it ran, in ${ran} it ran over ${over} ms, in ${withPage} a page of leads arrived; other processes used ${share(othersBusy, spanned)} of the machine in them, ${share(Math.max(0, whole.cpu.busy - whole.ours), cores * (whole.span[1] - whole.span[0]))} over the whole scroll; ${average}`;
   return { lines, summary };
 }
