@@ -295,7 +295,7 @@ export async function run(): Promise<void> {
     // 20 ms to explain the frames over 50 ms (support/slow-frames.ts); what it cost is printed.
     const sampler = new ThreadSampler(() => [process.pid], chooseFrameThreads, 20);
     const explain = async (what: string, f: ScrollFrames, tasks: LongTask[], each: boolean) => {
-      const slow = explainSlowFrames(f, sampler, await leadPages(page), tasks);
+      const slow = explainSlowFrames(f, sampler, await leadPages(page), tasks, { limit: 5 });
       console.log(`ui: ${what}, why: ${slow.summary}`);
       if (each) for (const line of slow.lines) console.log(`ui:   ${line}`);
     };
