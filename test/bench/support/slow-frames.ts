@@ -26,7 +26,7 @@ export type SlowFrames = {
 };
 
 /** The slow frames (over `over` ms) of a scroll, explained. */
-export function explainSlowFrames(frames: Frames, sampler: ThreadSampler, pages: Page[], longTasks: LongTask[], opts: { over?: number; limit?: number } = {}): SlowFrames {
+export function explainSlowFrames(frames: Frames, sampler: Pick<ThreadSampler, 'available' | 'window'>, pages: Page[], longTasks: LongTask[], opts: { over?: number; limit?: number } = {}): SlowFrames {
   const over = opts.over ?? 50;
   const slow = frames.deltas.map((delta, i) => ({ delta, i, from: (frames.ends[i] ?? 0) - delta, to: frames.ends[i] ?? 0 })).filter((f) => f.delta > over);
   const first = (frames.ends[0] ?? 0) - (frames.deltas[0] ?? 0);
