@@ -43,7 +43,7 @@ describe('explainSlowFrames', () => {
     const pages = [{ sent: runningFrame.from - 30, answered: runningFrame.from + 5 }];
     const longTasks = [{ at: runningFrame.from + 1, duration: 66 }];
     const out = explainSlowFrames({ deltas, ends }, sampler, pages, longTasks);
-    expect(out.summary).toMatch(/^2 frame\(s\) over 50 ms: in 1 the page's main thread waited for a core longer than it ran, in 1 it ran over 50 ms, in 1 a page of leads arrived/);
+    expect(out.summary).toMatch(/^2 frame\(s\) over 50 ms: in 1 the frame's threads \(the page's main thread and compositor, the display compositor\) waited for a core longer than the main thread ran, in 1 it ran over 50 ms, in 1 a page of leads arrived/);
     expect(out.lines).toHaveLength(2);
     expect(out.lines[0]).toMatch(/^frame 2 \(60\.0 ms.*ran 8\.0 ms and waited 50\.0 ms for a core; its compositor 1\.0\/1\.0.*100 other processes'.*pages of leads: 0 answered.*long tasks: none$/);
     expect(out.lines[1]).toMatch(/^frame 4 \(70\.0 ms.*ran 65\.0 ms and waited 2\.0 ms.*pages of leads: 1 answered, 0 asked; long tasks: 66\.0 ms$/);

@@ -56,7 +56,11 @@ export function explainSlowFrames(frames: Frames, sampler: Pick<ThreadSampler, '
     const w = sampler.window(f.from, f.to);
     if (!w) continue;
     const m = pageMain(w);
-    if (m.wait > m.run) waited++;
+    // A frame waits on each thread of its pipeline: the page's main thread, its compositor, the
+    // display compositor (a frame went slow with the main thread ready at once, and the display
+    // compositor waiting 45 ms for a core).
+    const [compositor, display] = parts(w);
+    if (m.wait + compositor[1].wait + display[1].wait > m.run) waited++;
     if (m.run > over) ran++;
     const arrived = pages.filter((p) => p.answered !== undefined && p.answered >= f.from && p.answered <= f.to).length;
     const asked = pages.filter((p) => p.sent >= f.from && p.sent <= f.to).length;
@@ -74,6 +78,6 @@ export function explainSlowFrames(frames: Frames, sampler: Pick<ThreadSampler, '
   const share = (busy: number, of: number) => `${((100 * busy) / Math.max(1, of)).toFixed(0)}%`;
   const summary = slow.length === 0
     ? `no frame over ${over} ms; ${average}; other processes used ${share(Math.max(0, whole.cpu.busy - whole.ours), cores * (whole.span[1] - whole.span[0]))} of the machine`
-    : `${slow.length} frame(s) over ${over} ms: in ${waited} the page's main thread waited for a core longer than it ran, in ${ran} it ran over ${over} ms, in ${withPage} a page of leads arrived; other processes used ${share(othersBusy, spanned)} of the machine in them, ${share(Math.max(0, whole.cpu.busy - whole.ours), cores * (whole.span[1] - whole.span[0]))} over the whole scroll; ${average}`;
+    : `${slow.length} frame(s) over ${over} ms: in ${waited} the frame's threads (the page's main thread and compositor, the display compositor) waited for a core longer than the main thread ran, in ${ran} it ran over ${over} ms, in ${withPage} a page of leads arrived; other processes used ${share(othersBusy, spanned)} of the machine in them, ${share(Math.max(0, whole.cpu.busy - whole.ours), cores * (whole.span[1] - whole.span[0]))} over the whole scroll; ${average}`;
   return { lines, summary };
 }
