@@ -17,7 +17,9 @@
  *   Also the JavaScript the page had loaded by then, and the production build's chunks;
  * - time to the first rows after changing the sort (a new query over all 100k),
  * - frame times while scrolling fast through the list, pages loading as it goes (target: no frame
- *   over 50 ms).
+ *   over 50 ms), and what each frame over 50 ms was made of: whether the page's main thread ran or
+ *   waited for a core, what the machine's other processes used meanwhile, whether a page of leads
+ *   arrived in it (support/slow-frames.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -28,6 +30,8 @@ import Database from 'better-sqlite3';
 import type { Browser, Page } from 'playwright-core';
 import { RENDERER_DIST } from '../../scripts/build-app.ts';
 import { ensureRendererBuilt, launchBrowser, startApp } from '../e2e/support/app.ts';
+import { chooseFrameThreads, explainSlowFrames } from './support/slow-frames.ts';
+import { ThreadSampler } from './support/thread-sampler.ts';
 
 const LEADS = Number(process.env.BENCH_LEADS ?? process.env.UI_BENCH_LEADS ?? 100_000);
 const NAVIGATIONS = 5;
@@ -45,11 +49,14 @@ const kb = (n: number) => `${(n / 1024).toFixed(1)} KB`;
 
 /** Runs in the page before its own scripts (a string: the page must not see the bundler's helpers).
  * Marks, in performance.now() ms: scripts' socket opened, the leads search's first subscribe sent and
- * first answer received, the first row inserted and painted. */
+ * first answer received, the first row inserted and painted; and each page of leads asked for since
+ * the page opened (`__leadPages`: sent, first answered). */
 export const FIRST_ROWS_PROBE = `(() => {
   const marks = (window.__firstRows = {});
   const mark = (k) => { if (!(k in marks)) marks[k] = performance.now(); };
-  const searchSubs = new Set();
+  // Every page of leads asked for: when (ms since the epoch) and when first answered.
+  const searchSubs = (window.__leadPages = new Map());
+  const epoch = () => performance.timeOrigin + performance.now();
   const Native = WebSocket;
   window.WebSocket = class extends Native {
     constructor(url, protocols) {
@@ -57,12 +64,16 @@ export const FIRST_ROWS_PROBE = `(() => {
       this.addEventListener('open', () => mark('socketOpen'));
       this.addEventListener('message', (ev) => {
         const m = JSON.parse(String(ev.data));
-        if (m.t === 'push' && searchSubs.has(m.id)) mark('firstPageReceived');
+        const page = m.t === 'push' ? searchSubs.get(m.id) : undefined;
+        if (page) {
+          mark('firstPageReceived');
+          page.answered ??= epoch();
+        }
       });
     }
     send(data) {
       const m = JSON.parse(data);
-      if (m.t === 'sub' && m.op === 'campaigns.leads.search') { searchSubs.add(m.id); mark('firstPageAsked'); }
+      if (m.t === 'sub' && m.op === 'campaigns.leads.search') { searchSubs.set(m.id, { sent: epoch() }); mark('firstPageAsked'); }
       super.send(data);
     }
   };
@@ -91,7 +102,7 @@ const indicatorText = (): string => document.querySelector('[data-testid="sync-i
 /** Whether the workspace's database is in a bulk load whose indexes are still to be built (its
  * leads table's `loading` flag, which the storage clears once the last one is built), read from the
  * file on a read-only connection of its own (WAL: the app's writes and builds go on). */
-function loadingNow(dataDir: string): boolean {
+export function loadingNow(dataDir: string): boolean {
   const files = readdirSync(dataDir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.rxdb.sqlite'));
   return files.some((f) => {
     const db = new Database(join(dataDir, f), { readonly: true, fileMustExist: true });
@@ -139,7 +150,7 @@ async function openMeasured(browser: Browser, url: string, dataDir: string): Pro
 
 /** Clicks the Name column's header and measures, in the page, until the first rows are the sorted
  * ones (ms; -1 after 30 s). */
-function resortByName(page: Page): Promise<number> {
+export function resortByName(page: Page): Promise<number> {
   return page.evaluate(async () => {
     const header = Array.from(document.querySelectorAll('[role="columnheader"]')).find((h) => h.textContent?.startsWith('Name')) as HTMLElement | undefined;
     const before = document.querySelector('.table [data-lead-id]')?.getAttribute('data-lead-id');
@@ -152,6 +163,55 @@ function resortByName(page: Page): Promise<number> {
       if (performance.now() - t0 > 30_000) return -1;
     }
   });
+}
+
+export type LongTask = { at: number; duration: number };
+
+/** Starts collecting the page's main-thread tasks over 50 ms (the Long Tasks API); the function
+ * returned hands over those seen since the last call (start: ms since the epoch; duration, ms). */
+export async function watchLongTasks(page: Page): Promise<() => Promise<LongTask[]>> {
+  await page.evaluate(() => {
+    const w = window as unknown as { longTasks: { at: number; duration: number }[] };
+    w.longTasks = [];
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) w.longTasks.push({ at: performance.timeOrigin + e.startTime, duration: e.duration });
+    }).observe({ type: 'longtask', buffered: false });
+  });
+  return () => page.evaluate(() => {
+    const w = window as unknown as { longTasks: { at: number; duration: number }[] };
+    return w.longTasks.splice(0);
+  });
+}
+
+/** The pages of leads the page asked for since it opened (ms since the epoch). */
+export function leadPages(page: Page): Promise<{ sent: number; answered?: number }[]> {
+  return page.evaluate(() => [...(window as unknown as { __leadPages: Map<number, { sent: number; answered?: number }> }).__leadPages.values()]);
+}
+
+export type ScrollFrames = { deltas: number[]; ends: number[]; scrolled: number; rows: string };
+
+/** Scrolls the leads table one step a frame, `n` frames: 40 px down or up, or to the end of what is
+ * loaded (the user dragging the scrollbar). Each frame's time is from one animation frame's callback
+ * to the next; `ends` are those callbacks' times (ms since the epoch: performance.timeOrigin + now). */
+export function scrollFrames(page: Page, how: 'down' | 'up' | 'end', n: number): Promise<ScrollFrames> {
+  return page.evaluate(async ({ how, n }) => {
+    const viewport = document.querySelector('[data-testid="leads-viewport"]') as HTMLElement;
+    const deltas: number[] = [];
+    const ends: number[] = [];
+    let last = performance.now();
+    for (let i = 0; i < n; i++) {
+      if (how === 'down') viewport.scrollTop += 40;
+      else if (how === 'up') viewport.scrollTop -= 40;
+      else viewport.scrollTop = viewport.scrollHeight;
+      await new Promise((r) => requestAnimationFrame(r));
+      const now = performance.now();
+      deltas.push(now - last);
+      ends.push(performance.timeOrigin + now);
+      last = now;
+    }
+    const rows = document.querySelector('[data-testid="leads-count"]')?.textContent ?? '';
+    return { deltas, ends, scrolled: viewport.scrollTop, rows };
+  }, { how, n });
 }
 
 /** The production build's JavaScript chunks (renderer/dist/assets), largest first. */
@@ -229,72 +289,43 @@ export async function run(): Promise<void> {
     console.log(`ui: re-sorted by name, first rows in ${ms(resort)}`);
 
     // Main-thread tasks over 50 ms, whatever caused them (our code, or the CPU being busy elsewhere).
-    await page.evaluate(() => {
-      const w = window as unknown as { longTasks: number[] };
-      w.longTasks = [];
-      new PerformanceObserver((list) => {
-        for (const e of list.getEntries()) w.longTasks.push(e.duration);
-      }).observe({ type: 'longtask', buffered: false });
-    });
-    const takeLongTasks = () => page.evaluate(() => {
-      const w = window as unknown as { longTasks: number[] };
-      return w.longTasks.splice(0);
-    });
+    const takeLongTasks = await watchLongTasks(page);
+
+    // While scrolling: the frame's threads' CPU and waits for a core, and the machine's, sampled every
+    // 20 ms to explain the frames over 50 ms (support/slow-frames.ts); what it cost is printed.
+    const sampler = new ThreadSampler(() => [process.pid], chooseFrameThreads, 20);
+    const explain = async (what: string, f: ScrollFrames, tasks: LongTask[], each: boolean) => {
+      const slow = explainSlowFrames(f, sampler, await leadPages(page), tasks, { limit: 5 });
+      console.log(`ui: ${what}, why: ${slow.summary}`);
+      if (each) for (const line of slow.lines) console.log(`ui:   ${line}`);
+    };
+    const benchCpu = process.cpuUsage();
+    sampler.start();
 
     // Fast scrolling: 40 px per frame for 900 frames (~36,000 px, ~900 rows), pages loading as it goes.
-    const frames = await page.evaluate(async () => {
-      const viewport = document.querySelector('[data-testid="leads-viewport"]') as HTMLElement;
-      const deltas: number[] = [];
-      let last = performance.now();
-      for (let i = 0; i < 900; i++) {
-        viewport.scrollTop += 40;
-        await new Promise((r) => requestAnimationFrame(r));
-        const now = performance.now();
-        deltas.push(now - last);
-        last = now;
-      }
-      const rows = document.querySelector('[data-testid="leads-count"]')?.textContent ?? '';
-      return { deltas, scrolled: viewport.scrollTop, rows };
-    });
+    const frames = await scrollFrames(page, 'down', 900);
     const d = frames.deltas;
     const over = d.filter((x) => x > 50).length;
     const longScroll = await takeLongTasks();
     console.log(`ui: scrolling ${d.length} frames (${Math.round(frames.scrolled).toLocaleString('en')} px, list now ${frames.rows}): p50 ${ms(pct(d, 50))}, p95 ${ms(pct(d, 95))}, p99 ${ms(pct(d, 99))}, max ${ms(Math.max(...d))}; frames over 50 ms: ${over} (target 0); main-thread tasks over 50 ms: ${longScroll.length}`);
 
     // The same distance back up, over rows already loaded: drawing only, no fetching.
-    const back = await page.evaluate(async () => {
-      const viewport = document.querySelector('[data-testid="leads-viewport"]') as HTMLElement;
-      const deltas: number[] = [];
-      let last = performance.now();
-      for (let i = 0; i < 900; i++) {
-        viewport.scrollTop -= 40;
-        await new Promise((r) => requestAnimationFrame(r));
-        const now = performance.now();
-        deltas.push(now - last);
-        last = now;
-      }
-      return deltas;
-    });
+    const back = await scrollFrames(page, 'up', 900);
     const longBack = await takeLongTasks();
-    console.log(`ui: scrolling back over loaded rows: p50 ${ms(pct(back, 50))}, p95 ${ms(pct(back, 95))}, p99 ${ms(pct(back, 99))}, max ${ms(Math.max(...back))}; frames over 50 ms: ${back.filter((x) => x > 50).length}; main-thread tasks over 50 ms: ${longBack.length}`);
+    const b = back.deltas;
+    console.log(`ui: scrolling back over loaded rows: p50 ${ms(pct(b, 50))}, p95 ${ms(pct(b, 95))}, p99 ${ms(pct(b, 99))}, max ${ms(Math.max(...b))}; frames over 50 ms: ${b.filter((x) => x > 50).length}; main-thread tasks over 50 ms: ${longBack.length}`);
 
     // Jumping: the user drags the scrollbar to the end of what is loaded, repeatedly.
-    const jumps = await page.evaluate(async () => {
-      const viewport = document.querySelector('[data-testid="leads-viewport"]') as HTMLElement;
-      const deltas: number[] = [];
-      let last = performance.now();
-      for (let i = 0; i < 300; i++) {
-        viewport.scrollTop = viewport.scrollHeight;
-        await new Promise((r) => requestAnimationFrame(r));
-        const now = performance.now();
-        deltas.push(now - last);
-        last = now;
-      }
-      return { deltas, rows: document.querySelector('[data-testid="leads-count"]')?.textContent ?? '' };
-    });
+    const jumps = await scrollFrames(page, 'end', 300);
     const j = jumps.deltas;
     const longJumps = await takeLongTasks();
+    sampler.stop();
+    const samplerCpu = process.cpuUsage(benchCpu);
     console.log(`ui: jumping to the end 300 times (list now ${jumps.rows}): p50 ${ms(pct(j, 50))}, p95 ${ms(pct(j, 95))}, max ${ms(Math.max(...j))}; frames over 50 ms: ${j.filter((x) => x > 50).length}; main-thread tasks over 50 ms: ${longJumps.length}`);
+    await explain('scrolling', frames, longScroll, true);
+    await explain('scrolling back', back, longBack, false);
+    await explain('jumping to the end', jumps, longJumps, false);
+    console.log(`ui: the bench's own CPU while the three ran: ${((samplerCpu.user + samplerCpu.system) / 1000).toFixed(0)} ms, ${sampler.spent.toFixed(0)} ms of it sampling; other processes' most meanwhile: ${sampler.others(5).map((o) => `${o.name} ${(o.cpu / 1000).toFixed(1)} s`).join(', ') || 'none'}`);
     console.log(`ui: machine load average while measuring: ${loadavg().map((x) => x.toFixed(1)).join(', ')} on ${cpus().length} cores (frame times include other processes' use of the CPU)`);
   } finally {
     await browser.close();
