@@ -55,8 +55,10 @@ import { timeOrderedIds } from '../../shared/ids.ts';
 // processes below do not load them.
 
 const LEADS = Number(process.env.BENCH_LEADS ?? process.env.BENCH_DESKTOP_LEADS ?? 100_000);
-/** The issue's targets, by scale (the 1M ones apply from 1M leads). */
-const TARGET = LEADS >= 1_000_000 ? { reopenMs: 300, rss: 300e6 } : { reopenMs: 150, rss: 250e6 };
+/** The issue's targets, by scale (the 1M ones apply from 1M leads): the initial sync's share of the
+ * raw pull, the reopen's first rows, the rss after the sync. */
+const TARGET = LEADS >= 1_000_000 ? { syncOfRaw: 0.5, reopenMs: 300, rss: 300e6 } : { syncOfRaw: 0.6, reopenMs: 150, rss: 250e6 };
+const pctOfRaw = `${TARGET.syncOfRaw * 100}% of raw`;
 /** A lead number present at any scale, whose email fragment `-<n>@` matches that lead only. */
 const rareLead = (leads: number): number => Math.floor(leads * 0.48213);
 const SEARCH_RUNS = 300;
@@ -396,10 +398,10 @@ const secondsBetween = (before: number | null, after: number | null): number | n
  * the bench) against the core-seconds the target leaves (the target's time times the cores). */
 function cpuBudget(synced: SyncResult, serverSeconds: number, rawRate: number): string {
   const cores = availableParallelism();
-  const targetSeconds = synced.leads / (0.6 * rawRate);
+  const targetSeconds = synced.leads / (TARGET.syncOfRaw * rawRate);
   const needed = synced.cpuSeconds + serverSeconds;
   return (
-    `CPU budget at 60% of raw: the sync would take ${targetSeconds.toFixed(1)} s, ${(targetSeconds * cores).toFixed(1)} core-seconds on ${cores} cores; it used ${needed.toFixed(1)} ` +
+    `CPU budget at ${pctOfRaw}: the sync would take ${targetSeconds.toFixed(1)} s, ${(targetSeconds * cores).toFixed(1)} core-seconds on ${cores} cores; it used ${needed.toFixed(1)} ` +
     `(the desktop ${synced.cpuSeconds.toFixed(1)}, of which its main thread ${synced.mainCpuSeconds.toFixed(1)}, and the server ${serverSeconds.toFixed(1)}): ` +
     (needed > targetSeconds * cores
       ? `more than the cores give even if every thread ran in parallel, so the target needs less CPU, not only more parallelism`
@@ -441,7 +443,7 @@ export async function run(): Promise<void> {
     const ok = (b: boolean) => (b ? 'target met' : 'target NOT met');
     line(
       `desktop: initial sync of ${synced.leads} leads into an empty desktop: ${synced.seconds.toFixed(1)} s, ${Math.round(rate)} docs/s = ${Math.round((100 * rate) / rawRate)}% of raw ` +
-        `(target >= 60% of raw: ${ok(rate >= 0.6 * rawRate)}; the desktop process's CPU ${synced.cpuSeconds.toFixed(1)} s, its main thread's ${synced.mainCpuSeconds.toFixed(1)} s; ` +
+        `(target >= ${pctOfRaw}: ${ok(rate >= TARGET.syncOfRaw * rawRate)}; the desktop process's CPU ${synced.cpuSeconds.toFixed(1)} s, its main thread's ${synced.mainCpuSeconds.toFixed(1)} s; ` +
         `the indexes the load left out built ${synced.indexedSeconds.toFixed(1)} s later; ${load()})`,
     );
     if (syncServerSeconds !== null) line(`  ${cpuBudget(synced, syncServerSeconds, rawRate)}`);
