@@ -38,7 +38,9 @@ const NAVIGATIONS = 5;
 /** Navigations after the index builds (the seed leaves a bulk load's indexes to the app: they are
  * built while the first navigations run), and the most in all while they go on. */
 const AFTER_BUILDS = 4;
-const MAX_NAVIGATIONS = 40;
+/** The navigations' bound while the builds go on (at 1M leads, 2026-11-30, the builds outlasted 40). */
+const MAX_NAVIGATIONS = 200;
+const MAX_NAVIGATION_MS = 300_000;
 
 const pct = (xs: number[], p: number): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -247,7 +249,8 @@ export async function run(): Promise<void> {
     let current: Page | undefined;
     const samples: FirstRows[] = [];
     const resortsDuring: number[] = [];
-    for (let i = 0; i < MAX_NAVIGATIONS; i++) {
+    const navigationsFrom = performance.now();
+    for (let i = 0; i < MAX_NAVIGATIONS && performance.now() - navigationsFrom < MAX_NAVIGATION_MS; i++) {
       if (current) await current.context().close();
       const opened = await openMeasured(browser, app.url, dataDir);
       current = opened.page;
@@ -261,6 +264,12 @@ export async function run(): Promise<void> {
       if (samples.length >= NAVIGATIONS && samples.length - 1 - lastBuilding >= AFTER_BUILDS) break;
     }
     if (!current) throw new Error('no navigation measured');
+    // The last page was re-sorted by name if it saw a build (a click on Name again would sort
+    // descending): the re-sort below is measured on a fresh page.
+    if (samples.length > 1 && samples[samples.length - 1]?.building) {
+      await current.context().close();
+      current = (await openMeasured(browser, app.url, dataDir)).page;
+    }
     const page = current;
     const painted = (xs: FirstRows[]) => xs.map((x) => x.marks.rowPainted ?? NaN);
     const lastBuilding = samples.findLastIndex((x) => x.building);
@@ -275,18 +284,22 @@ export async function run(): Promise<void> {
     } else {
       console.log(`ui: first rows during the index builds: no navigation after the first saw a build${samples[0]?.building ? ' (the first did)' : ''}`);
     }
-    const median = pct(painted(later), 50);
-    console.log(`ui: first rows after the builds: median of the ${later.length}: ${ms(median)} (target <= 300 ms: ${median <= 300 ? 'met' : 'NOT met'})`);
-    const m = (k: string) => pct(later.map((x) => (k === 'scriptsLoaded' ? x.scriptsLoaded : x.marks[k] ?? NaN)), 50).toFixed(0);
-    console.log(`ui: first rows after the builds, medians from navigation: scripts loaded ${m('scriptsLoaded')} ms, socket open ${m('socketOpen')}, first page asked ${m('firstPageAsked')}, answered ${m('firstPageReceived')}, row inserted ${m('rowInserted')}, painted ${m('rowPainted')}; React's table in their place ${m('reactRows')}`);
-    const busy = (k: 'task' | 'script') => pct(later.map((x) => x.busy[k]), 50).toFixed(0);
-    console.log(`ui: first rows, the page's main thread busy until then (median, CDP Performance metrics): ${busy('task')} ms in tasks, ${busy('script')} ms of it running JavaScript`);
+    if (later.length === 0) {
+      console.log(`ui: first rows after the builds: none measured (the builds outlasted ${samples.length} navigations in ${((performance.now() - navigationsFrom) / 1000).toFixed(0)} s)`);
+    } else {
+      const median = pct(painted(later), 50);
+      console.log(`ui: first rows after the builds: median of the ${later.length}: ${ms(median)} (target <= 300 ms: ${median <= 300 ? 'met' : 'NOT met'})`);
+      const m = (k: string) => pct(later.map((x) => (k === 'scriptsLoaded' ? x.scriptsLoaded : x.marks[k] ?? NaN)), 50).toFixed(0);
+      console.log(`ui: first rows after the builds, medians from navigation: scripts loaded ${m('scriptsLoaded')} ms, socket open ${m('socketOpen')}, first page asked ${m('firstPageAsked')}, answered ${m('firstPageReceived')}, row inserted ${m('rowInserted')}, painted ${m('rowPainted')}; React's table in their place ${m('reactRows')}`);
+      const busy = (k: 'task' | 'script') => pct(later.map((x) => x.busy[k]), 50).toFixed(0);
+      console.log(`ui: first rows, the page's main thread busy until then (median, CDP Performance metrics): ${busy('task')} ms in tasks, ${busy('script')} ms of it running JavaScript`);
+    }
     const js = samples[samples.length - 1]?.js ?? [];
     console.log(`ui: JavaScript loaded before the first rows: ${kb(js.reduce((n, c) => n + c.bytes, 0))} in ${js.length} file(s) (${js.map((c) => `${c.name} ${kb(c.bytes)}`).join(', ')})`);
 
     // A new query over every lead: sort by name.
     const resort = await resortByName(page);
-    console.log(`ui: re-sorted by name, first rows in ${ms(resort)}`);
+    console.log(`ui: re-sorted by name, first rows in ${resort < 0 ? 'no answer within 30 s' : ms(resort)}`);
 
     // Main-thread tasks over 50 ms, whatever caused them (our code, or the CPU being busy elsewhere).
     const takeLongTasks = await watchLongTasks(page);
