@@ -10,16 +10,10 @@ import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureRendererBuilt, launchBrowser, startApp } from '../../e2e/support/app.ts';
 import { FIRST_ROWS_PROBE } from '../ui.bench.ts';
+import { traceScriptArgs } from './trace-script.ts';
+import type { TraceEvent } from './trace-script.ts';
 
-type TraceEvent = { name: string; cat: string; ph: string; ts: number; dur?: number; pid: number; tid: number; args?: Record<string, unknown> & { data?: Record<string, unknown>; name?: string } };
-
-const [dataDir, leadsArg, navArg] = process.argv.slice(2);
-if (!dataDir) {
-  console.error('usage: first-rows-trace.ts <dataDir> [leads] [navigations]');
-  process.exit(2);
-}
-const LEADS = Number(leadsArg ?? 100_000);
-const NAVIGATIONS = Number(navArg ?? 4);
+const { dataDir, leads: LEADS, n: NAVIGATIONS } = traceScriptArgs('first-rows-trace.ts', 'navigations', 4);
 
 const seeded = existsSync(dataDir) && readdirSync(dataDir, { recursive: true, encoding: 'utf8' }).some((f) => f.endsWith('.rxdb.sqlite'));
 if (!seeded) execFileSync(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'seed-generated.ts'), dataDir, String(LEADS)], { stdio: 'inherit' });

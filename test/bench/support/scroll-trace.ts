@@ -18,16 +18,10 @@ import { ensureRendererBuilt, launchBrowser, startApp } from '../../e2e/support/
 import { FIRST_ROWS_PROBE, leadPages, loadingNow, resortByName, scrollFrames, watchLongTasks } from '../ui.bench.ts';
 import { explainSlowFrames } from './slow-frames.ts';
 import { ThreadSampler } from './thread-sampler.ts';
+import { traceScriptArgs } from './trace-script.ts';
+import type { TraceEvent } from './trace-script.ts';
 
-type TraceEvent = { name: string; cat: string; ph: string; ts: number; dur?: number; tdur?: number; pid: number; tid: number; args?: Record<string, unknown> & { name?: string } };
-
-const [dataDir, leadsArg, runsArg] = process.argv.slice(2);
-if (!dataDir) {
-  console.error('usage: scroll-trace.ts <dataDir> [leads] [runs]');
-  process.exit(2);
-}
-const LEADS = Number(leadsArg ?? 100_000);
-const RUNS = Number(runsArg ?? 3);
+const { dataDir, leads: LEADS, n: RUNS } = traceScriptArgs('scroll-trace.ts', 'runs', 3);
 const TRACE = process.env.TRACE !== '0';
 
 const CATEGORIES = ['devtools.timeline', 'disabled-by-default-devtools.timeline.frame', 'toplevel', 'blink.user_timing', 'v8', 'cc', 'viz', 'gpu', 'benchmark'];
