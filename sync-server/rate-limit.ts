@@ -78,9 +78,14 @@ export class RateLimiter {
 }
 
 /** tat: this process's view of the key's arrival time; pending: requests not yet added to the
- * shared row, the first of them taken at `since` (the clock's ms); seenAt: when the view was last
- * read from (or written to) the shared row (monotonic ms). */
-type Entry = { tat: number; pending: number; since: number; seenAt: number };
+ * shared row; reach: the arrival time those requests alone make, from an empty row (each taken at
+ * max(reach, its time) + interval: the clock's ms; -Infinity with none pending); seenAt: when the
+ * view was last read from (or written to) the shared row (monotonic ms).
+ *
+ * Requests added to a row at `tat` in the order they were taken leave it at
+ * max(tat + pending * interval, reach), whenever that addition happens: the shared row is what one
+ * process taking every request itself would have. */
+type Entry = { tat: number; pending: number; reach: number; seenAt: number };
 
 const monotonic = (): number => performance.now();
 
@@ -135,7 +140,7 @@ export class SharedRateLimiter {
           if (e) {
             e.tat = Math.max(e.tat, tat + e.pending * this.interval);
             e.seenAt = monotonic();
-          } else this.entries.set(key, { tat, pending: 0, since: 0, seenAt: monotonic() });
+          } else this.entries.set(key, { tat, pending: 0, reach: -Infinity, seenAt: monotonic() });
         })
         // Decided locally then; the next sync brings the shared count.
         .catch((err: unknown) => this.opts.onError?.(err))
@@ -148,7 +153,7 @@ export class SharedRateLimiter {
   private decide(key: string): RateDecision {
     const now = this.now();
     const tau = MINUTE - this.interval;
-    const e = this.entries.get(key) ?? { tat: now, pending: 0, since: now, seenAt: monotonic() };
+    const e = this.entries.get(key) ?? { tat: now, pending: 0, reach: -Infinity, seenAt: monotonic() };
     const tat = Math.max(e.tat, now);
     if (tat - now > tau + 1e-6) {
       this.entries.set(key, e);
@@ -161,7 +166,7 @@ export class SharedRateLimiter {
       };
     }
     e.tat = tat + this.interval;
-    if (e.pending === 0) e.since = now;
+    e.reach = Math.max(e.reach, now) + this.interval;
     e.pending += 1;
     this.entries.set(key, e);
     if (this.shared) this.schedule();
@@ -199,21 +204,24 @@ export class SharedRateLimiter {
       this.schedule();
       return Promise.resolve();
     }
-    // Each key's requests count from when the first of them was taken, not from this batch's time:
-    // a batch that leaves late (a busy event loop, a slow database) would otherwise move the shared
-    // arrival time by the delay, and the key would be refused for requests it was allowed.
-    const batch = [...this.entries].filter(([, e]) => e.pending > 0).map(([key, e]) => ({ key, n: e.pending, since: Math.round(Math.min(e.since, now)) }));
+    // Each key's requests count from when they were taken (Entry's reach), not from this batch's
+    // time: a batch that leaves late (a busy event loop, a slow database) would otherwise move the
+    // shared arrival time by the delay, and the key would be refused for requests it was allowed.
+    const batch = [...this.entries].filter(([, e]) => e.pending > 0).map(([key, e]) => ({ key, n: e.pending, reach: Math.round(e.reach) }));
     if (batch.length === 0) return Promise.resolve();
     for (const b of batch) {
       const e = this.entries.get(b.key);
-      if (e) e.pending -= b.n;
+      if (e) {
+        e.pending -= b.n;
+        e.reach = -Infinity;
+      }
     }
     this.syncing = sql
       .query<{ key: string; tat_ms: string | number }>(
-        `WITH b AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS b(key text, n int, since bigint))
+        `WITH b AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS b(key text, n int, reach bigint))
          INSERT INTO rate_limits AS r (key, tat_ms)
-         SELECT b.key, b.since + (b.n * $1::float8)::bigint FROM b
-         ON CONFLICT (key) DO UPDATE SET tat_ms = GREATEST(r.tat_ms, (SELECT since FROM b WHERE b.key = EXCLUDED.key)) + (EXCLUDED.tat_ms - (SELECT since FROM b WHERE b.key = EXCLUDED.key))
+         SELECT b.key, b.reach FROM b
+         ON CONFLICT (key) DO UPDATE SET tat_ms = GREATEST(r.tat_ms + (SELECT (b.n * $1::float8)::bigint FROM b WHERE b.key = EXCLUDED.key), EXCLUDED.tat_ms)
          RETURNING key, tat_ms`,
         [this.interval, JSON.stringify(batch)],
       )
@@ -226,15 +234,16 @@ export class SharedRateLimiter {
             e.seenAt = monotonic();
           }
         }
-        const cutoff = this.now();
-        for (const [k, e] of this.entries) if (e.pending === 0 && e.tat <= cutoff) this.entries.delete(k);
+        // Entries past their arrival time as of the batch's start (the clock read before it, which
+        // also reports a failing clock before anything is sent) hold nothing to keep.
+        for (const [k, e] of this.entries) if (e.pending === 0 && e.tat <= now) this.entries.delete(k);
       })
       .catch((err: unknown) => {
-        // Counted again with the next batch, from the earliest of their times.
+        // Counted again with the next batch, before the requests taken since it left.
         for (const b of batch) {
           const e = this.entries.get(b.key);
           if (!e) continue;
-          e.since = e.pending > 0 ? Math.min(e.since, b.since) : b.since;
+          e.reach = Math.max(b.reach + e.pending * this.interval, e.reach);
           e.pending += b.n;
         }
         this.opts.onError?.(err);

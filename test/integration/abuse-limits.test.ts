@@ -135,6 +135,34 @@ describe.skipIf(!process.env.DATABASE_URL)('the per-key rate limit is shared by 
     }
   });
 
+  it('counts a key’s requests spread over one batch as taken one after the other, so another server sees what they used', async () => {
+    const t = testDatabase('postgres');
+    const sqlA = await openMigrated(t);
+    const sqlB = await openMigrated(t);
+    let now = Date.parse('2026-11-16T10:00:00.000Z');
+    // 5 a minute: one request every 12 s. No timers: the batch leaves when the test says.
+    const a = new SharedRateLimiter(5, () => now, sqlA, { syncEveryMs: 3_600_000 });
+    const b = new SharedRateLimiter(5, () => now, sqlB, { syncEveryMs: 3_600_000 });
+    try {
+      expect((await a.take('key-1')).allowed).toBe(true);
+      now += 50_000;
+      expect((await a.take('key-1')).allowed).toBe(true);
+      await a.sync();
+      // The second request came after the first's 12 s had passed: the key's arrival time is
+      // 10:00:50 + 12 s, as one process would count it (not 10:00:00 + 2 x 12 s).
+      const rows = await sqlA.query<{ tat_ms: string | number }>('SELECT tat_ms FROM rate_limits WHERE key = $1', ['key-1']);
+      expect(Number(rows[0]?.tat_ms)).toBe(Date.parse('2026-11-16T10:01:02.000Z'));
+      // Another server then allows the key what a single server would: 3 more now, not 4.
+      expect(await b.take('key-1')).toMatchObject({ allowed: true, remaining: 3 });
+    } finally {
+      await a.stop();
+      await b.stop();
+      await sqlA.close();
+      await sqlB.close();
+      await t.cleanup();
+    }
+  });
+
   it('two servers on one database allow the limit once between them, not twice', async () => {
     const t = testDatabase('postgres');
     const sqlA = await openMigrated(t);
