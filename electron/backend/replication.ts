@@ -159,6 +159,8 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
   // them (and recent ones from before a restart are shown); afterwards follow the server's times.
   let refusalsSince = new Date(now().getTime() - 86_400_000).toISOString();
   let paused = false;
+  /** Pauses so far: a pull handler's call that a pause overlapped drops its page's parts left. */
+  let pauses = 0;
   let stopped = false;
 
   const fail = (e: unknown): never => {
@@ -265,6 +267,7 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
         batchSize: rxBatch,
         stream$: stream.asObservable(),
         handler: async (checkpoint) => {
+          const pausesAtStart = pauses;
           // The next part of the page fetched last (PULL_PART), or a page to fetch.
           const part = pages.nextPart(checkpoint ?? null) ?? (await fetchPage(checkpoint ?? null));
           // RxDB takes a page while it still stores the one before (it pulls ahead without bound,
@@ -282,8 +285,10 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
           await instance?.pagesWritten();
           await nextTurns();
           // Returned while paused, RxDB drops this part (the pause's forget came before a page
-          // fetched meanwhile was split).
-          if (paused) pages.forget();
+          // fetched meanwhile was split). RxDB's own pause and start follow ours later (its queue),
+          // so a part returned right after a resume may be dropped too: any pause during this call
+          // drops the parts left, and the page is asked for again from the stored checkpoint.
+          if (paused || pauses !== pausesAtStart) pages.forget();
           return { documents: part.documents, checkpoint: part.checkpoint ?? undefined };
         },
       },
@@ -464,6 +469,7 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
     async pause() {
       if (paused || stopped) return;
       paused = true;
+      pauses++;
       releaseLoads();
       // RxDB drops a part its pull handler returns while paused, and asks again from its stored
       // checkpoint, which is the one that part carried: the part after it would skip it.
