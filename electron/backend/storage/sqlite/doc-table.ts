@@ -62,7 +62,7 @@ import { PROBE_TUNING, RowsByHash } from './load-probes.ts';
 import type { HeadChanges, HeadRow } from './load-heads.ts';
 import type { IndexColumn, KeyRange } from './index-columns.ts';
 import { forkOf, isMetaSchema, link, materialize, materializeAll, MetaCodec, metaFollows, unlink } from './master-states.ts';
-import { layoutRecord, leftOutOfLoad, resolveLayout, sameLayout, storeOddOf, storeValues } from './store-columns.ts';
+import { layoutRecord, leftOutOfLoad, NO_MEMBERS, resolveLayout, sameLayout, storeOddOf, storeValues } from './store-columns.ts';
 import type { AfterLoad, MemberTable, ResolvedLayout, SqlValue, StoreColumn, StoreIndex, StoreLayout } from './store-columns.ts';
 
 export type Doc = RxDocumentData<unknown>;
@@ -125,9 +125,6 @@ export const TEXT_FILL_TUNING = { ms: 25, rows: 1000, minRows: 100, maxRows: 20_
 
 /** Prepared statements of the Store's queries kept per table. */
 const STORE_STATEMENTS = 300;
-
-/** A document's members before it was first written: none. */
-const NO_VALUES: readonly string[] = [];
 
 /** Documents a scan reads per statement: a scan that stops early reads little more than it needed. */
 const SCAN_CHUNK = 256;
@@ -865,7 +862,7 @@ export class DocTable {
         const r = rows[i] as RowWrite;
         const rowid = Number(rowids[i]);
         const now = m.table.valuesOf(r.doc);
-        const was = r.before ? m.table.valuesOf(r.before) : NO_VALUES;
+        const was = r.before ? m.table.valuesOf(r.before) : NO_MEMBERS;
         for (const v of was) if (!now.includes(v)) m.remove.run(v, rowid);
         for (const v of now) if (!was.includes(v)) m.add.run(v, rowid);
         yield;

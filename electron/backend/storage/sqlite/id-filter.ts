@@ -17,19 +17,20 @@
  * ids). Past MAX_IDS the filter is dropped (the table reads as before).
  */
 
+import { fnv1a } from './index-columns.ts';
+
 const BITS_PER_ID = 10;
 const PROBES = 7;
 const FIRST_CAPACITY = 1 << 14;
 
 /** The most ids a filter holds before it is given up (its layers then take ~5 MiB). */
-export const MAX_IDS = 1 << 21;
+const MAX_IDS = 1 << 21;
 
 type Layer = { bits: Int32Array; size: number; capacity: number; count: number };
 
 /** FNV-1a of the id and a second hash mixed from it (murmur3's finalizer), odd, for double hashing. */
 function hashes(id: string, out: Int32Array): void {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
+  const h = fnv1a(id);
   let g = h ^ (h >>> 16);
   g = Math.imul(g, 0x85ebca6b);
   g ^= g >>> 13;
@@ -61,11 +62,6 @@ function has(l: Layer, h: number, g: number): boolean {
 export class IdFilter {
   private readonly layers: Layer[] = [layer(FIRST_CAPACITY)];
   private ids = 0;
-
-  /** Ids added (each write of a row counts, a rewritten id again). */
-  get size(): number {
-    return this.ids;
-  }
 
   /** Bytes of its bit arrays. */
   get bytes(): number {

@@ -130,11 +130,6 @@ export function indexColumns(schema: RxJsonSchema<Doc>): IndexColumn[] {
   });
 }
 
-/** A character SQL's length() and the id's padding count otherwise than JavaScript (NUL ends
- * length(); surrogates are one character in SQL, two in JavaScript), or that sortableKey maps. */
-// eslint-disable-next-line no-control-regex -- NUL ends SQL's length()
-const UNLIKE_IN_SQL = /[\u0000\ud800-\uffff]/;
-
 /**
  * RxDB's index string (custom-index.ts getIndexMeta) of `fields` as SQL over a documents table's
  * `deleted`, `lwt` and `id` columns, or null when a field is none of those. It gives the string of
@@ -162,7 +157,9 @@ export function indexSql(schema: RxJsonSchema<Doc>, fields: readonly string[]): 
       parts.push(`(CASE WHEN length(id) < ${n} THEN id || substr('${' '.repeat(n)}', 1, ${n} - length(id)) ELSE id END)`);
       checks.push((doc) => {
         const id = (doc as Record<string, unknown>)[primary];
-        return typeof id === 'string' && !UNLIKE_IN_SQL.test(id);
+        // NUL ends SQL's length(); a surrogate is one character in SQL, two in JavaScript; and
+        // sortableKey maps the wide ones.
+        return typeof id === 'string' && !id.includes('\0') && !hasWideCharacter(id);
       });
     } else if (meta.fieldName === '_meta.lwt' && meta.parsedLengths && [meta.parsedLengths.minimum, meta.parsedLengths.maximum, meta.parsedLengths.multiplier].every(Number.isSafeInteger)) {
       const p = meta.parsedLengths;

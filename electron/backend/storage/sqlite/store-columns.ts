@@ -120,7 +120,7 @@ export type StoreColumn = {
 export type MemberTable = { field: string; table: string; valuesOf: (doc: Doc) => readonly string[] };
 
 /** No members (shared: never changed). */
-const NO_MEMBERS: readonly string[] = Object.freeze([]);
+export const NO_MEMBERS: readonly string[] = Object.freeze([]);
 
 export type StoreIndex = { name: string; keys: readonly string[]; columns: readonly string[]; ordered: boolean; afterLoad: AfterLoad | null; narrows: boolean };
 
