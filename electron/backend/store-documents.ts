@@ -16,6 +16,7 @@ export type Raw = RxDocumentData<Json>;
 /** The context of the Store's writes (RxDB bulk writes), which the sync status counts as local. */
 export const STORE_WRITE_CONTEXT = 'desktop-store-commit';
 
+/** RxDB's fields of a stored document (stripRxFields names the same ones in its destructuring). */
 const RX_FIELDS = new Set(['_rev', '_meta', '_deleted', '_attachments']);
 
 /** The document as the Store port knows it: without RxDB's `_rev`, `_meta`, `_deleted`, `_attachments`.

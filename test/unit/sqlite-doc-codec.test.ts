@@ -44,6 +44,10 @@ describe('the document codec', () => {
       { doc: { id: 'r5', _rev: '1234567890123456-t' }, id: 'r5' },
       { doc: { id: 'r6', _rev: '3-xt\nu' }, id: 'r6' },
       { doc: { id: 'r7', _rev: '4-u' }, id: 'r7' },
+      // Tokens of the same length one after the other, equal but for one character: not the last one.
+      { doc: { id: 'r8', _rev: '5-ab' }, id: 'r8' },
+      { doc: { id: 'r9', _rev: '6-cb' }, id: 'r9' },
+      { doc: { id: 'r10', _rev: '7-ac' }, id: 'r10' },
       // Repeated strings, the id among them, stored once.
       { doc: { id: 'repeated-id', a: 'repeated-id', b: 'same text', c: 'same text', d: 'short', e: 'short', f: ['same text'] }, id: 'repeated-id' },
       { doc: { z: 1, a: null, m: '', n: 0, f: false, t: true, e: {}, l: [], o: { x: [1, { y: null }] }, s: 'é\u{1F600}"\\', u: undefined, neg: -0, big: 1e300, id: 'k' }, id: 'k' },
