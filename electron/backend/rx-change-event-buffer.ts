@@ -33,10 +33,13 @@ function hasInternals(b: object): b is BufferInternals {
   return typeof i.limit === 'number' && typeof i.counter === 'number' && Array.isArray(i.buffer) && i.eventCounterMap instanceof WeakMap && typeof i._handleChangeEvents === 'function';
 }
 
-/** Makes `b` keep at most its `limit` latest events, however many one write brings. */
-export function boundChangeEventBuffer(b: ChangeEventBuffer): void {
+/** Makes `b` keep at most its `limit` latest events, however many one write brings; false (the
+ * buffer left as RxDB keeps it: more memory, the same answers) when its fields are not the ones
+ * this module knows. An RxDB upgrade that renames them fails rx-change-event-buffer.test.ts; a
+ * user's database still opens. */
+export function boundChangeEventBuffer(b: ChangeEventBuffer): boolean {
   const i: object = b;
-  if (!hasInternals(i)) throw new Error('RxDB ChangeEventBuffer: its fields are not the ones this module knows (an RxDB upgrade?)');
+  if (!hasInternals(i)) return false;
   i.buffer = i.buffer.slice(-i.limit);
   i._handleChangeEvents = (events: Event[]): void => {
     const kept = events.length > i.limit ? events.slice(-i.limit) : events;
@@ -45,4 +48,5 @@ export function boundChangeEventBuffer(b: ChangeEventBuffer): void {
     i.buffer = kept === events ? i.buffer.concat(events).slice(-i.limit) : kept;
     kept.forEach((e, k) => i.eventCounterMap.set(e, first + k));
   };
+  return true;
 }

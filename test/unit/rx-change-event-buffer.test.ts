@@ -40,7 +40,7 @@ async function bounded(): Promise<RxCollection<Item>> {
   db = await createRxDatabase({ name: `ceb${randomToken(8)}`, storage: getRxStorageMemory(), multiInstance: false, eventReduce: true });
   const { items: col } = await db.addCollections({ items: { schema: itemSchema } });
   if (!col) throw new Error('no collection');
-  boundChangeEventBuffer(col._changeEventBuffer);
+  expect(boundChangeEventBuffer(col._changeEventBuffer)).toBe(true);
   return col;
 }
 
