@@ -108,11 +108,12 @@ describe.each(BACKENDS)('sync-server command line (%s)', (backend) => {
     ['a bad email', ['create-workspace', '--name', 'X', '--owner-email', 'not-an-email'], 'not an email', 'by the domain'],
     ['arguments to serve', ['serve', '--port', '1'], 'environment variables', 'before the database'],
   ];
-  /** What a bad argument refused before the database is answered without: the server, the
-   * database drivers, admin and the runner. */
+  /** What a bad argument refused before the database is answered without: every module the CLI
+   * loads only for a command (the server, the database drivers and migrations, admin, secrets,
+   * credentials, metrics, the operator's routes and the runner). */
   const refuse = {
     NODE_OPTIONS: `--import=${fileURLToPath(new URL('../support/refuse-modules.ts', import.meta.url))}`,
-    REFUSE_MODULES: '/sync-server/app.ts,/sync-server/db.ts,/sync-server/admin.ts,/sync-server/runner-host.ts',
+    REFUSE_MODULES: ['app', 'db', 'migrate', 'pg-database', 'admin', 'secrets', 'credentials', 'metrics', 'operator', 'runner-host'].map((m) => `/sync-server/${m}.ts`).join(','),
   };
   for (const [what, args, message, when] of BAD) {
     it(`exits with 2 and says why on ${what}`, async () => {
