@@ -20,8 +20,7 @@ function fakeSampler(at: (from: number, to: number) => { run: number; wait: numb
         span: [from, to],
         threads: [{ thread: main, run: w.run, wait: w.wait }, { thread: compositor, run: 1, wait: 1 }],
         ours: w.run + 1,
-        cpu: { busy: w.run + 1 + w.others, idle: 0, steal: 0 },
-        pressure: w.wait,
+        cpu: { busy: w.run + 1 + w.others, steal: 0 },
       };
     },
   };

@@ -9,7 +9,7 @@ import type { SampledWindow, ThreadInfo, ThreadSampler } from './thread-sampler.
 /** The threads a frame goes through, by Chromium's and node's names: the renderer's main thread
  * (named after the executable) and compositor, the GPU process's display compositor, the browser's
  * and the app's main threads. A bench samples these only. */
-export const FRAME_THREADS = new Set(['chromium', 'Compositor', 'VizCompositorTh', 'MainThread']);
+const FRAME_THREADS = new Set(['chromium', 'Compositor', 'VizCompositorTh', 'MainThread']);
 export const chooseFrameThreads = (t: ThreadInfo): boolean => FRAME_THREADS.has(t.name);
 
 type Frames = { deltas: number[]; ends: number[] };
@@ -19,7 +19,7 @@ type LongTask = { at: number; duration: number };
 const f1 = (n: number) => n.toFixed(1);
 
 export type SlowFrames = {
-  /** One line per slow frame (up to `limit`). */
+  /** One line per slow frame, in order (up to `limit`; a frame without samples says so). */
   lines: string[];
   /** What they had in common, in one line. */
   summary: string;
@@ -54,12 +54,16 @@ export function explainSlowFrames(frames: Frames, sampler: Pick<ThreadSampler, '
   let spanned = 0;
   for (const f of slow) {
     const w = sampler.window(f.from, f.to);
-    if (!w) continue;
+    if (!w) {
+      if (lines.length < (opts.limit ?? 10)) lines.push(`frame ${f.i} (${f1(f.delta)} ms): no CPU samples around it`);
+      continue;
+    }
     const m = pageMain(w);
     // A frame waits on each thread of its pipeline: the page's main thread, its compositor, the
     // display compositor (a frame went slow with the main thread ready at once, and the display
     // compositor waiting 45 ms for a core).
-    const [compositor, display] = parts(w);
+    const threads = parts(w);
+    const [compositor, display] = threads;
     if (m.wait + compositor[1].wait + display[1].wait > m.run) waited++;
     if (m.run > over) ran++;
     const arrived = pages.filter((p) => p.answered !== undefined && p.answered >= f.from && p.answered <= f.to).length;
@@ -69,7 +73,7 @@ export function explainSlowFrames(frames: Frames, sampler: Pick<ThreadSampler, '
     spanned += cores * (w.span[1] - w.span[0]);
     const tasks = longTasks.filter((t) => t.at < f.to && t.at + t.duration > f.from).map((t) => `${f1(t.duration)} ms`);
     if (lines.length < (opts.limit ?? 10)) {
-      lines.push(`frame ${f.i} (${f1(f.delta)} ms, ${f1((f.from - first) / 1000)} s in; sampled over ${f1(w.span[1] - w.span[0])} ms): the page's main thread ran ${f1(m.run)} ms and waited ${f1(m.wait)} ms for a core; ${parts(w).map(([name, t]) => `${name} ${f1(t.run)}/${f1(t.wait)}`).join(', ')} (ran/waited); ${machine(w)}; pages of leads: ${arrived} answered, ${asked} asked; long tasks: ${tasks.join(', ') || 'none'}`);
+      lines.push(`frame ${f.i} (${f1(f.delta)} ms, ${f1((f.from - first) / 1000)} s in; sampled over ${f1(w.span[1] - w.span[0])} ms): the page's main thread ran ${f1(m.run)} ms and waited ${f1(m.wait)} ms for a core; ${threads.map(([name, t]) => `${name} ${f1(t.run)}/${f1(t.wait)}`).join(', ')} (ran/waited); ${machine(w)}; pages of leads: ${arrived} answered, ${asked} asked; long tasks: ${tasks.join(', ') || 'none'}`);
     }
   }
   const m = pageMain(whole);

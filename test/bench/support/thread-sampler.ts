@@ -2,14 +2,13 @@
  * nothing and `available` is false). Samples, every few milliseconds: each chosen thread's time on a
  * CPU and time ready but waiting in the run queue for one (/proc/<pid>/task/<tid>/schedstat, ns);
  * each process's CPU (/proc/<pid>/stat, 10 ms ticks) under the given roots; the machine's CPU lines
- * (/proc/stat: busy, idle, stolen) and its CPU pressure (/proc/pressure/cpu: the time some task
- * waited for a core). So a slow window (a frame over 50 ms) can be told apart: a thread of ours
+ * (/proc/stat: busy, stolen). So a slow window (a frame over 50 ms) can be told apart: a thread of ours
  * busy, or ready and waiting for a core that something else held. */
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 
-export type ThreadKey = string;
+type ThreadKey = string;
 export type ThreadInfo = { pid: number; tid: number; process: string; name: string };
-type Sample = { at: number; threads: Map<ThreadKey, [number, number]>; processes: Map<number, number>; cpu: { busy: number; idle: number; steal: number }; pressure: number };
+type Sample = { at: number; threads: Map<ThreadKey, [number, number]>; processes: Map<number, number>; cpu: { busy: number; steal: number } };
 
 export type SampledWindow = {
   /** The samples the window spans (ms since the epoch): the last at or before its start, the first at
@@ -20,10 +19,8 @@ export type SampledWindow = {
   /** CPU (ms) of the processes under the roots (the browser's, the app's, the bench's): their 10 ms
    * ticks, or the sampled threads' CPU when that is more. */
   ours: number;
-  /** The machine's CPU (ms summed over its cores): busy, idle, taken by the hypervisor. */
-  cpu: { busy: number; idle: number; steal: number };
-  /** ms in which some task waited for a core. */
-  pressure: number;
+  /** The machine's CPU (ms summed over its cores): busy, taken by the hypervisor. */
+  cpu: { busy: number; steal: number };
 };
 
 const read = (path: string): string | null => {
@@ -65,7 +62,7 @@ class ProcFiles {
 }
 
 /** The processes under `root` (itself included), by parent links in /proc. */
-export function descendants(root: number): number[] {
+function descendants(root: number): number[] {
   const parent = new Map<number, number>();
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
@@ -112,12 +109,10 @@ const processCpu = (files: ProcFiles, pid: number): number => {
 
 function machineCpu(files: ProcFiles): Sample['cpu'] {
   const line = (files.read('/proc/stat') ?? '').split('\n')[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
-  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = line;
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = line;
   // Clock ticks (10 ms) summed over the cores.
-  return { busy: (user + nice + system + irq + softirq) * 10, idle: (idle + iowait) * 10, steal: steal * 10 };
+  return { busy: (user + nice + system + irq + softirq) * 10, steal: steal * 10 };
 }
-
-const pressure = (files: ProcFiles): number => Number(/some .*total=(\d+)/.exec(files.read('/proc/pressure/cpu') ?? '')?.[1] ?? NaN) / 1000;
 
 export class ThreadSampler {
   readonly available = existsSync('/proc/self/task') && existsSync('/proc/stat');
@@ -191,7 +186,7 @@ export class ThreadSampler {
     }
     const processes = new Map<number, number>();
     for (const pid of this.pids) processes.set(pid, processCpu(this.files, pid));
-    this.samples.push({ at: performance.timeOrigin + performance.now(), threads, processes, cpu: machineCpu(this.files), pressure: pressure(this.files) });
+    this.samples.push({ at: performance.timeOrigin + performance.now(), threads, processes, cpu: machineCpu(this.files) });
     this.spent += performance.now() - t0;
   }
 
@@ -245,8 +240,7 @@ export class ThreadSampler {
       span: [a.at, b.at],
       threads: threads.sort((x, y) => y.run + y.wait - (x.run + x.wait)),
       ours,
-      cpu: { busy: b.cpu.busy - a.cpu.busy, idle: b.cpu.idle - a.cpu.idle, steal: b.cpu.steal - a.cpu.steal },
-      pressure: b.pressure - a.pressure,
+      cpu: { busy: b.cpu.busy - a.cpu.busy, steal: b.cpu.steal - a.cpu.steal },
     };
   }
 }
