@@ -5,18 +5,14 @@
  * compile and evaluation, style, layout, paint), the page's requests, and the frames.
  * Usage: tsx first-rows-trace.ts <dataDir> [leads=100000] [navigations=4]
  * (the folder is seeded when it holds no workspace yet, and kept: later runs reuse it). */
-import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
 import { ensureRendererBuilt, launchBrowser, startApp } from '../../e2e/support/app.ts';
 import { FIRST_ROWS_PROBE } from '../ui.bench.ts';
 import { traceScriptArgs } from './trace-script.ts';
 import type { TraceEvent } from './trace-script.ts';
 
-const { dataDir, leads: LEADS, n: NAVIGATIONS } = traceScriptArgs('first-rows-trace.ts', 'navigations', 4);
+const { dataDir, n: NAVIGATIONS } = traceScriptArgs('first-rows-trace.ts', 'navigations', 4);
 
-const seeded = existsSync(dataDir) && readdirSync(dataDir, { recursive: true, encoding: 'utf8' }).some((f) => f.endsWith('.rxdb.sqlite'));
-if (!seeded) execFileSync(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'seed-generated.ts'), dataDir, String(LEADS)], { stdio: 'inherit' });
 
 const CATEGORIES = [
   'devtools.timeline',

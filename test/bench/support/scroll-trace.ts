@@ -10,10 +10,8 @@
  * Usage: tsx scroll-trace.ts <dataDir> [leads=100000] [runs=3]
  * (the folder is seeded when it holds no workspace yet, and kept: later runs reuse it; SHOT=<file>
  * saves a screenshot of the table at the end of the loaded rows after the last run). */
-import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
 import { ensureRendererBuilt, launchBrowser, startApp } from '../../e2e/support/app.ts';
 import { FIRST_ROWS_PROBE, leadPages, loadingNow, resortByName, scrollFrames, watchLongTasks } from '../ui.bench.ts';
 import { explainSlowFrames } from './slow-frames.ts';
@@ -21,13 +19,11 @@ import { ThreadSampler } from './thread-sampler.ts';
 import { traceScriptArgs } from './trace-script.ts';
 import type { TraceEvent } from './trace-script.ts';
 
-const { dataDir, leads: LEADS, n: RUNS } = traceScriptArgs('scroll-trace.ts', 'runs', 3);
+const { dataDir, n: RUNS } = traceScriptArgs('scroll-trace.ts', 'runs', 3);
 const TRACE = process.env.TRACE !== '0';
 
 const CATEGORIES = ['devtools.timeline', 'disabled-by-default-devtools.timeline.frame', 'toplevel', 'blink.user_timing', 'v8', 'cc', 'viz', 'gpu', 'benchmark'];
 
-const seeded = existsSync(dataDir) && readdirSync(dataDir, { recursive: true, encoding: 'utf8' }).some((f) => f.endsWith('.rxdb.sqlite'));
-if (!seeded) execFileSync(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'seed-generated.ts'), dataDir, String(LEADS)], { stdio: 'inherit' });
 
 const f1 = (n: number) => n.toFixed(1);
 
