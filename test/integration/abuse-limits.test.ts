@@ -112,55 +112,52 @@ describe.each(BACKENDS)('per-key rate limit with RateLimit headers (%s)', (backe
 });
 
 describe.skipIf(!process.env.DATABASE_URL)('the per-key rate limit is shared by every process on one PostgreSQL', () => {
-  it('counts a key’s requests from when they were taken, however late their batch reaches the shared row', async () => {
+  /** Limiters of 5 a minute (one request every 12 s) on one fresh database, each on its own
+   * connection as a server process would be, on a clock the test moves; no timers: a batch leaves
+   * when the test says (a busy event loop, a slow database). Also the arrival time stored for a key. */
+  async function withLimiters(count: number, run: (limiters: SharedRateLimiter[], clock: { now: number }, storedTat: (key: string) => Promise<number>) => Promise<void>): Promise<void> {
     const t = testDatabase('postgres');
-    const sql = await openMigrated(t);
-    let now = Date.parse('2026-11-16T10:00:00.000Z');
-    // No timer: the batch leaves when the test says (a busy event loop, a slow database).
-    const limiter = new SharedRateLimiter(5, () => now, sql, { syncEveryMs: 3_600_000 });
+    const sqls: Awaited<ReturnType<typeof openMigrated>>[] = [];
+    for (let i = 0; i < count; i++) sqls.push(await openMigrated(t));
+    const clock = { now: Date.parse('2026-11-16T10:00:00.000Z') };
+    const limiters = sqls.map((sql) => new SharedRateLimiter(5, () => clock.now, sql, { syncEveryMs: 3_600_000 }));
+    const storedTat = async (key: string): Promise<number> => Number((await (sqls[0] as (typeof sqls)[number]).query<{ tat_ms: string | number }>('SELECT tat_ms FROM rate_limits WHERE key = $1', [key]))[0]?.tat_ms);
     try {
+      await run(limiters, clock, storedTat);
+    } finally {
+      for (const l of limiters) await l.stop();
+      for (const sql of sqls) await sql.close();
+      await t.cleanup();
+    }
+  }
+
+  it('counts a key’s requests from when they were taken, however late their batch reaches the shared row', async () => {
+    await withLimiters(1, async ([limiter], clock, storedTat) => {
+      if (!limiter) throw new Error('no limiter');
       for (let i = 0; i < 5; i++) expect((await limiter.take('key-1')).allowed).toBe(true);
       const refused = await limiter.take('key-1');
       expect(refused).toMatchObject({ allowed: false, retryAfterSeconds: 12 });
-      now += refused.retryAfterSeconds * 1000;
+      clock.now += refused.retryAfterSeconds * 1000;
       await limiter.sync();
-      const rows = await sql.query<{ tat_ms: string | number }>('SELECT tat_ms FROM rate_limits WHERE key = $1', ['key-1']);
-      expect(Number(rows[0]?.tat_ms)).toBe(Date.parse('2026-11-16T10:01:00.000Z'));
+      expect(await storedTat('key-1')).toBe(Date.parse('2026-11-16T10:01:00.000Z'));
       expect((await limiter.take('key-1')).allowed).toBe(true);
       expect((await limiter.take('key-1')).allowed).toBe(false);
-    } finally {
-      await limiter.stop();
-      await sql.close();
-      await t.cleanup();
-    }
+    });
   });
 
   it('counts a key’s requests spread over one batch as taken one after the other, so another server sees what they used', async () => {
-    const t = testDatabase('postgres');
-    const sqlA = await openMigrated(t);
-    const sqlB = await openMigrated(t);
-    let now = Date.parse('2026-11-16T10:00:00.000Z');
-    // 5 a minute: one request every 12 s. No timers: the batch leaves when the test says.
-    const a = new SharedRateLimiter(5, () => now, sqlA, { syncEveryMs: 3_600_000 });
-    const b = new SharedRateLimiter(5, () => now, sqlB, { syncEveryMs: 3_600_000 });
-    try {
+    await withLimiters(2, async ([a, b], clock, storedTat) => {
+      if (!a || !b) throw new Error('no limiters');
       expect((await a.take('key-1')).allowed).toBe(true);
-      now += 50_000;
+      clock.now += 50_000;
       expect((await a.take('key-1')).allowed).toBe(true);
       await a.sync();
       // The second request came after the first's 12 s had passed: the key's arrival time is
       // 10:00:50 + 12 s, as one process would count it (not 10:00:00 + 2 x 12 s).
-      const rows = await sqlA.query<{ tat_ms: string | number }>('SELECT tat_ms FROM rate_limits WHERE key = $1', ['key-1']);
-      expect(Number(rows[0]?.tat_ms)).toBe(Date.parse('2026-11-16T10:01:02.000Z'));
+      expect(await storedTat('key-1')).toBe(Date.parse('2026-11-16T10:01:02.000Z'));
       // Another server then allows the key what a single server would: 3 more now, not 4.
       expect(await b.take('key-1')).toMatchObject({ allowed: true, remaining: 3 });
-    } finally {
-      await a.stop();
-      await b.stop();
-      await sqlA.close();
-      await sqlB.close();
-      await t.cleanup();
-    }
+    });
   });
 
   it('two servers on one database allow the limit once between them, not twice', async () => {
