@@ -66,8 +66,13 @@ export function createDesktopOAuth(opts: {
     flow.timer = null;
     const server = flow.server;
     flow.server = null;
-    // Let the answer to the browser go out first.
-    if (server) setTimeout(() => server.close(), 100).unref();
+    // Let the answer to the browser go out first. Then close its connections too: close() alone
+    // only stops new ones, and a kept-alive connection in use at that moment (the browser's, or
+    // any local client's) would go on reaching this listener after its sign-in ended.
+    if (server) setTimeout(() => {
+      server.close();
+      server.closeAllConnections();
+    }, 100).unref();
     // Kept a while for the UI's status question, then forgotten.
     setTimeout(() => flows.delete(state), PENDING_TTL_MS).unref();
   }
