@@ -5,7 +5,7 @@
  */
 import { cellValue, isBlank } from './csv.ts';
 import type { CsvProblem, CsvRecord } from './csv.ts';
-import { customColumnName, isUuid, LEAD_TEXT_FIELDS } from './fields.ts';
+import { customColumnName, IMPORT_FIELDS, isUuid, LEAD_TEXT_FIELDS } from './fields.ts';
 import type { ImportField, ImportTarget, LeadTextField } from './fields.ts';
 import { hasIdentity, isEmailAddress, MAX_FIELD } from '../intake/clean.ts';
 import { canonicalProfileUrl, emailKey, profileKey } from '../intake/identity.ts';
@@ -57,14 +57,46 @@ export function splitFullName(full: string): { firstName: string; lastName: stri
   return space < 0 ? { firstName: n, lastName: '' } : { firstName: n.slice(0, space), lastName: n.slice(space + 1) };
 }
 
-type Plan = { index: number; header: string; target: ImportTarget }[];
+/** A column that carries a target: its custom column's name, or its field's slot (IMPORT_FIELDS). */
+type PlanColumn = { index: number; header: string; custom: string | null; slot: number; contact: boolean };
+type Plan = PlanColumn[];
+
+const SLOT = new Map<ImportField, number>(IMPORT_FIELDS.map((f, i) => [f, i]));
+const slotOf = (f: ImportField): number => SLOT.get(f) as number;
+const ID = slotOf('id');
+const FULL_NAME = slotOf('fullName');
+const PLACES = [slotOf('city'), slotOf('state'), slotOf('country')] as const;
+/** The longest placeholder: a longer value is no placeholder (it is not lower-cased to see). */
+const PLACEHOLDER_MAX = Math.max(...[...PLACEHOLDER].map((p) => p.length));
 
 /** The columns that carry a target, in file order. */
 function planOf(headers: readonly string[], mapping: Readonly<Record<string, ImportTarget>>): Plan {
-  return headers.flatMap((header, index) => {
+  return headers.flatMap((header, index): PlanColumn[] => {
     const target = mapping[header] ?? 'skip';
-    return target === 'skip' ? [] : [{ index, header, target }];
+    if (target === 'skip') return [];
+    if (target.startsWith('custom:')) return [{ index, header, custom: target.slice(7), slot: -1, contact: false }];
+    const field = target as ImportField;
+    const slot = SLOT.get(field);
+    return slot === undefined ? [] : [{ index, header, custom: null, slot, contact: CONTACT_FIELDS.has(field) }];
   });
+}
+
+/** A row's field values by slot and the slots in the order they were first given (a Map's order),
+ * kept between rows: mapping a file allocates no map per row. */
+class Got {
+  readonly values: (string | undefined)[] = new Array<string | undefined>(IMPORT_FIELDS.length).fill(undefined);
+  readonly order: number[] = [];
+
+  clear(): void {
+    for (const s of this.order) this.values[s] = undefined;
+    this.order.length = 0;
+  }
+
+  give(slot: number, v: string): void {
+    if (this.values[slot] !== undefined) return;
+    this.values[slot] = v;
+    this.order.push(slot);
+  }
 }
 
 /**
@@ -79,14 +111,16 @@ export function mapRecords(
 ): (MappedRow | RowProblem)[] {
   const plan = planOf(headers, mapping);
   const broken = new Map(problems.map((p) => [p.row, p.message]));
+  const got = new Got();
   return records.map((r) => {
     const problem = broken.get(r.row);
     if (problem) return { row: r.row, code: 'MALFORMED_ROW', message: `${cap(problem)}.` };
-    return mapRecord(r, headers.length, plan);
+    got.clear();
+    return mapRecord(r, headers.length, plan, got);
   });
 }
 
-function mapRecord(r: CsvRecord, columns: number, plan: Plan): MappedRow | RowProblem {
+function mapRecord(r: CsvRecord, columns: number, plan: Plan, got: Got): MappedRow | RowProblem {
   const { row, cells } = r;
   if (isBlank(cells)) return { row, code: 'EMPTY_ROW', message: 'The row is empty.' };
   if (cells.length === 1 && columns >= 3) {
@@ -95,29 +129,29 @@ function mapRecord(r: CsvRecord, columns: number, plan: Plan): MappedRow | RowPr
   if (cells.length > columns && cells.slice(columns).some((c) => c.trim() !== '')) {
     return { row, code: 'MALFORMED_ROW', message: `${cells.length} values where the header names ${columns} columns: a value probably holds the delimiter without quotes around it.` };
   }
-  const got = new Map<ImportField, string>();
   const custom = new Map<string, string>();
   const notes: string[] = [];
-  for (const { index, header, target } of plan) {
-    const v = cellValue(cells[index]);
+  for (let c = 0; c < plan.length; c++) {
+    const col = plan[c] as PlanColumn;
+    const v = cellValue(cells[col.index]);
     if (v === '') continue;
-    if (v.length > MAX_FIELD) return { row, code: 'FIELD_TOO_LONG', message: `"${header}" is longer than ${MAX_FIELD} characters.` };
-    if (target.startsWith('custom:')) {
-      const name = target.slice(7);
-      if (!custom.has(name)) custom.set(name, v);
+    if (v.length > MAX_FIELD) return { row, code: 'FIELD_TOO_LONG', message: `"${col.header}" is longer than ${MAX_FIELD} characters.` };
+    if (col.custom !== null) {
+      if (!custom.has(col.custom)) custom.set(col.custom, v);
       continue;
     }
-    const field = target as ImportField;
-    if (CONTACT_FIELDS.has(field) && PLACEHOLDER.has(v.toLowerCase())) continue;
-    if (!got.has(field)) got.set(field, v);
+    if (col.contact && v.length <= PLACEHOLDER_MAX && PLACEHOLDER.has(v.toLowerCase())) continue;
+    got.give(col.slot, v);
   }
 
   const fields: MappedRow['fields'] = {};
   const flags: MappedRow['flags'] = {};
   let id: string | null = null;
-  for (const [field, v] of got) {
+  for (const slot of got.order) {
+    const field = IMPORT_FIELDS[slot] as ImportField;
+    const v = got.values[slot] as string;
     if (LEAD_TEXT.has(field)) fields[field as LeadTextField] = v;
-    else if (field === 'id') {
+    else if (slot === ID) {
       if (isUuid(v)) id = v.toLowerCase();
       else notes.push(`"${short(v)}" in the id column is not a lead id of this app; the row is matched by profile URL, email or name instead`);
     } else if (field === 'doNotContact' || field === 'blocklisted') {
@@ -128,12 +162,20 @@ function mapRecord(r: CsvRecord, columns: number, plan: Plan): MappedRow | RowPr
     }
   }
 
-  const full = got.get('fullName');
+  const full = got.values[FULL_NAME];
   if (full && !fields.firstName && !fields.lastName) Object.assign(fields, dropEmpty(splitFullName(full)));
   else if (full && fields.firstName && !fields.lastName && full.startsWith(`${fields.firstName} `)) fields.lastName = full.slice(fields.firstName.length + 1).trim();
   if (!fields.location) {
-    const parts = [got.get('city'), got.get('state'), got.get('country')].filter((p): p is string => !!p);
-    if (parts.length > 0) fields.location = [...new Set(parts)].join(', ');
+    // City, state and country, each once, in that order.
+    let location = '';
+    const seen: string[] = [];
+    for (const s of PLACES) {
+      const part = got.values[s];
+      if (!part || seen.includes(part)) continue;
+      seen.push(part);
+      location = location === '' ? part : `${location}, ${part}`;
+    }
+    if (location !== '') fields.location = location;
   }
 
   if (fields.email !== undefined) {

@@ -56,6 +56,10 @@ function foldName(s: string): string {
 export function canonicalProfileUrl(url: string): string {
   const u = url.trim();
   if (CANONICAL_LINKEDIN.test(u)) return u;
+  // The other common form (an export's http://www.linkedin.com/in/<ascii slug>, a pasted address
+  // without scheme): the steps below give the same, https and www. with the path as it is.
+  const plain = PLAIN_LINKEDIN.exec(u);
+  if (plain) return `https://www.linkedin.com${plain[1] as string}`;
   const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(u) ? u : `https://${u}`;
   const canonical = withScheme
     // Scheme and host are case-insensitive: lower-case, like every browser writes them.
@@ -96,6 +100,9 @@ function oneSpelling(m: string): string {
 
 const ASCII = /^[\x20-\x7e]*$/;
 const CANONICAL_LINKEDIN = /^https:\/\/www\.linkedin\.com\/[A-Za-z0-9_\-/]+[A-Za-z0-9_-]$/;
+/** A LinkedIn URL the canonical form differs from only in scheme, host's case, subdomain (two or
+ * three letters, as canonicalProfileUrl replaces) or final slashes; its path is plain ASCII. */
+const PLAIN_LINKEDIN = /^(?:https?:\/\/)?(?:[a-z]{2,3}\.)?linkedin\.com(\/[A-Za-z0-9_\-/]*[A-Za-z0-9_-])\/*$/i;
 
 /** The three identity keys as stored and indexed beside a lead in every store (PostgreSQL columns,
  * the desktop's Store columns, the memory store's hash indexes): each store computes them with this

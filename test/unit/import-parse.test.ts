@@ -166,6 +166,23 @@ describe('rows', () => {
     expect(rows[1]).toMatchObject({ code: 'INVALID_VALUE' });
   });
 
+  it('gives each row its own values: the first non-empty of two columns of one field, places once, nothing from the row before', () => {
+    const long = 'x'.repeat(2001);
+    const p = parseCsv(
+      'First Name,Email,Work email,City,State,Country,Phone,Notes\n' +
+        'Ada,,ada@x.example,Berlin,Berlin,Germany,NOT AVAILABLE,\n' +
+        `Bob,bob@x.example,,Paris,,France,+1 555,${long}\n` +
+        'Cy,,,,,,,\n',
+    );
+    const mapping = { 'First Name': 'firstName', Email: 'email', 'Work email': 'email', City: 'city', State: 'state', Country: 'country', Phone: 'phone', Notes: 'custom:Notes' } as const;
+    const rows = mapRecords(p.headers, p.records, mapping);
+    expect(rows[0]).toMatchObject({ fields: { firstName: 'Ada', email: 'ada@x.example', location: 'Berlin, Germany' } });
+    expect((rows[0] as MappedRow).fields.phone).toBeUndefined();
+    expect(rows[1]).toMatchObject({ code: 'FIELD_TOO_LONG' });
+    // The row after a refused one: none of the refused row's values (nor the first's) carried over.
+    expect((rows[2] as MappedRow).fields).toEqual({ firstName: 'Cy' });
+  });
+
   it('refuses rows without a name, an email or a profile URL, and values too long', () => {
     const rows = map(`First Name,Company,Note\n,Acme,hello\nAda,Acme,${'x'.repeat(2001)}\n`);
     expect(rows.map((r) => (isProblem(r) ? r.code : 'ok'))).toEqual(['MISSING_IDENTITY', 'FIELD_TOO_LONG']);
@@ -178,6 +195,28 @@ describe('identity keys', () => {
     expect(profileKey('linkedin.com/in/jane-doe')).toBe('linkedin.com/in/jane-doe');
     expect(canonicalProfileUrl('http://linkedin.com/in/jane-doe/?utm=1')).toBe('https://www.linkedin.com/in/jane-doe');
     expect(profileKey('HTTP://WWW.LINKEDIN.COM/in/jane%2Ddoe#about')).toBe('linkedin.com/in/jane-doe');
+  });
+
+  it('gives a LinkedIn URL in any scheme, host case, subdomain or final slashes the spelling the full rules give', () => {
+    // A query sends a URL through every step of canonicalProfileUrl (the short ways in take none):
+    // with or without one, each spelling must come out the same.
+    const schemes = ['', 'http://', 'https://', 'HTTP://', 'HtTpS://', 'ftp://'];
+    const hosts = ['linkedin.com', 'www.linkedin.com', 'WWW.LinkedIn.COM', 'de.linkedin.com', 'uk.linkedin.com', 'mobile.linkedin.com', 'linkedin.co'];
+    const paths = ['/in/jane-doe', '/in/Jane_Doe-42', '//in/x', '/in/jane-doe/', '/in/jane-doe///', '/', '', '/in/jané', '/in/jane%2Ddoe', '/in/a.b', '/company/acme-'];
+    let n = 0;
+    for (const scheme of schemes) {
+      for (const host of hosts) {
+        for (const path of paths) {
+          const url = `${scheme}${host}${path}`;
+          expect(canonicalProfileUrl(`  ${url} `), url).toBe(canonicalProfileUrl(`${url}?trk=x`));
+          n++;
+        }
+      }
+    }
+    expect(n).toBe(schemes.length * hosts.length * paths.length);
+    expect(canonicalProfileUrl('http://www.linkedin.com/in/Jane-Doe/')).toBe('https://www.linkedin.com/in/Jane-Doe');
+    expect(canonicalProfileUrl('DE.linkedin.com/in/x')).toBe('https://www.linkedin.com/in/x');
+    expect(canonicalProfileUrl('http://mobile.linkedin.com/in/x')).toBe('https://mobile.linkedin.com/in/x');
   });
 
   it('compares emails without case or surrounding spaces', () => {
