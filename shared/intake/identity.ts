@@ -39,15 +39,23 @@ export const emailKey = (email: string): string => email.trim().toLowerCase();
 export function nameCompanyKey(fullName: string, company: string): string {
   if (!fullName || !company) return '';
   const name = foldName(fullName);
-  const firm = foldName(company).replace(/[.,]/g, '').replace(/\s+(inc|ltd|llc|gmbh|ag|sa|sas|sarl|bv|plc|co)$/, '');
+  let firm = foldName(company);
+  if (firm.includes('.') || firm.includes(',')) firm = firm.replace(/[.,]/g, '');
+  firm = firm.replace(/\s+(inc|ltd|llc|gmbh|ag|sa|sas|sarl|bv|plc|co)$/, '');
   return name && firm ? `${name}\u0001${firm}` : '';
 }
 
 /** A name without accents or case, its spaces collapsed (nameCompanyKey). At module level: a
- * function made inside nameCompanyKey was made again for every key (twice a row of an import). */
+ * function made inside nameCompanyKey was made again for every key (twice a row of an import). A
+ * name already spaced singly (most) is not copied again to collapse nothing: every lead a store
+ * writes and every row of an import computes this twice. */
 function foldName(s: string): string {
-  return (ASCII.test(s) ? s : s.normalize('NFKD').replace(/[\u0300-\u036f]/g, '')).toLowerCase().replace(/\s+/g, ' ').trim();
+  const lower = (ASCII.test(s) ? s : s.normalize('NFKD').replace(/[\u0300-\u036f]/g, '')).toLowerCase();
+  return ODD_SPACING.test(lower) ? lower.replace(/\s+/g, ' ').trim() : lower;
 }
+
+/** Whitespace foldName changes: at either end, two in a row, or any but a plain space. */
+const ODD_SPACING = /^\s|\s$|\s\s|[^\S ]/;
 
 /** A profile URL as every entry stores it: https, LinkedIn's country subdomains as `www.`, without
  * query string (tracking), fragment or final slash, scheme and host in lower case, each character

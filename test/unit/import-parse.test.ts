@@ -236,6 +236,26 @@ describe('identity keys', () => {
     for (const text of ['Jane Doe', 'acme', 'jane@', '@acme.example', 'linkedin', 'jane doe@acme.example']) expect(identityOfSearch(text), text).toBeNull();
   });
 
+  it('folds names and companies exactly as the keys stored so far were folded, whatever their spacing', () => {
+    // The formula every stored key (PostgreSQL's column, the desktop's Store column) was made with:
+    // a change of the key's text would leave those leads unfound by name and company.
+    const fold = (s: string) => (/^[\x20-\x7e]*$/.test(s) ? s : s.normalize('NFKD').replace(/[\u0300-\u036f]/g, '')).toLowerCase().replace(/\s+/g, ' ').trim();
+    const stored = (n: string, c: string) => {
+      if (!n || !c) return '';
+      const name = fold(n);
+      const firm = fold(c).replace(/[.,]/g, '').replace(/\s+(inc|ltd|llc|gmbh|ag|sa|sas|sarl|bv|plc|co)$/, '');
+      return name && firm ? `${name}\u0001${firm}` : '';
+    };
+    const pieces = ['Jane', 'DOE', 'Hélène', 'ß', 'Acme', 'inc', 'Inc.', 'co', ',', '.', ' ', '  ', '\t', '\u00a0', '\n', '\u3000', 'É', 'x', 'GmbH', ' sa', '-'];
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const text = () => Array.from({ length: 1 + Math.floor(next() * 6) }, () => pieces[Math.floor(next() * pieces.length)]).join('');
+    for (let i = 0; i < 5000; i++) {
+      const [n, c] = [text(), text()];
+      expect(nameCompanyKey(n, c), JSON.stringify([n, c])).toBe(stored(n, c));
+    }
+  });
+
   it('compares name and company without case, accents or legal form', () => {
     expect(nameCompanyKey('Hélène Dupré', 'Acme Inc.')).toBe(nameCompanyKey('helene dupre', 'ACME'));
     expect(nameCompanyKey('Hélène Dupré', '')).toBe('');
