@@ -544,17 +544,24 @@ function installErrorBoundary(app: FastifyInstance, bodyLimit: number): void {
  * recursive downstream (request hashing, document comparison, schema validation) can run out of stack. */
 export const MAX_BODY_DEPTH = 64;
 
-/** Whether JSON text nests objects and arrays deeper than `max`, in one pass over the text. */
+/** Whether JSON text nests objects and arrays deeper than `max`, in one pass over the text. A
+ * string is passed over by the runtime's search for its closing quote (most of a body's characters
+ * are in strings: an import's cells), not character by character. */
 export function jsonNestingTooDeep(text: string, max: number): boolean {
   let depth = 0;
-  let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++;
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x7b || c === 0x5b) {
+    if (c === 0x22) {
+      // The string ends at the next quote after an even run of backslashes (none included).
+      for (;;) {
+        const q = text.indexOf('"', i + 1);
+        if (q < 0) return false;
+        let b = q - 1;
+        while (text.charCodeAt(b) === 0x5c) b--;
+        i = q;
+        if ((q - 1 - b) % 2 === 0) break;
+      }
+    } else if (c === 0x7b || c === 0x5b) {
       if (++depth > max) return true;
     } else if (c === 0x7d || c === 0x5d) depth--;
   }
