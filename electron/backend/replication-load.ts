@@ -20,7 +20,7 @@
  * everything after them is RxDB's as before: a local edit pushes with the loaded state as its
  * assumedMasterState, RxDB's later pulls read the stored checkpoint, the collection's change
  * stream carries the loaded documents (with RxDB's downstream write flag, so RxDB's upstream does
- * not push them back).
+ * not push them back). RxDB's `received$` does not see them (nothing in the app subscribes to it).
  *
  * RxDB's fields read here are internals (test/integration/sync-client.test.ts checks the rows
  * against the ones RxDB writes itself).
