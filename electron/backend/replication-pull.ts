@@ -72,6 +72,11 @@ export class PullPages {
     return part;
   }
 
+  /** Whether parts of the page split last are still to be handed out. */
+  get splitting(): boolean {
+    return this.parts !== null;
+  }
+
   /** Drops the parts not handed out yet (see the file comment). */
   forget(): void {
     this.parts = null;

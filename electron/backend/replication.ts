@@ -26,6 +26,7 @@ import { pushAnswerSchema, refusalsListSchema } from '../../shared/wire/replicat
 import type { Checkpoint, PullPage, PushRow } from '../../shared/wire/replication.ts';
 import type { LocalDb } from './local-db-port.ts';
 import { isRefusal, sameDocument } from './replication-merge.ts';
+import { PulledLoader } from './replication-load.ts';
 import { PullPages } from './replication-pull.ts';
 import { followStream } from './replication-stream.ts';
 import { isConflictWrite, isDownstreamWrite } from './rxdb-internals.ts';
@@ -221,6 +222,8 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
     /** The last page was shorter than asked for but not than RxDB's batch size: RxDB asks once
      * more, which ends the pull (not a new one: no count). */
     let ending = false;
+    /** Stores pulled pages of new documents itself (created at the first pull: it needs the started replication). */
+    let loader: PulledLoader | null = null;
     /** The page after `checkpoint`, fetched (or fetched ahead) and counted for the status; its first
      * part (PULL_PART) returned, the others left for nextPart. */
     const fetchPage = async (checkpoint: Checkpoint | null): Promise<PullPage> => {
@@ -268,28 +271,43 @@ export async function startSync(opts: SyncOptions): Promise<Sync> {
         stream$: stream.asObservable(),
         handler: async (checkpoint) => {
           const pausesAtStart = pauses;
-          // The next part of the page fetched last (PULL_PART), or a page to fetch.
-          const part = pages.nextPart(checkpoint ?? null) ?? (await fetchPage(checkpoint ?? null));
-          // RxDB takes a page while it still stores the one before (it pulls ahead without bound,
-          // and merges the pages it has not begun to store into one write), and begins this one
-          // in the same turn of the event loop as it finishes that one (its meta rows' write
-          // resolving, its checkpoint): 100-160 ms of CPU in one turn during an initial sync.
-          // So a page (or part) is handed over once the storage's page before it has been written
-          // (RxDB asks to store a page in the turn it gets it: two turns later that page is open, or
-          // waits in the file's queue behind writes that came while another page was open, such
-          // as other lanes' starts; a page that has not opened yet is not written either), and two
-          // turns after that: after RxDB's end of that page, in a turn of its own (not the one
-          // that parsed this page's answer either). Storing stays one page at a time as before;
-          // the fetches still run ahead (the prefetch in fetchPage).
-          await nextTurns();
-          await instance?.pagesWritten();
-          await nextTurns();
-          // Returned while paused, RxDB drops this part (the pause's forget came before a page
-          // fetched meanwhile was split). RxDB's own pause and start follow ours later (its queue),
-          // so a part returned right after a resume may be dropped too: any pause during this call
-          // drops the parts left, and the page is asked for again from the stored checkpoint.
-          if (paused || pauses !== pausesAtStart) pages.forget();
-          return { documents: part.documents, checkpoint: part.checkpoint ?? undefined };
+          let from = checkpoint ?? null;
+          for (;;) {
+            // The next part of the page fetched last (PULL_PART), or a page to fetch.
+            const part = pages.nextPart(from) ?? (await fetchPage(from));
+            // RxDB takes a page while it still stores the one before (it pulls ahead without bound,
+            // and merges the pages it has not begun to store into one write), and begins this one
+            // in the same turn of the event loop as it finishes that one (its meta rows' write
+            // resolving, its checkpoint): 100-160 ms of CPU in one turn during an initial sync.
+            // So a page (or part) is handed over once the storage's page before it has been written
+            // (RxDB asks to store a page in the turn it gets it: two turns later that page is open, or
+            // waits in the file's queue behind writes that came while another page was open, such
+            // as other lanes' starts; a page that has not opened yet is not written either), and two
+            // turns after that: after RxDB's end of that page, in a turn of its own (not the one
+            // that parsed this page's answer either). Storing stays one page at a time as before;
+            // the fetches still run ahead (the prefetch in fetchPage).
+            await nextTurns();
+            await instance?.pagesWritten();
+            await nextTurns();
+            // Returned while paused, RxDB drops this part (the pause's forget came before a page
+            // fetched meanwhile was split). RxDB's own pause and start follow ours later (its queue),
+            // so a part returned right after a resume may be dropped too: any pause during this call
+            // drops the parts left, and the page is asked for again from the stored checkpoint.
+            const interrupted = paused || stopped || pauses !== pausesAtStart;
+            if (interrupted) pages.forget();
+            // Documents none of which is stored (an initial sync, or its resumption) are stored here
+            // with their checkpoint, without RxDB's per-document work (replication-load.ts); a page
+            // holding a stored document is RxDB's, which compares the states.
+            loader ??= instance ? new PulledLoader(state) : null;
+            if (interrupted || !loader || !(await loader.store(part))) return { documents: part.documents, checkpoint: part.checkpoint ?? undefined };
+            from = part.checkpoint;
+            // The pull goes on while pages come full (or parts of one remain); after the last one,
+            // RxDB is told the pull is over (no documents: it stores no checkpoint, this one is).
+            if (!pulling && !pages.splitting) {
+              ending = false;
+              return { documents: [], checkpoint: from ?? undefined };
+            }
+          }
         },
       },
       push: {

@@ -18,7 +18,8 @@ import type { LocalDatabase } from '../../electron/backend/local-db.ts';
 import { PULL_PART, PULL_RAMP, startSync } from '../../electron/backend/replication.ts';
 import { isRefusal, mergeConflictHandler, mergeThreeWay, sameDocument } from '../../electron/backend/replication-merge.ts';
 import type { Sync, SyncOptions } from '../../electron/backend/replication.ts';
-import type { SqliteStorageInstance } from '../../electron/backend/storage/sqlite/instance.ts';
+import { SqliteStorageInstance } from '../../electron/backend/storage/sqlite/instance.ts';
+import { docCodec } from '../../electron/backend/storage/sqlite/doc-codec.ts';
 import type { StorageFile } from '../../electron/backend/storage/sqlite/file.ts';
 import type { Actor } from '../../shared/context.ts';
 import { newLead } from '../../shared/model/factories.ts';
@@ -78,6 +79,9 @@ class FakeServer {
   schemaVersionsAhead = 0;
   /** Sends documents (pulled and streamed) without the wire format's `_deleted`. */
   malformed = false;
+  /** Rows pushed, and conflicts answered (a refusal or a state the push did not assume), by collection. */
+  readonly pushed: Record<string, number> = {};
+  readonly conflicted: Record<string, number> = {};
   /** Every pull request, in arrival order: the collection and the seq it asked after. */
   readonly pulls: { collection: string; after: number; limit: number }[] = [];
   /** Runs when a pull request arrives, before it is answered (a promise: the answer waits for it). */
@@ -164,6 +168,7 @@ class FakeServer {
       if (delay > 0) await new Promise((r) => setTimeout(r, delay));
       const rows = (await this.body(req)) as { assumedMasterState?: Json; newDocumentState: Json }[];
       const conflicts: Json[] = [];
+      this.pushed[collection] = (this.pushed[collection] ?? 0) + rows.length;
       for (const row of rows) {
         const id = String(row.newDocumentState.id);
         const stored = this.get(collection, id) ?? null;
@@ -179,6 +184,7 @@ class FakeServer {
         }
         this.write(collection, row.newDocumentState);
       }
+      this.conflicted[collection] = (this.conflicted[collection] ?? 0) + conflicts.length;
       return send(200, conflicts);
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -270,6 +276,30 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/**
+ * Watches the writes of pulled documents into a collection's storage instance, whichever way they
+ * are stored: RxDB's replication's bulk writes, or a page of new documents stored with its
+ * checkpoint (loadPulled). `before` gets each write's number of documents as it is asked for,
+ * `after` runs right after it is asked for.
+ */
+function watchPulledWrites(instance: SqliteStorageInstance<unknown>, before: (rows: number) => void, after: () => void = () => undefined): void {
+  const bulkWrite = instance.bulkWrite.bind(instance);
+  instance.bulkWrite = (rows, context) => {
+    if (!isDownstreamWrite(context)) return bulkWrite(rows, context);
+    before(rows.length);
+    const out = bulkWrite(rows, context);
+    after();
+    return out;
+  };
+  const loadPulled = instance.loadPulled.bind(instance);
+  instance.loadPulled = (meta, load) => {
+    before(load.docs.length);
+    const out = loadPulled(meta, load);
+    after();
+    return out;
+  };
+}
+
 const start = async (extra: Partial<Parameters<typeof startSync>[0]> = {}) => {
   sync = await startSync({ db, serverUrl: server.url, apiKey: KEY, retryMs: 100, backoffMs: 50, maxBackoffMs: 400, ...extra });
   return sync;
@@ -336,19 +366,15 @@ describe('replication client against the protocol', () => {
       expect(count).toBeGreaterThan(0);
       for (let i = 0; i < count; i++) server.write('leads', lead(50_000 + i));
       const writes: number[] = [];
-      const bulkWrite = leads.bulkWrite.bind(leads);
-      leads.bulkWrite = (rows, context) => {
-        if (isDownstreamWrite(context)) writes.push(rows.length);
-        return bulkWrite(rows, context);
-      };
+      watchPulledWrites(leads, (rows) => writes.push(rows));
       const before = server.pulls.length;
       const s = await sync({ pullBatchSize: PULL_RAMP.from });
       await s.awaitInSync();
       expect(await own.store.count('leads')).toBe(have + count);
       const asked = server.pulls.slice(before).filter((p) => p.collection === 'leads');
-      // The first page small, then full pages; the last one (100 leads short of full) is followed
-      // by one more request, which finds nothing.
-      expect(asked.map((p) => p.limit)).toEqual([PULL_RAMP.first, PULL_RAMP.from, PULL_RAMP.from, PULL_RAMP.first]);
+      // The first page small, then full pages; the last one (100 leads short of full) ends the pull
+      // (its leads stored with their checkpoint by the desktop, which knows the server has no more).
+      expect(asked.map((p) => p.limit)).toEqual([PULL_RAMP.first, PULL_RAMP.from, PULL_RAMP.from]);
       expect(new Set(asked.map((p) => p.after)).size).toBe(asked.length);
       // A full page is stored in parts of PULL_PART (each its own write, the pages still fetched
       // whole: no checkpoint asked for twice, above); the last page, short of two parts, whole.
@@ -386,6 +412,79 @@ describe('replication client against the protocol', () => {
     });
   });
 
+  it('stores pages of new leads with their checkpoint in one write, as the rows RxDB writes itself: seen by live queries and the change stream, pushed back never, edited without a conflict', async () => {
+    await ownDesktop('pages-with-checkpoint', async ({ own, leads, sync }) => {
+      const { file, table } = leads.internalsForTests;
+      // Leads of two full pages and more (the earlier tests' leads, and some of its own).
+      const have = [...server.rows.keys()].filter((k) => k.startsWith('leads/')).length;
+      for (let i = 0; have + i < 2 * PULL_RAMP.from + 100; i++) server.write('leads', lead(70_000 + i));
+      const leadIds = [...server.rows.keys()].filter((k) => k.startsWith('leads/')).map((k) => k.slice('leads/'.length));
+      const total = leadIds.length;
+      // RxDB's own writes of a pull checkpoint (its setCheckpoint), of any storage instance.
+      const checkpointWrites: string[] = [];
+      const proto = SqliteStorageInstance.prototype;
+      const bulkWrite = proto.bulkWrite;
+      proto.bulkWrite = function (this: SqliteStorageInstance<unknown>, rows, context) {
+        for (const r of rows) if ((r.document as Json)['id'] === 'down|1') checkpointWrites.push(this.collectionName);
+        return bulkWrite.call(this, rows, context);
+      };
+      const collection = own.rx.collections['leads'];
+      if (!collection) throw new Error('no leads collection');
+      const changed = new Set<string>();
+      let live = 0;
+      const subs = [collection.$.subscribe((ev) => changed.add(ev.documentId)), collection.find().$.subscribe((docs) => (live = docs.length))];
+      const pushedBefore = server.pushed['leads'] ?? 0;
+      const conflictedBefore = server.conflicted['leads'] ?? 0;
+      try {
+        const s = await sync({ pullBatchSize: PULL_RAMP.from });
+        await s.awaitInSync();
+        expect(await own.store.count('leads')).toBe(total);
+        // RxDB's collection saw every lead: its change stream and a live query.
+        expect(changed.size).toBe(total);
+        await until('the live query', () => live === total, 10_000);
+        // Each page's checkpoint was stored with the page: RxDB wrote none of the leads' (nor of any
+        // other collection: each pulled only new documents).
+        expect(checkpointWrites.filter((c) => c.startsWith('rx-replication-meta-'))).toEqual([]);
+        const metaTable = String(file.db.prepare('SELECT meta FROM master_links WHERE fork = ?').pluck().get(table.table));
+        const metaRow = (id: string): Json => {
+          const row = file.db.prepare<[string], { doc: string; lwt: number }>(`SELECT doc, lwt FROM "${metaTable}" WHERE id = ?`).get(id);
+          if (!row) throw new Error(`no meta row ${id}`);
+          return docCodec(file.db).decode(row.doc, { id, lwt: row.lwt });
+        };
+        expect(metaRow('down|1')['checkpointData']).toEqual({ seq: server.seq });
+        expect(referencedStates(file.db, metaTable)).toEqual({ byRef: total, all: total });
+
+        // A lead the server writes now comes through RxDB's replication (the live stream): the rows
+        // RxDB writes itself are those the load wrote.
+        const viaRxdb = lead(79_999);
+        server.write('leads', viaRxdb);
+        await until('the live change', async () => (await own.store.get('leads', viaRxdb.id)) !== null, 10_000);
+        await s.awaitInSync();
+        const loadedId = leadIds[0] as string;
+        const [loaded, streamed] = [loadedId, viaRxdb.id].map((id) => leads.currentDocuments([id]).get(id) as Json);
+        const shape = (d: Json | undefined): unknown => d && { keys: Object.keys(d), rev: d['_rev'], meta: Object.keys(d['_meta'] as Json), o: (d['_meta'] as Json)['o'] };
+        expect(shape(loaded)).toEqual(shape(streamed));
+        const metaShape = (m: Json): unknown => ({ ...m, id: undefined, itemId: undefined, _meta: Object.keys(m['_meta'] as Json) });
+        expect(metaShape(metaRow(`${loadedId}|0`))).toEqual(metaShape(metaRow(`${viaRxdb.id}|0`)));
+        expect(metaRow('down|1')['checkpointData']).toEqual({ seq: server.seq });
+        expect(checkpointWrites.filter((c) => c.startsWith('rx-replication-meta-')).length).toBeGreaterThan(0);
+
+        // Nothing loaded was pushed back; a local edit of a loaded lead is pushed on the state loaded.
+        expect(server.pushed['leads'] ?? 0).toBe(pushedBefore);
+        const before = (await own.store.get('leads', loadedId)) as Lead;
+        await own.store.commit([{ collection: 'leads', id: loadedId, before, after: { ...before, jobTitle: 'Edited after the load' } }]);
+        await until('the edit on the server', () => server.get('leads', loadedId)?.jobTitle === 'Edited after the load', 10_000);
+        await s.awaitInSync();
+        expect(server.pushed['leads']).toBe(pushedBefore + 1);
+        expect(server.conflicted['leads'] ?? 0).toBe(conflictedBefore);
+        expect(s.status().pending).toBe(0);
+      } finally {
+        proto.bulkWrite = bulkWrite;
+        for (const sub of subs) sub.unsubscribe();
+      }
+    });
+  });
+
   /**
    * Syncs `count` new leads (numbered from `from`) in pages of 250 into a desktop of its own and
    * checks that each pulled page was one write of its own, none asked for while another page was
@@ -401,14 +500,11 @@ describe('replication client against the protocol', () => {
     const have = [...server.rows.keys()].filter((k) => k.startsWith('leads/')).length;
     for (let i = 0; i < count; i++) server.write('leads', lead(from + i));
     const writes: { rows: number; pageOpen: boolean }[] = [];
-    const bulkWrite = leads.bulkWrite.bind(leads);
-    leads.bulkWrite = (rows, context) => {
-      if (!isDownstreamWrite(context)) return bulkWrite(rows, context);
-      writes.push({ rows: rows.length, pageOpen: file.pageOpen });
-      const out = bulkWrite(rows, context);
-      duringPage?.(file);
-      return out;
-    };
+    watchPulledWrites(
+      leads,
+      (rows) => writes.push({ rows, pageOpen: file.pageOpen }),
+      () => duringPage?.(file),
+    );
     const page = 250;
     const s = await sync({ pullBatchSize: page });
     await s.awaitInSync();
@@ -493,11 +589,9 @@ describe('replication client against the protocol', () => {
       // and the storage rolls it back).
       let pages = 0;
       let failAt: number | null = null;
-      const bulkWrite = leads.bulkWrite.bind(leads);
-      leads.bulkWrite = (rows, context) => {
-        if (isDownstreamWrite(context) && ++pages === 3) failAt = pages;
-        return bulkWrite(rows, context);
-      };
+      watchPulledWrites(leads, () => {
+        if (++pages === 3) failAt = pages;
+      });
       let failed = 0;
       const exec = file.db.exec.bind(file.db);
       file.db.exec = (sql: string) => {

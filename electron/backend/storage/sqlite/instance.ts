@@ -35,6 +35,20 @@ import { storeDuplicateGroups } from './store-duplicates.ts';
 
 export type SqliteInternals = { file: string; table: string };
 
+/** Pulled documents new to a collection, with their replication meta rows (loadPulled). */
+export type PulledLoad = {
+  /** The collection's documents, as RxDB's replication would write them (with `_meta`, `_rev`). */
+  docs: readonly RxDocumentData<unknown>[];
+  /** The collection write's context: RxDB's downstream write flag. */
+  context: string;
+  /** The meta instance's rows of the documents (their assumed-master states). */
+  metaDocs: readonly RxDocumentData<unknown>[];
+  /** The meta instance's pull checkpoint row: its id, and the row to store after the stored one
+   * (null: leave it). */
+  checkpointId: string;
+  checkpoint: (stored: RxDocumentData<unknown> | undefined) => RxDocumentData<unknown> | null;
+};
+
 /** A write checked against the stored documents, ready to commit; `pulled`: from the server. */
 type Planned = { categorized: CategorizeBulkWriteRowsOutput<unknown>; rows: RowWrite[]; pulled: boolean };
 
@@ -149,6 +163,52 @@ export class SqliteStorageInstance<RxDocType> implements RxStorageInstance<RxDoc
     const written = planned.rows.length > 0 ? yield* this.table.writing(planned.rows, planned.pulled) : null;
     const ends = meta || written === null || !followedNow(this.file, this.table.table);
     return { value: { error: planned.categorized.errors as RxStorageBulkWriteResponse<RxDocType>['error'] }, after: () => this.apply(planned, written), ends };
+  }
+
+  /**
+   * Pulled documents that neither this collection nor its replication's meta instance `meta` holds
+   * yet, written as one pulled page: the documents, their meta rows and the meta instance's pull
+   * checkpoint row in one transaction (a kill loses all three or none), spread over turns of the
+   * event loop as a page RxDB writes is, then the caches and the change events of both (the
+   * collection's with `context`, RxDB's downstream write flag, as RxDB's own write of a pulled page
+   * has). `load.checkpoint` gets the stored checkpoint row (or undefined) and returns the row to
+   * store after it, or null to leave it. Resolves true once committed; false, with nothing written,
+   * when a document or a meta row of the load is stored already (the caller then hands the page to
+   * RxDB's replication, which compares them). A failed COMMIT is a lost pulled page
+   * (pulledPageLost), as for RxDB's pages.
+   */
+  loadPulled(meta: SqliteStorageInstance<unknown>, load: PulledLoad): Promise<boolean> {
+    if (this.pullsRefused) return reject(new Error(`${this.collectionName}: a pulled page was lost (its write failed); pulled documents are refused until the replication starts again from its stored checkpoint.`));
+    if (meta.file !== this.file || meta === (this as SqliteStorageInstance<unknown>)) return Promise.resolve(false);
+    return this.file.openPage(this.table.table, () => this.loadSteps(meta, load), (why) => {
+      this.table.rolledBack();
+      meta.table.rolledBack();
+      this.pulledPageLost(why);
+    });
+  }
+
+  private *loadSteps(meta: SqliteStorageInstance<unknown>, load: PulledLoad): Generator<void, PageStep<boolean>> {
+    const nothing: PageStep<boolean> = { value: false, after: () => undefined, ends: true };
+    const forkPlan = this.plan(load.docs.map((document) => ({ document })), load.context);
+    if (forkPlan.categorized.errors.length > 0 || forkPlan.rows.some((r) => r.before !== undefined)) return nothing;
+    const stored = meta.table.get([load.checkpointId]).get(load.checkpointId);
+    const checkpoint = load.checkpoint(stored);
+    const metaRows: BulkWriteRow<unknown>[] = load.metaDocs.map((document) => ({ document }));
+    if (checkpoint) metaRows.push(stored ? { previous: stored, document: checkpoint } : { document: checkpoint });
+    const metaPlan = meta.plan(metaRows, RXDB_CONTEXT.downstreamMeta);
+    const newMetaRows = checkpoint ? metaPlan.rows.slice(0, -1) : metaPlan.rows;
+    if (metaPlan.categorized.errors.length > 0 || newMetaRows.some((r) => r.before !== undefined)) return nothing;
+    yield;
+    const written = forkPlan.rows.length > 0 ? yield* this.table.writing(forkPlan.rows, true) : null;
+    const metaWritten = metaPlan.rows.length > 0 ? yield* meta.table.writing(metaPlan.rows, true) : null;
+    return {
+      value: true,
+      after: () => {
+        this.apply(forkPlan, written);
+        meta.apply(metaPlan, metaWritten);
+      },
+      ends: true,
+    };
   }
 
   /** Whether a bulk load of this instance's file (any of its tables) still has indexes to build
