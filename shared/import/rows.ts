@@ -61,8 +61,7 @@ export function splitFullName(full: string): { firstName: string; lastName: stri
 type PlanColumn = { index: number; header: string; custom: string | null; slot: number; contact: boolean };
 type Plan = PlanColumn[];
 
-const SLOT = new Map<ImportField, number>(IMPORT_FIELDS.map((f, i) => [f, i]));
-const slotOf = (f: ImportField): number => SLOT.get(f) as number;
+const slotOf = (f: ImportField): number => IMPORT_FIELDS.indexOf(f);
 const ID = slotOf('id');
 const FULL_NAME = slotOf('fullName');
 const PLACES = [slotOf('city'), slotOf('state'), slotOf('country')] as const;
@@ -76,8 +75,8 @@ function planOf(headers: readonly string[], mapping: Readonly<Record<string, Imp
     if (target === 'skip') return [];
     if (target.startsWith('custom:')) return [{ index, header, custom: target.slice(7), slot: -1, contact: false }];
     const field = target as ImportField;
-    const slot = SLOT.get(field);
-    return slot === undefined ? [] : [{ index, header, custom: null, slot, contact: CONTACT_FIELDS.has(field) }];
+    const slot = slotOf(field);
+    return slot < 0 ? [] : [{ index, header, custom: null, slot, contact: CONTACT_FIELDS.has(field) }];
   });
 }
 

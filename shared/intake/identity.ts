@@ -63,9 +63,8 @@ const ODD_SPACING = /^\s|\s$|\s\s|[^\S ]/;
  * kept (LinkedIn's member ids are case-sensitive). */
 export function canonicalProfileUrl(url: string): string {
   const u = url.trim();
-  if (CANONICAL_LINKEDIN.test(u)) return u;
-  // The other common form (an export's http://www.linkedin.com/in/<ascii slug>, a pasted address
-  // without scheme): the steps below give the same, https and www. with the path as it is.
+  // The common forms (the canonical one, an export's http://www.linkedin.com/in/<ascii slug>, a
+  // pasted address without scheme): the steps below give https and www. with the path as it is.
   const plain = PLAIN_LINKEDIN.exec(u);
   if (plain) return `https://www.linkedin.com${plain[1] as string}`;
   const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(u) ? u : `https://${u}`;
