@@ -23,7 +23,7 @@ import {
   TIMESTAMP_MIN_YEAR,
   timestampProblem,
 } from '../shared/model/common.ts';
-import { checkpointSchema, DEFAULT_PULL_LIMIT, MAX_PULL_LIMIT, MAX_PUSH_ROWS, pullLimitSchema, streamEventData } from '../shared/wire/replication.ts';
+import { checkpointSchema, DEFAULT_PULL_LIMIT, MAX_PULL_LIMIT, MAX_PUSH_ROWS, pullLimitSchema, pullPageText, streamEventData } from '../shared/wire/replication.ts';
 import type { Checkpoint, collectionsListSchema, refusalsListSchema } from '../shared/wire/replication.ts';
 import { SSE_CONTENT_TYPE, sseEvent } from '../shared/wire/sse.ts';
 import type { z } from 'zod';
@@ -240,7 +240,9 @@ export async function registerReplication(app: FastifyInstance, opts: Replicatio
     // A count only when asked (once per catch-up): it walks every row the client has still to pull.
     const { page, remaining } = count ? await changesSinceCounted(sql, who.actor.workspaceId, c, after, limit) : { page: await changesSince(sql, who.actor.workspaceId, c, after, limit), remaining: undefined };
     const last = page[page.length - 1];
-    return reply.send({ documents: page.map((p) => p.doc), checkpoint: last ? { seq: last.seq } : checkpoint, ...(remaining === undefined ? {} : { remaining }) });
+    // One document a line (pullPageText): a client reads a large page a document at a time.
+    const text = pullPageText({ documents: page.map((p) => p.doc), checkpoint: last ? { seq: last.seq } : checkpoint, ...(remaining === undefined ? {} : { remaining }) });
+    return reply.type('application/json; charset=utf-8').send(text);
   });
 
   app.post('/replication/:collection/push', async (req, reply) => {

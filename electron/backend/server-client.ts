@@ -51,6 +51,9 @@ export type CallOptions = {
   timeoutMs?: number;
   /** Ends the request early (a stopped sync); replaces the time limit. */
   signal?: AbortSignal;
+  /** Reads the answer's text as JSON.parse would (a pull page: a document at a time, over turns of
+   * the event loop); default JSON.parse. */
+  read?: (text: string) => Promise<unknown>;
 };
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -175,7 +178,7 @@ export class ServerClient {
     let parsed = true;
     if (text !== '') {
       try {
-        body = JSON.parse(text);
+        body = opts.read ? await opts.read(text) : JSON.parse(text);
       } catch {
         parsed = false;
       }

@@ -48,6 +48,67 @@ export const pullPageSchema = z.object({
 });
 export type PullPage = z.infer<typeof pullPageSchema>;
 
+/** The start of a pull page written by pullPageText: its documents follow, one a line. */
+const PAGE_HEAD = '{"documents":[\n';
+/** The envelope read without its documents (readPullPageText): `0` stands where they were. */
+const ENVELOPE_HEAD = '{"documents":0';
+const COMMA = 0x2c;
+
+/**
+ * A pull page's answer as the server writes it: plain JSON (any reader reads the same object), with
+ * each document on a line of its own. JSON puts no raw line break inside a string, so the breaks
+ * between documents are the only ones, and a client can read a page a document at a time
+ * (readPullPageText) instead of in one JSON.parse: a page of 2,000 leads is ~2 MB, whose parse
+ * held the desktop's event loop 22-33 ms of CPU, the longest task of an initial sync of 1M leads.
+ */
+export function pullPageText(page: { documents: readonly unknown[]; checkpoint: Checkpoint | null; remaining?: number }): string {
+  const { documents, ...rest } = page;
+  if (documents.length === 0) return JSON.stringify(page);
+  const tail = JSON.stringify(rest);
+  let text = PAGE_HEAD;
+  for (let i = 0; i < documents.length; i++) text += (i === 0 ? '' : ',\n') + JSON.stringify(documents[i]);
+  return `${text}\n]${tail === '{}' ? '}' : `,${tail.slice(1)}`}`;
+}
+
+/**
+ * Reads a pull page's text as JSON.parse would, yielding between documents (a generator: the caller
+ * spreads the work over turns of its event loop). A text in pullPageText's layout is read a line at a
+ * time: every line but the last ends with the comma between two documents, each line is one JSON
+ * value, and what follows the last line reads as the page's envelope; the documents then are exactly
+ * the array JSON.parse would give. Any other text (an older server's, or one whose line does not
+ * read) is given to JSON.parse whole, which also throws what it throws.
+ */
+export function* readPullPageText(text: string): Generator<void, unknown> {
+  const end = text.lastIndexOf('\n]');
+  if (!text.startsWith(PAGE_HEAD) || end < PAGE_HEAD.length) return JSON.parse(text);
+  const documents: unknown[] = [];
+  // Line by line (no array of all lines first: a page's first step stays short).
+  for (let from = PAGE_HEAD.length; ; ) {
+    yield;
+    const next = text.indexOf('\n', from);
+    const last = next === end;
+    if (last === (text.charCodeAt(next - 1) === COMMA)) return JSON.parse(text);
+    try {
+      documents.push(JSON.parse(text.slice(from, last ? next : next - 1)));
+    } catch {
+      return JSON.parse(text);
+    }
+    if (last) break;
+    from = next + 1;
+  }
+  const tail = text.slice(end + 2);
+  // A second `documents` key after the array would win in JSON.parse.
+  if (tail.includes('"documents"')) return JSON.parse(text);
+  let envelope: unknown;
+  try {
+    envelope = JSON.parse(ENVELOPE_HEAD + tail);
+  } catch {
+    return JSON.parse(text);
+  }
+  (envelope as Record<string, unknown>)['documents'] = documents;
+  return envelope;
+}
+
 /** A document as a client pushes it (parsed by the server, which needs all of it): whatever RxDB holds (its `_rev`, `_meta` and `_attachments`
  * are the client's and never stored); the collection's schema judges the rest. */
 export const pushedDocumentSchema = z.looseObject({ _deleted: z.boolean().optional() }).describe('A document of the collection with _deleted.');

@@ -12,7 +12,7 @@ import { startTestServer } from './support/server.ts';
 import { UUID_V7 } from '../support/uuid-v7.ts';
 import type { TestServer } from './support/server.ts';
 import { randomUUID } from 'node:crypto';
-import { collectionsListSchema, parseStreamEvent, pullPageSchema, pushAnswerSchema, refusalsListSchema } from '../../shared/wire/replication.ts';
+import { collectionsListSchema, parseStreamEvent, pullPageSchema, pushAnswerSchema, readPullPageText, refusalsListSchema } from '../../shared/wire/replication.ts';
 
 type Doc = Record<string, unknown> & { id: string; _deleted: boolean };
 type PullPage = { documents: Doc[]; checkpoint: { seq: number } | null };
@@ -99,6 +99,25 @@ describe.each(BACKENDS)('replication endpoints (%s)', (backend) => {
     const ws = await get<PullPage>(s.ours.memberKey, '/replication/workspaces/pull?limit=1');
     expect(ws.body.documents).toHaveLength(1);
     expect(ws.body.documents[0]?.id).toBe(s.ours.workspaceId);
+  });
+
+  it('writes a pull page one document a line, which the desktop reads a document at a time into the same page', async () => {
+    const res = await fetch(`${s.url}/replication/leads/pull?limit=100&count=true`, { headers: { authorization: `Bearer ${s.ours.memberKey}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    const text = await res.text();
+    const page = JSON.parse(text) as PullPage;
+    pullPageSchema.parse(page);
+    expect(page.documents.length).toBeGreaterThan(1);
+    const lines = text.split('\n');
+    expect(lines).toHaveLength(page.documents.length + 2);
+    lines.slice(1, -1).forEach((line, i) => expect(JSON.parse(line.replace(/,$/, ''))).toEqual(page.documents[i]));
+    const steps = readPullPageText(text);
+    let step = steps.next();
+    let yields = 0;
+    for (; !step.done; step = steps.next()) yields++;
+    expect(yields).toBe(page.documents.length);
+    expect(step.value).toEqual(JSON.parse(text));
   });
 
   it('continues from a checkpoint with what changed since, deletions carrying _deleted: true', async () => {
