@@ -61,7 +61,7 @@ const COMMA = 0x2c;
  * (readPullPageText) instead of in one JSON.parse: a page of 2,000 leads is ~2 MB, whose parse
  * held the desktop's event loop 22-33 ms of CPU, the longest task of an initial sync of 1M leads.
  */
-export function pullPageText(page: { documents: readonly unknown[]; checkpoint: Checkpoint | null; remaining?: number }): string {
+export function pullPageText(page: Omit<PullPage, 'documents'> & { documents: readonly unknown[] }): string {
   const { documents, ...rest } = page;
   if (documents.length === 0) return JSON.stringify(page);
   const tail = JSON.stringify(rest);

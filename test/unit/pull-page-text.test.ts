@@ -7,7 +7,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { PARSE_TUNING, readPage } from '../../electron/backend/replication-pull.ts';
+import { PARSE_TUNING, PullPages, readPage } from '../../electron/backend/replication-pull.ts';
+import { ServerClient } from '../../electron/backend/server-client.ts';
 import { pullPageText, readPullPageText } from '../../shared/wire/replication.ts';
 
 /** Runs the reader to its end; returns its value and how many times it yielded. */
@@ -99,26 +100,46 @@ describe('pull page text', () => {
     expect(read(text).value).toEqual({ documents: [{ id: 'a', _deleted: false }], checkpoint: null, remaining: 1 });
   });
 
-  it('is read over turns of the event loop: other work runs between its documents', async () => {
+  /** Turns of the event loop other work got while `work` ran, reading a document a turn. */
+  async function turnsDuring<T>(work: () => Promise<T>): Promise<{ value: T; turns: number }> {
     const before = PARSE_TUNING.ms;
     PARSE_TUNING.ms = 0;
-    try {
-      const text = pullPageText({ documents: Array.from({ length: 5 }, (_, i) => ({ id: `l${i}`, _deleted: false })), checkpoint: { seq: 5 } });
-      let turns = 0;
-      let counting = true;
-      const count = (): void => {
-        if (!counting) return;
-        turns++;
-        setImmediate(count);
-      };
+    let turns = 0;
+    let counting = true;
+    const count = (): void => {
+      if (!counting) return;
+      turns++;
       setImmediate(count);
-      const value = await readPage(text);
-      counting = false;
-      expect(value).toEqual(JSON.parse(text));
-      // A turn for each document but the first (read in the call's own turn), and the end.
-      expect(turns).toBeGreaterThanOrEqual(5);
+    };
+    setImmediate(count);
+    try {
+      return { value: await work(), turns };
     } finally {
+      counting = false;
       PARSE_TUNING.ms = before;
     }
+  }
+
+  const fivePage = { documents: Array.from({ length: 5 }, (_, i) => ({ id: `l${i}`, _deleted: false })), checkpoint: { seq: 5 } };
+
+  it('is read over turns of the event loop: other work runs between its documents', async () => {
+    const text = pullPageText(fivePage);
+    const { value, turns } = await turnsDuring(() => readPage(text));
+    expect(value).toEqual(JSON.parse(text));
+    // A turn for each document but the first (read in the call's own turn), and the end.
+    expect(turns).toBeGreaterThanOrEqual(5);
+  });
+
+  it("is how the desktop's pull reads the server's page: over turns, into the same page", async () => {
+    let asked = '';
+    const answer: typeof fetch = (url) => {
+      asked = String(url);
+      return Promise.resolve(new Response(pullPageText(fivePage), { headers: { 'content-type': 'application/json; charset=utf-8' } }));
+    };
+    const pages = new PullPages(new ServerClient('http://127.0.0.1:1', `live_${'Zz9'.repeat(14)}`, answer), 'leads');
+    const { value, turns } = await turnsDuring(() => pages.take(null, 2_000));
+    expect(asked).toContain('/replication/leads/pull?limit=2000');
+    expect(value).toEqual(fivePage);
+    expect(turns).toBeGreaterThanOrEqual(5);
   });
 });
