@@ -242,6 +242,48 @@ describe('reading what the page shows', () => {
     await expectSamePages({ where, orderBy, limit: 50 }, 3);
   });
 
+  it('fills a page of a very common text by walking the order first, without counting its matches in the text index', async () => {
+    // Counting a common text's matches up to the cap read ~7,000 entries of the text index at 1M
+    // leads for a page the walk fills in ~150 rows. A rarer text is still counted and, when few,
+    // read from its matches: what the first walk found is not kept twice.
+    const table = leadsTable();
+    const orderBy: Sort[] = [{ field: 'createdAt', dir: 'desc' }];
+    const textCounts = async (value: string, q: Partial<Query> = {}): Promise<string[]> => {
+      const spy = vi.spyOn(table, 'statement');
+      try {
+        await db.store.query('leads', { where: { op: 'contains', fields: LEAD_QUERY_FIELDS, value }, orderBy, limit: 50, ...q });
+        return spy.mock.calls.map((c) => c[0]).filter((key) => key.startsWith('probe ') && key.includes(' MATCH '));
+      } finally {
+        spy.mockRestore();
+      }
+    };
+    expect(await textCounts('ann')).toEqual([]);
+    expect(await textCounts('ann', { orderBy: [{ field: 'rankingScore', dir: 'asc' }] })).toEqual([]);
+    // A page the first walk does not fill, whose matches so far say the walk ends it sooner.
+    expect(await textCounts('smith')).toEqual([]);
+    expect(await textCounts('smith', { limit: 200 })).toHaveLength(1);
+    // Found once among the newest rows (the first walk's), then counted: the page is that one lead.
+    expect(await textCounts('lead2990')).toHaveLength(1);
+    expect(await textCounts('lead12')).toHaveLength(1);
+    for (const value of ['ann', 'chen', 'smith', 'lead29', 'lead2990', 'lead12', 'company 4', 'nobody at all']) {
+      const where: Cond = { op: 'contains', fields: LEAD_QUERY_FIELDS, value };
+      for (const o of [orderBy, [{ field: 'rankingScore', dir: 'desc' }], [{ field: 'fullName', dir: 'asc', collate: 'text' }]] as Sort[][]) {
+        await expectSamePages({ where, orderBy: o, limit: 50 }, 3);
+        await expectSamePages({ where: { op: 'and', conds: [where, { op: 'eq', field: 'tagId', value: null }] }, orderBy: o, limit: 7 }, 3);
+      }
+    }
+    // Every threshold at its smallest: a first walk of a row or two, then each way on.
+    const saved = { ...STORE_QUERY_TUNING };
+    try {
+      Object.assign(STORE_QUERY_TUNING, { chunk: 2, longGroup: 2, minCap: 2, maxCap: 12 });
+      for (const value of ['ann', 'smith', 'lead2990', 'lead12', 'nobody at all']) await expectSamePages({ where: { op: 'contains', fields: LEAD_QUERY_FIELDS, value }, orderBy, limit: 5 }, 3);
+      Object.assign(STORE_QUERY_TUNING, saved, { firstWalk: 1000 });
+      for (const value of ['smith', 'lead2990', 'lead12', 'nobody at all']) await expectSamePages({ where: { op: 'contains', fields: LEAD_QUERY_FIELDS, value }, orderBy, limit: 50 }, 2);
+    } finally {
+      Object.assign(STORE_QUERY_TUNING, saved);
+    }
+  }, 60_000);
+
   it('counts in SQL, reading no document, when SQL can say the condition exactly', async () => {
     const exact: (Cond | undefined)[] = [
       undefined,
@@ -302,12 +344,22 @@ describe('a long tie of the order (the leads of one import share its creation ti
     let matches = 0;
     const needed = tie.findIndex((l) => l.lastName === 'Tieman' && ++matches === 51) + 1;
     expect(needed).toBeGreaterThan(100);
-    tested = 0;
-    const page = await db.store.query('leads', { where: tieman, orderBy: newest, limit: 50 });
-    expect(page).toEqual(await ref.query('leads', { where: tieman, orderBy: newest, limit: 50 }));
-    // A chunk read backwards from the tie's end first tested as many rows again, and dropped them.
-    expect(tested).toBeGreaterThan(0);
-    expect(tested).toBeLessThanOrEqual(needed);
+    const saved = { ...STORE_QUERY_TUNING };
+    try {
+      // The walk alone, and with its first rows read before the text is counted: those are
+      // tested in one go, so a page may end before the last of them.
+      for (const [firstWalk, most] of [[0, needed], [saved.firstWalk, Math.max(needed, saved.firstWalk * 51)]] as const) {
+        STORE_QUERY_TUNING.firstWalk = firstWalk;
+        tested = 0;
+        const page = await db.store.query('leads', { where: tieman, orderBy: newest, limit: 50 });
+        expect(page).toEqual(await ref.query('leads', { where: tieman, orderBy: newest, limit: 50 }));
+        // A chunk read backwards from the tie's end first tested as many rows again, and dropped them.
+        expect(tested).toBeGreaterThan(0);
+        expect(tested).toBeLessThanOrEqual(most);
+      }
+    } finally {
+      Object.assign(STORE_QUERY_TUNING, saved);
+    }
   });
 
   it('pages across the ties by cursor as the memory store does, with every threshold at its smallest too', async () => {

@@ -11,6 +11,9 @@
  * - from the matches of one condition (an index range, a member table, the text index), sorted:
  *   right when they are few. Each such condition is counted up to a cap ~ sqrt(L x N) (the point
  *   where both cost about the same); the smallest under the cap is read, else the index is walked.
+ *   A text's matches cost ~1 µs each to count, so when no other condition is under the cap, a text
+ *   search first walks cap/8 rows of the order (firstWalk): a common text's page ends there, or
+ *   its matches so far show the walk ends it before the count would.
  * Without a usable index for the order, or without a limit, the smallest condition under a larger
  * cap is read, else SQLite plans the query itself. While a bulk load has left the order's index
  * out, a page within the first rows the load keeps of that order (load-heads.ts) is read from
@@ -52,6 +55,9 @@ export const STORE_QUERY_TUNING = {
   maxCap: 20_000,
   /** The cap without an indexed order or without a limit (matches read and sorted in memory). */
   unorderedCap: 50_000,
+  /** The rows a page of a text search walks along its order before the text's matches are
+   * counted, in pages (store-query.ts firstWalk; at most the cap; 0: none). */
+  firstWalk: 4,
   /** Documents fetched per statement. */
   docBatch: 512,
   /** An `in` list longer than this is taken as listing about as many rows as it has values (an
@@ -97,7 +103,9 @@ type Order = { keys: Key[]; tie: Dir };
 /** A row's place in the order: its key values (as stored) and id. */
 type Place = { k: SqlValue[]; id: string };
 
-type RowRef = { r: number; id: string; k: SqlValue[] };
+/** A row read: its rowid, id and keys; `ok`: whether it passed the condition a walk was given to
+ * test (walkRows `tested`), true without one. */
+type RowRef = { r: number; id: string; k: SqlValue[]; ok: boolean };
 
 const q = (name: string): string => `"${name}"`;
 
@@ -157,7 +165,7 @@ function rowRefs(rows: Record<string, unknown>[], n: number): RowRef[] {
   return rows.map((row) => {
     const k: SqlValue[] = [];
     for (let i = 0; i < n; i++) k.push(row[`k${i}`] as SqlValue);
-    return { r: row.r as number, id: row.id as string, k };
+    return { r: row.r as number, id: row.id as string, k, ok: row.ok !== 0 };
   });
 }
 
@@ -293,12 +301,15 @@ function merged(c: Cond): Cond {
   return { op: 'in', field, values };
 }
 
-/** The driver listing the fewest rows, if one lists fewer than `cap` and at most a quarter of
- * the table (reading most of the table through an index costs more than reading it in order). */
-function smallestDriver(table: DocTable, where: Cond | undefined, cap: number): { d: Driver; size: number } | null {
-  let best: { d: Driver; size: number } | null = null;
+type Smallest = { d: Driver; size: number } | null;
+
+/** The driver of `listed` listing the fewest rows, if one lists fewer than `cap` (and than `best`,
+ * one found before) and at most a quarter of the table (reading most of the table through an
+ * index costs more than reading it in order). */
+function smallestDriver(table: DocTable, listed: readonly Driver[], cap: number, before: Smallest = null): Smallest {
+  let best = before;
   const limit = Math.min(cap, Math.floor(table.rowEstimate() / 4) + 1);
-  for (const d of drivers(table, where)) {
+  for (const d of listed) {
     const size = probe(table, d, best ? Math.min(limit, best.size) : limit);
     if (size < limit && (!best || size < best.size)) best = { d, size };
   }
@@ -353,7 +364,7 @@ function* planRows(table: DocTable, where: Sql, order: Order | null, place: Plac
   const sql = `SELECT t.rowid AS r, t.id AS id FROM ${t} AS t WHERE t.deleted = 0 AND (${where.sql})`;
   let batch: RowRef[] = [];
   for (const row of table.statement(sql, () => sql).iterate(...where.params) as Iterable<{ r: number; id: string }>) {
-    batch.push({ r: row.r, id: row.id, k: [] });
+    batch.push({ r: row.r, id: row.id, k: [], ok: true });
     if (batch.length >= STORE_QUERY_TUNING.docBatch) {
       yield batch;
       batch = [];
@@ -366,11 +377,14 @@ function* planRows(table: DocTable, where: Sql, order: Order | null, place: Plac
  * Rows in `order` along `index`, from `place` on, chunk by chunk. Keys and tie in one direction:
  * one range read forwards or backwards. Keys in one direction and the tie in the other: groups of
  * equal keys (see the file comment); `pinned` (the index's leading columns' values) lets the
- * index alone tell where a long group starts.
+ * index alone tell where a long group starts. `tested`: a condition each row read is tested with
+ * (RowRef `ok`), not filtered by.
  */
-function* walkRows(table: DocTable, index: WalkIndex, pinned: Sql, where: Sql, order: Order, place: Place | null, chunkOf: () => number): Generator<RowRef[]> {
+function* walkRows(table: DocTable, index: WalkIndex, pinned: Sql, where: Sql, order: Order, place: Place | null, chunkOf: () => number, tested?: Sql): Generator<RowRef[]> {
   const from = `FROM ${q(table.table)} AS t INDEXED BY ${q(index.name)} WHERE t.deleted = 0 AND (${where.sql})`;
-  const select = `SELECT t.rowid AS r, t.id AS id${keysSelect(order)} ${from}`;
+  const select = `SELECT t.rowid AS r, t.id AS id${keysSelect(order)}${tested ? `, (${tested.sql}) AS ok` : ''} ${from}`;
+  // The parameters of the select's test, then of its condition.
+  const wp = [...(tested?.params ?? []), ...where.params];
   const n = order.keys.length;
   const dir = n > 0 ? (order.keys[0] as Key).dir : order.tie;
   const tuple = (withId: boolean): string => `(${[...order.keys.map((k) => k.expr), ...(withId ? ['t.id'] : [])].join(', ')})`;
@@ -385,7 +399,7 @@ function* walkRows(table: DocTable, index: WalkIndex, pinned: Sql, where: Sql, o
     let at = place;
     for (;;) {
       const m = chunkOf();
-      const rows = rowRefs(at ? run(table, next, [...where.params, ...at.k, at.id, m]) : run(table, first, [...where.params, m]), n);
+      const rows = rowRefs(at ? run(table, next, [...wp, ...at.k, at.id, m]) : run(table, first, [...wp, m]), n);
       if (rows.length > 0) yield rows;
       const last = rows[rows.length - 1];
       if (!last || rows.length < m) return;
@@ -406,7 +420,7 @@ function* walkRows(table: DocTable, index: WalkIndex, pinned: Sql, where: Sql, o
     let id = after;
     for (;;) {
       const m = chunkOf();
-      const rows = rowRefs(id === null ? run(table, wholeGroup, [...where.params, ...keys, m]) : run(table, restOfGroup, [...where.params, ...keys, id, m]), n);
+      const rows = rowRefs(id === null ? run(table, wholeGroup, [...wp, ...keys, m]) : run(table, restOfGroup, [...wp, ...keys, id, m]), n);
       if (rows.length > 0) yield rows;
       const last = rows[rows.length - 1];
       if (!last || rows.length < m) return;
@@ -445,7 +459,7 @@ function* walkRows(table: DocTable, index: WalkIndex, pinned: Sql, where: Sql, o
       continue;
     }
     const m = Math.max(chunkOf(), 2);
-    const rows = rowRefs(beyond ? run(table, nextGroups, [...where.params, ...beyond, m]) : run(table, firstGroups, [...where.params, m]), n);
+    const rows = rowRefs(beyond ? run(table, nextGroups, [...wp, ...beyond, m]) : run(table, firstGroups, [...wp, m]), n);
     if (rows.length === 0) return;
     // Split into groups of equal keys; a full chunk may have cut its last group.
     const groups: RowRef[][] = [];
@@ -465,7 +479,7 @@ function* walkRows(table: DocTable, index: WalkIndex, pinned: Sql, where: Sql, o
 }
 
 /** The documents of `rows` that pass `pred`, appended to `out` until it holds `want`. */
-function take(table: DocTable, rows: RowRef[], pred: ((d: unknown) => boolean) | null, want: number, cache: boolean, out: StoreAnswer): void {
+function take(table: DocTable, rows: readonly { r: number; id: string }[], pred: ((d: unknown) => boolean) | null, want: number, cache: boolean, out: StoreAnswer): void {
   const batch = STORE_QUERY_TUNING.docBatch;
   for (let i = 0; i < rows.length && out.docs.length < want; i += batch) {
     const part = rows.slice(i, i + batch);
@@ -620,6 +634,31 @@ async function scanInWorker(table: DocTable, s: Scan): Promise<StoreAnswer | nul
   return out;
 }
 
+/** A driver whose size is only known by counting a text's matches in the text index. */
+const isText = (d: Driver): boolean => d.size === null && d.source.op === 'contains';
+
+/**
+ * The first `rows` live rows along the order's index (from `place`), each tested with the whole
+ * condition in the walk's statement, their matches taken into `out`: a text matching one row in ten fills a
+ * page of 50 in ~500 rows, where counting its matches up to the cap (~7,000 at 1M leads) costs
+ * more than that walk. Rows are counted as read, not as matched, so a text that matches little
+ * costs this walk at most `rows` rows. `done`: the page is full or the order's end was reached
+ * (`out` is the answer); else `at` is the last row read, where a walk goes on.
+ */
+function firstWalk(table: DocTable, index: WalkIndex, pinned: Sql, where: Sql, order: Order, place: Place | null, pred: ((d: unknown) => boolean) | null, want: number, rows: number, cache: boolean, out: StoreAnswer): { done: boolean; at: Place | null; scanned: number } {
+  let scanned = 0;
+  let at = place;
+  for (const chunk of walkRows(table, index, pinned, pinned, order, place, () => Math.max(1, Math.min(STORE_QUERY_TUNING.chunk, rows - scanned)), where)) {
+    scanned += chunk.length;
+    const last = chunk[chunk.length - 1] as RowRef;
+    at = { k: last.k, id: last.id };
+    take(table, chunk.filter((r) => r.ok), pred, want, cache, out);
+    if (out.docs.length >= want) return { done: true, at, scanned };
+    if (scanned >= rows) return { done: false, at, scanned };
+  }
+  return { done: true, at, scanned };
+}
+
 /** A read's answer, or the scan it needs (see Scan). */
 function answerOrScan(table: DocTable, read: StoreRead): StoreAnswer | Scan {
   const out: StoreAnswer = { docs: [], fresh: [] };
@@ -637,22 +676,46 @@ function answerOrScan(table: DocTable, read: StoreRead): StoreAnswer | Scan {
   const rowCount = table.rowEstimate();
   const t = STORE_QUERY_TUNING;
   const cap = walk ? Math.min(t.maxCap, Math.max(t.minCap, Math.ceil(Math.sqrt(want * rowCount)))) : t.unorderedCap;
-  const best = smallestDriver(table, read.where, cap);
+  // Counting a text's matches costs ~1 µs a match (up to the cap), so the other conditions are
+  // counted first (index ranges: cheap); when none is small, the order's index is walked a little
+  // before any text is counted (see firstWalk). Not while texts wait for the text index (fts.ts):
+  // their matches were found in the reader thread, and a walk would test the waiting rows here.
+  let whole: Sql | null = null;
+  // The SQL of the whole condition only when read: a long `in` list costs to write.
+  const rowFormOf = (): Sql => (whole ??= read.where ? condSql(table, read.where, 'row') : { sql: '1', params: [], exact: true });
+  const listed = drivers(table, read.where);
+  const texts = listed.filter(isText);
+  let best = smallestDriver(table, listed.filter((d) => !isText(d)), cap);
+  let from = place;
+  let walkOn = false;
+  const firstRows = Math.min(cap, Math.ceil(want * t.firstWalk));
+  if (!best && walk && order && texts.length > 0 && firstRows > 0 && !table.text?.waiting) {
+    const first = firstWalk(table, walk, pinnedSql(table, read.where, walk), rowFormOf(), order, place, pred, want, firstRows, read.cache, out);
+    if (first.done) return out;
+    from = first.at;
+    // The matches it found say how far the page's end is: walk on when that is nearer than
+    // counting up to the cap would read.
+    const found = out.docs.length;
+    walkOn = found > 0 && ((want - found) * first.scanned) / found <= cap;
+  }
+  if (!walkOn) best = smallestDriver(table, texts, cap, best);
   if (best) {
+    // Read from the driver's matches: what a first walk found comes again, in order.
+    out.docs.length = 0;
+    out.fresh.length = 0;
     const rest = restOf(table, read.where, best.d);
     if (rest.sql === '0' && rest.exact) return out;
     // Rows SQL admits are all matches when the translation is exact: the SQL limit is the page.
     const sqlLimit = order && best.d.exact && rest.exact ? want : Infinity;
     take(table, candidateRows(table, best.d, rest, order, place, sqlLimit), pred, order ? want : Infinity, read.cache, out);
   } else {
-    // The SQL of the whole condition only here: a long `in` list costs to write.
-    const rowForm = read.where ? condSql(table, read.where, 'row') : { sql: '1', params: [], exact: true };
+    const rowForm = rowFormOf();
     if (rowForm.sql === '0' && rowForm.exact) return out;
     if (!walk && order && want !== Infinity && fromHead(table, order, place, pred, want, read.cache, out)) {
       // A page of the first rows of an order whose index a load left out.
     } else if (walk && order) {
       const chunkOf = (): number => (rowForm.exact ? Math.max(1, Math.min(want - out.docs.length, t.chunk * 8)) : t.chunk);
-      for (const rows of walkRows(table, walk, pinnedSql(table, read.where, walk), rowForm, order, place, chunkOf)) {
+      for (const rows of walkRows(table, walk, pinnedSql(table, read.where, walk), rowForm, order, from, chunkOf)) {
         take(table, rows, pred, want, read.cache, out);
         if (out.docs.length >= want) break;
       }
@@ -682,7 +745,7 @@ function answerOrScan(table: DocTable, read: StoreRead): StoreAnswer | Scan {
 /** How many live documents match: in SQL when the condition translates exactly, else by reading
  * the rows SQL admits and testing each. */
 export function storeCount(table: DocTable, where: Cond | undefined): number {
-  const best = smallestDriver(table, where, STORE_QUERY_TUNING.unorderedCap);
+  const best = smallestDriver(table, drivers(table, where), STORE_QUERY_TUNING.unorderedCap);
   const rest = best ? restOf(table, where, best.d) : where ? condSql(table, where, 'set') : { sql: '1', params: [], exact: true };
   if (rest.sql === '0' && rest.exact) return 0;
   if (rest.exact) {
