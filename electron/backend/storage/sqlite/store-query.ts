@@ -11,9 +11,11 @@
  * - from the matches of one condition (an index range, a member table, the text index), sorted:
  *   right when they are few. Each such condition is counted up to a cap ~ sqrt(L x N) (the point
  *   where both cost about the same); the smallest under the cap is read, else the index is walked.
- *   A text's matches cost ~1 µs each to count, so when no other condition is under the cap, a text
- *   search first walks cap/8 rows of the order (firstWalk): a common text's page ends there, or
- *   its matches so far show the walk ends it before the count would.
+ *   When no other condition is under the cap, a text search first walks four pages of rows of the
+ *   order (firstWalk), testing the condition in the walk's statement: a common text's page ends
+ *   there, or its matches so far show the walk ends it before the count's cap, so the text is not
+ *   counted (up to ~7,000 entries of the text index at 1M leads, 0.3-1.7 ms, wasted on a text the
+ *   walk pages anyway).
  * Without a usable index for the order, or without a limit, the smallest condition under a larger
  * cap is read, else SQLite plans the query itself. While a bulk load has left the order's index
  * out, a page within the first rows the load keeps of that order (load-heads.ts) is read from
@@ -639,10 +641,9 @@ const isText = (d: Driver): boolean => d.size === null && d.source.op === 'conta
 
 /**
  * The first `rows` live rows along the order's index (from `place`), each tested with the whole
- * condition in the walk's statement, their matches taken into `out`: a text matching one row in ten fills a
- * page of 50 in ~500 rows, where counting its matches up to the cap (~7,000 at 1M leads) costs
- * more than that walk. Rows are counted as read, not as matched, so a text that matches little
- * costs this walk at most `rows` rows. `done`: the page is full or the order's end was reached
+ * condition in the walk's statement (~1-2 µs a row: the text index's row is read by rowid), their
+ * matches taken into `out`. Rows are counted as read, not as matched, so a text that matches
+ * little costs this walk at most `rows` rows. `done`: the page is full or the order's end was reached
  * (`out` is the answer); else `at` is the last row read, where a walk goes on.
  */
 function firstWalk(table: DocTable, index: WalkIndex, pinned: Sql, where: Sql, order: Order, place: Place | null, pred: ((d: unknown) => boolean) | null, want: number, rows: number, cache: boolean, out: StoreAnswer): { done: boolean; at: Place | null; scanned: number } {
@@ -676,9 +677,8 @@ function answerOrScan(table: DocTable, read: StoreRead): StoreAnswer | Scan {
   const rowCount = table.rowEstimate();
   const t = STORE_QUERY_TUNING;
   const cap = walk ? Math.min(t.maxCap, Math.max(t.minCap, Math.ceil(Math.sqrt(want * rowCount)))) : t.unorderedCap;
-  // Counting a text's matches costs ~1 µs a match (up to the cap), so the other conditions are
-  // counted first (index ranges: cheap); when none is small, the order's index is walked a little
-  // before any text is counted (see firstWalk). Not while texts wait for the text index (fts.ts):
+  // The conditions other than texts are counted first (index ranges: cheap); when none is small,
+  // the order's index is walked a little before any text is counted (see firstWalk). Not while texts wait for the text index (fts.ts):
   // their matches were found in the reader thread, and a walk would test the waiting rows here.
   let whole: Sql | null = null;
   // The SQL of the whole condition only when read: a long `in` list costs to write.
