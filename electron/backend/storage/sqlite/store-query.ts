@@ -674,12 +674,14 @@ function answerOrScan(table: DocTable, read: StoreRead): StoreAnswer | Scan {
   }
 
   const walk = order && want !== Infinity ? walkIndex(table, order, pinnedKeys(table, read.where)) : null;
+  const pinned = walk ? pinnedSql(table, read.where, walk) : null;
   const rowCount = table.rowEstimate();
   const t = STORE_QUERY_TUNING;
   const cap = walk ? Math.min(t.maxCap, Math.max(t.minCap, Math.ceil(Math.sqrt(want * rowCount)))) : t.unorderedCap;
   // The conditions other than texts are counted first (index ranges: cheap); when none is small,
-  // the order's index is walked a little before any text is counted (see firstWalk). Not while texts wait for the text index (fts.ts):
-  // their matches were found in the reader thread, and a walk would test the waiting rows here.
+  // the order's index is walked a little before any text is counted (see firstWalk). Not while
+  // texts wait for the text index (fts.ts): their matches were found in the reader thread, and a
+  // walk would test the waiting rows here.
   let whole: Sql | null = null;
   // The SQL of the whole condition only when read: a long `in` list costs to write.
   const rowFormOf = (): Sql => (whole ??= read.where ? condSql(table, read.where, 'row') : { sql: '1', params: [], exact: true });
@@ -689,8 +691,8 @@ function answerOrScan(table: DocTable, read: StoreRead): StoreAnswer | Scan {
   let from = place;
   let walkOn = false;
   const firstRows = Math.min(cap, Math.ceil(want * t.firstWalk));
-  if (!best && walk && order && texts.length > 0 && firstRows > 0 && !table.text?.waiting) {
-    const first = firstWalk(table, walk, pinnedSql(table, read.where, walk), rowFormOf(), order, place, pred, want, firstRows, read.cache, out);
+  if (!best && walk && pinned && order && texts.length > 0 && firstRows > 0 && !table.text?.waiting) {
+    const first = firstWalk(table, walk, pinned, rowFormOf(), order, place, pred, want, firstRows, read.cache, out);
     if (first.done) return out;
     from = first.at;
     // The matches it found say how far the page's end is: walk on when that is nearer than
@@ -713,9 +715,9 @@ function answerOrScan(table: DocTable, read: StoreRead): StoreAnswer | Scan {
     if (rowForm.sql === '0' && rowForm.exact) return out;
     if (!walk && order && want !== Infinity && fromHead(table, order, place, pred, want, read.cache, out)) {
       // A page of the first rows of an order whose index a load left out.
-    } else if (walk && order) {
+    } else if (walk && pinned && order) {
       const chunkOf = (): number => (rowForm.exact ? Math.max(1, Math.min(want - out.docs.length, t.chunk * 8)) : t.chunk);
-      for (const rows of walkRows(table, walk, pinnedSql(table, read.where, walk), rowForm, order, from, chunkOf)) {
+      for (const rows of walkRows(table, walk, pinned, rowForm, order, from, chunkOf)) {
         take(table, rows, pred, want, read.cache, out);
         if (out.docs.length >= want) break;
       }
