@@ -127,6 +127,9 @@ export const KEY_FIELDS = { profile: 'key:profile', email: 'key:email', nameComp
 
 export type KeyField = (typeof KEY_FIELDS)[IdentityKind];
 
+/** The identity kinds, in the order a person is looked for: profile URL, email, name and company. */
+export const IDENTITY_KINDS = ['profile', 'email', 'nameCompany'] as const satisfies readonly IdentityKind[];
+
 const textOf = (doc: unknown, field: string): string => {
   const v = doc !== null && typeof doc === 'object' ? (doc as Record<string, unknown>)[field] : undefined;
   return typeof v === 'string' ? v : '';

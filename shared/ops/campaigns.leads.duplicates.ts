@@ -4,12 +4,13 @@
  * store's key index (StoreReader.duplicateGroups), so a page costs a few probes at any size. */
 import { z } from 'zod';
 import { DomainError } from '../errors.ts';
+import { IDENTITY_KINDS } from '../intake/identity.ts';
 import type { IdentityKind } from '../intake/identity.ts';
 import type { Lead } from '../model/index.ts';
 import { opsByName, query } from './define.ts';
 import { cursor, pageLimit } from './params.ts';
 
-const KINDS = ['profile', 'email', 'nameCompany'] as const satisfies readonly IdentityKind[];
+const KINDS = IDENTITY_KINDS;
 const DEFAULT_GROUPS = 25;
 
 const duplicateLead = z.object({
