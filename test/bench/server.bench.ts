@@ -102,10 +102,19 @@ async function serveRole(role: string): Promise<void> {
       byText.set(short, seen);
       seen.n++;
       const started = performance.now();
-      const out = original.apply(this, args);
       const current = call;
       const step = current ? { text: short.slice(0, 24), sent: started - current.at, answered: NaN } : null;
       if (step) current?.statements.push(step);
+      // A pooled query (pg-pool's query) passes a callback and gets no promise back.
+      const last = args[args.length - 1];
+      if (typeof last === 'function') {
+        args[args.length - 1] = (...res: unknown[]) => {
+          seen.ms += performance.now() - started;
+          if (step && current) step.answered = performance.now() - current.at;
+          return (last as (...a: unknown[]) => unknown)(...res);
+        };
+      }
+      const out = original.apply(this, args);
       if (out instanceof Promise) {
         void out
           .finally(() => {
