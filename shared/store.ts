@@ -87,18 +87,6 @@ export type Store = StoreReader & {
    * `finish`, and the whole is one commit with commitChecked's answer, `check` running on each part
    * before it is written. Null when this store commits at the end (then use commitChecked). */
   commitAhead?(check: (part: readonly AnyWrite[]) => Promise<void>): CommitAhead | null;
-  /** True where another process answers this store's reads while this one works on (PostgreSQL
-   * over a socket): an operation may then send reads it will need later (keyHolders) and go on with
-   * its own work meanwhile. Absent or false where reads are answered in this thread (PGlite, the
-   * desktop's SQLite, memory): asking early would only cost. */
-  readonly readsOverlap?: boolean;
-  /** Optional, where reads overlap: one turn of this process's event loop, in which the reads asked
-   * go out to the database and answers come in, before the operation works on. */
-  letReadsRun?(): Promise<void>;
-  /** Optional: the workspace's leads whose key of `kind` is one of `keys`, the leads a query of
-   * `KEY_FIELDS[kind]` in `keys` finds (one index probe per key), read where it is quickest for a
-   * unit of work that has written no lead yet (PostgreSQL: on another, idle connection). */
-  keyHolders?(kind: IdentityKind, keys: readonly string[]): Promise<Docs['leads'][]>;
 };
 
 /** A commit written while its operation runs (Store.commitAhead). */

@@ -191,27 +191,6 @@ export class Tx implements StoreReader {
     return page.docs.filter((d) => matches(d, where)).length;
   }
 
-  /** Whether an operation should ask for identity look-ups before it needs them: the store answers
-   * reads in another process (Store.readsOverlap) and has keyHolders. */
-  get asksAhead(): boolean {
-    return this.store.readsOverlap === true && this.store.keyHolders !== undefined;
-  }
-
-  /** Store.letReadsRun where the store has it: the reads asked go out before the operation works on. */
-  async letReadsRun(): Promise<void> {
-    await this.store.letReadsRun?.();
-  }
-
-  /** Store.keyHolders, each lead found read as by query. Like duplicateGroups, a call that has
-   * staged lead writes is refused (the store's answer alone would be wrong for its leads). */
-  async keyHolders(kind: IdentityKind, keys: readonly string[]): Promise<Docs['leads'][]> {
-    if (!this.store.keyHolders) throw new Error('This store looks keys up by query only (Tx.asksAhead is false).');
-    if (this.stagedOf('leads').size > 0) throw new Error('keyHolders reads the stored leads: ask before this unit of work stages lead writes.');
-    const found = await this.store.keyHolders(kind, keys);
-    for (const l of found) this.remember('leads', l.id, l);
-    return found;
-  }
-
   /** The store's groups: a merge lists duplicates before it stages anything, and a page of groups
    * over staged leads would need every group's key re-read, so a call that has staged lead writes
    * is refused rather than answered from the store alone (which would be wrong for its leads). */

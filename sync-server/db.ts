@@ -82,10 +82,6 @@ export type SqlDatabase = SqlExecutor & {
   transaction<T>(fn: (tx: SqlExecutor, first: FirstRows) => Promise<T>, opts?: TransactionOptions): Promise<T>;
   /** A consistent read-only view for fn (a snapshot on Postgres). */
   readOnly<T>(fn: (tx: SqlExecutor, first: FirstRows) => Promise<T>, opts?: Pick<TransactionOptions, 'first'>): Promise<T>;
-  /** PostgreSQL: the statement on a pooled connection, outside any transaction, when one is idle or
-   * the pool may open one and nobody waits for a connection; null otherwise, so a caller inside a
-   * transaction never waits for a connection another transaction holds. Absent on PGlite. */
-  queryOnIdle?<R = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<R[]> | null;
   /** Several statements in one string (migrations). */
   exec(sql: string): Promise<void>;
   /** LISTEN on a channel; returns the unlisten function. On PostgreSQL the connection reconnects by
@@ -349,12 +345,6 @@ async function openPostgres(url: string, schema: string | undefined, max: number
   return {
     kind: 'postgres',
     query: exec.query,
-    queryOnIdle<R>(text: string, params: readonly unknown[] = []): Promise<R[]> | null {
-      // pg-pool takes an idle client (or counts the one it opens) in this same turn: the counts read
-      // here are the ones it goes by.
-      if (closing || pool.waitingCount > 0 || (pool.idleCount === 0 && pool.totalCount >= max)) return null;
-      return pool.query(statement(text, [...params])).then((res) => res.rows as R[]);
-    },
     transaction: (fn, opts) => inTransaction('BEGIN', fn, opts),
     readOnly: (fn, opts) => inTransaction('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', fn, { first: opts?.first }, true),
     async exec(sql) {

@@ -208,9 +208,6 @@ export class PgDatabase implements StoreProvider {
             const store = new PgStore(fns.length > 1 ? guarded : tx, workspaceId, cache, notify, versions ? new Map(versions) : null, this.outbox, held, inParts);
             store.locked = true;
             store.keysGate = this.keysGate;
-            // Its identity look-ups asked ahead may go on idle connections (PgStore.keyHolders).
-            const onIdle = this.sql.queryOnIdle;
-            if (inParts && held === null && onIdle) store.sideReads = (text, params) => onIdle(text, params);
             // Statements a call runs itself (not through its Store) may have written: if it then
             // fails, only a rollback of the whole transaction takes them back. They see the
             // writes held before them.

@@ -7,11 +7,11 @@ import { cloneJson } from '../shared/json-clone.ts';
 import { COLLECTION_NAMES } from '../shared/model/index.ts';
 import type { CollectionName, Docs } from '../shared/model/index.ts';
 import { DomainError, isDomainError } from '../shared/errors.ts';
-import { KEY_FIELDS, storedKeys } from '../shared/intake/identity.ts';
+import { storedKeys } from '../shared/intake/identity.ts';
 import type { IdentityKind } from '../shared/intake/identity.ts';
 import { checkGroupLimit, decodeCursor, decodeKeyCursor, encodeCursor, encodeKeyCursor, matches, runQuery } from '../shared/query.ts';
 import type { AnyWrite, CommitAhead, Cond, DuplicateGroup, DuplicatePage, DuplicatePageOptions, Page, Query, Store } from '../shared/store.ts';
-import { IDENTITY_KEY_COLUMNS, Params, condSql, cursorSql, field, orderSql, probeFromSql, probeOf, scopeSql } from './cond-sql.ts';
+import { IDENTITY_KEY_COLUMNS, Params, condSql, cursorSql, orderSql, probeFromSql, probeOf, scopeSql } from './cond-sql.ts';
 import { prepared } from './db.ts';
 import type { SqlExecutor } from './db.ts';
 import { CACHED_COLLECTIONS } from './doc-cache.ts';
@@ -95,11 +95,6 @@ function headFirstSql(c: CollectionName, search: string, parts: { workspace: str
 )
 SELECT doc FROM found documents ORDER BY ${parts.order}`;
 }
-
-/** Look-ups of one store on other connections at once (PgStore.keyHolders): with this
- * transaction's own, three statements probe side by side; more would take connections from other
- * requests for little (the machine has few cores). */
-const MAX_SIDE_READS = 2;
 
 /** Writes per statement of a commit written in parts (PgStore.commitChecked). */
 export const COMMIT_PART = 500;
@@ -346,14 +341,6 @@ export class PgStore implements Store {
   /** Refuses look-ups by identity key while the workspace's leads are being given theirs
    * (identity-backfill.ts); null: no check (the keys are trusted). */
   keysGate: IdentityKeysGate | null = null;
-  /** Reads this transaction may send on another, idle connection (SqlDatabase.queryOnIdle): set by
-   * PgDatabase on PostgreSQL outside a group commit; null elsewhere. See keyHolders. */
-  sideReads: (<R>(text: string, params: readonly unknown[]) => Promise<R[]> | null) | null = null;
-  /** Side reads of this store still unanswered (at most MAX_SIDE_READS). */
-  private sideReadsOut = 0;
-  /** Whether this store has begun to write (a commit, or the parts of one): from then on only this
-   * transaction's own connection sees what it reads. */
-  private writing = false;
 
   constructor(
     private readonly sql: SqlExecutor,
@@ -488,46 +475,6 @@ export class PgStore implements Store {
     return { from: 'documents', where: [`collection = ${lit(c)}`, scope, 'NOT deleted', sql], cond: sql, probed: false };
   }
 
-  /** Store.readsOverlap: PostgreSQL's backend answers while this process works on (as for the
-   * commit in parts); PGlite answers in this thread, and a group commit holds its writes back. */
-  get readsOverlap(): boolean {
-    return this.inParts && this.deferred === null;
-  }
-
-  /** Store.letReadsRun: a turn of the event loop (the statements queued on the connection go out). */
-  letReadsRun(): Promise<void> {
-    return nextTurn();
-  }
-
-  /** Store.keyHolders: one probe of the key's index per key (probeFromSql, as a query of a long
-   * list of keys is answered). */
-  async keyHolders(kind: IdentityKind, keys: readonly string[]): Promise<Docs['leads'][]> {
-    if (this.keysGate) await this.keysGate.check(this.sql, this.workspaceId);
-    if (this.deferred?.touches('leads')) await this.deferred.flush();
-    const values = [...new Set(keys)];
-    if (values.length === 0) return [];
-    const p = new Params();
-    const from = probeFromSql('leads', { field: field('leads', KEY_FIELDS[kind]), values, rest: undefined }, p.add(this.workspaceId), p);
-    const text = prepared(`SELECT documents.doc FROM ${from}`);
-    type Row = { doc: Docs['leads'] };
-    // On another, idle connection when one is (at most MAX_SIDE_READS at once), so look-ups asked
-    // ahead are probed side by side, and beside what this transaction's connection does meanwhile.
-    // It reads what this transaction would: the transaction is READ COMMITTED, holds the
-    // workspace's writer lock from its BEGIN (no other writer of these leads commits meanwhile),
-    // and has written nothing yet (`writing`; the Tx refuses keyHolders once a lead is staged).
-    const side = this.sideReads && !this.writing && this.sideReadsOut < MAX_SIDE_READS ? this.sideReads<Row>(text, p.values) : null;
-    let rows: Row[];
-    if (side) {
-      this.sideReadsOut++;
-      try {
-        rows = await side;
-      } finally {
-        this.sideReadsOut--;
-      }
-    } else rows = await this.sql.query<Row>(text, p.values);
-    return rows.map((r) => r.doc);
-  }
-
   /** Groups of live leads sharing a key, from the key's partial index: the groups with two or more
    * rows, then the merged leads (a `mergedIntoId`) taken out of them, so a group of one survivor and
    * its tombstone is no group. Pages until `limit` groups are found or the keys run out. */
@@ -594,7 +541,6 @@ export class PgStore implements Store {
    * commits (on PGlite a large commit of creations only as one plain INSERT: commitCreations).
    */
   async commitChecked(writes: readonly AnyWrite[], check: (part: readonly AnyWrite[]) => Promise<void>): Promise<void> {
-    this.writing = true;
     if (!this.inParts || this.deferred || writes.length <= COMMIT_PART) {
       await check(writes);
       if (!this.deferred && writes.length > COMMIT_PART && createsOnly(writes) && (await this.commitCreations(writes))) return;
@@ -657,7 +603,6 @@ export class PgStore implements Store {
     const held: AnyWrite[] = [];
     let parts: Promise<CommitParts> | null = null;
     const open = async (): Promise<CommitParts> => {
-      this.writing = true;
       await this.lock();
       return new CommitParts(this.sql, this.workspaceId, this.notify, check, true, (w) => this.refuseMalformed(w));
     };
@@ -703,7 +648,6 @@ export class PgStore implements Store {
 
   async commit(writes: readonly AnyWrite[]): Promise<void> {
     if (writes.length === 0) return;
-    this.writing = true;
     this.refuseMalformed(writes);
     await this.lock();
     if (this.deferred) {

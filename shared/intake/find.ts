@@ -8,7 +8,7 @@
  */
 import type { Lead } from '../model/index.ts';
 import type { Cond, StoreReader } from '../store.ts';
-import { emailKey, IDENTITY_KINDS, isLiveIdentity, KEY_FIELDS, nameCompanyKey, profileKey, storedKey } from './identity.ts';
+import { emailKey, isLiveIdentity, KEY_FIELDS, nameCompanyKey, profileKey } from './identity.ts';
 import type { IdentityKind } from './identity.ts';
 
 /** What an entry knows of a person's identity (any part may be missing). */
@@ -158,86 +158,6 @@ async function holders(db: StoreReader, kind: IdentityKind, keys: ReadonlySet<st
   return out;
 }
 
-/** A reader with Tx.keyHolders. */
-export type KeyHoldersReader = StoreReader & { keyHolders(kind: IdentityKind, keys: readonly string[]): Promise<Lead[]> };
-
-/**
- * Identity look-ups sent before findLeads needs them: an import asks for the keys of each slice of
- * rows it has mapped while it maps the next, so on PostgreSQL the database probes the key indexes
- * while this process maps rows. Per slice the kinds go in findLeads' order, each for the rows the
- * kinds before found no lead for (an import of people already there asks their profile URLs and
- * nothing more). findLeads then takes a kind's holders from these answers, kept to the keys it
- * would have looked up (a store's key of a lead is storedKey of the lead: every store writes it
- * so), which are exactly the leads its own look-up finds; keys not asked ahead (a row found by its
- * profile URL whose email differs from its lead's, the conflict check) it looks up as usual.
- */
-export class KeysAhead {
-  private readonly asked: Record<IdentityKind, Set<string>> = { profile: new Set(), email: new Set(), nameCompany: new Set() };
-  /** Keys the answers so far found a lead for. */
-  private readonly held: Record<IdentityKind, Set<string>> = { profile: new Set(), email: new Set(), nameCompany: new Set() };
-  private readonly answers: Record<IdentityKind, Lead[][]> = { profile: [], email: [], nameCompany: [] };
-  /** Each slice's look-ups, kind after kind. */
-  private readonly slices: Promise<void>[] = [];
-
-  constructor(private readonly db: KeyHoldersReader) {}
-
-  /** Sends the look-ups of a slice's keys (its first kind now, each next one once the one before
-   * is answered); the promise is the slice's last answer (findLeads waits for every slice too, so a
-   * failure is the caller's to see or findLeads'). */
-  ask(keys: readonly IdentityKeys[]): Promise<void> {
-    const slice = this.askKinds(keys);
-    // Read by holders() later: a failure meanwhile is not unhandled.
-    slice.catch(() => undefined);
-    this.slices.push(slice);
-    return slice;
-  }
-
-  private async askKinds(keys: readonly IdentityKeys[]): Promise<void> {
-    let rows = keys;
-    for (const kind of IDENTITY_KINDS) {
-      const fresh: string[] = [];
-      for (const k of rows) {
-        const v = k[kind];
-        if (!v || this.asked[kind].has(v)) continue;
-        this.asked[kind].add(v);
-        fresh.push(v);
-      }
-      if (fresh.length > 0) {
-        const found = await this.db.keyHolders(kind, fresh);
-        this.answers[kind].push(found);
-        for (const l of found) {
-          const k = storedKey(l, kind);
-          if (k !== null) this.held[kind].add(k);
-        }
-      }
-      const held = this.held[kind];
-      rows = rows.filter((k) => !held.has(k[kind]));
-    }
-  }
-
-  /** Once every look-up asked is answered or failed: nothing of this is left on the store's
-   * connections (a unit of work must not end with a read of it still to go out). */
-  async settled(): Promise<void> {
-    await Promise.allSettled(this.slices);
-  }
-
-  /** The leads holding one of `keys` of `kind`: those asked ahead, then the rest looked up now. */
-  async holders(kind: IdentityKind, keys: ReadonlySet<string>): Promise<Lead[]> {
-    await Promise.all(this.slices);
-    const out: Lead[] = [];
-    for (const found of this.answers[kind]) {
-      for (const l of found) {
-        const k = storedKey(l, kind);
-        if (k !== null && keys.has(k)) out.push(l);
-      }
-    }
-    const rest = new Set<string>();
-    for (const k of keys) if (!this.asked[kind].has(k)) rest.add(k);
-    if (rest.size > 0) for (const l of await holders(this.db, kind, rest)) out.push(l);
-    return out;
-  }
-}
-
 /**
  * Puts into `index` the workspace's leads the arrivals may be, key by key: lead ids, then profile
  * keys, then email keys, then (with `nameAndCompany`, for arrivals not found yet) name-and-company
@@ -246,10 +166,7 @@ export class KeysAhead {
  * differs from its lead's (then the look-up tells whether the value is another lead's, a conflict).
  * A lead merged into another (a `mergedIntoId`) is nobody's: its survivor is (addSurvivors).
  */
-export async function findLeads(db: StoreReader, arrivals: readonly Arrival[], keys: readonly IdentityKeys[], index: LeadIndex, opts: { nameAndCompany: boolean; ahead?: KeysAhead | null }): Promise<void> {
-  const holdersOf = (kind: IdentityKind, set: ReadonlySet<string>): Promise<Lead[]> => (opts.ahead ? opts.ahead.holders(kind, set) : holders(db, kind, set));
-  // Every look-up asked ahead is over before the call goes on, whether findLeads needs it or not.
-  await opts.ahead?.settled();
+export async function findLeads(db: StoreReader, arrivals: readonly Arrival[], keys: readonly IdentityKeys[], index: LeadIndex, opts: { nameAndCompany: boolean }): Promise<void> {
   const add = async (docs: Lead[]) => {
     const merged: Lead[] = [];
     for (const l of docs.sort(oldestFirst)) {
@@ -274,7 +191,7 @@ export async function findLeads(db: StoreReader, arrivals: readonly Arrival[], k
     if (lead && index.keysOfLead(lead).profile === k.profile) return;
     profiles.add(k.profile);
   });
-  if (profiles.size > 0) await add(await holdersOf('profile', profiles));
+  if (profiles.size > 0) await add(await holders(db, 'profile', profiles));
 
   const emails = new Set<string>();
   keys.forEach((k, i) => {
@@ -283,14 +200,14 @@ export async function findLeads(db: StoreReader, arrivals: readonly Arrival[], k
     if (lead && index.keysOfLead(lead).email === k.email) return;
     emails.add(k.email);
   });
-  if (emails.size > 0) await add(await holdersOf('email', emails));
+  if (emails.size > 0) await add(await holders(db, 'email', emails));
 
   if (!opts.nameAndCompany) return;
   const names = new Set<string>();
   keys.forEach((k, i) => {
     if (k.nameCompany && !resolved(i)) names.add(k.nameCompany);
   });
-  if (names.size > 0) await add(await holdersOf('nameCompany', names));
+  if (names.size > 0) await add(await holders(db, 'nameCompany', names));
 }
 
 /** A merge may be merged again: survivors are followed this many steps at most. */

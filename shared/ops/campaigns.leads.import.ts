@@ -18,8 +18,8 @@ import type { ImportTarget, LeadTextField } from '../import/fields.ts';
 import { MAX_IMPORT_ROWS, readCsvBytes, readCsvText } from '../import/file.ts';
 import type { ReadFile } from '../import/file.ts';
 import { INVALID_CODES, isProblem, mapRecords, recordsFromObjects, ROW_CODES } from '../import/rows.ts';
-import type { MappedRow, RowCode, RowProblem } from '../import/rows.ts';
-import { findLeads, keysOf, KeysAhead, LeadIndex, linkedTo, NameCompanyKeys } from '../intake/find.ts';
+import type { MappedRow, RowCode } from '../import/rows.ts';
+import { findLeads, keysOf, LeadIndex, linkedTo, NameCompanyKeys } from '../intake/find.ts';
 import type { Arrival, IdentityKeys } from '../intake/find.ts';
 import { columnKey, ensureCustomColumns } from '../lead-columns.ts';
 import { newLead } from '../model/factories.ts';
@@ -280,36 +280,6 @@ function withBuiltInColumns(row: MappedRow, custom: ReadonlyMap<string, LeadGrou
   return fields === row.fields ? row : { ...row, fields };
 }
 
-/** Rows mapped between two look-ups asked ahead (mapAsking). */
-const ASK_SLICE = 1000;
-
-/**
- * The rows mapped a slice at a time, each slice's identity keys asked for (KeysAhead) once it is
- * mapped: the database probes a slice's keys while the next slice is mapped (before, it waited for
- * the whole call's mapping, then probed every key while this process waited: at 5,000 rows ~60 ms
- * of mapping then ~80 ms of look-ups, before the first lead could be written). Returns the rows and
- * the keys computed for each row.
- */
-async function mapAsking(ctx: Ctx, file: ReadFile, mapping: Readonly<Record<string, ImportTarget>>, ahead: KeysAhead, names: NameCompanyKeys): Promise<{ mapped: (MappedRow | RowProblem)[]; keys: Map<MappedRow, IdentityKeys> }> {
-  const mapped: (MappedRow | RowProblem)[] = [];
-  const keys = new Map<MappedRow, IdentityKeys>();
-  for (let at = 0; at < file.records.length; at += ASK_SLICE) {
-    const slice: IdentityKeys[] = [];
-    for (const r of mapRecords(file.headers, file.records.slice(at, at + ASK_SLICE), mapping, file.problems)) {
-      mapped.push(r);
-      if (isProblem(r)) continue;
-      const k = keysOf(arrivalOf(r), names);
-      keys.set(r, k);
-      slice.push(k);
-    }
-    void ahead.ask(slice);
-    // The look-up goes out now (or, behind the one before, when that is answered): the next slice
-    // is mapped while the database probes this one.
-    await ctx.db.letReadsRun();
-  }
-  return { mapped, keys };
-}
-
 /** Rows between two hand-overs of final leads to the store (Tx.writeAhead): a part's worth. */
 const AHEAD_ROWS = 500;
 
@@ -384,36 +354,24 @@ const importOp = mutation({
     const mode: OnExisting = input.onExisting ?? 'fill_empty';
     const onPossible = input.onPossibleDuplicate ?? 'report';
 
-    const nameKeys = new NameCompanyKeys();
-    // Where the database answers beside this process, the identity look-ups go out as the rows are
-    // mapped; findLeads finds the same leads either way.
-    const ahead = ctx.db.asksAhead ? new KeysAhead(ctx.db) : null;
-    const { mapped, keys: keysAsked } = ahead ? await mapAsking(ctx, file, mapping, ahead, nameKeys) : { mapped: mapRecords(file.headers, file.records, mapping, file.problems), keys: null };
+    const mapped = mapRecords(file.headers, file.records, mapping, file.problems);
     const readable = mapped.filter((r): r is MappedRow => !isProblem(r));
 
     // Custom columns the rows give values for: created once, before any lead is written.
     const names = new Set<string>();
     for (const r of readable) for (const n of r.custom.keys()) names.add(n);
     const known = new Set(group.columns.map((c) => columnKey(c.name)));
-    let columns = new Map<string, LeadGroupColumn>();
-    try {
-      if (names.size > 0) columns = await ensureCustomColumns(ctx, group.id, names);
-    } catch (e) {
-      // The call ends here: the look-ups asked ahead are over first (findLeads waits for them otherwise).
-      await ahead?.settled();
-      throw e;
-    }
+    const columns = names.size > 0 ? await ensureCustomColumns(ctx, group.id, names) : new Map<string, LeadGroupColumn>();
     const columnsCreated = [...names].filter((n) => !known.has(columnKey(n)));
     // The list is written once, before any lead: it may go ahead of them (Tx.writeAhead).
     ctx.db.seal('leadGroups', group.id);
     const rows = readable.map((r) => withBuiltInColumns(r, columns));
 
+    const nameKeys = new NameCompanyKeys();
     const arrivals = rows.map(arrivalOf);
-    // A row a built-in column filled (withBuiltInColumns) has keys of its own; findLeads looks up
-    // any not asked ahead.
-    const keys = arrivals.map((a, i) => keysAsked?.get(rows[i] as MappedRow) ?? keysOf(a, nameKeys));
+    const keys = arrivals.map((a) => keysOf(a, nameKeys));
     const index = new LeadIndex(nameKeys);
-    await findLeads(ctx.db, arrivals, keys, index, { nameAndCompany: true, ahead });
+    await findLeads(ctx.db, arrivals, keys, index, { nameAndCompany: true });
 
     const now = nowIso(ctx);
     const touched = new Map<string, Lead>();
