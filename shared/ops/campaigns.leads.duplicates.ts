@@ -10,7 +10,6 @@ import type { Lead } from '../model/index.ts';
 import { opsByName, query } from './define.ts';
 import { cursor, pageLimit } from './params.ts';
 
-const KINDS = IDENTITY_KINDS;
 const DEFAULT_GROUPS = 25;
 
 const duplicateLead = z.object({
@@ -36,9 +35,9 @@ const toDuplicateLead = (l: Lead): z.output<typeof duplicateLead> => ({
 
 /** The cursor: the kind being listed and the store's cursor within it. */
 function parseCursor(c: string | null | undefined, only: IdentityKind | undefined): { kind: IdentityKind; inner: string | null } {
-  if (!c) return { kind: only ?? KINDS[0], inner: null };
+  if (!c) return { kind: only ?? IDENTITY_KINDS[0], inner: null };
   const at = c.indexOf(':');
-  const kind = KINDS.find((k) => k === c.slice(0, at));
+  const kind = IDENTITY_KINDS.find((k) => k === c.slice(0, at));
   if (at < 0 || !kind || (only && kind !== only)) throw new DomainError('INVALID_INPUT', 'The cursor is not one this list gave; start again without it.', { field: 'cursor' });
   const inner = c.slice(at + 1);
   return { kind, inner: inner === '' ? null : inner };
@@ -48,10 +47,10 @@ const duplicates = query({
   name: 'campaigns.leads.duplicates',
   summary:
     "Leads that are one person, in groups, a page at a time: kind profile (same profile URL in any spelling) and email (same address in any case) are the same person; nameCompany (same name at the same company) is a possible duplicate. Without kind, profile groups come first, then email, then nameCompany; a pair with the same profile and email shows under both. certain says whether the key identifies the person. Merged leads never appear; merge with campaigns.leads.merge.",
-  input: z.object({ kind: z.enum(KINDS).optional(), limit: pageLimit, cursor }),
+  input: z.object({ kind: z.enum(IDENTITY_KINDS).optional(), limit: pageLimit, cursor }),
   output: z.object({
     groups: z.array(z.object({
-      kind: z.enum(KINDS),
+      kind: z.enum(IDENTITY_KINDS),
       certain: z.boolean(),
       key: z.string(),
       leads: z.array(duplicateLead),
@@ -78,7 +77,7 @@ const duplicates = query({
         if (groups.length >= limit) return { groups, nextCursor: `${kind}:${inner}` };
         continue;
       }
-      const next = KINDS[KINDS.indexOf(kind) + 1];
+      const next = IDENTITY_KINDS[IDENTITY_KINDS.indexOf(kind) + 1];
       if (input.kind || !next) return { groups, nextCursor: null };
       kind = next;
       if (groups.length >= limit) return { groups, nextCursor: `${kind}:` };

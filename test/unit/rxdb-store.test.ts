@@ -15,7 +15,7 @@ import { STORE_QUERY_TUNING } from '../../electron/backend/storage/sqlite/store-
 import { STORE_SQL_TUNING } from '../../electron/backend/storage/sqlite/store-sql.ts';
 import type { Actor } from '../../shared/context.ts';
 import { DomainError } from '../../shared/errors.ts';
-import { emailKey, KEY_FIELDS, nameCompanyKey } from '../../shared/intake/identity.ts';
+import { emailKey, IDENTITY_KINDS, KEY_FIELDS, nameCompanyKey } from '../../shared/intake/identity.ts';
 import { MemoryDatabase } from '../../shared/memory-store.ts';
 import { newActivity, newLead } from '../../shared/model/factories.ts';
 import { REPLICATED_COLLECTIONS } from '../../shared/model/index.ts';
@@ -184,7 +184,7 @@ async function expectSameAnswers(): Promise<void> {
       await expectSamePages('leads', { where, orderBy, limit: 800 });
     }
   }
-  for (const kind of ['profile', 'email', 'nameCompany'] as const) {
+  for (const kind of IDENTITY_KINDS) {
     for (let cursor: string | null = null, page = 0; page === 0 || cursor; page++) {
       const [a, b]: DuplicatePage[] = await Promise.all([rx.duplicateGroups(kind, { limit: 5, cursor }), ref.duplicateGroups(kind, { limit: 5, cursor })]);
       expect(a, `${kind} duplicates, page ${page}`).toEqual(b);

@@ -13,6 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { openLocalDatabase } from '../../electron/backend/local-db.ts';
 import { LOAD_TUNING } from '../../electron/backend/storage/sqlite/doc-table.ts';
 import { sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
+import { IDENTITY_KINDS } from '../../shared/intake/identity.ts';
 import type { Lead } from '../../shared/model/index.ts';
 import { IMPORT_CALL, IMPORT_CALLS, importWorkspace, runImportCall } from './sqlite-store-import.child.ts';
 
@@ -68,7 +69,7 @@ describe('an import across SIGKILL', () => {
       expect(found).toBe(written);
       expect(created).toBe(IMPORT_CALLS * IMPORT_CALL - written);
       expect(await db.store.count('leads')).toBe(IMPORT_CALLS * IMPORT_CALL);
-      for (const kind of ['profile', 'email', 'nameCompany'] as const) expect((await db.store.duplicateGroups(kind, { limit: 10 })).groups, kind).toEqual([]);
+      for (const kind of IDENTITY_KINDS) expect((await db.store.duplicateGroups(kind, { limit: 10 })).groups, kind).toEqual([]);
 
       await table.finishLoading();
       expect(table.isLoading).toBe(false);

@@ -17,7 +17,7 @@ import { LOAD_TUNING } from '../../electron/backend/storage/sqlite/doc-table.ts'
 import type { DocTable } from '../../electron/backend/storage/sqlite/doc-table.ts';
 import { PROBE_TUNING, RowsByHash } from '../../electron/backend/storage/sqlite/load-probes.ts';
 import { sqliteInstanceOf } from '../../electron/backend/storage/sqlite/storage.ts';
-import { emailKey, KEY_FIELDS, nameCompanyKey, profileKey } from '../../shared/intake/identity.ts';
+import { emailKey, IDENTITY_KINDS, KEY_FIELDS, nameCompanyKey, profileKey } from '../../shared/intake/identity.ts';
 import type { IdentityKind } from '../../shared/intake/identity.ts';
 import { MemoryDatabase } from '../../shared/memory-store.ts';
 import { newLead } from '../../shared/model/factories.ts';
@@ -27,7 +27,6 @@ import type { AnyWrite, Cond, DuplicatePage, Store } from '../../shared/store.ts
 const WS = 'e0000000-0000-4000-8000-000000000001';
 const GROUP = 'e0000000-0000-4000-8000-0000000000b1';
 const actor = { workspaceId: WS, memberId: 'e0000000-0000-4000-8000-0000000000aa', role: 'owner' as const };
-const KINDS: IdentityKind[] = ['profile', 'email', 'nameCompany'];
 
 /** Person `p` (their keys), written as lead `i` in spelling `s` (0: plain; others: case, spaces,
  * scheme, country subdomain, query, final slash). */
@@ -57,7 +56,7 @@ const keyOf = (kind: IdentityKind, l: Lead): string => (kind === 'profile' ? pro
 /** Look-ups by every key kind (one key; many keys of leads from before, of each bulk write, and
  * missing ones), counts of them, and every Duplicates page. */
 async function expectSameLookups(a: Store, b: Store): Promise<void> {
-  for (const kind of KINDS) {
+  for (const kind of IDENTITY_KINDS) {
     const field = KEY_FIELDS[kind];
     const keys = [...before.slice(0, 12), ...first.slice(0, 25), ...first.slice(600, 610), ...second.slice(0, 35), ...second.slice(1100, 1110)].map((l) => keyOf(kind, l)).filter((k) => k !== '');
     const conds: Cond[] = [
