@@ -30,10 +30,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
 import pg from 'pg';
-import { timeOrderedIds } from '../../shared/ids.ts';
 import { storedKeys } from '../../shared/intake/identity.ts';
 import { MAX_IMPORT_ROWS } from '../../shared/import/file.ts';
-import { newLead } from '../../shared/model/factories.ts';
+import type { Lead } from '../../shared/model/index.ts';
 import { createWorkspace } from '../../sync-server/admin.ts';
 import { buildServer } from '../../sync-server/app.ts';
 import { openDatabase } from '../../sync-server/db.ts';
@@ -46,11 +45,16 @@ import { startChildServer, stopChildServer } from './support/child-server.ts';
 import { scratchSchemas } from './support/scratch-schemas.ts';
 import { COMMON_SURNAME, emailLocalPart, EXPORT_HEADERS, exportRow } from './support/generated-export.ts';
 import { importCalls, postImportCalls } from './support/http-seed.ts';
+import { importedLeads } from './support/imported-leads.ts';
 import { processCpuMs } from './support/process-cpu.ts';
 import { run as webhookLatency } from './webhook-latency.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const LEADS = Number(process.env.BENCH_LEADS ?? 100_000);
+/** The export every target imports. */
+const EXPORT_FILE = { headers: EXPORT_HEADERS, row: exportRow, rows: LEADS };
+/** The documents of the import rows' raw baseline, made once for every target (importedLeads). */
+let baselineLeads: Promise<Lead[]> | null = null;
 const CONNECTIONS = 10;
 /** BENCH_PROFILE=<dir>: the CRM server runs under `node --cpu-prof` and writes its profile there. */
 const PROFILE_DIR = process.env.BENCH_PROFILE;
@@ -183,7 +187,7 @@ type Imported = { rate: number; slowest: number; slowestCall: number; calls: num
 /** The whole export through campaigns.leads.import, one call after the other, as the dialog does
  * (support/http-seed.ts; the calls are made before the clock starts). */
 async function importThroughApi(url: string, apiKey: string, leadGroupId: string, label: string, pid: number | undefined): Promise<Imported> {
-  const calls = [...importCalls({ headers: EXPORT_HEADERS, row: exportRow, rows: LEADS }, leadGroupId)];
+  const calls = [...importCalls(EXPORT_FILE, leadGroupId)];
   if (PROFILE_DIR) await fetch(`${url}/bench-profile/start`, { method: 'POST' });
   if (COUNT_QUERIES) await fetch(`${url}/bench-statements`);
   const cpuBefore = processCpuMs(pid);
@@ -200,24 +204,18 @@ async function importThroughApi(url: string, apiKey: string, leadGroupId: string
   return { ...run, rate: run.leadIds.length / run.seconds, cpuMs: cpu };
 }
 
-/** The baseline of the import rows: the same number of lead documents inserted raw into a fresh
- * database, 5,000 rows per multi-row INSERT and transaction (no operation, no rules, no lookups). */
-async function rawInsert(open: OpenOptions): Promise<number> {
+/** The baseline of the import rows: the lead documents the import makes (importedLeads, the same
+ * operation on the memory store), inserted raw into a fresh database with their identity keys, 5,000
+ * rows per multi-row INSERT and transaction (no operation, no rules, no lookups). */
+async function rawInsert(open: OpenOptions, leads: readonly Lead[]): Promise<number> {
   const sql = await openDatabase(open);
   try {
     await migrate(sql);
-    const workspaceId = randomUUID();
-    const groupId = randomUUID();
-    const now = new Date().toISOString();
+    const workspaceId = leads[0]?.workspaceId ?? randomUUID();
     const batches: string[] = [];
-    for (let at = 0; at < LEADS; at += MAX_IMPORT_ROWS) {
-      const leads = Array.from({ length: Math.min(MAX_IMPORT_ROWS, LEADS - at) }, (_, k) => {
-        const [firstName = '', lastName = '', jobTitle = '', company = '', email = '', , phone = '', socialUrl = ''] = exportRow(at + k);
-        // The server's own ids (shared/ids.ts, time-ordered), as its import gives the same rows.
-        return newLead({ id: timeOrderedIds.uuid(), workspaceId, now }, groupId, { firstName, lastName, jobTitle, company, email, phone, socialUrl });
-      });
+    for (let at = 0; at < leads.length; at += MAX_IMPORT_ROWS) {
       // With the identity key columns every lead write fills (migration 017): the same rows.
-      batches.push(JSON.stringify(leads.map((l) => ({ id: l.id, doc: l, ...storedKeys(l) }))));
+      batches.push(JSON.stringify(leads.slice(at, at + MAX_IMPORT_ROWS).map((l) => ({ id: l.id, doc: l, ...storedKeys(l) }))));
     }
     const started = performance.now();
     for (const batch of batches) {
@@ -230,7 +228,7 @@ async function rawInsert(open: OpenOptions): Promise<number> {
         );
       });
     }
-    return LEADS / ((performance.now() - started) / 1000);
+    return leads.length / ((performance.now() - started) / 1000);
   } finally {
     await sql.close();
   }
@@ -359,7 +357,9 @@ async function json<T>(res: Response): Promise<T> {
 
 /** Every scenario of one database; rows are appended to `rows`. */
 async function runOn(t: Target, bare: Scenario | null, pgb: Pgbench | null, rows: Row[]): Promise<void> {
-  const rawBefore = await rawInsert(t.open());
+  baselineLeads ??= importedLeads(EXPORT_FILE);
+  const leads = await baselineLeads;
+  const rawBefore = await rawInsert(t.open(), leads);
   const open = t.open();
   const { apiKey } = await newWorkspace(open);
   const c = await startChild('crm', { BENCH_OPEN: JSON.stringify(open) });
@@ -377,7 +377,7 @@ async function runOn(t: Target, bare: Scenario | null, pgb: Pgbench | null, rows
     // server's own ANALYZE after a call that doubled the table runs after that call's answer
     // (maintenance.ts): one still running must not slow the baseline down.
     if (open.databaseUrl) await serverAnalyzeDone(open.databaseUrl);
-    const rawAfter = await rawInsert(t.open());
+    const rawAfter = await rawInsert(t.open(), leads);
     const raw = (rawBefore + rawAfter) / 2;
     const target = open.databaseUrl ? IMPORT_TARGET.postgres : IMPORT_TARGET.pglite;
     rows.push(
