@@ -211,7 +211,8 @@ async function rawInsert(open: OpenOptions, leads: readonly Lead[]): Promise<num
   const sql = await openDatabase(open);
   try {
     await migrate(sql);
-    const workspaceId = leads[0]?.workspaceId ?? randomUUID();
+    const workspaceId = leads[0]?.workspaceId;
+    if (workspaceId === undefined) throw new Error('The raw baseline has no leads to insert.');
     const batches: string[] = [];
     for (let at = 0; at < leads.length; at += MAX_IMPORT_ROWS) {
       // With the identity key columns every lead write fills (migration 017): the same rows.
