@@ -4,6 +4,7 @@
  * (an error an alert) with a close button; Escape dismisses the newest one when nothing else (a
  * dialog, the palette, the lead panel) takes Escape, or the one that has focus. */
 import { useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { useWindowKeydown } from '../lib/window-keys.ts';
 import { useApp } from '../state/app-store.ts';
 
 /** Toasts shown at once before the older ones fold. */
@@ -33,28 +34,24 @@ export function Toasts() {
   }, [toasts.length, expanded]);
   useEffect(() => () => document.documentElement.style.setProperty('--toast-room', '0px'), []);
 
-  useEffect(() => {
-    // Capture phase: this runs before the lead panel's Escape, so one key closes one thing.
-    const onKey = (e: KeyboardEvent) => {
-      if (e.key !== 'Escape') return;
-      const app = useApp.getState();
-      const newest = app.toasts[app.toasts.length - 1];
-      if (!newest) return;
-      const inside = box.current?.contains(document.activeElement) ?? false;
-      if (inside) {
-        const id = Number((document.activeElement?.closest('[data-toast-id]') as HTMLElement | null)?.dataset.toastId ?? newest.id);
-        e.stopPropagation();
-        app.dismissToast(id);
-        return;
-      }
-      const el = e.target as HTMLElement | null;
-      const typing = !!el && (el.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName));
-      if (typing || app.paletteOpen || app.helpOpen || app.leadId || document.querySelector('[role="dialog"], .menu')) return;
-      app.dismissToast(newest.id);
-    };
-    window.addEventListener('keydown', onKey, true);
-    return () => window.removeEventListener('keydown', onKey, true);
-  }, []);
+  // Capture phase: this runs before the lead panel's Escape, so one key closes one thing.
+  useWindowKeydown((e) => {
+    if (e.key !== 'Escape') return;
+    const app = useApp.getState();
+    const newest = app.toasts[app.toasts.length - 1];
+    if (!newest) return;
+    const inside = box.current?.contains(document.activeElement) ?? false;
+    if (inside) {
+      const id = Number((document.activeElement?.closest('[data-toast-id]') as HTMLElement | null)?.dataset.toastId ?? newest.id);
+      e.stopPropagation();
+      app.dismissToast(id);
+      return;
+    }
+    const el = e.target as HTMLElement | null;
+    const typing = !!el && (el.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName));
+    if (typing || app.paletteOpen || app.helpOpen || app.leadId || document.querySelector('[role="dialog"], .menu')) return;
+    app.dismissToast(newest.id);
+  }, true);
 
   return (
     <div className={`toasts${expanded ? ' expanded' : ''}`} ref={box} aria-live="polite" data-testid="toasts">

@@ -1,6 +1,7 @@
 /** Keyboard shortcuts: g l / g d / g p / g t / g r / g s to move, / to search, ? for help, Ctrl/Cmd+K for
  * the command palette, Escape to close the lead panel. Letters are ignored while typing in a field. */
-import { useEffect } from 'react';
+import { useRef } from 'react';
+import { useWindowKeydown } from '../lib/window-keys.ts';
 import { useApp } from '../state/app-store.ts';
 import type { Screen } from '../state/app-store.ts';
 
@@ -13,43 +14,39 @@ function typing(target: EventTarget | null): boolean {
 }
 
 export function useShortcuts(): void {
-  useEffect(() => {
-    let pendingG = 0;
-    const onKey = (e: KeyboardEvent) => {
-      const app = useApp.getState();
-      if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === 'k') {
-        e.preventDefault();
-        app.setPalette(!app.paletteOpen);
-        return;
-      }
-      if (e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
-      if (app.paletteOpen || document.querySelector('[role="dialog"]')) return;
-      if (e.key === 'Escape' && app.leadId) {
-        app.openLead(null);
-        return;
-      }
-      if (e.key === '/') {
-        e.preventDefault();
-        document.getElementById('global-search')?.focus();
-        return;
-      }
-      if (e.key === '?') {
-        app.setHelp(true);
-        return;
-      }
-      if (e.key === 'g') {
-        pendingG = Date.now();
-        return;
-      }
-      const target = GO[e.key];
-      if (target && Date.now() - pendingG < 1500) {
-        pendingG = 0;
-        app.go(target);
-      }
-    };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
-  }, []);
+  const pendingG = useRef(0);
+  useWindowKeydown((e) => {
+    const app = useApp.getState();
+    if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === 'k') {
+      e.preventDefault();
+      app.setPalette(!app.paletteOpen);
+      return;
+    }
+    if (e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
+    if (app.paletteOpen || document.querySelector('[role="dialog"]')) return;
+    if (e.key === 'Escape' && app.leadId) {
+      app.openLead(null);
+      return;
+    }
+    if (e.key === '/') {
+      e.preventDefault();
+      document.getElementById('global-search')?.focus();
+      return;
+    }
+    if (e.key === '?') {
+      app.setHelp(true);
+      return;
+    }
+    if (e.key === 'g') {
+      pendingG.current = Date.now();
+      return;
+    }
+    const target = GO[e.key];
+    if (target && Date.now() - pendingG.current < 1500) {
+      pendingG.current = 0;
+      app.go(target);
+    }
+  });
 }
 
 export const SHORTCUTS: { keys: string; what: string }[] = [

@@ -1,22 +1,22 @@
 /** A modal dialog: Escape or a click outside closes it, focus starts inside. */
 import { useEffect, useRef } from 'react';
 import type { ReactNode } from 'react';
+import { useWindowKeydown } from '../lib/window-keys.ts';
 
 export function Dialog(props: { title: string; onClose: () => void; children: ReactNode; footer?: ReactNode; wide?: boolean; label?: string }) {
   const ref = useRef<HTMLDivElement>(null);
   const { onClose } = props;
+  // Focus starts inside once, when the dialog opens (not again when its owner draws a new onClose).
   useEffect(() => {
-    const first = ref.current?.querySelector<HTMLElement>('input, select, textarea, button.primary, button');
-    first?.focus();
-    const onKey = (e: KeyboardEvent) => {
-      if (e.key === 'Escape') {
-        e.stopPropagation();
-        onClose();
-      }
-    };
-    window.addEventListener('keydown', onKey, true);
-    return () => window.removeEventListener('keydown', onKey, true);
-  }, [onClose]);
+    ref.current?.querySelector<HTMLElement>('input, select, textarea, button.primary, button')?.focus();
+  }, []);
+  // Capture phase: the dialog's Escape comes before any screen's.
+  useWindowKeydown((e) => {
+    if (e.key === 'Escape') {
+      e.stopPropagation();
+      onClose();
+    }
+  }, true);
   return (
     <div className="backdrop" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>
       <div className={`dialog${props.wide ? ' wide' : ''}`} role="dialog" aria-modal="true" aria-label={props.label ?? props.title} ref={ref}>

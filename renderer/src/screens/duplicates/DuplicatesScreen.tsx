@@ -8,6 +8,7 @@ import { ErrorText } from '../../components/ErrorText.tsx';
 import { errorText, run, useOp } from '../../lib/ops.ts';
 import { offerUndo } from '../../lib/undo.ts';
 import { useStages, useTags } from '../../lib/workspace-data.ts';
+import { useWindowKeydown } from '../../lib/window-keys.ts';
 import { useApp } from '../../state/app-store.ts';
 
 type Kind = 'profile' | 'email' | 'nameCompany';
@@ -112,19 +113,15 @@ export function DuplicatesScreen() {
   }, [pair, busy, toast]);
 
   // j/k: previous/next group; s: swap which lead is kept; m: merge. Not while typing or in a dialog.
-  useEffect(() => {
-    const onKey = (e: KeyboardEvent) => {
-      const el = e.target as HTMLElement | null;
-      if (e.ctrlKey || e.metaKey || e.altKey || (el && (el.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName)))) return;
-      if (document.querySelector('[role="dialog"]')) return;
-      if (e.key === 'j') setIndex((i) => Math.min(i + 1, Math.max(0, groups.length - 1)));
-      else if (e.key === 'k') setIndex((i) => Math.max(0, i - 1));
-      else if (e.key === 's') swap();
-      else if (e.key === 'm') void merge();
-    };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
-  }, [groups.length, swap, merge]);
+  useWindowKeydown((e) => {
+    const el = e.target as HTMLElement | null;
+    if (e.ctrlKey || e.metaKey || e.altKey || (el && (el.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName)))) return;
+    if (document.querySelector('[role="dialog"]')) return;
+    if (e.key === 'j') setIndex((i) => Math.min(i + 1, Math.max(0, groups.length - 1)));
+    else if (e.key === 'k') setIndex((i) => Math.max(0, i - 1));
+    else if (e.key === 's') swap();
+    else if (e.key === 'm') void merge();
+  });
 
   return (
     <>

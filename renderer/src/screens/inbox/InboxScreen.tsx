@@ -2,11 +2,12 @@
  * move, r replies (opens the lead's conversation, whose composer asks the confirmation direct
  * messages need), e marks done (or waiting again), Enter opens the lead, 1-6 confirm or change the
  * reply's label (0 clears it back to the suggestion). Labels filter the list. */
-import { useEffect, useMemo, useState } from 'react';
+import { useMemo, useState } from 'react';
 import type { ReplyLabel } from '../../../../shared/model/index.ts';
 import { ErrorText } from '../../components/ErrorText.tsx';
 import { errorText, run, useOp } from '../../lib/ops.ts';
 import { useCampaigns, useSenders } from '../../lib/workspace-data.ts';
+import { useWindowKeydown } from '../../lib/window-keys.ts';
 import { useApp } from '../../state/app-store.ts';
 
 type Tab = 'waiting' | 'done';
@@ -75,46 +76,42 @@ export function InboxScreen() {
     }
   }
 
-  useEffect(() => {
-    const onKey = (e: KeyboardEvent) => {
-      if (e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
-      if (document.querySelector('[role="dialog"]') || useApp.getState().leadId) return;
-      // "g" starts a go-to shortcut (g r, g e...): its second key is not an inbox command.
-      if (e.key === 'g') {
-        lastG = Date.now();
-        return;
+  useWindowKeydown((e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
+    if (document.querySelector('[role="dialog"]') || useApp.getState().leadId) return;
+    // "g" starts a go-to shortcut (g r, g e...): its second key is not an inbox command.
+    if (e.key === 'g') {
+      lastG = Date.now();
+      return;
+    }
+    if (Date.now() - lastG < 1500) return;
+    const item = items[at];
+    if (e.key === 'j' || e.key === 'ArrowDown') {
+      e.preventDefault();
+      setCurrent(Math.min(items.length - 1, at + 1));
+    } else if (e.key === 'k' || e.key === 'ArrowUp') {
+      e.preventDefault();
+      setCurrent(Math.max(0, at - 1));
+    } else if (item && e.key === 'Enter') {
+      e.preventDefault();
+      openLead(item.leadId);
+    } else if (item && e.key === 'r') {
+      e.preventDefault();
+      openLead(item.leadId);
+      focusComposer();
+    } else if (item && e.key === 'e') {
+      e.preventDefault();
+      void toggleDone(item.messageId, tab === 'waiting');
+    } else if (item && e.key === '0') {
+      e.preventDefault();
+      void setLabel(item.messageId, null, item.leadName);
+    } else if (item) {
+      const byKey = LABELS.find((l) => l.key === e.key);
+      if (byKey) {
+        e.preventDefault();
+        void setLabel(item.messageId, byKey.label, item.leadName);
       }
-      if (Date.now() - lastG < 1500) return;
-      const item = items[at];
-      if (e.key === 'j' || e.key === 'ArrowDown') {
-        e.preventDefault();
-        setCurrent(Math.min(items.length - 1, at + 1));
-      } else if (e.key === 'k' || e.key === 'ArrowUp') {
-        e.preventDefault();
-        setCurrent(Math.max(0, at - 1));
-      } else if (item && e.key === 'Enter') {
-        e.preventDefault();
-        openLead(item.leadId);
-      } else if (item && e.key === 'r') {
-        e.preventDefault();
-        openLead(item.leadId);
-        focusComposer();
-      } else if (item && e.key === 'e') {
-        e.preventDefault();
-        void toggleDone(item.messageId, tab === 'waiting');
-      } else if (item && e.key === '0') {
-        e.preventDefault();
-        void setLabel(item.messageId, null, item.leadName);
-      } else if (item) {
-        const byKey = LABELS.find((l) => l.key === e.key);
-        if (byKey) {
-          e.preventDefault();
-          void setLabel(item.messageId, byKey.label, item.leadName);
-        }
-      }
-    };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
+    }
   });
 
   return (

@@ -6,6 +6,7 @@ import { lazyChunk } from '../../lib/lazy-chunk.ts';
 import { useOp } from '../../lib/ops.ts';
 import { useCampaigns } from '../../lib/workspace-data.ts';
 import { leadCountInput } from '../../lib/workspace-inputs.ts';
+import { useWindowKeydown } from '../../lib/window-keys.ts';
 import { useApp } from '../../state/app-store.ts';
 import { BulkBar } from './BulkBar.tsx';
 import { exportLeadsCsv } from './csv-export.ts';
@@ -60,17 +61,13 @@ export function LeadsScreen() {
   }
 
   // `n`: a new lead, unless the user is typing or a dialog is open (like the app's other letters).
-  useEffect(() => {
-    const onKey = (e: KeyboardEvent) => {
-      const el = e.target as HTMLElement | null;
-      const typing = !!el && (el.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName));
-      if (e.key !== 'n' || e.ctrlKey || e.metaKey || e.altKey || typing || document.querySelector('[role="dialog"]')) return;
-      e.preventDefault();
-      setDialog('new');
-    };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
-  }, []);
+  useWindowKeydown((e) => {
+    const el = e.target as HTMLElement | null;
+    const typing = !!el && (el.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName));
+    if (e.key !== 'n' || e.ctrlKey || e.metaKey || e.altKey || typing || document.querySelector('[role="dialog"]')) return;
+    e.preventDefault();
+    setDialog('new');
+  });
 
   useEffect(() => {
     if (intent === 'import-csv') setDialog('import');
