@@ -120,7 +120,10 @@ describe('import and export', () => {
     await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
     await page.keyboard.press('n');
     const dialog = page.getByRole('dialog', { name: 'New lead' });
-    await dialog.getByLabel('First name').fill('Nadia');
+    // n then the name, as a user types it: the dialog opens with the cursor in its first field.
+    await expect.poll(() => dialog.getByLabel('First name').evaluate((el) => el === document.activeElement)).toBe(true);
+    await page.keyboard.type('Nadia');
+    await expect.poll(() => dialog.getByLabel('First name').inputValue()).toBe('Nadia');
     await dialog.getByLabel('Last name').fill('Handmade');
     await dialog.getByLabel('Email').fill('nadia@handmade.example');
     await dialog.getByLabel('Company').fill('Handmade Co');

@@ -28,7 +28,7 @@ beforeAll(async () => {
   page = await browser.newPage();
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
-  await page.setContent('<!doctype html><html><body><div id="root"></div></body></html>');
+  await page.setContent('<!doctype html><html><body><div id="root"></div><div id="dialog-root"></div></body></html>');
   await page.addScriptTag({ content: built.outputFiles[0]?.text ?? '' });
   expect(errors).toEqual([]);
 }, 60_000);
@@ -65,5 +65,19 @@ describe('window key handlers', () => {
     await pressOnChange('ul', 'e', 'arrive', ['grace']);
     // The screen was mounted by the test above, which saw 'j:'.
     expect((await seen()).slice(-2)).toEqual(['r:ada,grace', 'e:grace']);
+  });
+
+  it('leave the focus in the dialog\'s field the user chose when the owner draws again, and Escape closes it with the newest onClose', async () => {
+    await page.evaluate(() => (window as unknown as { probe: Probe }).probe.openDialog());
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe('First name');
+    await page.getByLabel('Last name').focus();
+    for (let i = 1; i <= 3; i++) {
+      await page.evaluate(() => (window as unknown as { probe: Probe }).probe.redrawOwner());
+      await expect.poll(() => page.getByLabel('Owner renders').innerText()).toBe(String(i));
+    }
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe('Last name');
+    await page.keyboard.press('Escape');
+    await expect.poll(() => page.getByRole('dialog').count()).toBe(0);
+    expect(await page.evaluate(() => (window as unknown as { probe: Probe }).probe.closedByRender)).toBe(3);
   });
 });

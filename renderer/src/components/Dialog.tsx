@@ -1,4 +1,4 @@
-/** A modal dialog: Escape or a click outside closes it, focus starts inside. */
+/** A modal dialog: Escape or a click outside closes it, focus starts on its first field. */
 import { useEffect, useRef } from 'react';
 import type { ReactNode } from 'react';
 import { useWindowKeydown } from '../lib/window-keys.ts';
@@ -6,9 +6,16 @@ import { useWindowKeydown } from '../lib/window-keys.ts';
 export function Dialog(props: { title: string; onClose: () => void; children: ReactNode; footer?: ReactNode; wide?: boolean; label?: string }) {
   const ref = useRef<HTMLDivElement>(null);
   const { onClose } = props;
-  // Focus starts inside once, when the dialog opens (not again when its owner draws a new onClose).
+  // Focus starts inside once, when the dialog opens (not again when its owner draws a new onClose):
+  // on its first field, else its primary button, else its first button (the header's close).
   useEffect(() => {
-    ref.current?.querySelector<HTMLElement>('input, select, textarea, button.primary, button')?.focus();
+    const dialog = ref.current;
+    if (!dialog || dialog.contains(document.activeElement)) return;
+    const first =
+      dialog.querySelector<HTMLElement>('.dialog-body :is(input:not([type="hidden"]), select, textarea):not(:disabled)') ??
+      dialog.querySelector<HTMLElement>('button.primary:not(:disabled)') ??
+      dialog.querySelector<HTMLElement>('button');
+    first?.focus();
   }, []);
   // Capture phase: the dialog's Escape comes before any screen's.
   useWindowKeydown((e) => {
