@@ -37,12 +37,26 @@ describe('reply inbox', () => {
     await expect.poll(() => list.getByRole('listitem').count()).toBe(1);
     await list.getByRole('button', { name: 'Back to inbox' }).click();
     await expect.poll(count).toBe(before);
-    await page.getByRole('tab', { name: 'Waiting' }).click();
-    await expect.poll(() => list.getByRole('listitem').count()).toBe(before);
 
-    // r opens the lead's conversation to answer in the thread.
-    await page.keyboard.press('r');
-    await page.getByTestId('lead-panel').waitFor();
+    // r opens the lead's conversation to answer in the thread, also when pressed the moment the
+    // Waiting list is drawn (the first moment a script sees it: a MutationObserver). The key once
+    // went to the handler of the render before, which held the Done tab's empty list.
+    const pressed = page.evaluate(
+      (n) =>
+        new Promise<void>((resolve) => {
+          const el = document.querySelector('[data-testid="inbox-list"]') as Element;
+          new MutationObserver((_, observer) => {
+            if (el.querySelectorAll('[role="listitem"]').length !== n) return;
+            observer.disconnect();
+            document.body.dispatchEvent(new KeyboardEvent('keydown', { key: 'r', bubbles: true, cancelable: true }));
+            resolve();
+          }).observe(el, { childList: true });
+        }),
+      before,
+    );
+    await page.getByRole('tab', { name: 'Waiting' }).click();
+    await pressed;
+    await page.getByTestId('lead-panel').waitFor({ timeout: 10_000 });
     expect(page.errors).toEqual([]);
   }, 180_000);
 });

@@ -4,7 +4,7 @@
  * (an error an alert) with a close button; Escape dismisses the newest one when nothing else (a
  * dialog, the palette, the lead panel) takes Escape, or the one that has focus. */
 import { useEffect, useLayoutEffect, useRef, useState } from 'react';
-import { useWindowKeydown } from '../lib/window-keys.ts';
+import { inTextField, useWindowKeydown } from '../lib/window-keys.ts';
 import { useApp } from '../state/app-store.ts';
 
 /** Toasts shown at once before the older ones fold. */
@@ -47,9 +47,7 @@ export function Toasts() {
       app.dismissToast(id);
       return;
     }
-    const el = e.target as HTMLElement | null;
-    const typing = !!el && (el.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName));
-    if (typing || app.paletteOpen || app.helpOpen || app.leadId || document.querySelector('[role="dialog"], .menu')) return;
+    if (inTextField(e.target) || app.paletteOpen || app.helpOpen || app.leadId || document.querySelector('[role="dialog"], .menu')) return;
     app.dismissToast(newest.id);
   }, true);
 

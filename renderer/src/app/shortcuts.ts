@@ -1,17 +1,11 @@
 /** Keyboard shortcuts: g l / g d / g p / g t / g r / g s to move, / to search, ? for help, Ctrl/Cmd+K for
  * the command palette, Escape to close the lead panel. Letters are ignored while typing in a field. */
 import { useRef } from 'react';
-import { useWindowKeydown } from '../lib/window-keys.ts';
+import { inTextField, useWindowKeydown } from '../lib/window-keys.ts';
 import { useApp } from '../state/app-store.ts';
 import type { Screen } from '../state/app-store.ts';
 
 const GO: Record<string, Screen> = { l: 'leads', d: 'duplicates', p: 'pipeline', i: 'inbox', t: 'tasks', r: 'triage', c: 'campaigns', e: 'senders', o: 'social', s: 'settings' };
-
-function typing(target: EventTarget | null): boolean {
-  const el = target as HTMLElement | null;
-  if (!el) return false;
-  return el.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName);
-}
 
 export function useShortcuts(): void {
   const pendingG = useRef(0);
@@ -22,7 +16,7 @@ export function useShortcuts(): void {
       app.setPalette(!app.paletteOpen);
       return;
     }
-    if (e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
+    if (e.ctrlKey || e.metaKey || e.altKey || inTextField(e.target)) return;
     if (app.paletteOpen || document.querySelector('[role="dialog"]')) return;
     if (e.key === 'Escape' && app.leadId) {
       app.openLead(null);

@@ -10,7 +10,7 @@ export function Dialog(props: { title: string; onClose: () => void; children: Re
   // on its first field, else its primary button, else its first button (the header's close).
   useEffect(() => {
     const dialog = ref.current;
-    if (!dialog || dialog.contains(document.activeElement)) return;
+    if (!dialog) return;
     const first =
       dialog.querySelector<HTMLElement>('.dialog-body :is(input:not([type="hidden"]), select, textarea):not(:disabled)') ??
       dialog.querySelector<HTMLElement>('button.primary:not(:disabled)') ??

@@ -7,6 +7,7 @@
 import { chunk } from '../../../shared/chunk.ts';
 import type { CloseReason } from '../../../shared/model/common.ts';
 import { errorText, run } from './ops.ts';
+import { inTextField } from './window-keys.ts';
 import { useApp } from '../state/app-store.ts';
 
 /** What a stage, tag or catch-up change replaces on one lead. */
@@ -95,14 +96,9 @@ export async function restoreMany(before: readonly LeadState[], restore: (b: Lea
   return `Put ${done.toLocaleString()} lead${done === 1 ? '' : 's'} back.`;
 }
 
-function typing(target: EventTarget | null): boolean {
-  if (!(target instanceof HTMLElement)) return false;
-  return target.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName);
-}
-
 // Ctrl/Cmd+Z undoes the change whose toast still shows; inside a text field it stays the field's own undo.
 window.addEventListener('keydown', (e) => {
-  if (!(e.ctrlKey || e.metaKey) || e.shiftKey || e.altKey || e.key.toLowerCase() !== 'z' || typing(e.target)) return;
+  if (!(e.ctrlKey || e.metaKey) || e.shiftKey || e.altKey || e.key.toLowerCase() !== 'z' || inTextField(e.target)) return;
   const pending = latest;
   if (!pending || !useApp.getState().toasts.some((t) => t.id === pending.toastId)) return;
   e.preventDefault();

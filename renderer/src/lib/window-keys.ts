@@ -9,6 +9,11 @@
  * frame. */
 import { useEffectEvent, useLayoutEffect } from 'react';
 
+/** Whether a key went to a field the user types in (the app's letters are then the field's). */
+export function inTextField(target: EventTarget | null): boolean {
+  return target instanceof HTMLElement && (target.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName));
+}
+
 /** Calls `handler` with every keydown on the window while the calling component is mounted.
  * `capture`: before the listeners of the bubbling phase (one Escape closes one thing). */
 export function useWindowKeydown(handler: (e: KeyboardEvent) => void, capture = false): void {

@@ -8,7 +8,7 @@ import { ErrorText } from '../../components/ErrorText.tsx';
 import { errorText, run, useOp } from '../../lib/ops.ts';
 import { offerUndo } from '../../lib/undo.ts';
 import { useStages, useTags } from '../../lib/workspace-data.ts';
-import { useWindowKeydown } from '../../lib/window-keys.ts';
+import { inTextField, useWindowKeydown } from '../../lib/window-keys.ts';
 import { useApp } from '../../state/app-store.ts';
 
 type Kind = 'profile' | 'email' | 'nameCompany';
@@ -114,8 +114,7 @@ export function DuplicatesScreen() {
 
   // j/k: previous/next group; s: swap which lead is kept; m: merge. Not while typing or in a dialog.
   useWindowKeydown((e) => {
-    const el = e.target as HTMLElement | null;
-    if (e.ctrlKey || e.metaKey || e.altKey || (el && (el.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName)))) return;
+    if (e.ctrlKey || e.metaKey || e.altKey || inTextField(e.target)) return;
     if (document.querySelector('[role="dialog"]')) return;
     if (e.key === 'j') setIndex((i) => Math.min(i + 1, Math.max(0, groups.length - 1)));
     else if (e.key === 'k') setIndex((i) => Math.max(0, i - 1));

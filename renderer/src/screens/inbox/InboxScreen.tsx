@@ -7,7 +7,7 @@ import type { ReplyLabel } from '../../../../shared/model/index.ts';
 import { ErrorText } from '../../components/ErrorText.tsx';
 import { errorText, run, useOp } from '../../lib/ops.ts';
 import { useCampaigns, useSenders } from '../../lib/workspace-data.ts';
-import { useWindowKeydown } from '../../lib/window-keys.ts';
+import { inTextField, useWindowKeydown } from '../../lib/window-keys.ts';
 import { useApp } from '../../state/app-store.ts';
 
 type Tab = 'waiting' | 'done';
@@ -32,8 +32,6 @@ function focusComposer(tries = 60): void {
   if (box) box.focus();
   else if (tries > 0) requestAnimationFrame(() => focusComposer(tries - 1));
 }
-
-const typing = (t: EventTarget | null): boolean => t instanceof HTMLElement && (t.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(t.tagName));
 
 export function InboxScreen() {
   const [tab, setTab] = useState<Tab>('waiting');
@@ -77,7 +75,7 @@ export function InboxScreen() {
   }
 
   useWindowKeydown((e) => {
-    if (e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
+    if (e.ctrlKey || e.metaKey || e.altKey || inTextField(e.target)) return;
     if (document.querySelector('[role="dialog"]') || useApp.getState().leadId) return;
     // "g" starts a go-to shortcut (g r, g e...): its second key is not an inbox command.
     if (e.key === 'g') {

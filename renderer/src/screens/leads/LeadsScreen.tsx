@@ -6,7 +6,7 @@ import { lazyChunk } from '../../lib/lazy-chunk.ts';
 import { useOp } from '../../lib/ops.ts';
 import { useCampaigns } from '../../lib/workspace-data.ts';
 import { leadCountInput } from '../../lib/workspace-inputs.ts';
-import { useWindowKeydown } from '../../lib/window-keys.ts';
+import { inTextField, useWindowKeydown } from '../../lib/window-keys.ts';
 import { useApp } from '../../state/app-store.ts';
 import { BulkBar } from './BulkBar.tsx';
 import { exportLeadsCsv } from './csv-export.ts';
@@ -62,9 +62,7 @@ export function LeadsScreen() {
 
   // `n`: a new lead, unless the user is typing or a dialog is open (like the app's other letters).
   useWindowKeydown((e) => {
-    const el = e.target as HTMLElement | null;
-    const typing = !!el && (el.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName));
-    if (e.key !== 'n' || e.ctrlKey || e.metaKey || e.altKey || typing || document.querySelector('[role="dialog"]')) return;
+    if (e.key !== 'n' || e.ctrlKey || e.metaKey || e.altKey || inTextField(e.target) || document.querySelector('[role="dialog"]')) return;
     e.preventDefault();
     setDialog('new');
   });
